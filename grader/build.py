@@ -1,0 +1,118 @@
+"""Building an exercise as a torch extension (ninja, one build folder per day and variant), and making build
+errors readable: file:line in the student's own file, the compiler's noise dropped."""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import re
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+# PyTorch compiles with these; kernels must build the same way everywhere (the compile-only check too).
+TORCH_CUDA_DEFINES = ["-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
+                      "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__"]
+BASE_CUDA_FLAGS = ["-O3", "-std=c++17", "-lineinfo"]
+
+# nvcc: "/abs/file.cu(42): error: ..."; gcc/clang: "/abs/file.cpp:42:7: error: ..."
+_NVCC_DIAG = re.compile(r"^(?P<file>[^\s(][^(]*)\((?P<line>\d+)\): (?P<kind>error|warning)[^:]*: (?P<msg>.*)$")
+_GCC_DIAG = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+):(?:(?P<col>\d+):)? (?P<kind>fatal error|error|warning): "
+                       r"(?P<msg>.*)$")
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    file: str
+    line: int
+    kind: str
+    message: str
+
+    def __str__(self):
+        return f"{self.file}:{self.line}: {self.kind}: {self.message}"
+
+
+def parse_diagnostics(log: str, root: Path) -> list[Diagnostic]:
+    """Compiler diagnostics from a build log, paths made relative to the course root, duplicates dropped."""
+    seen, out = set(), []
+    for raw in log.splitlines():
+        line = raw.strip()
+        m = _NVCC_DIAG.match(line) or _GCC_DIAG.match(line)
+        if not m:
+            continue
+        path = Path(m["file"])
+        try:
+            path = path.resolve().relative_to(root.resolve())
+        except ValueError:
+            pass
+        d = Diagnostic(str(path), int(m["line"]), "error" if "error" in m["kind"] else "warning", m["msg"].strip())
+        if d not in seen:
+            seen.add(d)
+            out.append(d)
+    return out
+
+
+def arch_list(capability: tuple[int, int]) -> str:
+    """TORCH_CUDA_ARCH_LIST for the GPU at hand only: faster builds than torch's every-arch default."""
+    return f"{capability[0]}.{capability[1]}"
+
+
+def extension_name(day: str, exercise: str, variant: str) -> str:
+    return re.sub(r"\W", "_", f"{day}_{exercise}_{variant}")
+
+
+def variant_for_dir(src_dir: Path, root: Path) -> str:
+    """student / solution for the course's own folders, else a short hash of the folder (--dir)."""
+    src_dir = src_dir.resolve()
+    for name, base in (("student", root / "days"), ("solution", root / "solutions")):
+        if src_dir.parent == base.resolve():
+            return name
+    return "dir" + hashlib.sha1(str(src_dir).encode()).hexdigest()[:10]
+
+
+@contextmanager
+def build_lock(build_dir: Path):
+    """Serialize builds of one folder, and clear a lock torch left behind.
+
+    torch's own lock is a bare file (`<build_dir>/lock`): a build that was killed leaves it, and every later load
+    waits for it forever. We hold an flock (released by the kernel when a process dies) around every build, so
+    while we hold it any leftover torch lock belongs to a dead build and is safe to delete."""
+    build_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(build_dir / ".grader-lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        stale = build_dir / "lock"
+        recovered = stale.exists()
+        if recovered:
+            stale.unlink()
+        yield recovered
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+class BuildError(Exception):
+    def __init__(self, log: str, diagnostics: list[Diagnostic]):
+        super().__init__("build failed")
+        self.log, self.diagnostics = log, diagnostics
+
+
+def build_extension(*, name: str, sources: list[Path], include_dirs: list[Path], build_dir: Path,
+                    extra_cuda_cflags: list[str], capability: tuple[int, int], root: Path):
+    """Build (or reuse) and import the extension; returns (module, seconds, recovered_lock)."""
+    from torch.utils import cpp_extension
+
+    os.environ["TORCH_CUDA_ARCH_LIST"] = arch_list(capability)
+    os.environ.setdefault("MAX_JOBS", str(os.cpu_count() or 4))
+    t0 = time.perf_counter()
+    with build_lock(build_dir) as recovered:
+        try:
+            module = cpp_extension.load(
+                name=name, sources=[str(s) for s in sources], build_directory=str(build_dir),
+                extra_include_paths=[str(p) for p in include_dirs],
+                extra_cflags=["-O3"], extra_cuda_cflags=BASE_CUDA_FLAGS + list(extra_cuda_cflags), verbose=False)
+        except (RuntimeError, OSError, ImportError) as e:
+            log = str(e)
+            raise BuildError(log, parse_diagnostics(log, root)) from None
+    return module, time.perf_counter() - t0, recovered

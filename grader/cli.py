@@ -1,0 +1,244 @@
+"""The `grader` command: check, list, doctor, release.
+
+Exit codes: 0 pass, 1 fail (wrong, slow, not implemented, does not compile), 2 usage or environment error.
+Every error reaches the user as a message; an unexpected one also leaves its traceback in .grader/logs.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from . import release, report, results
+from .compile_check import compile_sources
+from .course import Course, find_course_file, load_course
+from .errors import GraderError
+
+FAIL, ENV = 1, 2
+console = Console(highlight=False)
+
+
+def _load(args) -> tuple[Path, Path, Course]:
+    path = Path(args.course).resolve() if args.course else find_course_file(Path.cwd().resolve())
+    return path.parent, path, load_course(path)
+
+
+# -- check --------------------------------------------------------------------------------------------------
+def _source_dir(args, root: Path, day_id: str) -> tuple[Path, str]:
+    from .build import variant_for_dir
+
+    if args.solution and args.dir:
+        raise GraderError("give either --solution or --dir, not both")
+    d = (root / "solutions" / day_id) if args.solution else Path(args.dir).resolve() if args.dir else (
+        root / "days" / day_id)
+    if not d.is_dir():
+        raise GraderError(f"{d} does not exist" + ("" if args.dir else ": run `grader release` to create it"))
+    return d, variant_for_dir(d, root)
+
+
+def _placeholders(src_dir: Path, sources: list[str], root: Path) -> list[str]:
+    found = []
+    for s in sources:
+        p = src_dir / s
+        if p.is_file():
+            for n, line in enumerate(p.read_text().splitlines(), 1):
+                if release.PLACEHOLDER in line:
+                    found.append(f"{_rel(p, root)}:{n}")
+    return found
+
+
+def _rel(p: Path, root: Path) -> str:
+    try:
+        return str(p.relative_to(root))
+    except ValueError:
+        return str(p)
+
+
+class Progress:
+    """One status line that follows the worker's events."""
+
+    def __init__(self, status, total: int):
+        self.status, self.total, self.done = status, total, 0
+
+    def __call__(self, ev: dict) -> None:
+        kind = ev["ev"]
+        if kind == "phase":
+            self.status.update(f"building the {ev['target']} (ninja; a cold build takes a few seconds)…")
+        elif kind == "case_start":
+            verb = "checking" if ev["kind"] == "correctness" else "timing"
+            self.status.update(f"{verb} {ev['dtype']} {ev['label']}  [{self.done + 1}/{self.total}]")
+        elif kind == "case":
+            self.done += 1
+            if not ev["ok"]:
+                console.print(f"  [red]✗[/] {ev['dtype']} {ev['label']}: {ev['message']}")
+
+
+def cmd_check(args) -> int:
+    from .plan import plan
+    from .runner import run_exercise
+
+    root, course_path, course = _load(args)
+    day = course.day(args.day)
+    if day.status != "ready":
+        raise GraderError(f"{day.id} ({day.title}) is planned, not ready yet: no exercise to check")
+    src_dir, variant = _source_dir(args, root, day.id)
+    exercises = [e for e in day.exercises if not args.exercise or e.name == args.exercise]
+    if not exercises:
+        raise GraderError(f"{day.id} has no exercise {args.exercise!r} (it has: "
+                          f"{', '.join(e.name for e in day.exercises)})")
+    for ex in exercises:
+        missing = [s for s in ex.sources if not (src_dir / s).is_file()]
+        if missing:
+            raise GraderError(f"{_rel(src_dir, root)} lacks {', '.join(missing)} (sources of {day.id}.{ex.name})")
+    if args.dtype:
+        bad = [d for d in args.dtype if d not in ("fp32", "fp16", "bf16")]
+        if bad:
+            raise GraderError(f"unknown dtype(s) {bad}: use fp32, fp16 or bf16")
+    seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+    console.print(f"seed {seed} (rerun with --seed {seed} to get the same inputs)", style="dim")
+    out, worst = [], 0
+    for ex in exercises:
+        total = len(plan(ex, args.dtype, benchmark=not args.correctness_only))
+        with console.status(f"starting {day.id}.{ex.name}…") as status:
+            res = run_exercise(course=course, course_path=course_path, root=root, day=day, ex=ex, src_dir=src_dir,
+                               variant=variant, seed=seed, dtypes=args.dtype, correctness_only=args.correctness_only,
+                               case_s=args.timeout, on_event=Progress(status, total))
+        if res.status == "no_gpu":
+            reports = compile_sources([src_dir / s for s in ex.sources], [root / i for i in ex.include_dirs],
+                                      ex.extra_cuda_cflags, root)
+            res.compile = [r.as_dict() for r in reports]
+            if not all(r.ok for r in reports):
+                res.status, res.message = "build_error", "the code does not compile"
+            else:
+                res.message = ("compiled for sm_80 and sm_90; no CUDA GPU here, so correctness and speed were "
+                               "not checked: run `grader check` on a GPU machine")
+        if res.status == "not_implemented":
+            spots = _placeholders(src_dir, ex.sources, root)
+            if spots:
+                res.message += f" ({release.PLACEHOLDER} still at {', '.join(spots[:3])})"
+        report.render(console, res, ex)
+        out.append(res.as_dict())
+        worst = max(worst, {"pass": 0, "no_gpu": ENV, "env_error": ENV}.get(res.status, FAIL))
+    results.save(root, day.id, variant, out)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"day": day.id, "variant": variant, "seed": seed, "exercises": out},
+                                              indent=1))
+    # A failure outranks an environment problem: 1 if anything failed, else 2 if grading was impossible.
+    return FAIL if any(r["status"] not in ("pass", "no_gpu", "env_error") for r in out) else worst
+
+
+# -- list, doctor, release ----------------------------------------------------------------------------------
+def cmd_list(args) -> int:
+    root, _, course = _load(args)
+    t = Table(title=course.title, title_justify="left")
+    for col in ("day", "title", "track", "status", "last check"):
+        t.add_column(col)
+    for d in course.days:
+        last = results.last(root, d.id) if d.status == "ready" else None
+        if last:
+            parts = []
+            for e in last["exercises"]:
+                sp = f" {e['speedup']:.2f}x" if e.get("speedup") else ""
+                parts.append(f"{report.LABEL.get(e['status'], e['status'])}{sp}")
+            last_s = f"{', '.join(parts)} ({last['when']})"
+        else:
+            last_s = "-" if d.status == "ready" else ""
+        title = d.title + (" [bold](mandatory)[/]" if d.mandatory else "")
+        status = "[green]ready[/]" if d.status == "ready" else "[dim]planned[/]"
+        t.add_row(d.id, title, d.track, status, last_s)
+    console.print(t)
+    return 0
+
+
+def cmd_doctor(args) -> int:
+    from .doctor import checks
+
+    cs = checks()
+    for c in cs:
+        mark = "[green]✓[/]" if c.ok else "[yellow]![/]" if c.ok is None else "[red]✗[/]"
+        console.print(f"{mark} {c.name:<11} {c.detail}")
+    blocking = [c for c in cs if c.ok is False]
+    if blocking:
+        console.print(f"[red]{len(blocking)} problem(s)[/]: fix them to grade on this machine")
+    return ENV if blocking else 0
+
+
+def cmd_release(args) -> int:
+    root, _, course = _load(args)
+    plan = release.release_plan(course, root, args.days or None)
+    if args.check:
+        stale = release.stale(plan)
+        for p in stale:
+            console.print(f"[red]out of date:[/] {_rel(p, root)}")
+        if stale:
+            console.print("days/ differs from what `grader release` generates from solutions/: run `grader release`")
+            return FAIL
+        console.print(f"days/ is up to date ({len(plan)} files)")
+        return 0
+    backup = root / ".grader" / "backup" / time.strftime("%Y%m%d-%H%M%S")
+    written, saved = release.write(plan, backup)
+    for p in written:
+        console.print(f"wrote {_rel(p, root)}")
+    if saved:
+        console.print(f"[yellow]the previous versions of {len(saved)} file(s) are saved in {_rel(backup, root)}[/]")
+    console.print(f"{len(written)} of {len(plan)} stub files changed")
+    return 0
+
+
+# -- entry --------------------------------------------------------------------------------------------------
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="grader", description="Build, check and time the course's CUDA exercises.")
+    p.add_argument("--course", help="path to course.yaml (default: found from the current folder upwards)")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    c = sub.add_parser("check", help="check a day: build, correctness in every dtype, speed vs the baseline")
+    c.add_argument("day", help="day01, day1 or 1")
+    c.add_argument("--solution", action="store_true", help="check the instructor's solution instead of days/")
+    c.add_argument("--dir", help="check the files in this folder instead of days/dayNN")
+    c.add_argument("--exercise", help="only this exercise of the day")
+    c.add_argument("--dtype", action="append", help="only this dtype (repeatable): fp32, fp16, bf16")
+    c.add_argument("--seed", type=int, help="seed for the random inputs (default: a fresh one, printed)")
+    c.add_argument("--correctness-only", action="store_true", help="skip timing")
+    c.add_argument("--timeout", type=float, help="seconds one case may take before it counts as hung")
+    c.add_argument("--json", metavar="PATH", help="also write the full results as JSON")
+    c.set_defaults(fn=cmd_check)
+    sub.add_parser("list", help="days, their status and your last results").set_defaults(fn=cmd_list)
+    sub.add_parser("doctor", help="check GPU, driver, torch CUDA, nvcc, ninja").set_defaults(fn=cmd_doctor)
+    r = sub.add_parser("release", help="(instructors) generate the student stubs in days/ from solutions/")
+    r.add_argument("days", nargs="*", help="days to release (default: every ready day)")
+    r.add_argument("--check", action="store_true", help="only report whether days/ is up to date (CI)")
+    r.set_defaults(fn=cmd_release)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except GraderError as e:
+        console.print(f"[red]error:[/] {e}")
+        return e.exit_code
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted[/]")
+        return 130
+    except Exception as e:  # a bug in the grader: say so, keep the traceback out of the user's way
+        log = Path(".grader") / "logs" / "internal-error.log"
+        try:
+            log.parent.mkdir(parents=True, exist_ok=True)
+            log.write_text(traceback.format_exc())
+            where = f"details in {log}"
+        except OSError:
+            where = "no log could be written"
+        console.print(f"[red]internal error in the grader:[/] {type(e).__name__}: {e} ({where}); please report it")
+        return ENV
+
+
+if __name__ == "__main__":
+    sys.exit(main())

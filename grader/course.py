@@ -1,0 +1,241 @@
+"""course.yaml: the schema, loading, and the errors a malformed file gets.
+
+Everything day-specific lives in course.yaml and tasks/; this module only knows the shape of that data.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal, Optional, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .errors import GraderError
+
+DTYPES = ("fp32", "fp16", "bf16")
+Dtype = Literal["fp32", "fp16", "bf16"]
+DAY_ID = re.compile(r"^day\d{2}$")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Limits(Strict):
+    build_s: float = Field(300, gt=0)
+    case_s: float = Field(60, gt=0)
+
+
+class Timing(Strict):
+    warmup: int = Field(3, ge=0)
+    min_reps: int = Field(10, ge=3)
+    max_reps: int = Field(200, ge=3)
+    budget_s: float = Field(0.25, gt=0)
+    rel_stderr: float = Field(0.01, gt=0)
+
+
+class Defaults(Strict):
+    timing: Timing = Timing()
+
+
+class Tolerance(Strict):
+    atol: float = Field(ge=0)
+    rtol: float = Field(ge=0)
+    rel_l2: float = Field(gt=0, lt=1, description="bound on ||out-ref||/||ref||; below 1 so zeros fail")
+
+
+class Case(Strict):
+    shape: tuple[int, ...]
+    offset: int = Field(0, ge=0, description="elements between an aligned allocation and the tensor")
+
+    @field_validator("shape")
+    @classmethod
+    def _positive(cls, v):
+        if not v or any(d <= 0 for d in v):
+            raise ValueError(f"every dimension must be a positive integer, got {list(v)}")
+        return v
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, v):
+        return {"shape": v} if isinstance(v, (list, tuple)) else v
+
+    def label(self) -> str:
+        s = "x".join(map(str, self.shape))
+        return f"{s}+{self.offset}" if self.offset else s
+
+
+class Baseline(Strict):
+    solution: Optional[str] = Field(None, description="a ready day whose solution is the baseline")
+    library: bool = Field(False, description="time against the task's library op (e.g. torch.softmax)")
+
+    @model_validator(mode="after")
+    def _exactly_one(self):
+        if (self.solution is None) == (not self.library):
+            raise ValueError("give exactly one of `solution: dayNN` or `library: true`")
+        return self
+
+
+class Exercise(Strict):
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    task: str = Field(pattern=r"^[A-Za-z_][\w.]*$", description="Python module under tasks/")
+    op: str = Field(pattern=r"^[A-Za-z_]\w*$", description="the function the extension exports")
+    signature: str
+    sources: list[str] = Field(min_length=1)
+    include_dirs: list[str] = []
+    extra_cuda_cflags: list[str] = []
+    dtypes: list[Dtype] = Field(min_length=1)
+    correctness: list[Case] = Field(min_length=1)
+    benchmark: list[Case] = Field(min_length=1)
+    tolerances: dict[Dtype, Tolerance]
+    probes: list[str] = []
+    probe_shapes: list[Case] = []
+    baseline: Baseline
+    threshold: float = Field(gt=0, description="needed speedup over the baseline (geometric mean)")
+    points: int = Field(ge=0)
+    hints: dict[str, str] = {}
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        missing = [d for d in self.dtypes if d not in self.tolerances]
+        if missing:
+            raise ValueError(f"tolerances missing for dtype(s) {missing}")
+        if self.probes and not self.probe_shapes:
+            raise ValueError("probes are listed but probe_shapes is empty")
+        for s in self.sources:
+            if Path(s).is_absolute() or ".." in Path(s).parts:
+                raise ValueError(f"source {s!r} must be a file name inside the day's folder")
+        return self
+
+
+class Day(Strict):
+    id: str
+    title: str
+    track: str
+    status: Literal["ready", "planned"]
+    prerequisites: list[str] = []
+    mandatory: bool = False
+    topics: list[str] = []
+    exercises: list[Exercise] = []
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, v):
+        if not DAY_ID.match(v):
+            raise ValueError(f"day id must look like day01, got {v!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _ready_has_exercises(self):
+        if self.status == "ready" and not self.exercises:
+            raise ValueError("a ready day must list at least one exercise")
+        names = [e.name for e in self.exercises]
+        if len(set(names)) != len(names):
+            raise ValueError(f"exercise names must be unique within a day, got {names}")
+        return self
+
+
+class Course(Strict):
+    model_config = ConfigDict(extra="ignore", frozen=True)  # top-level anchors (exercise_defaults) are allowed
+
+    title: str
+    repository: str
+    limits: Limits = Limits()
+    defaults: Defaults = Defaults()
+    days: list[Day] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _cross_refs(self):
+        ids = [d.id for d in self.days]
+        dup = sorted({i for i in ids if ids.count(i) > 1})
+        if dup:
+            raise ValueError(f"duplicate day ids {dup}")
+        index = {d.id: i for i, d in enumerate(self.days)}
+        for i, d in enumerate(self.days):
+            for p in d.prerequisites:
+                if p not in index:
+                    raise ValueError(f"{d.id}: prerequisite {p!r} is not a day of the course")
+                if index[p] >= i:
+                    raise ValueError(f"{d.id}: prerequisite {p!r} must come before it")
+            for e in d.exercises:
+                b = e.baseline.solution
+                if b is None:
+                    continue
+                if b not in index or self.days[index[b]].status != "ready":
+                    raise ValueError(f"{d.id}.{e.name}: baseline solution {b!r} is not a ready day")
+                if not any(x.op == e.op and x.task == e.task for x in self.days[index[b]].exercises):
+                    raise ValueError(f"{d.id}.{e.name}: baseline {b!r} has no exercise with op {e.op!r}")
+        return self
+
+    # -- lookups -----------------------------------------------------------------------------------------
+    def day(self, day_id: str) -> Day:
+        norm = normalize_day_id(day_id)
+        for d in self.days:
+            if d.id == norm:
+                return d
+        raise GraderError(f"no day {day_id!r} in course.yaml (days are day01 … {self.days[-1].id})")
+
+    def baseline_exercise(self, ex: Exercise) -> Optional[tuple[Day, Exercise]]:
+        if ex.baseline.solution is None:
+            return None
+        d = self.day(ex.baseline.solution)
+        return d, next(x for x in d.exercises if x.op == ex.op and x.task == ex.task)
+
+
+def normalize_day_id(s: str) -> str:
+    """Accepts day7, day07, 7 and 07."""
+    m = re.fullmatch(r"(?:day)?0*(\d{1,2})", s.strip().lower())
+    return f"day{int(m.group(1)):02d}" if m else s
+
+
+def _format_errors(err: ValidationError, raw) -> str:
+    lines = []
+    for e in err.errors():
+        path = _readable_loc(e["loc"], raw)
+        msg = e["msg"].removeprefix("Value error, ")
+        got = e.get("input")
+        got_s = "" if isinstance(got, (dict, list)) or got is None else f" (got {got!r})"
+        lines.append(f"  {path}: {msg}{got_s}")
+    return "\n".join(lines)
+
+
+def _readable_loc(loc, raw) -> str:
+    """days.3.exercises.0.threshold -> days[3] (day04).exercises[0].threshold"""
+    out, node = [], raw
+    for part in loc:
+        if isinstance(part, int):
+            label = f"[{part}]"
+            if isinstance(node, list) and part < len(node):
+                node = node[part]
+                if isinstance(node, dict) and "id" in node:
+                    label += f" ({node['id']})"
+            out.append(label)
+        else:
+            if not str(part).startswith(("function-", "list[", "tuple[", "union[")):
+                out.append(("." if out else "") + str(part))
+            node = node.get(part) if isinstance(node, dict) else None
+    return "".join(out) or "(top level)"
+
+
+def load_course(path: Path) -> Course:
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise GraderError(f"{path} not found: run the grader inside the course repository or pass --course")
+    except yaml.YAMLError as e:
+        raise GraderError(f"{path} is not valid YAML:\n  {e}")
+    if not isinstance(raw, dict):
+        raise GraderError(f"{path}: expected a mapping at the top level, got {type(raw).__name__}")
+    try:
+        return Course.model_validate(raw)
+    except ValidationError as e:
+        raise GraderError(f"{path} does not match the course schema:\n{_format_errors(e, raw)}")
+
+
+def find_course_file(start: Path) -> Path:
+    for d in (start, *start.parents):
+        if (d / "course.yaml").is_file():
+            return d / "course.yaml"
+    raise GraderError("course.yaml not found in this folder or any parent: run inside the course repository "
+                      "or pass --course PATH")

@@ -1,0 +1,65 @@
+"""`grader doctor`: is this machine ready to build and grade CUDA extensions?"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from .compile_check import nvcc_path
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool | None  # None: a warning, not a blocker
+    detail: str
+
+
+def _run(cmd: list[str]) -> str | None:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=20).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def checks() -> list[Check]:
+    out = [Check("python", sys.version_info >= (3, 10), sys.version.split()[0])]
+    try:
+        import torch
+        from torch.utils import cpp_extension
+    except ImportError as e:
+        out.append(Check("torch", False, f"not importable ({e}): install a CUDA build of PyTorch"))
+        torch = None
+    if torch is not None:
+        cuda = torch.version.cuda
+        out.append(Check("torch", cuda is not None, f"{torch.__version__}, built for CUDA {cuda}" if cuda else
+                         f"{torch.__version__} is a CPU-only build: grading needs a CUDA build"))
+        if torch.cuda.is_available():
+            cap = torch.cuda.get_device_capability(0)
+            p = torch.cuda.get_device_properties(0)
+            out.append(Check("GPU", True, f"{p.name}, sm_{cap[0]}{cap[1]}, {p.multi_processor_count} SMs, "
+                             f"{p.total_memory / 2**30:.0f} GiB"))
+            out.append(Check("build arch", True, f"TORCH_CUDA_ARCH_LIST={cap[0]}.{cap[1]} (this GPU only)"))
+        else:
+            out.append(Check("GPU", False, "no CUDA GPU visible to torch: `grader check` will compile only"))
+        home = getattr(cpp_extension, "CUDA_HOME", None)
+        out.append(Check("CUDA_HOME", home is not None, home or "not found by torch: set CUDA_HOME"))
+    smi = _run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]) if shutil.which(
+        "nvidia-smi") else None
+    out.append(Check("driver", True if smi else None, f"NVIDIA driver {smi.splitlines()[0]}" if smi else
+                     "nvidia-smi not found (fine on a machine without a GPU)"))
+    nvcc = nvcc_path()
+    if nvcc:
+        ver = (_run([nvcc, "--version"]) or "").splitlines()
+        rel = next((l.split("release")[1].split(",")[0].strip() for l in ver if "release" in l), "?")
+        ok: bool | None = True
+        detail = f"{nvcc} (CUDA {rel})"
+        if torch is not None and torch.version.cuda and rel.split(".")[0] != torch.version.cuda.split(".")[0]:
+            ok, detail = None, detail + f": torch was built with CUDA {torch.version.cuda}; majors should match"
+        out.append(Check("nvcc", ok, detail))
+    else:
+        out.append(Check("nvcc", False, "not found: install the CUDA toolkit or put its bin/ on PATH"))
+    ninja = shutil.which("ninja")
+    out.append(Check("ninja", ninja is not None, ninja or "not found: pip install ninja"))
+    return out

@@ -1,0 +1,36 @@
+"""The cases one check runs, in order: correctness (every dtype × shape, then the stability probes), then
+timing (every dtype × benchmark shape). The parent and the worker derive the same list from the exercise."""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Optional
+
+from .course import Case, Exercise
+
+
+@dataclass(frozen=True)
+class PlannedCase:
+    index: int
+    kind: str  # "correctness" | "benchmark"
+    dtype: str
+    case: Case
+    probe: Optional[str] = None
+
+    @property
+    def label(self) -> str:
+        return self.case.label() + (f" [{self.probe}]" if self.probe else "")
+
+    def seed(self, base_seed: int) -> int:
+        """Each case gets its own seed derived from the run's seed, so a failure reproduces with --seed."""
+        h = hashlib.sha256(f"{base_seed}|{self.kind}|{self.dtype}|{self.label}".encode()).digest()
+        return int.from_bytes(h[:6], "little")
+
+
+def plan(ex: Exercise, dtypes: Optional[list[str]] = None, benchmark: bool = True) -> list[PlannedCase]:
+    chosen = [d for d in ex.dtypes if dtypes is None or d in dtypes]
+    items = [("correctness", d, c, None) for d in chosen for c in ex.correctness]
+    items += [("correctness", d, c, p) for d in chosen for p in ex.probes for c in ex.probe_shapes]
+    if benchmark:
+        items += [("benchmark", d, c, None) for d in chosen for c in ex.benchmark]
+    return [PlannedCase(i, *it) for i, it in enumerate(items)]

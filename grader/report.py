@@ -1,0 +1,115 @@
+"""Rendering results for people (rich tables) and for machines (--json)."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from rich.console import Console
+from rich.table import Table
+
+from .hints import hint_for
+
+STYLE = {"pass": "bold green", "fail": "bold red", "not_implemented": "bold yellow", "build_error": "bold red",
+         "no_gpu": "bold yellow", "env_error": "bold red"}
+LABEL = {"pass": "PASS", "fail": "FAIL", "not_implemented": "NOT IMPLEMENTED", "build_error": "BUILD ERROR",
+         "no_gpu": "COMPILED ONLY (no GPU)", "env_error": "ENVIRONMENT ERROR"}
+MAX_LISTED_FAILURES = 8
+
+
+def _us(ms: float) -> str:
+    return f"{ms * 1000:,.1f}"
+
+
+def render(console: Console, res, ex) -> None:
+    info = res.info
+    where = f"{info.get('gpu', '?')} (sm_{info.get('capability', '?').replace('.', '')})" if info else ""
+    console.print(f"[bold]{res.day} · {res.exercise}[/] · {res.variant} ({res.source}) · seed {res.seed}"
+                  + (f" · {where}" if where else ""))
+    for b in res.builds:
+        if b["ok"]:
+            note = " (recovered a stale build lock)" if b.get("recovered_lock") else ""
+            console.print(f"  built {b['target']} in {b['seconds']:.1f} s{note}")
+        else:
+            console.print(f"  [red]build of the {b['target']} failed[/]")
+            for d in b.get("diagnostics", [])[:12] or [b.get("log", "")[-3000:]]:
+                console.print(f"    {d}", markup=False, highlight=False)
+    if res.compile:
+        render_compile(console, res.compile)
+    corr = [c for c in res.cases if c["kind"] == "correctness"]
+    if corr:
+        render_correctness(console, corr)
+    bench = [c for c in res.cases if c["kind"] == "benchmark" and "time" in c]
+    if bench:
+        render_benchmark(console, bench, ex)
+    style = STYLE.get(res.status, "bold")
+    console.print(f"[{style}]{LABEL.get(res.status, res.status)}[/]  {res.message}", highlight=False)
+    failed = [c for c in res.cases if not c["ok"] and c["category"] not in ("skipped", "not_run")]
+    cat = ("build_error" if res.status == "build_error" else
+           "slow" if res.status == "fail" and not failed else
+           res.status if res.status == "not_implemented" else
+           (failed[0].get("hint_category") or failed[0]["category"]) if failed else None)
+    hint = hint_for(cat, ex.hints) if cat and res.status != "pass" else None
+    if hint:
+        console.print(f"[cyan]hint:[/] {hint}", highlight=False)
+    if res.status in ("fail", "build_error", "env_error"):
+        console.print(f"[dim]full log: {res.log} · reproduce with --seed {res.seed}[/]")
+
+
+def render_correctness(console: Console, cases: list[dict]) -> None:
+    per = defaultdict(list)
+    for c in cases:
+        per[c["dtype"]].append(c)
+    t = Table(title="correctness", title_justify="left", box=None, pad_edge=False)
+    for col in ("dtype", "cases", "worst rel L2", "max abs err", "status"):
+        t.add_column(col, justify="right" if col not in ("dtype", "status") else "left")
+    for dt, cs in per.items():
+        ok = sum(c["ok"] for c in cs)
+        l2 = max((c.get("rel_l2", 0) for c in cs if c["ok"]), default=None)
+        mx = max((c.get("max_abs", 0) for c in cs if c["ok"]), default=None)
+        status = "[green]ok[/]" if ok == len(cs) else f"[red]{len(cs) - ok} failed[/]"
+        t.add_row(dt, f"{ok}/{len(cs)}", "-" if l2 is None else f"{l2:.1e}", "-" if mx is None else f"{mx:.1e}",
+                  status)
+    console.print(t)
+    bad = [c for c in cases if not c["ok"]]
+    for c in bad[:MAX_LISTED_FAILURES]:
+        console.print(f"  [red]✗[/] {c['dtype']} {c['label']}: {c['message']}", highlight=False)
+    if len(bad) > MAX_LISTED_FAILURES:
+        console.print(f"  … and {len(bad) - MAX_LISTED_FAILURES} more (see --json)")
+
+
+def render_benchmark(console: Console, cases: list[dict], ex) -> None:
+    base = f"{ex.baseline.solution} solution" if ex.baseline.solution else "library"
+    t = Table(title=f"speed (median; baseline: {base})", title_justify="left", box=None, pad_edge=False)
+    cols = ["shape", "dtype", "time µs"]
+    has_bw = any("gbps" in c for c in cases)
+    has_fl = any("tflops" in c for c in cases)
+    cols += (["GB/s", "% of copy"] if has_bw else []) + (["TFLOP/s"] if has_fl else [])
+    cols += ["baseline µs", "speedup", "vs library"]
+    for col in cols:
+        t.add_column(col, justify="left" if col in ("shape", "dtype") else "right")
+    for c in cases:
+        row = [c["label"], c["dtype"], _us(c["time"]["median_ms"])]
+        if has_bw:
+            row += [f"{c['gbps']:,.0f}", f"{c['pct_of_copy']:.0%}"]
+        if has_fl:
+            row += [f"{c['tflops']:.1f}"]
+        row += [_us(c["baseline_time"]["median_ms"]), f"{c['speedup']:.2f}x", f"{c['vs_library']:.2f}x"]
+        t.add_row(*row)
+    console.print(t)
+
+
+def render_compile(console: Console, reports: list[dict]) -> None:
+    for r in reports:
+        mark = "[green]compiles[/]" if r["ok"] else "[red]does not compile[/]"
+        console.print(f"  {r['file']}: {mark} ({r['tool']}){' — ' + r['note'] if r['note'] else ''}",
+                      highlight=False)
+        for d in r["diagnostics"][:12]:
+            console.print(f"    {d}", markup=False, highlight=False)
+        if r["kernels"]:
+            t = Table(box=None, pad_edge=False)
+            for col in ("kernel", "arch", "registers", "smem B", "stack B", "spill st/ld B"):
+                t.add_column(col, justify="left" if col in ("kernel", "arch") else "right")
+            for k in r["kernels"]:
+                spill = f"{k['spill_stores']}/{k['spill_loads']}"
+                t.add_row(k["function"], k["arch"], str(k["registers"]), str(k["smem_bytes"]),
+                          str(k["stack_bytes"]), f"[red]{spill}[/]" if k["spill_stores"] or k["spill_loads"] else spill)
+            console.print(t)

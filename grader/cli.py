@@ -23,7 +23,8 @@ from .course import Course, find_course_file, load_course
 from .errors import GraderError
 
 FAIL, ENV = 1, 2
-console = Console(highlight=False)
+# Not a terminal (CI logs, pipes): wider than 80 columns so tables and paths stay on one line.
+console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
 
 
 def _load(args) -> tuple[Path, Path, Course]:

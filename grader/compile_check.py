@@ -94,6 +94,15 @@ def compile_cuda(src: Path, include_dirs: list[Path], extra_flags: list[str], ro
                          log=log[-20000:])
 
 
+def _cuda_include_dirs() -> list[Path]:
+    """Where cuda_runtime_api.h lives (nvcc may be a wrapper script, so its own path is only one guess)."""
+    guesses = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
+    nvcc = nvcc_path()
+    if nvcc:
+        guesses.append(str(Path(nvcc).resolve().parent.parent))
+    return [Path(g) / "include" for g in guesses if g and (Path(g) / "include" / "cuda_runtime_api.h").is_file()]
+
+
 def _torch_include_paths() -> list[str] | None:
     try:
         from torch.utils import cpp_extension
@@ -111,8 +120,7 @@ def compile_host(src: Path, include_dirs: list[Path], root: Path) -> CompileRepo
         return CompileReport(rel, True, "c++", note="skipped: needs torch and a C++ compiler")
     import sysconfig
 
-    nvcc = nvcc_path()
-    cuda_inc = [str(Path(nvcc).resolve().parent.parent / "include")] if nvcc else []
+    cuda_inc = [str(d) for d in _cuda_include_dirs()][:1]
     with tempfile.TemporaryDirectory() as tmp:
         # CPU-only torch wheels ship c10/cuda headers but not the one CMake generates for CUDA builds; an empty
         # stand-in is enough for a syntax check (it only defines export macros).

@@ -162,6 +162,8 @@ def run_exercise(*, course: Course, course_path: Path, root: Path, day: Day, ex:
 
     for c in planned:
         r = results.get(c.index)
+        if r is None and terminal is not None:
+            continue  # nothing ran (no GPU, build error, ...): the verdict says why, a list of "not run" would not
         if r is None:
             if c.kind == "benchmark" and had_failure and not stop_reason and not terminal:
                 r = dict(ok=False, category="skipped", message="not timed: correctness failed")

@@ -1,0 +1,27 @@
+// Day 01: naive row softmax, one thread per row.
+//
+//   out[r, c] = exp(x[r, c] - max_r) / sum_c' exp(x[r, c'] - max_r)
+//
+// This is the baseline the rest of the softmax ladder is measured against. Each thread owns a whole row and walks
+// it three times: once for the maximum, once for the sum of exponentials, once to write the outputs. It is correct
+// for every shape and slow on purpose: neighbouring threads read addresses `cols` floats apart, so a warp's 32
+// loads touch 32 different memory segments (uncoalesced), and a 4096-row input keeps only 4096 threads busy on a
+// GPU that wants tens of thousands. Day 02 fixes both by giving each row to a whole warp.
+//
+// Only CUDA headers here: the kernel compiles in seconds with plain nvcc, and bindings.cpp connects it to PyTorch.
+
+#include <cuda_runtime.h>
+
+// One thread = one row. The grid is the loop over rows that a CPU version would write; threadIdx/blockIdx tell
+// each thread which iteration it is.
+__global__ void softmax_naive_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
+  // YOUR CODE HERE
+}
+
+// The launcher: the only entry point bindings.cpp sees. It picks the launch configuration and reports launch
+// errors (a bad configuration fails here, at launch, not at the next synchronisation).
+cudaError_t softmax_forward(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return cudaSuccess;  // a grid of 0 blocks is an error, and there is nothing to do
+  // YOUR CODE HERE
+  return cudaGetLastError();
+}

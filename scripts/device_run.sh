@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Everything the GPU must verify, in one call (the device lease is short: batch, never poll).
+#   1. install (carried wheels for what the image lacks, then the project, no downloads)
+#   2. build times: cold, unchanged re-check, after editing only the kernel
+#   3. the GPU test suite (solutions pass, stubs "not implemented", known-wrong kernels fail correctly)
+#   4. `grader check dayNN --solution` for every ready day, with timing: the evidence tables
+#   5. the grader's timer against triton.testing.do_bench
+# Full logs go to $OUT/logs.tar.gz, results to $OUT/results.json; a short table is printed last.
+set -uo pipefail
+OUT=${OUT:-$(mktemp -d)}
+LOG=$(mktemp -d)
+export PYTHONUNBUFFERED=1
+cd "$(dirname "$0")/.."
+
+if compgen -G ".whl/*.whl" >/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+python3 -m pip install -q --no-deps --no-build-isolation -e . >"$LOG/install.log" 2>&1 || cat "$LOG/install.log"
+python3 -m grader doctor | tee "$LOG/doctor.txt"
+days=$(python3 -c "from grader.course import load_course; print(' '.join(d.id for d in load_course(__import__('pathlib').Path('course.yaml')).days if d.status == 'ready'))")
+
+echo "== build times"; python3 scripts/build_times.py "$LOG" 2>&1 | tee "$LOG/build_times.txt"
+echo "== GPU tests"; timeout 480 python3 -m pytest -m gpu -q -p no:cacheprovider tests 2>&1 | tee "$LOG/pytest_gpu.txt" | tail -25
+for d in $days; do
+  echo "== $d"; python3 -m grader check "$d" --solution --seed 1 --json "$LOG/$d.json" >"$LOG/$d.txt" 2>&1
+  echo "exit $?" >>"$LOG/$d.txt"; tail -4 "$LOG/$d.txt"
+done
+echo "== timer vs do_bench"; python3 scripts/timer_agreement.py 2>&1 | tee "$LOG/timer_agreement.txt"
+
+python3 scripts/summarize.py "$LOG" "$OUT/results.json" | tee "$LOG/table.txt"
+tar -C "$LOG" -czf "$OUT/logs.tar.gz" .
+cp "$LOG/table.txt" "$OUT/table.txt"

@@ -1,0 +1,540 @@
+// Day 05: vectorized softmax. 16-byte loads and stores, the row held in registers, long rows split across blocks.
+//
+// Changes vs day 04 (one 1024-thread block per row, scalar loads, the row read twice):
+//   - Every load and store moves 16 bytes (4 floats or 8 halves) per thread, so a warp moves 512 contiguous bytes
+//     per instruction instead of 128 (fp32) or 64 (fp16): 4x to 8x fewer memory instructions for the same bytes.
+//   - A row (or a chunk of it) lives in registers between the read and the write: the input is read ONCE and the
+//     output written once, exactly the bytes of a device-to-device copy, which is the speed limit of this op.
+//     Day 04 read everything twice. Registers must be indexed with compile-time constants, so the kernels are
+//     templates on the number of values per thread, and the launcher picks an instantiation from cols.
+//   - The thread group that owns a row matches the row: one warp for rows of up to 1024 values, one block of up
+//     to 1024 threads for rows of up to 32768 values.
+//   - Unaligned rows (a tensor with a storage offset, or an odd cols) are cut into a scalar head up to the first
+//     16-byte boundary, an aligned vector body and a scalar tail. If x and y are misaligned differently, no
+//     single cut fits both, and a scalar fallback kernel is used.
+//   - Few but very long rows (64 x 262144) would occupy only 64 of the GPU's SMs with one block per row. They
+//     are split into chunks of 8192 values, one block each: kernel A writes each chunk's (max, sum) to a small
+//     workspace, kernel B merges its row's partials in a fixed order and writes its chunk.
+//   - Long rows that do not fit in registers, with enough rows to fill the GPU, use a looping kernel (day 04's
+//     algorithm with vector loads).
+// Arithmetic is unchanged: fp32 everywhere, the (m, s) "online" states of day 03 merged in a fixed order, so the
+// result is bit-for-bit deterministic.
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+constexpr int kWarpSize = 32;
+constexpr int kMaxThreads = 1024;
+constexpr int kVals = 32;  // values per thread in the block and split kernels: 32 fp32 registers of row data
+constexpr int kWarpRowsPerBlock = 4;  // warp kernel: 4 rows (128 threads) per block
+constexpr int kSplitThreads = 256;    // split kernels: one chunk = 256 threads x 32 values = 8192 values
+constexpr int kChunk = kSplitThreads * kVals;
+constexpr int kSplitMinBlocks = 4;  // ask ptxas for <= 64 registers: 4 blocks (1024 threads) per SM
+// A chunk is a whole number of 16-byte vectors for every element type, so every chunk of a row starts with the
+// same misalignment as the row itself.
+static_assert(kChunk % 8 == 0, "chunks must be whole 16-byte vectors of 2-byte types");
+constexpr int kLoopThreads = 1024;  // looping kernel: one block per row, as on day 04
+
+// ---------------------------------------------------------------------------------------------------------------
+// Provided: element conversions, online merge and reductions (days 03 and 04), the SM count.
+// ---------------------------------------------------------------------------------------------------------------
+
+// Elements per 16-byte vector: 4 floats, 8 halves, 8 bfloat16s.
+template <typename T>
+struct Vec {
+  static constexpr int kN = 16 / static_cast<int>(sizeof(T));
+};
+
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T>
+__device__ __forceinline__ T from_float(float v);
+template <>
+__device__ __forceinline__ float from_float<float>(float v) { return v; }
+template <>
+__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+// Two 16-bit values packed in one 32-bit word <-> float2. The paired types (__half2, __nv_bfloat162) convert both
+// halves with one instruction. memcpy is the portable way to reinterpret the word's bits; it compiles to nothing.
+__device__ __forceinline__ float2 pair_to_float2(uint32_t w, __half) {
+  __half2 h;
+  memcpy(&h, &w, sizeof(h));
+  return __half22float2(h);
+}
+__device__ __forceinline__ float2 pair_to_float2(uint32_t w, __nv_bfloat16) {
+  __nv_bfloat162 h;
+  memcpy(&h, &w, sizeof(h));
+  return __bfloat1622float2(h);
+}
+__device__ __forceinline__ uint32_t float2_to_pair(float a, float b, __half) {
+  const __half2 h = __floats2half2_rn(a, b);  // a goes to the low half, the lower address
+  uint32_t w;
+  memcpy(&w, &h, sizeof(w));
+  return w;
+}
+__device__ __forceinline__ uint32_t float2_to_pair(float a, float b, __nv_bfloat16) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+  uint32_t w;
+  memcpy(&w, &h, sizeof(w));
+  return w;
+}
+
+// 16-byte global loads and stores; p must be 16-byte aligned. uint4 is just a 16-byte carrier.
+//   kLastUse:    ld.global.cs, "streaming": the line may be evicted first (we will not read it again).
+//   otherwise:   ld.global.nc through the read-only path, the line stays in L2 as usual.
+//   kEvictFirst: st.global.cs: the output is never read by us, so it should not push inputs out of L2.
+template <bool kLastUse>
+__device__ __forceinline__ uint4 load16(const void* p) {
+  if constexpr (kLastUse) {
+    return __ldcs(static_cast<const uint4*>(p));
+  } else {
+    return __ldg(static_cast<const uint4*>(p));
+  }
+}
+template <bool kEvictFirst>
+__device__ __forceinline__ void store16(void* p, uint4 q) {
+  if constexpr (kEvictFirst) {
+    __stcs(static_cast<uint4*>(p), q);
+  } else {
+    *static_cast<uint4*>(p) = q;
+  }
+}
+
+// Online-softmax state merge and its butterfly, unchanged from day 03.
+__device__ __forceinline__ void online_merge(float& m, float& s, float m_other, float s_other) {
+  const float hi = fmaxf(m, m_other);
+  const float scale = (hi == -INFINITY) ? 0.0f : expf(fminf(m, m_other) - hi);
+  s = (m >= m_other) ? s + s_other * scale : s * scale + s_other;
+  m = hi;
+}
+
+__device__ __forceinline__ void warp_reduce_online(float& m, float& s) {
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+    const float m_other = __shfl_xor_sync(0xffffffffu, m, offset);
+    const float s_other = __shfl_xor_sync(0xffffffffu, s, offset);
+    online_merge(m, s, m_other, s_other);
+  }
+}
+
+// Block-wide merge from day 04: every thread returns the block's state. blockDim.x must be a multiple of 32 and
+// every thread must call it. partials: __shared__ float2[32].
+__device__ __forceinline__ void block_reduce_online(float& m, float& s, float2* partials) {
+  const int lane = threadIdx.x % kWarpSize;
+  const int warp = threadIdx.x / kWarpSize;
+  warp_reduce_online(m, s);
+  if (lane == 0) partials[warp] = make_float2(m, s);
+  __syncthreads();  // all partials written before anyone reads them
+  float pm = -INFINITY;
+  float ps = 0.0f;
+  if (lane < static_cast<int>(blockDim.x) / kWarpSize) {
+    pm = partials[lane].x;
+    ps = partials[lane].y;
+  }
+  warp_reduce_online(pm, ps);  // every warp does the same merge, so every thread gets the same bits
+  m = pm;
+  s = ps;
+  __syncthreads();  // all reads done before a later call may overwrite partials
+}
+
+// SM count of the current device, asked once per device and kept (a launcher runs thousands of times a second in
+// a training loop; the count never changes). Atomics make concurrent first calls from two host threads safe.
+inline cudaError_t current_sm_count(int* sms) {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> cache[kMaxDevices];
+  int dev = 0;
+  cudaError_t err = cudaGetDevice(&dev);
+  if (err != cudaSuccess) return err;
+  int n = (dev < kMaxDevices) ? cache[dev].load(std::memory_order_relaxed) : 0;
+  if (n == 0) {
+    err = cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
+    if (err != cudaSuccess) return err;
+    if (dev < kMaxDevices) cache[dev].store(n, std::memory_order_relaxed);
+  }
+  *sms = n;
+  return cudaSuccess;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Vectors: 16 bytes <-> kN floats.
+// ---------------------------------------------------------------------------------------------------------------
+
+// The 16 bytes q hold Vec<T>::kN consecutive elements; write them as floats to v[0 .. kN).
+template <typename T>
+__device__ __forceinline__ void unpack16(uint4 q, float* v) {
+  // BEGIN SOLUTION
+  const uint32_t w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (sizeof(T) == 4) {
+      v[i] = __uint_as_float(w[i]);
+    } else {
+      const float2 f = pair_to_float2(w[i], T{});
+      v[2 * i] = f.x;
+      v[2 * i + 1] = f.y;
+    }
+  }
+  // END SOLUTION
+}
+
+// The opposite: kN floats, each multiplied by scale and rounded to T, packed into 16 bytes.
+template <typename T>
+__device__ __forceinline__ uint4 pack16(const float* v, float scale) {
+  uint32_t w[4] = {0u, 0u, 0u, 0u};
+  // BEGIN SOLUTION
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (sizeof(T) == 4) {
+      w[i] = __float_as_uint(v[i] * scale);
+    } else {
+      w[i] = float2_to_pair(v[2 * i] * scale, v[2 * i + 1] * scale, T{});
+    }
+  }
+  // END SOLUTION
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Alignment: a range of n elements at p, cut at 16-byte boundaries into
+//     [ head: scalars before the first boundary | body: nvec aligned vectors | tail: the < kN scalars left ]
+// The head and tail are the "edge" elements; edge number e (0 <= e < head + tail) is at index edge_index(e).
+// ---------------------------------------------------------------------------------------------------------------
+
+struct Span {
+  int head;
+  int nvec;
+  int tail;
+};
+
+template <typename T>
+__device__ __forceinline__ Span split_span(const T* p, int n) {
+  Span sp{n, 0, 0};  // "everything is head": the all-scalar cut, always correct
+  // BEGIN SOLUTION
+  constexpr int kN = Vec<T>::kN;
+  // Elements between p and the next 16-byte boundary. Tensors are at least element-aligned, so the byte
+  // misalignment is a whole number of elements.
+  const int misaligned = static_cast<int>(reinterpret_cast<uintptr_t>(p) % 16) / static_cast<int>(sizeof(T));
+  sp.head = min((kN - misaligned) % kN, n);
+  sp.nvec = (n - sp.head) / kN;
+  sp.tail = n - sp.head - sp.nvec * kN;
+  // END SOLUTION
+  return sp;
+}
+
+template <typename T>
+__device__ __forceinline__ int edge_index(const Span& sp, int e) {
+  return e < sp.head ? e : e + sp.nvec * Vec<T>::kN;  // skip over the body to reach the tail
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Register tiles: a group of nt threads (a warp or a block) holds a span in registers. Thread t owns vectors
+// t, t + nt, t + 2 nt, ... (so each load instruction of a warp covers 32 consecutive vectors, 512 bytes), and edge
+// element t. Its values: v[0 .. kVals) for the vectors, v[kVals] for the edge element. Slots past the end of the
+// span hold -inf, which drops out of both the max and the sum (exp(-inf) = 0) without any special case.
+// ---------------------------------------------------------------------------------------------------------------
+
+template <typename T, int kValsT, bool kLastUse>
+__device__ __forceinline__ void load_tile(const T* p, const Span& sp, int t, int nt, float (&v)[kValsT + 1]) {
+  // BEGIN SOLUTION
+  constexpr int kN = Vec<T>::kN;
+  static_assert(kValsT % kN == 0, "a thread holds whole vectors");
+  const T* body = p + sp.head;
+  // All loads are issued before any value is used: up to kValsT/kN 16-byte requests in flight per thread.
+#pragma unroll
+  for (int k = 0; k < kValsT / kN; ++k) {
+    const int j = t + k * nt;
+    if (j < sp.nvec) {
+      unpack16<T>(load16<kLastUse>(body + static_cast<size_t>(j) * kN), v + k * kN);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kN; ++i) v[k * kN + i] = -INFINITY;
+    }
+  }
+  v[kValsT] = (t < sp.head + sp.tail) ? to_float(p[edge_index<T>(sp, t)]) : -INFINITY;
+  // END SOLUTION
+}
+
+// Replaces this thread's values by exp(v - m) and returns its state (m, s): m = max of its values, s = sum of the
+// exps. A thread with nothing but -inf keeps (-inf, 0); it uses 0 as the reference so that exp(-inf - (-inf)),
+// a NaN, is never computed (all its exps are exp(-inf) = 0).
+template <int K>
+__device__ __forceinline__ void exp_in_place(float (&v)[K], float& m, float& s) {
+  // BEGIN SOLUTION
+  m = v[0];
+#pragma unroll
+  for (int i = 1; i < K; ++i) m = fmaxf(m, v[i]);
+  const float ref = (m == -INFINITY) ? 0.0f : m;
+  s = 0.0f;
+#pragma unroll
+  for (int i = 0; i < K; ++i) {
+    v[i] = expf(v[i] - ref);
+    s += v[i];
+  }
+  // END SOLUTION
+}
+
+// Writes y = v * scale for this thread's share of the span (same cut as the load: x and y are equally aligned).
+template <typename T, int kValsT, bool kEvictFirst>
+__device__ __forceinline__ void store_tile(T* p, const Span& sp, int t, int nt, const float (&v)[kValsT + 1],
+                                           float scale) {
+  // BEGIN SOLUTION
+  constexpr int kN = Vec<T>::kN;
+  T* body = p + sp.head;
+#pragma unroll
+  for (int k = 0; k < kValsT / kN; ++k) {
+    const int j = t + k * nt;
+    if (j < sp.nvec) store16<kEvictFirst>(body + static_cast<size_t>(j) * kN, pack16<T>(v + k * kN, scale));
+  }
+  if (t < sp.head + sp.tail) p[edge_index<T>(sp, t)] = from_float<T>(v[kValsT] * scale);
+  // END SOLUTION
+}
+
+// The factor that turns this thread's exp(v - m) into exp(v - M) / S, given the group's state (M, S).
+__device__ __forceinline__ float output_scale(float m, float M, float S) {
+  // m == -inf: this thread's exps are all 0 already; avoid expf(-inf - M) * ... edge cases by returning 0.
+  return (m == -INFINITY) ? 0.0f : expf(m - M) / S;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Kernels
+// ---------------------------------------------------------------------------------------------------------------
+
+// One warp per row, rows of up to 32 * kValsT values (kValsT = 8, 16, 32: up to 256, 512, 1024 values).
+// No shared memory and no __syncthreads: the warp's shuffles are the only communication.
+template <typename T, int kValsT>
+__global__ void __launch_bounds__(kWarpRowsPerBlock* kWarpSize)
+    softmax_warp_kernel(const T* __restrict__ x, T* __restrict__ y, int rows, int cols) {
+  // BEGIN SOLUTION
+  const int lane = threadIdx.x % kWarpSize;
+  const int row = blockIdx.x * kWarpRowsPerBlock + threadIdx.x / kWarpSize;
+  if (row >= rows) return;  // uniform per warp
+  const T* xr = x + static_cast<size_t>(row) * cols;
+  T* yr = y + static_cast<size_t>(row) * cols;
+  const Span sp = split_span(xr, cols);
+
+  float v[kValsT + 1];
+  load_tile<T, kValsT, false>(xr, sp, lane, kWarpSize, v);
+  float m, s;
+  exp_in_place(v, m, s);
+  float M = m, S = s;
+  warp_reduce_online(M, S);
+  store_tile<T, kValsT, false>(yr, sp, lane, kWarpSize, v, output_scale(m, M, S));
+  // END SOLUTION
+}
+
+// One block per row, rows of up to 1024 * kValsT values; blockDim.x is chosen by the launcher (a multiple of 32).
+// __launch_bounds__(1024) caps the kernel at 64 registers per thread so that a 1024-thread block can launch.
+template <typename T, int kValsT>
+__global__ void __launch_bounds__(kMaxThreads)
+    softmax_block_kernel(const T* __restrict__ x, T* __restrict__ y, int cols) {
+  // BEGIN SOLUTION
+  __shared__ float2 partials[kMaxThreads / kWarpSize];
+  const T* xr = x + static_cast<size_t>(blockIdx.x) * cols;
+  T* yr = y + static_cast<size_t>(blockIdx.x) * cols;
+  const Span sp = split_span(xr, cols);
+
+  float v[kValsT + 1];
+  load_tile<T, kValsT, false>(xr, sp, threadIdx.x, blockDim.x, v);
+  float m, s;
+  exp_in_place(v, m, s);
+  float M = m, S = s;
+  block_reduce_online(M, S, partials);  // one barrier round: max and sum travel together
+  store_tile<T, kValsT, false>(yr, sp, threadIdx.x, blockDim.x, v, output_scale(m, M, S));
+  // END SOLUTION
+}
+
+// Split rows, kernel A: block b handles chunk c = b % nchunks of row b / nchunks (kChunk values, the last one
+// shorter), and writes the chunk's state (max, sum of exp(x - max)) to partials[b].
+template <typename T, int kValsT>
+__global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
+    softmax_split_stats_kernel(const T* __restrict__ x, float2* __restrict__ partials, int cols, int nchunks) {
+  // BEGIN SOLUTION
+  __shared__ float2 warp_partials[kSplitThreads / kWarpSize];
+  const int row = blockIdx.x / nchunks;
+  const int begin = (blockIdx.x % nchunks) * kChunk;
+  const T* xc = x + static_cast<size_t>(row) * cols + begin;
+  // Every chunk but the last starts a whole number of 16-byte vectors after the row start, so all chunks of a
+  // row share the row's head misalignment; split_span works it out per chunk anyway.
+  const Span sp = split_span(xc, min(kChunk, cols - begin));
+
+  // Default loads: these lines should stay in L2 for kernel B.
+  float v[kValsT + 1];
+  load_tile<T, kValsT, false>(xc, sp, threadIdx.x, kSplitThreads, v);
+  float m, s;
+  exp_in_place(v, m, s);
+  block_reduce_online(m, s, warp_partials);
+  if (threadIdx.x == 0) partials[blockIdx.x] = make_float2(m, s);
+  // END SOLUTION
+}
+
+// Split rows, kernel B: merge the row's nchunks partials (in chunk order, so the result is deterministic),
+// re-read the chunk, write it. Blocks run in the reverse order of kernel A: the chunks A read last are the ones
+// most likely still in L2, so B starts with them.
+template <typename T, int kValsT>
+__global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
+    softmax_split_write_kernel(const T* __restrict__ x, T* __restrict__ y, const float2* __restrict__ partials,
+                               int cols, int nchunks) {
+  // BEGIN SOLUTION
+  const int b = gridDim.x - 1 - blockIdx.x;
+  const int row = b / nchunks;
+  const int begin = (b % nchunks) * kChunk;
+  const size_t offset = static_cast<size_t>(row) * cols + begin;
+  const Span sp = split_span(x + offset, min(kChunk, cols - begin));
+
+  // Issue the chunk's loads first; the partials are read while they are in flight. Last use of x: streaming.
+  float v[kValsT + 1];
+  load_tile<T, kValsT, true>(x + offset, sp, threadIdx.x, kSplitThreads, v);
+
+  // Lane i merges partials i, i + 32, ... in order, then the warp's butterfly: a fixed order, and every warp of
+  // the block computes the same (M, S) with no shared memory and no barrier.
+  const int lane = threadIdx.x % kWarpSize;
+  const float2* row_partials = partials + static_cast<size_t>(row) * nchunks;
+  float M = -INFINITY, S = 0.0f;
+  for (int c = lane; c < nchunks; c += kWarpSize) online_merge(M, S, row_partials[c].x, row_partials[c].y);
+  warp_reduce_online(M, S);
+
+  float m, s;
+  exp_in_place(v, m, s);
+  store_tile<T, kValsT, true>(y + offset, sp, threadIdx.x, kSplitThreads, v, output_scale(m, M, S));
+  // END SOLUTION
+}
+
+// Fallback, one block per row of any length: day 04's two passes (running state, then write) with 16-byte loads
+// when vec is true, and all-scalar when x and y are misaligned differently (vec false). The second read of the
+// row usually hits L2: this block read the same bytes moments before.
+template <typename T>
+__global__ void __launch_bounds__(kLoopThreads, 1)
+    softmax_loop_kernel(const T* __restrict__ x, T* __restrict__ y, int cols, bool vec) {
+  // BEGIN SOLUTION
+  constexpr int kN = Vec<T>::kN;
+  constexpr int kLoopUnroll = 4;  // 16-byte loads in flight per thread per step of pass 1
+  __shared__ float2 partials[kLoopThreads / kWarpSize];
+  const T* xr = x + static_cast<size_t>(blockIdx.x) * cols;
+  T* yr = y + static_cast<size_t>(blockIdx.x) * cols;
+  const Span sp = vec ? split_span(xr, cols) : Span{cols, 0, 0};
+  const T* xb = xr + sp.head;
+  T* yb = yr + sp.head;
+  const int t = threadIdx.x;
+  const int nt = blockDim.x;
+
+  // Pass 1: kLoopUnroll vectors per step, folded into the running state (m, s).
+  float m = -INFINITY, s = 0.0f;
+  for (int j0 = t; j0 < sp.nvec; j0 += kLoopUnroll * nt) {
+    float v[kLoopUnroll * kN];
+#pragma unroll
+    for (int u = 0; u < kLoopUnroll; ++u) {
+      const int j = j0 + u * nt;
+      if (j < sp.nvec) {
+        unpack16<T>(load16<false>(xb + static_cast<size_t>(j) * kN), v + u * kN);
+      } else {
+#pragma unroll
+        for (int i = 0; i < kN; ++i) v[u * kN + i] = -INFINITY;
+      }
+    }
+    float step_m, step_s;
+    exp_in_place(v, step_m, step_s);
+    online_merge(m, s, step_m, step_s);
+  }
+  for (int e = t; e < sp.head + sp.tail; e += nt) online_merge(m, s, to_float(xr[edge_index<T>(sp, e)]), 1.0f);
+  block_reduce_online(m, s, partials);
+
+  // Pass 2: re-read, write exp(x - m) / s.
+  const float inv_s = 1.0f / s;
+  for (int j = t; j < sp.nvec; j += nt) {
+    float v[kN];
+    unpack16<T>(load16<true>(xb + static_cast<size_t>(j) * kN), v);
+#pragma unroll
+    for (int i = 0; i < kN; ++i) v[i] = expf(v[i] - m);
+    store16<true>(yb + static_cast<size_t>(j) * kN, pack16<T>(v, inv_s));
+  }
+  for (int e = t; e < sp.head + sp.tail; e += nt) {
+    const int i = edge_index<T>(sp, e);
+    yr[i] = from_float<T>(expf(to_float(xr[i]) - m) * inv_s);
+  }
+  // END SOLUTION
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Launchers
+// ---------------------------------------------------------------------------------------------------------------
+
+// Long rows split into chunks of kChunk values: kernel A, then kernel B, with a workspace of one float2 per chunk.
+// The workspace is stream-ordered memory (cudaMallocAsync / cudaFreeAsync on the caller's stream): it is valid
+// for exactly the kernels queued between the two calls, needs no device-wide synchronization (cudaMalloc and
+// cudaFree synchronize the whole device), is safe when two streams run this op at once (a cached static buffer
+// would be shared by both), and after the first call it comes from the driver's pool, which is cheap.
+template <typename T>
+cudaError_t launch_split(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
+  cudaError_t err = cudaSuccess;
+  // BEGIN SOLUTION
+  const int nchunks = (cols - 1) / kChunk + 1;
+  const int blocks = rows * nchunks;  // only used when rows < SM count, so this is small
+  float2* partials = nullptr;
+  err = cudaMallocAsync(reinterpret_cast<void**>(&partials), sizeof(float2) * static_cast<size_t>(blocks), stream);
+  if (err != cudaSuccess) return err;
+  softmax_split_stats_kernel<T, kVals><<<blocks, kSplitThreads, 0, stream>>>(x, partials, cols, nchunks);
+  err = cudaGetLastError();
+  if (err == cudaSuccess) {
+    softmax_split_write_kernel<T, kVals><<<blocks, kSplitThreads, 0, stream>>>(x, y, partials, cols, nchunks);
+    err = cudaGetLastError();
+  }
+  const cudaError_t free_err = cudaFreeAsync(partials, stream);  // freed after B has run, in stream order
+  if (err == cudaSuccess) err = free_err;
+  // END SOLUTION
+  return err;
+}
+
+// Dispatch (same alignment of x and y assumed unless checked otherwise):
+//   cols <= 256 / 512 / 1024        warp per row, 8 / 16 / 32 values per lane   (16384 x 1024)
+//   cols > 8192 and rows < #SMs     split rows: kernels A and B                  (64 x 262144)
+//   cols <= 32768                   block per row, 32 values per thread, blockDim = cols / 32 rounded up to a warp
+//                                                                                (4096, 8192 and 32768 columns)
+//   otherwise                       looping block per row (two reads)
+//   x, y misaligned differently     looping block per row, scalar
+template <typename T>
+cudaError_t softmax_forward(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return cudaSuccess;
+  // BEGIN SOLUTION
+  int sms = 0;
+  const cudaError_t err = current_sm_count(&sms);
+  if (err != cudaSuccess) return err;
+  const bool same_alignment = reinterpret_cast<uintptr_t>(x) % 16 == reinterpret_cast<uintptr_t>(y) % 16;
+  const int warp_blocks = (rows - 1) / kWarpRowsPerBlock + 1;
+  const int warp_threads = kWarpRowsPerBlock * kWarpSize;
+
+  if (!same_alignment) {
+    softmax_loop_kernel<T><<<rows, kLoopThreads, 0, stream>>>(x, y, cols, false);
+  } else if (cols <= kWarpSize * 8) {
+    softmax_warp_kernel<T, 8><<<warp_blocks, warp_threads, 0, stream>>>(x, y, rows, cols);
+  } else if (cols <= kWarpSize * 16) {
+    softmax_warp_kernel<T, 16><<<warp_blocks, warp_threads, 0, stream>>>(x, y, rows, cols);
+  } else if (cols <= kWarpSize * 32) {
+    softmax_warp_kernel<T, 32><<<warp_blocks, warp_threads, 0, stream>>>(x, y, rows, cols);
+  } else if (cols > kChunk && rows < sms) {
+    return launch_split<T>(x, y, rows, cols, stream);
+  } else if (cols <= kMaxThreads * kVals) {
+    // Enough threads for ceil(cols / 32) values each, rounded up to whole warps. An unaligned row has at most
+    // floor(cols / kN) full vectors and fewer than 2 kN edge elements, so it always fits too.
+    const int threads = ((cols - 1) / kVals / kWarpSize + 1) * kWarpSize;
+    softmax_block_kernel<T, kVals><<<rows, threads, 0, stream>>>(x, y, cols);
+  } else {
+    softmax_loop_kernel<T><<<rows, kLoopThreads, 0, stream>>>(x, y, cols, true);
+  }
+  // END SOLUTION
+  return cudaGetLastError();
+}
+
+// The bindings only see the template's declaration, so the three versions they call are compiled here.
+template cudaError_t softmax_forward<float>(const float*, float*, int, int, cudaStream_t);
+template cudaError_t softmax_forward<__half>(const __half*, __half*, int, int, cudaStream_t);
+template cudaError_t softmax_forward<__nv_bfloat16>(const __nv_bfloat16*, __nv_bfloat16*, int, int, cudaStream_t);

@@ -1,0 +1,77 @@
+"""GPU tests: every solution is correct, every stub says "not implemented", every known-wrong kernel fails with
+the right message. Timing targets live in scripts/device_run.sh (benchmarks), not here."""
+import json
+import re
+import shutil
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT, run_grader
+
+pytestmark = pytest.mark.gpu
+
+
+def _ready_days():
+    from grader.course import load_course
+
+    return [d.id for d in load_course(ROOT / "course.yaml").days if d.status == "ready"]
+
+
+def _check(*args, tmp_path):
+    out = tmp_path / "result.json"
+    r = run_grader("check", *args, "--correctness-only", "--seed", "7", "--json", str(out))
+    assert "Traceback" not in r.stdout + r.stderr, r.stdout + r.stderr
+    data = json.loads(out.read_text()) if out.exists() else None
+    return r, data
+
+
+@pytest.mark.parametrize("day", _ready_days())
+def test_solution_is_correct_in_every_dtype_and_shape(day, tmp_path):
+    r, data = _check(day, "--solution", tmp_path=tmp_path)
+    assert r.returncode == 0, r.stdout
+    for ex in data["exercises"]:
+        assert ex["status"] == "pass", ex["message"]
+        assert all(c["ok"] and c["deterministic"] for c in ex["cases"])
+
+
+@pytest.mark.parametrize("day", _ready_days())
+def test_stub_reports_not_implemented(day, tmp_path):
+    r, data = _check(day, tmp_path=tmp_path)
+    assert r.returncode == 1, r.stdout
+    assert "NOT IMPLEMENTED" in r.stdout and "YOUR CODE HERE still at" in r.stdout
+    assert all(ex["status"] == "not_implemented" for ex in data["exercises"])
+
+
+KNOWN_WRONG = yaml.safe_load((ROOT / "tests" / "known_wrong.yaml").read_text())
+
+
+@pytest.mark.parametrize("bug", KNOWN_WRONG, ids=[b["name"] for b in KNOWN_WRONG])
+def test_known_wrong_kernel_fails_with_the_right_message(bug, tmp_path):
+    src = tmp_path / bug["day"]
+    shutil.copytree(ROOT / "solutions" / bug["day"], src)
+    f = src / bug["file"]
+    text = f.read_text()
+    assert text.count(bug["find"]) >= 1, f"{bug['name']}: the text to replace is no longer in the solution"
+    f.write_text(text.replace(bug["find"], bug["replace"]))
+    args = [bug["day"], "--dir", str(src)] + (["--timeout", str(bug["timeout"])] if "timeout" in bug else [])
+    r, data = _check(*args, tmp_path=tmp_path)
+    assert r.returncode == 1, r.stdout
+    cases = [c for ex in data["exercises"] for c in ex["cases"]]
+    hits = [c for c in cases if c["category"] == bug["category"] or c.get("hint_category") == bug["category"]]
+    assert hits, f"no case failed as {bug['category']}: {sorted({c['category'] for c in cases})}\n{r.stdout}"
+    assert any(re.search(bug["message"], c["message"]) for c in hits), [c["message"] for c in hits][:3]
+    assert all(ex["status"] == "fail" for ex in data["exercises"])
+
+
+def test_stale_build_lock_is_recovered(tmp_path):
+    src = tmp_path / "day01"
+    shutil.copytree(ROOT / "solutions" / "day01", src)
+    r, _ = _check("day01", "--dir", str(src), tmp_path=tmp_path)
+    assert r.returncode == 0
+    from grader.build import variant_for_dir
+
+    build = ROOT / ".grader" / "build" / f"day01-softmax-{variant_for_dir(src, ROOT)}"
+    (build / "lock").write_text("")  # as left by a build that was killed
+    r, _ = _check("day01", "--dir", str(src), tmp_path=tmp_path)
+    assert r.returncode == 0 and "recovered a stale build lock" in r.stdout

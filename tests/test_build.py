@@ -1,0 +1,47 @@
+import os
+from pathlib import Path
+
+from grader.build import arch_list, build_lock, extension_name, parse_diagnostics, variant_for_dir
+from grader.plan import plan
+
+
+def test_diagnostics_point_into_the_students_file(root):
+    log = (f"{root}/days/day01/softmax.cu(42): error: identifier \"rowz\" is undefined\n"
+           f"{root}/days/day01/softmax.cu(42): error: identifier \"rowz\" is undefined\n"
+           f"{root}/days/day01/bindings.cpp:10:5: error: expected ';' before '}}' token\n"
+           "ninja: build stopped: subcommand failed.\n")
+    d = parse_diagnostics(log, root)
+    assert [str(x) for x in d] == ["days/day01/softmax.cu:42: error: identifier \"rowz\" is undefined",
+                                   "days/day01/bindings.cpp:10: error: expected ';' before '}' token"]
+
+
+def test_stale_torch_lock_is_recovered(tmp_path):
+    (tmp_path / "lock").write_text("")  # what a killed torch build leaves behind
+    with build_lock(tmp_path) as recovered:
+        assert recovered and not (tmp_path / "lock").exists()
+    with build_lock(tmp_path) as recovered:
+        assert not recovered
+
+
+def test_names_and_variants(root, tmp_path):
+    assert arch_list((9, 0)) == "9.0"
+    assert extension_name("day03", "softmax", "dir1a2b") == "day03_softmax_dir1a2b"
+    assert variant_for_dir(root / "days" / "day03", root) == "student"
+    assert variant_for_dir(root / "solutions" / "day03", root) == "solution"
+    other = variant_for_dir(tmp_path, root)
+    assert other.startswith("dir") and other == variant_for_dir(tmp_path, root)
+
+
+def test_plan_orders_cases_and_seeds_them_independently(course):
+    ex = course.day("day03").exercises[0]
+    cases = plan(ex)
+    kinds = [c.kind for c in cases]
+    assert kinds == sorted(kinds, key=lambda k: k != "correctness")  # correctness first, then timing
+    n_corr = len(ex.dtypes) * (len(ex.correctness) + len(ex.probes) * len(ex.probe_shapes))
+    assert kinds.count("correctness") == n_corr
+    assert kinds.count("benchmark") == len(ex.dtypes) * len(ex.benchmark)
+    seeds = [c.seed(1) for c in cases]
+    assert len(set(seeds)) == len(seeds) and seeds == [c.seed(1) for c in plan(ex)]
+    assert [c.seed(2) for c in cases] != seeds
+    assert all(c.kind == "correctness" for c in plan(ex, ["fp16"], benchmark=False))
+    assert {c.dtype for c in plan(ex, ["fp16"])} == {"fp16"}

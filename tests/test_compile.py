@@ -1,0 +1,32 @@
+"""Compile-only checks of every kernel and bindings file, stubs and solutions (what CI can do without a GPU)."""
+import pytest
+
+from grader.compile_check import compile_sources
+from tests.conftest import ROOT, needs_nvcc
+
+
+def _sources():
+    from grader.course import load_course
+
+    course = load_course(ROOT / "course.yaml")
+    for day in course.days:
+        for ex in day.exercises:
+            for where in ("solutions", "days"):
+                yield pytest.param(day.id, ex, where, id=f"{where}-{day.id}-{ex.name}")
+
+
+@needs_nvcc
+@pytest.mark.parametrize("day, ex, where", list(_sources()))
+def test_compiles_for_sm80_and_sm90_without_spills(day, ex, where):
+    reports = compile_sources([ROOT / where / day / s for s in ex.sources], [ROOT / i for i in ex.include_dirs],
+                              ex.extra_cuda_cflags, ROOT)
+    for r in reports:
+        assert r.ok, f"{r.file}: {r.note}\n" + "\n".join(r.diagnostics) + r.log[-3000:]
+        if r.tool == "nvcc":
+            # A stub may launch nothing, so its templates are never instantiated: no kernels is fine there.
+            if where == "solutions" or r.kernels:
+                assert {k["arch"] for k in r.kernels} == {"sm_80", "sm_90"}, r.file
+            for k in r.kernels:
+                assert k["spill_stores"] == 0 and k["spill_loads"] == 0, (r.file, k)
+        warnings = [d for d in r.diagnostics if ": warning:" in d]
+        assert not warnings, warnings

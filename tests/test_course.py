@@ -1,0 +1,83 @@
+import copy
+
+import pytest
+import yaml
+
+from grader.course import load_course, normalize_day_id
+from grader.errors import GraderError
+
+
+def test_course_lists_twenty_days_with_mandatory_milestones(course):
+    assert [d.id for d in course.days] == [f"day{i:02d}" for i in range(1, 21)]
+    mandatory = {d.id for d in course.days if d.mandatory}
+    assert mandatory == {"day10", "day20"}
+    assert "FlashAttention-2" in course.day("day10").title and "FlashAttention-2" in course.day("day20").title
+
+
+def test_ready_days_declare_complete_exercises(course):
+    ready = [d for d in course.days if d.status == "ready"]
+    assert [d.id for d in ready] == ["day01", "day02", "day03", "day04", "day05"]
+    for d in ready:
+        for ex in d.exercises:
+            assert set(ex.dtypes) <= set(ex.tolerances)
+            assert ex.threshold > 0 and ex.points > 0
+            shapes = [c.shape for c in ex.correctness]
+            # awkward shapes: one column, one row, a width that is no multiple of 32
+            assert any(s[-1] == 1 for s in shapes) and any(s[0] == 1 for s in shapes)
+            assert any(s[-1] % 32 for s in shapes)
+    assert set(course.day("day03").exercises[0].dtypes) == {"fp32", "fp16", "bf16"}
+
+
+def test_day_ids_normalize():
+    assert normalize_day_id("7") == "day07"
+    assert normalize_day_id("day7") == "day07"
+    assert normalize_day_id("Day07") == "day07"
+    with pytest.raises(GraderError, match="no day 'day42'"):
+        load_course(__import__("tests.conftest", fromlist=["ROOT"]).ROOT / "course.yaml").day("day42")
+
+
+def _broken(tmp_path, root, mutate):
+    raw = yaml.safe_load((root / "course.yaml").read_text())
+    raw = copy.deepcopy(raw)
+    mutate(raw)
+    p = tmp_path / "course.yaml"
+    p.write_text(yaml.safe_dump(raw))
+    with pytest.raises(GraderError) as e:
+        load_course(p)
+    return str(e.value)
+
+
+@pytest.mark.parametrize("mutate, expected", [
+    (lambda r: r["days"][3]["exercises"][0].update(threshold="fast"),
+     "days[3] (day04).exercises[0].threshold: Input should be a valid number"),
+    (lambda r: r["days"][0].pop("title"), "days[0] (day01).title: Field required"),
+    (lambda r: r["days"][0].update(status="done"), "days[0] (day01).status: Input should be 'ready' or 'planned'"),
+    (lambda r: r["days"][0]["exercises"][0].update(dtypes=["fp8"]), "dtypes[0]: Input should be 'fp32'"),
+    (lambda r: r["days"][0]["exercises"][0].update(correctness=[[0, 3]]), "every dimension must be a positive"),
+    (lambda r: r["days"][1]["exercises"][0].update(baseline={"solution": "day09"}), "is not a ready day"),
+    (lambda r: r["days"][1]["exercises"][0].update(baseline={"solution": "day01", "library": True}),
+     "exactly one of"),
+    (lambda r: r["days"][4].update(prerequisites=["day07"]), "prerequisite 'day07' must come before it"),
+    (lambda r: r["days"][4].update(id="day5"), "day id must look like day01"),
+    (lambda r: r["days"][2]["exercises"][0].update(tolerances={"fp32": {"atol": 0, "rtol": 0, "rel_l2": 1e-5}}),
+     "tolerances missing for dtype(s) ['fp16', 'bf16']"),
+    (lambda r: r["days"][2]["exercises"][0]["tolerances"].update(fp32={"atol": 0, "rtol": 0, "rel_l2": 1.0}),
+     "rel_l2: Input should be less than 1"),
+    (lambda r: r["days"][0]["exercises"][0].update(sources=["../../etc/passwd"]), "must be a file name inside"),
+    (lambda r: r["days"][0].update(exercises=[]), "a ready day must list at least one exercise"),
+    (lambda r: r["days"][0]["exercises"][0].update(typo_key=1), "typo_key: Extra inputs are not permitted"),
+])
+def test_malformed_course_names_the_key(tmp_path, root, mutate, expected):
+    assert expected in _broken(tmp_path, root, mutate)
+
+
+def test_invalid_yaml_and_missing_file(tmp_path):
+    p = tmp_path / "course.yaml"
+    p.write_text("days: [unclosed\n")
+    with pytest.raises(GraderError, match="not valid YAML"):
+        load_course(p)
+    with pytest.raises(GraderError, match="not found"):
+        load_course(tmp_path / "nope.yaml")
+    p.write_text("- a list\n")
+    with pytest.raises(GraderError, match="expected a mapping"):
+        load_course(p)

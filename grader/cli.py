@@ -67,7 +67,7 @@ class Progress:
     """One status line that follows the worker's events."""
 
     def __init__(self, status, total: int):
-        self.status, self.total, self.done = status, total, 0
+        self.status, self.total, self.done, self.failed = status, total, 0, 0
 
     def __call__(self, ev: dict) -> None:
         kind = ev["ev"]
@@ -75,11 +75,11 @@ class Progress:
             self.status.update(f"building the {ev['target']} (ninja; a cold build takes a few seconds)…")
         elif kind == "case_start":
             verb = "checking" if ev["kind"] == "correctness" else "timing"
-            self.status.update(f"{verb} {ev['dtype']} {ev['label']}  [{self.done + 1}/{self.total}]")
+            failed = f", {self.failed} failed" if self.failed else ""
+            self.status.update(f"{verb} {ev['dtype']} {ev['label']}  [{self.done + 1}/{self.total}{failed}]")
         elif kind == "case":
             self.done += 1
-            if not ev["ok"]:
-                console.print(f"  [red]✗[/] {ev['dtype']} {ev['label']}: {ev['message']}")
+            self.failed += not ev["ok"]
 
 
 def cmd_check(args) -> int:

@@ -316,10 +316,11 @@ __global__ void __launch_bounds__(kWarpRowsPerBlock* kWarpSize)
     softmax_warp_kernel(const T* __restrict__ x, T* __restrict__ y, int rows, int cols) {
   // BEGIN SOLUTION
   const int lane = threadIdx.x % kWarpSize;
-  const int row = blockIdx.x * kWarpRowsPerBlock + threadIdx.x / kWarpSize;
-  if (row >= rows) return;  // uniform per warp
-  const T* xr = x + static_cast<size_t>(row) * cols;
-  T* yr = y + static_cast<size_t>(row) * cols;
+  // size_t: with rows close to INT_MAX, blockIdx.x * 4 + 3 would overflow an int.
+  const size_t row = static_cast<size_t>(blockIdx.x) * kWarpRowsPerBlock + threadIdx.x / kWarpSize;
+  if (row >= static_cast<size_t>(rows)) return;  // the same for all 32 lanes: whole warps leave together
+  const T* xr = x + row * cols;
+  T* yr = y + row * cols;
   const Span sp = split_span(xr, cols);
 
   float v[kValsT + 1];

@@ -1,0 +1,132 @@
+// Day 04: block softmax, one thread block (1024 threads) per row.
+//
+// Changes vs day 03 (one warp per row):
+//   - A row belongs to a whole block of 1024 threads (32 warps) instead of one warp. Thread t reads columns
+//     t, t + 1024, t + 2048, ...: each warp's load is still 32 consecutive elements, but 32x more loads of the same
+//     row are in flight. A 262144-column row is 256 steps per thread instead of 8192 steps per lane.
+//   - The 32 warps must combine their partial states, and warps cannot shuffle with each other: the block reduction
+//     goes through shared memory. Each warp reduces itself with day 03's butterfly, lane 0 writes the warp's
+//     (m, s) to shared memory, a __syncthreads() makes the 32 partials visible, and then every warp merges the 32
+//     partials with the same butterfly, so every thread ends with the row's state without a second broadcast.
+//   - __syncthreads() is a barrier for the whole block. It is what makes a shared-memory write by one warp
+//     visible to the others, and it must be reached by every thread of the block (never inside a branch that
+//     only part of the block takes). A missing barrier is a race: the code usually works and sometimes reads a
+//     partial that has not been written yet.
+// Unchanged: scalar loads, fp32 online (m, s) states, two reads of the row (state pass, write pass), one write.
+// Day 05 vectorizes the loads, keeps the row in registers (one read), and splits very long rows across blocks.
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+constexpr int kWarpSize = 32;
+constexpr int kThreads = 1024;                 // one block per row: the largest block CUDA allows
+constexpr int kWarps = kThreads / kWarpSize;   // 32 warps, so 32 partials: exactly one warp can merge them
+static_assert(kWarps <= kWarpSize, "the partials must fit in one warp for the second butterfly");
+
+// Storage type <-> float, as on day 03.
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T>
+__device__ __forceinline__ T from_float(float v);
+template <>
+__device__ __forceinline__ float from_float<float>(float v) { return v; }
+template <>
+__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+// Online-softmax state merge from day 03: (m, s) and (m_other, s_other) -> the state of both sets of values.
+__device__ __forceinline__ void online_merge(float& m, float& s, float m_other, float s_other) {
+  const float hi = fmaxf(m, m_other);
+  const float scale = (hi == -INFINITY) ? 0.0f : expf(fminf(m, m_other) - hi);
+  s = (m >= m_other) ? s + s_other * scale : s * scale + s_other;
+  m = hi;
+}
+
+// Day 03's butterfly over (m, s): afterwards all 32 lanes hold the warp's state, bit-identical.
+__device__ __forceinline__ void warp_reduce_online(float& m, float& s) {
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+    const float m_other = __shfl_xor_sync(0xffffffffu, m, offset);
+    const float s_other = __shfl_xor_sync(0xffffffffu, s, offset);
+    online_merge(m, s, m_other, s_other);
+  }
+}
+
+// Block-wide merge: on return every thread of the block holds the block's (m, s).
+// Requirements: blockDim.x is a multiple of 32 (whole warps, for the full-mask shuffles) and at most 1024, and
+// every thread of the block calls it (it contains __syncthreads). partials points to __shared__ float2[32].
+__device__ __forceinline__ void block_reduce_online(float& m, float& s, float2* partials) {
+  // BEGIN SOLUTION
+  const int lane = threadIdx.x % kWarpSize;
+  const int warp = threadIdx.x / kWarpSize;
+  const int warps = blockDim.x / kWarpSize;
+
+  // Step 1: each warp merges its own 32 lanes; lane 0 publishes the warp's state.
+  warp_reduce_online(m, s);
+  if (lane == 0) partials[warp] = make_float2(m, s);
+
+  // Barrier 1: without it a warp could read partials[] before slower warps have written them.
+  __syncthreads();
+
+  // Step 2: every warp merges the per-warp states (lane i takes warp i's; lanes past the last warp take the
+  // empty state). All warps run the same butterfly on the same inputs, so all threads end with the same bits,
+  // and no third step is needed to broadcast the result.
+  m = -INFINITY;
+  s = 0.0f;
+  if (lane < warps) {
+    m = partials[lane].x;
+    s = partials[lane].y;
+  }
+  warp_reduce_online(m, s);
+
+  // Barrier 2: the caller may reuse partials[] (a second reduction, or the next row of a loop). Without this
+  // barrier a fast warp could overwrite partials[] while a slow warp is still reading them in step 2.
+  __syncthreads();
+  // END SOLUTION
+}
+
+// One block per row. Pass 1 folds the thread's columns into its (m, s); the block merges them; pass 2 writes.
+template <typename T>
+__global__ void __launch_bounds__(kThreads) softmax_block_kernel(const T* __restrict__ x, T* __restrict__ y, int cols) {
+  // BEGIN SOLUTION
+  __shared__ float2 partials[kWarps];
+  const size_t row = blockIdx.x;
+  const T* xr = x + row * cols;
+  T* yr = y + row * cols;
+
+  // Pass 1. A thread with no columns (cols < 1024) keeps the empty state (-inf, 0); online_merge handles it.
+  float m = -INFINITY;
+  float s = 0.0f;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) online_merge(m, s, to_float(xr[c]), 1.0f);
+
+  // Every thread reaches this call, including those that had no columns: a barrier skipped by some threads
+  // of the block is undefined behaviour (usually a hang or garbage).
+  block_reduce_online(m, s, partials);
+
+  // Pass 2: s >= 1 (the max element contributes exp(0) = 1), so 1 / s is finite.
+  const float inv_s = 1.0f / s;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) yr[c] = from_float<T>(expf(to_float(xr[c]) - m) * inv_s);
+  // END SOLUTION
+}
+
+template <typename T>
+cudaError_t softmax_forward(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return cudaSuccess;
+  // BEGIN SOLUTION
+  // One block per row; gridDim.x may be up to 2^31 - 1, so any int row count fits. The shared memory is static
+  // (declared in the kernel), so the third launch parameter stays 0.
+  softmax_block_kernel<T><<<rows, kThreads, 0, stream>>>(x, y, cols);
+  // END SOLUTION
+  return cudaGetLastError();
+}
+
+// The bindings only see the template's declaration, so the three versions they call are compiled here.
+template cudaError_t softmax_forward<float>(const float*, float*, int, int, cudaStream_t);
+template cudaError_t softmax_forward<__half>(const __half*, __half*, int, int, cudaStream_t);
+template cudaError_t softmax_forward<__nv_bfloat16>(const __nv_bfloat16*, __nv_bfloat16*, int, int, cudaStream_t);

@@ -194,6 +194,24 @@ def cmd_release(args) -> int:
     return 0
 
 
+def cmd_syllabus(args) -> int:
+    from .syllabus import render
+
+    root, _, course = _load(args)
+    path, text = root / "syllabus.md", render(course)
+    current = path.read_text() if path.is_file() else None
+    if args.check:
+        if current != text:
+            console.print("syllabus.md is out of date with course.yaml: run `grader syllabus`")
+            return FAIL
+        console.print("syllabus.md is up to date")
+        return 0
+    if current != text:
+        path.write_text(text)
+        console.print("wrote syllabus.md")
+    return 0
+
+
 # -- entry --------------------------------------------------------------------------------------------------
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="grader", description="Build, check and time the course's CUDA exercises.")
@@ -216,6 +234,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("days", nargs="*", help="days to release (default: every ready day)")
     r.add_argument("--check", action="store_true", help="only report whether days/ is up to date (CI)")
     r.set_defaults(fn=cmd_release)
+    y = sub.add_parser("syllabus", help="(instructors) render syllabus.md from course.yaml")
+    y.add_argument("--check", action="store_true", help="only report whether syllabus.md is current (CI)")
+    y.set_defaults(fn=cmd_syllabus)
     return p
 
 

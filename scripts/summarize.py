@@ -1,6 +1,7 @@
 """The short table printed last by scripts/device_run.sh, and one results.json bundling every day's check."""
 import json
 import sys
+import time
 from pathlib import Path
 
 
@@ -9,6 +10,7 @@ def main():
     bundle = {}
     for f in sorted(log_dir.glob("day*.json")):
         bundle[f.stem] = json.loads(f.read_text())
+        bundle[f.stem]["date"] = time.strftime("%Y-%m-%d")
     out.write_text(json.dumps(bundle, indent=1))
     print(f"{'day':5} {'status':8} {'dtype':5} {'shape':>12} {'ok':>5} {'us':>9} {'GB/s':>7} {'%copy':>6} "
           f"{'vs base':>8} {'vs torch':>8}")

@@ -62,3 +62,8 @@ def test_release_backs_up_what_it_replaces(course, root, tmp_path):
     assert set(written) == {p.target for p in moved}
     assert len(saved) == 1 and saved[0].read_text() == "student work in progress\n"
     assert release.write(moved, tmp_path / "backup2") == ([], [])  # idempotent
+
+
+def test_syllabus_matches_course_yaml(root):
+    r = run_grader("syllabus", "--check", cwd=root)
+    assert r.returncode == 0, r.stdout

@@ -1,8 +1,8 @@
 // Day 05: vectorized softmax. 16-byte loads and stores, the row held in registers, long rows split across blocks.
 //
 // Changes vs day 04 (one 1024-thread block per row, scalar loads, the row read twice):
-//   - Every load and store moves 16 bytes (4 floats or 8 halves) per thread, so a warp moves 512 contiguous bytes
-//     per instruction instead of 128 (fp32) or 64 (fp16): 4x to 8x fewer memory instructions for the same bytes.
+//   - Loads and stores move 16 bytes (4 floats or 8 halves) per thread, so a warp moves 512 contiguous bytes per
+//     instruction instead of 128 (fp32) or 64 (fp16): 4x to 8x fewer memory instructions for the same bytes.
 //   - A row (or a chunk of it) lives in registers between the read and the write: the input is read ONCE and the
 //     output written once, exactly the bytes of a device-to-device copy, which is the speed limit of this op.
 //     Day 04 read everything twice. Registers must be indexed with compile-time constants, so the kernels are
@@ -301,7 +301,9 @@ __device__ __forceinline__ void store_tile(T* p, const Span& sp, int t, int nt, 
 
 // The factor that turns this thread's exp(v - m) into exp(v - M) / S, given the group's state (M, S).
 __device__ __forceinline__ float output_scale(float m, float M, float S) {
-  // m == -inf: this thread's exps are all 0 already; avoid expf(-inf - M) * ... edge cases by returning 0.
+  // m == -inf: the thread saw only -inf (or padding) and its exps are all 0 already. Returning 0 also keeps a row
+  // that is entirely -inf (M = -inf, where expf(m - M) would be NaN) from producing NaN.
+  // (The real scale for everyone else: one exp and one IEEE division per thread, not per element.)
   return (m == -INFINITY) ? 0.0f : expf(m - M) / S;
 }
 
@@ -495,13 +497,13 @@ cudaError_t launch_split(const T* x, T* y, int rows, int cols, cudaStream_t stre
   return err;
 }
 
-// Dispatch (same alignment of x and y assumed unless checked otherwise):
-//   cols <= 256 / 512 / 1024        warp per row, 8 / 16 / 32 values per lane   (16384 x 1024)
-//   cols > 8192 and rows < #SMs     split rows: kernels A and B                  (64 x 262144)
+// Dispatch, first match wins (benchmark shapes that take each path in brackets):
+//   x, y misaligned differently     looping block per row, scalar loads
+//   cols <= 256 / 512 / 1024        warp per row, 8 / 16 / 32 values per lane   [16384 x 1024]
+//   cols > 8192 and rows < #SMs     split rows: kernels A and B                  [64 x 262144]
 //   cols <= 32768                   block per row, 32 values per thread, blockDim = cols / 32 rounded up to a warp
-//                                                                                (4096, 8192 and 32768 columns)
-//   otherwise                       looping block per row (two reads)
-//   x, y misaligned differently     looping block per row, scalar
+//                                                                                [4096, 8192 and 32768 columns]
+//   otherwise                       looping block per row, 16-byte loads, two reads
 template <typename T>
 cudaError_t softmax_forward(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return cudaSuccess;

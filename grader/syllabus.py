@@ -1,0 +1,34 @@
+"""syllabus.md, rendered from course.yaml (never edited by hand; CI checks it is current)."""
+from __future__ import annotations
+
+from .course import Course
+
+HEADER = """# Syllabus
+
+<!-- Generated from course.yaml by `grader syllabus`: edit course.yaml, not this file. -->
+
+{title}: twenty days from a one-thread-per-row softmax to the FlashAttention-2 backward pass. Days 10 and 20
+are mandatory milestones. Each ready day has a lesson (`days/dayNN/README.md`), a stub to complete and a
+grader verdict: correct in every dtype against an fp64 reference, then fast enough against a baseline timed in
+the same run (`grader check dayNN`).
+"""
+
+
+def render(course: Course) -> str:
+    out = [HEADER.format(title=course.title).rstrip(), ""]
+    out.append("| day | title | track | status | after | topics |")
+    out.append("|---|---|---|---|---|---|")
+    for d in course.days:
+        title = f"**{d.title}** (mandatory)" if d.mandatory else d.title
+        link = f"[{d.id}](days/{d.id}/README.md)" if d.status == "ready" else d.id
+        out.append(f"| {link} | {title} | {d.track} | {d.status} | {', '.join(d.prerequisites) or '-'} | "
+                   f"{'; '.join(d.topics)} |")
+    out += ["", "## Graded exercises", ""]
+    out.append("| day | exercise | dtypes | baseline | needed speedup | points |")
+    out.append("|---|---|---|---|---:|---:|")
+    for d in course.days:
+        for e in d.exercises:
+            base = f"{e.baseline.solution} solution" if e.baseline.solution else "library op"
+            out.append(f"| {d.id} | `{e.signature.split('#')[0].strip()}` | {', '.join(e.dtypes)} | {base} | "
+                       f"{e.threshold:g}x | {e.points} |")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,328 @@
+// Day 05: vectorized softmax. 16-byte loads and stores, the row held in registers, long rows split across blocks.
+//
+// Changes vs day 04 (one 1024-thread block per row, scalar loads, the row read twice):
+//   - Loads and stores move 16 bytes (4 floats or 8 halves) per thread, so a warp moves 512 contiguous bytes per
+//     instruction instead of 128 (fp32) or 64 (fp16): 4x to 8x fewer memory instructions for the same bytes.
+//   - A row (or a chunk of it) lives in registers between the read and the write: the input is read ONCE and the
+//     output written once, exactly the bytes of a device-to-device copy, which is the speed limit of this op.
+//     Day 04 read everything twice. Registers must be indexed with compile-time constants, so the kernels are
+//     templates on the number of values per thread, and the launcher picks an instantiation from cols.
+//   - The thread group that owns a row matches the row: one warp for rows of up to 1024 values, one block of up
+//     to 1024 threads for rows of up to 32768 values.
+//   - Unaligned rows (a tensor with a storage offset, or an odd cols) are cut into a scalar head up to the first
+//     16-byte boundary, an aligned vector body and a scalar tail. If x and y are misaligned differently, no
+//     single cut fits both, and a scalar fallback kernel is used.
+//   - Few but very long rows (64 x 262144) would occupy only 64 of the GPU's SMs with one block per row. They
+//     are split into chunks of 8192 values, one block each: kernel A writes each chunk's (max, sum) to a small
+//     workspace, kernel B merges its row's partials in a fixed order and writes its chunk.
+//   - Long rows that do not fit in registers, with enough rows to fill the GPU, use a looping kernel (day 04's
+//     algorithm with vector loads).
+// Arithmetic is unchanged: fp32 everywhere, the (m, s) "online" states of day 03 merged in a fixed order, so the
+// result is bit-for-bit deterministic.
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+constexpr int kWarpSize = 32;
+constexpr int kMaxThreads = 1024;
+constexpr int kVals = 32;  // values per thread in the block and split kernels: 32 fp32 registers of row data
+constexpr int kWarpRowsPerBlock = 4;  // warp kernel: 4 rows (128 threads) per block
+constexpr int kWarpMinBlocks = 8;     // ... and <= 64 registers, so 8 blocks (32 warps, 32 rows) fit on an SM
+constexpr int kSplitThreads = 256;    // split kernels: one chunk = 256 threads x 32 values = 8192 values
+constexpr int kChunk = kSplitThreads * kVals;
+constexpr int kSplitMinBlocks = 4;  // ask ptxas for <= 64 registers: 4 blocks (1024 threads) per SM
+// A chunk is a whole number of 16-byte vectors for every element type, so every chunk of a row starts with the
+// same misalignment as the row itself.
+static_assert(kChunk % 8 == 0, "chunks must be whole 16-byte vectors of 2-byte types");
+constexpr int kLoopThreads = 1024;  // looping kernel: one block per row, as on day 04
+
+// ---------------------------------------------------------------------------------------------------------------
+// Provided: element and pair conversions, 16-byte load/store wrappers, online merge and reductions (days 03 and
+// 04), the SM count.
+// ---------------------------------------------------------------------------------------------------------------
+
+// Elements per 16-byte vector: 4 floats, 8 halves, 8 bfloat16s.
+template <typename T>
+struct Vec {
+  static constexpr int kN = 16 / static_cast<int>(sizeof(T));
+};
+
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T>
+__device__ __forceinline__ T from_float(float v);
+template <>
+__device__ __forceinline__ float from_float<float>(float v) { return v; }
+template <>
+__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+// Two 16-bit values packed in one 32-bit word <-> float2. The paired types (__half2, __nv_bfloat162) convert both
+// halves with one instruction. memcpy is the portable way to reinterpret the word's bits; it compiles to nothing.
+__device__ __forceinline__ float2 pair_to_float2(uint32_t w, __half) {
+  __half2 h;
+  memcpy(&h, &w, sizeof(h));
+  return __half22float2(h);
+}
+__device__ __forceinline__ float2 pair_to_float2(uint32_t w, __nv_bfloat16) {
+  __nv_bfloat162 h;
+  memcpy(&h, &w, sizeof(h));
+  return __bfloat1622float2(h);
+}
+__device__ __forceinline__ uint32_t float2_to_pair(float a, float b, __half) {
+  const __half2 h = __floats2half2_rn(a, b);  // a goes to the low half, the lower address
+  uint32_t w;
+  memcpy(&w, &h, sizeof(w));
+  return w;
+}
+__device__ __forceinline__ uint32_t float2_to_pair(float a, float b, __nv_bfloat16) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+  uint32_t w;
+  memcpy(&w, &h, sizeof(w));
+  return w;
+}
+
+// 16-byte global loads and stores; p must be 16-byte aligned. uint4 is just a 16-byte carrier.
+//   kLastUse:    ld.global.cs, "streaming": the line may be evicted first (we will not read it again).
+//   otherwise:   ld.global.nc through the read-only path, the line stays in L2 as usual.
+//   kEvictFirst: st.global.cs: the output is never read by us, so it should not push inputs out of L2.
+//   otherwise:   st.global.wb, an ordinary store.
+template <bool kLastUse>
+__device__ __forceinline__ uint4 load16(const void* p) {
+  if constexpr (kLastUse) {
+    return __ldcs(static_cast<const uint4*>(p));
+  } else {
+    return __ldg(static_cast<const uint4*>(p));
+  }
+}
+template <bool kEvictFirst>
+__device__ __forceinline__ void store16(void* p, uint4 q) {
+  if constexpr (kEvictFirst) {
+    __stcs(static_cast<uint4*>(p), q);
+  } else {
+    __stwb(static_cast<uint4*>(p), q);  // st.global.wb, the default store; the intrinsic guarantees one 16-byte
+  }                                     // instruction (a plain `*p = q` may be split into 32-bit stores)
+}
+
+// Online-softmax state merge and its butterfly, unchanged from day 03.
+__device__ __forceinline__ void online_merge(float& m, float& s, float m_other, float s_other) {
+  const float hi = fmaxf(m, m_other);
+  const float scale = (hi == -INFINITY) ? 0.0f : expf(fminf(m, m_other) - hi);
+  s = (m >= m_other) ? s + s_other * scale : s * scale + s_other;
+  m = hi;
+}
+
+__device__ __forceinline__ void warp_reduce_online(float& m, float& s) {
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+    const float m_other = __shfl_xor_sync(0xffffffffu, m, offset);
+    const float s_other = __shfl_xor_sync(0xffffffffu, s, offset);
+    online_merge(m, s, m_other, s_other);
+  }
+}
+
+// Block-wide merge from day 04: every thread returns the block's state. blockDim.x must be a multiple of 32 and
+// every thread must call it. partials: __shared__ float2[32].
+__device__ __forceinline__ void block_reduce_online(float& m, float& s, float2* partials) {
+  const int lane = threadIdx.x % kWarpSize;
+  const int warp = threadIdx.x / kWarpSize;
+  warp_reduce_online(m, s);
+  if (lane == 0) partials[warp] = make_float2(m, s);
+  __syncthreads();  // all partials written before anyone reads them
+  float pm = -INFINITY;
+  float ps = 0.0f;
+  if (lane < static_cast<int>(blockDim.x) / kWarpSize) {
+    pm = partials[lane].x;
+    ps = partials[lane].y;
+  }
+  warp_reduce_online(pm, ps);  // every warp does the same merge, so every thread gets the same bits
+  m = pm;
+  s = ps;
+  __syncthreads();  // all reads done before a later call may overwrite partials
+}
+
+// SM count of the current device, asked once per device and kept (a launcher runs thousands of times a second in
+// a training loop; the count never changes). Atomics make concurrent first calls from two host threads safe.
+inline cudaError_t current_sm_count(int* sms) {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> cache[kMaxDevices];
+  int dev = 0;
+  cudaError_t err = cudaGetDevice(&dev);
+  if (err != cudaSuccess) return err;
+  int n = (dev < kMaxDevices) ? cache[dev].load(std::memory_order_relaxed) : 0;
+  if (n == 0) {
+    err = cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
+    if (err != cudaSuccess) return err;
+    if (dev < kMaxDevices) cache[dev].store(n, std::memory_order_relaxed);
+  }
+  *sms = n;
+  return cudaSuccess;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Vectors: 16 bytes <-> kN floats.
+// ---------------------------------------------------------------------------------------------------------------
+
+// The 16 bytes q hold Vec<T>::kN consecutive elements; write them as floats to v[0 .. kN).
+template <typename T>
+__device__ __forceinline__ void unpack16(uint4 q, float* v) {
+  // YOUR CODE HERE
+}
+
+// The opposite: kN floats, each multiplied by scale and rounded to T, packed into 16 bytes.
+template <typename T>
+__device__ __forceinline__ uint4 pack16(const float* v, float scale) {
+  uint32_t w[4] = {0u, 0u, 0u, 0u};
+  // YOUR CODE HERE
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Alignment: a range of n elements at p, cut at 16-byte boundaries into
+//     [ head: scalars before the first boundary | body: nvec aligned vectors | tail: the < kN scalars left ]
+// The head and tail are the "edge" elements; edge number e (0 <= e < head + tail) is at index edge_index(e).
+// ---------------------------------------------------------------------------------------------------------------
+
+struct Span {
+  int head;
+  int nvec;
+  int tail;
+};
+
+template <typename T>
+__device__ __forceinline__ Span split_span(const T* p, int n) {
+  Span sp{n, 0, 0};  // "everything is head": the all-scalar cut, always correct
+  // YOUR CODE HERE
+  return sp;
+}
+
+template <typename T>
+__device__ __forceinline__ int edge_index(const Span& sp, int e) {
+  return e < sp.head ? e : e + sp.nvec * Vec<T>::kN;  // skip over the body to reach the tail
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Register tiles: a group of nt threads (a warp or a block) holds a span in registers. Thread t owns vectors
+// t, t + nt, t + 2 nt, ... (so each load instruction of a warp covers 32 consecutive vectors, 512 bytes), and edge
+// element t. Its values: v[0 .. kVals) for the vectors, v[kVals] for the edge element. Slots past the end of the
+// span hold -inf, which drops out of both the max and the sum (exp(-inf) = 0) without any special case.
+// ---------------------------------------------------------------------------------------------------------------
+
+template <typename T, int kValsT, bool kLastUse>
+__device__ __forceinline__ void load_tile(const T* p, const Span& sp, int t, int nt, float (&v)[kValsT + 1]) {
+  // YOUR CODE HERE
+}
+
+// Replaces this thread's values by exp(v - m) and returns its state (m, s): m = max of its values, s = sum of the
+// exps. A thread with nothing but -inf keeps (-inf, 0); it uses 0 as the reference so that exp(-inf - (-inf)),
+// a NaN, is never computed (all its exps are exp(-inf) = 0).
+template <int K>
+__device__ __forceinline__ void exp_in_place(float (&v)[K], float& m, float& s) {
+  // YOUR CODE HERE
+}
+
+// Writes y = v * scale for this thread's share of the span (same cut as the load: x and y are equally aligned).
+template <typename T, int kValsT, bool kEvictFirst>
+__device__ __forceinline__ void store_tile(T* p, const Span& sp, int t, int nt, const float (&v)[kValsT + 1],
+                                           float scale) {
+  // YOUR CODE HERE
+}
+
+// The factor that turns this thread's exp(v - m) into exp(v - M) / S, given the group's state (M, S).
+__device__ __forceinline__ float output_scale(float m, float M, float S) {
+  // m == -inf: the thread saw only -inf (or padding) and its exps are all 0 already. Returning 0 also keeps a row
+  // that is entirely -inf (M = -inf, where expf(m - M) would be NaN) from producing NaN.
+  // Everyone else: one exp and one IEEE division per thread, not per element.
+  return (m == -INFINITY) ? 0.0f : expf(m - M) / S;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Kernels
+// ---------------------------------------------------------------------------------------------------------------
+
+// One warp per row, rows of up to 32 * kValsT values (kValsT = 8, 16, 32: up to 256, 512, 1024 values).
+// No shared memory and no __syncthreads: the warp's shuffles are the only communication.
+template <typename T, int kValsT>
+__global__ void __launch_bounds__(kWarpRowsPerBlock* kWarpSize, kWarpMinBlocks)
+    softmax_warp_kernel(const T* __restrict__ x, T* __restrict__ y, int rows, int cols) {
+  // YOUR CODE HERE
+}
+
+// One block per row, rows of up to 1024 * kValsT values; blockDim.x is chosen by the launcher (a multiple of 32).
+// __launch_bounds__(1024) caps the kernel at 64 registers per thread so that a 1024-thread block can launch.
+template <typename T, int kValsT>
+__global__ void __launch_bounds__(kMaxThreads)
+    softmax_block_kernel(const T* __restrict__ x, T* __restrict__ y, int cols) {
+  // YOUR CODE HERE
+}
+
+// Split rows, kernel A: block b handles chunk c = b % nchunks of row b / nchunks (kChunk values, the last one
+// shorter), and writes the chunk's state (max, sum of exp(x - max)) to partials[b].
+template <typename T, int kValsT>
+__global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
+    softmax_split_stats_kernel(const T* __restrict__ x, float2* __restrict__ partials, int cols, int nchunks) {
+  // YOUR CODE HERE
+}
+
+// Split rows, kernel B: merge the row's nchunks partials (in chunk order, so the result is deterministic),
+// re-read the chunk, write it. Blocks run in the reverse order of kernel A: the chunks A read last are the ones
+// most likely still in L2, so B starts with them.
+template <typename T, int kValsT>
+__global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
+    softmax_split_write_kernel(const T* __restrict__ x, T* __restrict__ y, const float2* __restrict__ partials,
+                               int cols, int nchunks) {
+  // YOUR CODE HERE
+}
+
+// Fallback, one block per row of any length: day 04's two passes (running state, then write) with 16-byte loads
+// when vec is true, and all-scalar when x and y are misaligned differently (vec false). The second read of the
+// row usually hits L2: this block read the same bytes moments before.
+template <typename T>
+__global__ void __launch_bounds__(kLoopThreads, 1)
+    softmax_loop_kernel(const T* __restrict__ x, T* __restrict__ y, int cols, bool vec) {
+  // YOUR CODE HERE
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Launchers
+// ---------------------------------------------------------------------------------------------------------------
+
+// Long rows split into chunks of kChunk values: kernel A, then kernel B, with a workspace of one float2 per chunk.
+// The workspace is stream-ordered memory (cudaMallocAsync / cudaFreeAsync on the caller's stream): it is valid
+// for exactly the kernels queued between the two calls, needs no device-wide synchronization (cudaMalloc and
+// cudaFree synchronize the whole device), is safe when two streams run this op at once (a cached static buffer
+// would be shared by both), and after the first call it comes from the driver's pool, which is cheap.
+template <typename T>
+cudaError_t launch_split(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
+  cudaError_t err = cudaSuccess;
+  // YOUR CODE HERE
+  return err;
+}
+
+// Dispatch, first match wins (benchmark shapes that take each path in brackets):
+//   x, y misaligned differently     looping block per row, scalar loads
+//   cols <= 256 / 512 / 1024        warp per row, 8 / 16 / 32 values per lane   [16384 x 1024]
+//   cols > 8192 and rows < #SMs     split rows: kernels A and B                  [64 x 262144]
+//   cols <= 32768                   block per row, 32 values per thread, blockDim = cols / 32 rounded up to a warp
+//                                                                                [4096, 8192 and 32768 columns]
+//   otherwise                       looping block per row, 16-byte loads, two reads
+template <typename T>
+cudaError_t softmax_forward(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return cudaSuccess;
+  // YOUR CODE HERE
+  return cudaGetLastError();
+}
+
+// The bindings only see the template's declaration, so the three versions they call are compiled here.
+template cudaError_t softmax_forward<float>(const float*, float*, int, int, cudaStream_t);
+template cudaError_t softmax_forward<__half>(const __half*, __half*, int, int, cudaStream_t);
+template cudaError_t softmax_forward<__nv_bfloat16>(const __nv_bfloat16*, __nv_bfloat16*, int, int, cudaStream_t);

@@ -32,11 +32,10 @@
 constexpr int kWarpSize = 32;
 constexpr int kMaxThreads = 1024;
 constexpr int kVals = 32;  // values per thread in the block and split kernels: 32 fp32 registers of row data
-// 16-bit rows of up to 16384 values: two 16-byte vectors per thread instead of four. Twice the threads per row and
-// fewer registers per thread, so more blocks share an SM and one block's reduction overlaps another's loads.
-// Measured on an H200 at 4096 x 4096 fp16: 89% of a copy of the same bytes with 32 values per thread.
-constexpr int kVals16 = 16;
-static_assert(kVals16 % 8 == 0 && kVals % 8 == 0, "a thread holds whole 16-byte vectors of 16-bit values");
+// 16-bit rows: each thread keeps kPackedVecs raw 16-byte vectors (64 values in 32 registers), see the packed kernel.
+constexpr int kPackedVecs = 8;
+static_assert(kVals % 8 == 0, "a thread holds whole 16-byte vectors of 16-bit values");
+static_assert(kMaxThreads * kPackedVecs * 8 >= 32768, "the packed kernel covers the 32768-column benchmark rows");
 constexpr int kWarpRowsPerBlock = 4;  // warp kernel: 4 rows (128 threads) per block
 constexpr int kWarpMinBlocks = 8;     // ... and <= 64 registers, so 8 blocks (32 warps, 32 rows) fit on an SM
 constexpr int kSplitThreads = 256;    // split kernels: one chunk = 256 threads x 32 values = 8192 values
@@ -227,10 +226,24 @@ __device__ __forceinline__ void load_tile(const T* p, const Span& sp, int t, int
   // YOUR CODE HERE
 }
 
+// exp for the per-element work. 16-bit outputs use the hardware approximation __expf: its error (2 + 1.173|x|
+// ulp of fp32, under 2e-6 relative for the |x| < 10 that carry almost all of a row's mass) is hundreds of times
+// below the rounding to fp16 (4.9e-4) or bf16 (3.9e-3) that follows, and it is a few instructions where expf is
+// a dozen. Measured on an H200: fp16 8192 x 8192 went from 86% to 94% of a copy of the same bytes.
+// fp32 outputs keep expf: there the approximation's error would be visible (day 03's lesson).
+template <typename T>
+__device__ __forceinline__ float exp_elem(float x) {
+  if constexpr (sizeof(T) == 2) {
+    return __expf(x);
+  } else {
+    return expf(x);
+  }
+}
+
 // Replaces this thread's values by exp(v - m) and returns its state (m, s): m = max of its values, s = sum of the
 // exps. A thread with nothing but -inf keeps (-inf, 0); it uses 0 as the reference so that exp(-inf - (-inf)),
 // a NaN, is never computed (all its exps are exp(-inf) = 0).
-template <int K>
+template <typename T, int K>
 __device__ __forceinline__ void exp_in_place(float (&v)[K], float& m, float& s) {
   // YOUR CODE HERE
 }
@@ -267,6 +280,18 @@ __global__ void __launch_bounds__(kWarpRowsPerBlock* kWarpSize, kWarpMinBlocks)
 template <typename T, int kValsT>
 __global__ void __launch_bounds__(kMaxThreads)
     softmax_block_kernel(const T* __restrict__ x, T* __restrict__ y, int cols) {
+  // YOUR CODE HERE
+}
+
+// One block per row for 16-bit types, the row kept as raw 16-byte vectors: 8 values in 4 registers, where the
+// tile above spends 8 fp32 registers, so a thread holds 64 values and a 4096-wide row needs only 64 threads.
+// The price is a second exp per element (one for the sum, one for the output), small next to the memory time.
+// Measured on H200s (% of a copy of the same bytes, fp16; see measured/NOTES.md): at 4096 x 4096 it matches the
+// fp32-register tile (84-89%, the copy itself varying by a few % between machines); at 1024 x 32768 it moves
+// 75% -> 82-85%, because a 1024-thread block of 32 fp32 values per thread left one block per SM.
+template <typename T, int kVecs>
+__global__ void __launch_bounds__(kMaxThreads)
+    softmax_block_packed_kernel(const T* __restrict__ x, T* __restrict__ y, int cols) {
   // YOUR CODE HERE
 }
 
@@ -317,7 +342,8 @@ cudaError_t launch_split(const T* x, T* y, int rows, int cols, cudaStream_t stre
 //   x, y misaligned differently     looping block per row, scalar loads
 //   cols <= 256 / 512 / 1024        warp per row, 8 / 16 / 32 values per lane   [16384 x 1024]
 //   cols > 8192 and rows < #SMs     split rows: kernels A and B                  [64 x 262144]
-//   16-bit T and cols <= 16384      block per row, 16 values per thread          [4096 and 8192 columns]
+//   16-bit T and cols <= 65536      block per row, 64 values per thread kept as raw 16-byte vectors
+//                                                                                [4096, 8192 and 32768 columns]
 //   cols <= 32768                   block per row, 32 values per thread, blockDim = cols / 32 rounded up to a warp
 //                                                                                [4096, 8192 and 32768 columns]
 //   otherwise                       looping block per row, 16-byte loads, two reads

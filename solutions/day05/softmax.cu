@@ -32,11 +32,10 @@
 constexpr int kWarpSize = 32;
 constexpr int kMaxThreads = 1024;
 constexpr int kVals = 32;  // values per thread in the block and split kernels: 32 fp32 registers of row data
-// 16-bit rows of up to 16384 values: two 16-byte vectors per thread instead of four. Twice the threads per row and
-// fewer registers per thread, so more blocks share an SM and one block's reduction overlaps another's loads.
-// Measured on an H200 at 4096 x 4096 fp16: 89% of a copy of the same bytes with 32 values per thread.
-constexpr int kVals16 = 16;
-static_assert(kVals16 % 8 == 0 && kVals % 8 == 0, "a thread holds whole 16-byte vectors of 16-bit values");
+// 16-bit rows: each thread keeps kPackedVecs raw 16-byte vectors (64 values in 32 registers), see the packed kernel.
+constexpr int kPackedVecs = 8;
+static_assert(kVals % 8 == 0, "a thread holds whole 16-byte vectors of 16-bit values");
+static_assert(kMaxThreads * kPackedVecs * 8 >= 32768, "the packed kernel covers the 32768-column benchmark rows");
 constexpr int kWarpRowsPerBlock = 4;  // warp kernel: 4 rows (128 threads) per block
 constexpr int kWarpMinBlocks = 8;     // ... and <= 64 registers, so 8 blocks (32 warps, 32 rows) fit on an SM
 constexpr int kSplitThreads = 256;    // split kernels: one chunk = 256 threads x 32 values = 8192 values
@@ -272,10 +271,24 @@ __device__ __forceinline__ void load_tile(const T* p, const Span& sp, int t, int
   // END SOLUTION
 }
 
+// exp for the per-element work. 16-bit outputs use the hardware approximation __expf: its error (2 + 1.173|x|
+// ulp of fp32, under 2e-6 relative for the |x| < 10 that carry almost all of a row's mass) is hundreds of times
+// below the rounding to fp16 (4.9e-4) or bf16 (3.9e-3) that follows, and it is a few instructions where expf is
+// a dozen. Measured on an H200: fp16 8192 x 8192 went from 86% to 94% of a copy of the same bytes.
+// fp32 outputs keep expf: there the approximation's error would be visible (day 03's lesson).
+template <typename T>
+__device__ __forceinline__ float exp_elem(float x) {
+  if constexpr (sizeof(T) == 2) {
+    return __expf(x);
+  } else {
+    return expf(x);
+  }
+}
+
 // Replaces this thread's values by exp(v - m) and returns its state (m, s): m = max of its values, s = sum of the
 // exps. A thread with nothing but -inf keeps (-inf, 0); it uses 0 as the reference so that exp(-inf - (-inf)),
 // a NaN, is never computed (all its exps are exp(-inf) = 0).
-template <int K>
+template <typename T, int K>
 __device__ __forceinline__ void exp_in_place(float (&v)[K], float& m, float& s) {
   // BEGIN SOLUTION
   m = v[0];
@@ -285,7 +298,7 @@ __device__ __forceinline__ void exp_in_place(float (&v)[K], float& m, float& s) 
   s = 0.0f;
 #pragma unroll
   for (int i = 0; i < K; ++i) {
-    v[i] = expf(v[i] - ref);
+    v[i] = exp_elem<T>(v[i] - ref);
     s += v[i];
   }
   // END SOLUTION
@@ -336,7 +349,7 @@ __global__ void __launch_bounds__(kWarpRowsPerBlock* kWarpSize, kWarpMinBlocks)
   float v[kValsT + 1];
   load_tile<T, kValsT, false>(xr, sp, lane, kWarpSize, v);
   float m, s;
-  exp_in_place(v, m, s);
+  exp_in_place<T>(v, m, s);
   float M = m, S = s;
   warp_reduce_online(M, S);
   store_tile<T, kValsT, false>(yr, sp, lane, kWarpSize, v, output_scale(m, M, S));
@@ -357,10 +370,78 @@ __global__ void __launch_bounds__(kMaxThreads)
   float v[kValsT + 1];
   load_tile<T, kValsT, false>(xr, sp, threadIdx.x, blockDim.x, v);
   float m, s;
-  exp_in_place(v, m, s);
+  exp_in_place<T>(v, m, s);
   float M = m, S = s;
   block_reduce_online(M, S, partials);  // one barrier round: max and sum travel together
   store_tile<T, kValsT, false>(yr, sp, threadIdx.x, blockDim.x, v, output_scale(m, M, S));
+  // END SOLUTION
+}
+
+// One block per row for 16-bit types, the row kept as raw 16-byte vectors: 8 values in 4 registers, where the
+// tile above spends 8 fp32 registers, so a thread holds 64 values and a 4096-wide row needs only 64 threads.
+// The price is a second exp per element (one for the sum, one for the output), small next to the memory time.
+// Measured on H200s (% of a copy of the same bytes, fp16; see measured/NOTES.md): at 4096 x 4096 it matches the
+// fp32-register tile (84-89%, the copy itself varying by a few % between machines); at 1024 x 32768 it moves
+// 75% -> 82-85%, because a 1024-thread block of 32 fp32 values per thread left one block per SM.
+template <typename T, int kVecs>
+__global__ void __launch_bounds__(kMaxThreads)
+    softmax_block_packed_kernel(const T* __restrict__ x, T* __restrict__ y, int cols) {
+  // BEGIN SOLUTION
+  constexpr int kN = Vec<T>::kN;
+  __shared__ float2 partials[kMaxThreads / kWarpSize];
+  const T* xr = x + static_cast<size_t>(blockIdx.x) * cols;
+  T* yr = y + static_cast<size_t>(blockIdx.x) * cols;
+  const Span sp = split_span(xr, cols);
+  const int t = threadIdx.x;
+  const int nt = blockDim.x;
+  const bool has_edge = t < sp.head + sp.tail;
+
+  // All loads first: kVecs 16-byte requests in flight per thread.
+  uint4 raw[kVecs];
+#pragma unroll
+  for (int k = 0; k < kVecs; ++k) {
+    const int j = t + k * nt;
+    raw[k] = (j < sp.nvec) ? load16<false>(xr + sp.head + static_cast<size_t>(j) * kN) : make_uint4(0, 0, 0, 0);
+  }
+  const float edge = has_edge ? to_float(xr[edge_index<T>(sp, t)]) : -INFINITY;
+
+  // This thread's max, then its sum of exp(v - max) (0 as the reference if it saw only -inf, as above).
+  float v[kN];
+  float m = edge;
+#pragma unroll
+  for (int k = 0; k < kVecs; ++k) {
+    if (t + k * nt < sp.nvec) {
+      unpack16<T>(raw[k], v);
+#pragma unroll
+      for (int i = 0; i < kN; ++i) m = fmaxf(m, v[i]);
+    }
+  }
+  const float ref = (m == -INFINITY) ? 0.0f : m;
+  float s = exp_elem<T>(edge - ref);  // edge = -inf (no edge element) gives 0
+#pragma unroll
+  for (int k = 0; k < kVecs; ++k) {
+    if (t + k * nt < sp.nvec) {
+      unpack16<T>(raw[k], v);
+#pragma unroll
+      for (int i = 0; i < kN; ++i) s += exp_elem<T>(v[i] - ref);
+    }
+  }
+  block_reduce_online(m, s, partials);
+
+  // y = exp(x - M) / S. A row of nothing but -inf gets 0s, as in the other kernels.
+  const float out_ref = (m == -INFINITY) ? 0.0f : m;
+  const float inv = (m == -INFINITY) ? 0.0f : 1.0f / s;
+#pragma unroll
+  for (int k = 0; k < kVecs; ++k) {
+    const int j = t + k * nt;
+    if (j < sp.nvec) {
+      unpack16<T>(raw[k], v);
+#pragma unroll
+      for (int i = 0; i < kN; ++i) v[i] = exp_elem<T>(v[i] - out_ref);
+      store16<false>(yr + sp.head + static_cast<size_t>(j) * kN, pack16<T>(v, inv));
+    }
+  }
+  if (has_edge) yr[edge_index<T>(sp, t)] = from_float<T>(exp_elem<T>(edge - out_ref) * inv);
   // END SOLUTION
 }
 
@@ -382,7 +463,7 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
   float v[kValsT + 1];
   load_tile<T, kValsT, false>(xc, sp, threadIdx.x, kSplitThreads, v);
   float m, s;
-  exp_in_place(v, m, s);
+  exp_in_place<T>(v, m, s);
   block_reduce_online(m, s, warp_partials);
   if (threadIdx.x == 0) partials[blockIdx.x] = make_float2(m, s);
   // END SOLUTION
@@ -415,7 +496,7 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
   warp_reduce_online(M, S);
 
   float m, s;
-  exp_in_place(v, m, s);
+  exp_in_place<T>(v, m, s);
   store_tile<T, kValsT, true>(y + offset, sp, threadIdx.x, kSplitThreads, v, output_scale(m, M, S));
   // END SOLUTION
 }
@@ -453,7 +534,7 @@ __global__ void __launch_bounds__(kLoopThreads, 1)
       }
     }
     float step_m, step_s;
-    exp_in_place(v, step_m, step_s);
+    exp_in_place<T>(v, step_m, step_s);
     online_merge(m, s, step_m, step_s);
   }
   for (int e = t; e < sp.head + sp.tail; e += nt) online_merge(m, s, to_float(xr[edge_index<T>(sp, e)]), 1.0f);
@@ -465,12 +546,12 @@ __global__ void __launch_bounds__(kLoopThreads, 1)
     float v[kN];
     unpack16<T>(load16<true>(xb + static_cast<size_t>(j) * kN), v);
 #pragma unroll
-    for (int i = 0; i < kN; ++i) v[i] = expf(v[i] - m);
+    for (int i = 0; i < kN; ++i) v[i] = exp_elem<T>(v[i] - m);
     store16<true>(yb + static_cast<size_t>(j) * kN, pack16<T>(v, inv_s));
   }
   for (int e = t; e < sp.head + sp.tail; e += nt) {
     const int i = edge_index<T>(sp, e);
-    yr[i] = from_float<T>(expf(to_float(xr[i]) - m) * inv_s);
+    yr[i] = from_float<T>(exp_elem<T>(to_float(xr[i]) - m) * inv_s);
   }
   // END SOLUTION
 }
@@ -509,7 +590,8 @@ cudaError_t launch_split(const T* x, T* y, int rows, int cols, cudaStream_t stre
 //   x, y misaligned differently     looping block per row, scalar loads
 //   cols <= 256 / 512 / 1024        warp per row, 8 / 16 / 32 values per lane   [16384 x 1024]
 //   cols > 8192 and rows < #SMs     split rows: kernels A and B                  [64 x 262144]
-//   16-bit T and cols <= 16384      block per row, 16 values per thread          [4096 and 8192 columns]
+//   16-bit T and cols <= 65536      block per row, 64 values per thread kept as raw 16-byte vectors
+//                                                                                [4096, 8192 and 32768 columns]
 //   cols <= 32768                   block per row, 32 values per thread, blockDim = cols / 32 rounded up to a warp
 //                                                                                [4096, 8192 and 32768 columns]
 //   otherwise                       looping block per row, 16-byte loads, two reads
@@ -534,9 +616,10 @@ cudaError_t softmax_forward(const T* x, T* y, int rows, int cols, cudaStream_t s
     softmax_warp_kernel<T, 32><<<warp_blocks, warp_threads, 0, stream>>>(x, y, rows, cols);
   } else if (cols > kChunk && rows < sms) {
     return launch_split<T>(x, y, rows, cols, stream);
-  } else if (sizeof(T) == 2 && cols <= kMaxThreads * kVals16) {
-    const int threads = ((cols - 1) / kVals16 / kWarpSize + 1) * kWarpSize;  // same fit argument as below
-    softmax_block_kernel<T, kVals16><<<rows, threads, 0, stream>>>(x, y, cols);
+  } else if (sizeof(T) == 2 && cols <= kMaxThreads * kPackedVecs * Vec<T>::kN) {
+    // Whole warps of threads with kPackedVecs vectors each; the same fit argument as below.
+    const int threads = ((cols - 1) / (kPackedVecs * Vec<T>::kN) / kWarpSize + 1) * kWarpSize;
+    softmax_block_packed_kernel<T, kPackedVecs><<<rows, threads, 0, stream>>>(x, y, cols);
   } else if (cols <= kMaxThreads * kVals) {
     // Enough threads for ceil(cols / 32) values each, rounded up to whole warps. An unaligned row has at most
     // floor(cols / kN) full vectors and fewer than 2 kN edge elements, so it always fits too.

@@ -69,8 +69,8 @@ def _kill(proc: subprocess.Popen):
 
 def run_exercise(*, course: Course, course_path: Path, root: Path, day: Day, ex: Exercise, src_dir: Path,
                  variant: str, seed: int, dtypes: Optional[list[str]] = None, correctness_only: bool = False,
-                 case_s: Optional[float] = None, on_event: Callable[[dict], None] = lambda ev: None
-                 ) -> ExerciseResult:
+                 case_s: Optional[float] = None, on_event: Callable[[dict], None] = lambda ev: None,
+                 worker: str = "grader.worker") -> ExerciseResult:
     res = ExerciseResult(day.id, ex.name, variant, str(src_dir), seed, threshold=ex.threshold)
     planned = plan(ex, dtypes, benchmark=not correctness_only)
     by_index = {c.index: c for c in planned}
@@ -90,7 +90,7 @@ def run_exercise(*, course: Course, course_path: Path, root: Path, day: Day, ex:
             r, w = os.pipe()
             spec["fd"] = w
             env = dict(os.environ, PYTHONUNBUFFERED="1")
-            proc = subprocess.Popen([sys.executable, "-m", "grader.worker", json.dumps(spec)], pass_fds=[w],
+            proc = subprocess.Popen([sys.executable, "-m", worker, json.dumps(spec)], pass_fds=[w],
                                     stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     start_new_session=True, cwd=root, env=env)
             os.close(w)

@@ -1,0 +1,46 @@
+"""A stand-in for grader.worker that follows a script instead of touching a GPU, so the runner's handling of
+crashes, hangs and restarts is tested on any machine. The script is the exercise's case list: for case i it does
+BEHAVIOUR[i % len(BEHAVIOUR)] where the behaviour string comes from the environment (FAKE_WORKER)."""
+import json
+import os
+import sys
+import time
+
+
+def main():
+    spec = json.loads(sys.argv[1])
+    out = os.fdopen(spec["fd"], "w", buffering=1)
+
+    def emit(ev, **kw):
+        out.write(json.dumps({"ev": ev, **kw}) + "\n")
+        out.flush()
+
+    plan = os.environ["FAKE_WORKER"].split(",")
+    emit("info", gpu="Fake GPU", capability="9.0", seed=spec["seed"])
+    emit("phase", name="build", target="exercise")
+    emit("build", target="exercise", ok=True, seconds=0.1)
+    from grader.course import load_course
+    from grader.plan import plan as make_plan
+    from pathlib import Path
+
+    ex = next(e for e in load_course(Path(spec["course"])).day(spec["day"]).exercises if e.name == spec["exercise"])
+    for c in make_plan(ex, spec.get("dtypes"), benchmark=not spec.get("correctness_only")):
+        if c.index < spec["start"]:
+            continue
+        emit("case_start", index=c.index, kind=c.kind, dtype=c.dtype, label=c.label)
+        what = plan[c.index % len(plan)]
+        if what == "crash":  # what the real worker does after an illegal memory access
+            emit("case", index=c.index, kind=c.kind, dtype=c.dtype, label=c.label, ok=False, category="crash",
+                 message="an illegal memory access was encountered")
+            os._exit(3)
+        if what == "die":  # the process vanishes without a word (a segfault in the driver, say)
+            os._exit(139)
+        if what == "hang":
+            time.sleep(3600)
+        emit("case", index=c.index, kind=c.kind, dtype=c.dtype, label=c.label, ok=True, category="pass",
+             message="ok", deterministic=True)
+    emit("done")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""What a student reads: the verdict, the numbers and a hint, rendered from a result."""
+from rich.console import Console
+
+from grader import report
+from grader.runner import ExerciseResult
+
+
+def render(res, ex) -> str:
+    console = Console(record=True, width=160)
+    report.render(console, res, ex)
+    return console.export_text()
+
+
+def bench_case(i, dtype, label, ms, base_ms, lib_ms):
+    t = lambda m: {"median_ms": m, "q1_ms": m, "q3_ms": m, "min_ms": m, "reps": 10, "stable": True}  # noqa: E731
+    return dict(index=i, kind="benchmark", dtype=dtype, label=label, ok=True, category="pass", message="",
+                time=t(ms), baseline_time=t(base_ms), library_time=t(lib_ms), speedup=base_ms / ms,
+                vs_library=lib_ms / ms, gbps=134.2 / ms, pct_of_copy=0.97)
+
+
+def test_pass_report_shows_speed_table_and_verdict(course):
+    ex = course.day("day02").exercises[0]
+    res = ExerciseResult("day02", "softmax", "student", "days/day02", 7, status="pass", threshold=8.0,
+                         speedup=19.3, message="correct, and 19.30x the baseline (needs 8x)",
+                         info={"gpu": "NVIDIA H200", "capability": "9.0"},
+                         builds=[{"target": "exercise", "ok": True, "seconds": 4.6}],
+                         cases=[dict(index=0, kind="correctness", dtype="fp32", label="1x1", ok=True,
+                                     category="pass", message="", rel_l2=1e-7, max_abs=2e-7),
+                                bench_case(1, "fp32", "4096x4096", 0.0796, 2.47, 0.058)])
+    text = render(res, ex)
+    for needle in ("day02 · softmax", "seed 7", "NVIDIA H200 (sm_90)", "built exercise in 4.6 s", "1/1",
+                   "baseline: day01 solution", "79.6", "31.03x", "97%", "PASS", "needs 8x"):
+        assert needle in text, needle
+    assert "hint" not in text
+
+
+def test_failure_report_lists_cases_and_gives_a_hint(course):
+    ex = course.day("day03").exercises[0]
+    bad = dict(index=3, kind="correctness", dtype="bf16", label="3x1025", ok=False, category="unwritten",
+               message="5 of 3075 output elements (0.16%) were never written; first at [2, 1020]")
+    res = ExerciseResult("day03", "softmax", "student", "days/day03", 1, status="fail", message="1 case(s) failed",
+                         cases=[bad], log=".grader/logs/x.log")
+    text = render(res, ex)
+    assert "bf16 3x1025: 5 of 3075" in text and "FAIL" in text and "ceil-divide" in text
+    assert "--seed 1" in text and ".grader/logs/x.log" in text
+
+
+def test_not_implemented_is_said_once(course):
+    ex = course.day("day01").exercises[0]
+    cases = [dict(index=i, kind="correctness", dtype="fp32", label=f"{i}x1", ok=False, category="not_implemented",
+                  message="output never written: not implemented yet?") for i in range(5)]
+    res = ExerciseResult("day01", "softmax", "student", "days/day01", 1, status="not_implemented",
+                         message="the output is never written: not implemented yet", cases=cases)
+    text = render(res, ex)
+    assert text.count("not implemented yet") == 1 and "YOUR CODE HERE" in text
+
+
+def test_compile_only_report_shows_resources(course):
+    ex = course.day("day01").exercises[0]
+    res = ExerciseResult("day01", "softmax", "student", "days/day01", 1, status="no_gpu",
+                         message="no CUDA GPU here", compile=[dict(
+                             file="days/day01/softmax.cu", ok=True, tool="nvcc", diagnostics=[], note="", log="",
+                             kernels=[dict(function="softmax_naive_kernel(float const*, float*, int, int)",
+                                           arch="sm_90", registers=30, smem_bytes=0, stack_bytes=0,
+                                           spill_stores=0, spill_loads=0)])])
+    text = render(res, ex)
+    assert "COMPILED ONLY" in text and "softmax_naive_kernel" in text and "30" in text

@@ -1,0 +1,46 @@
+"""The runner's handling of crashing and hanging kernels, with a scripted fake worker (no GPU needed)."""
+import pytest
+
+from grader.runner import run_exercise
+from tests.conftest import ROOT
+
+
+def run(course, monkeypatch, behaviour, **kw):
+    monkeypatch.setenv("FAKE_WORKER", behaviour)
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    day = course.day("day01")
+    return run_exercise(course=course, course_path=ROOT / "course.yaml", root=ROOT, day=day, ex=day.exercises[0],
+                        src_dir=ROOT / "solutions" / "day01", variant="fake", seed=1, correctness_only=True,
+                        worker="tests.fake_worker", **kw)
+
+
+def test_all_good(course, monkeypatch):
+    res = run(course, monkeypatch, "ok")
+    assert res.status == "pass" and all(c["ok"] for c in res.cases)
+
+
+def test_a_crash_is_a_verdict_and_the_next_worker_goes_on(course, monkeypatch):
+    # case 1 crashes the context; a new worker must run cases 2.. and they pass
+    res = run(course, monkeypatch, "ok,crash,ok,ok,ok,ok,ok,ok,ok,ok,ok,ok,ok,ok,ok,ok,ok")
+    cats = [c["category"] for c in res.cases]
+    assert cats[1] == "crash" and cats[0] == "pass" and cats[2:] == ["pass"] * (len(cats) - 2)
+    assert res.status == "fail" and "illegal memory access" in res.message
+
+
+def test_a_worker_that_dies_silently_is_reported(course, monkeypatch):
+    res = run(course, monkeypatch, "ok,ok,die" + ",ok" * 20)
+    assert res.cases[2]["category"] == "crash" and "exit code 139" in res.cases[2]["message"]
+    assert res.cases[3]["category"] == "pass"
+
+
+def test_repeated_crashes_stop_after_a_few_restarts(course, monkeypatch):
+    res = run(course, monkeypatch, "crash")
+    cats = [c["category"] for c in res.cases]
+    assert cats[:4] == ["crash"] * 4 and set(cats[4:]) == {"not_run"}
+
+
+def test_a_hang_times_out_and_stops(course, monkeypatch):
+    res = run(course, monkeypatch, "ok,hang,ok", case_s=1.5)
+    assert res.cases[1]["category"] == "timeout" and res.cases[1]["message"].startswith("timed out after 1.5 s")
+    assert {c["category"] for c in res.cases[2:]} == {"not_run"}
+    assert res.status == "fail"

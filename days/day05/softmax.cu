@@ -285,10 +285,45 @@ __global__ void __launch_bounds__(kMaxThreads)
 
 // One block per row for 16-bit types, the row kept as raw 16-byte vectors: 8 values in 4 registers, where the
 // tile above spends 8 fp32 registers, so a thread holds 64 values and a 4096-wide row needs only 64 threads.
-// The price is a second exp per element (one for the sum, one for the output), small next to the memory time.
-// Measured on H200s (% of a copy of the same bytes, fp16; see measured/NOTES.md): at 4096 x 4096 it matches the
-// fp32-register tile (84-89%, the copy itself varying by a few % between machines); at 1024 x 32768 it moves
-// 75% -> 82-85%, because a 1024-thread block of 32 fp32 values per thread left one block per SM.
+// Nsight Compute on the first version of this kernel (4096 x 4096 fp16, H200): SM throughput 65%, DRAM 41%,
+// 8.9 cycles between a warp's instructions: the instruction count, not memory, was the limit. So the max is taken
+// on packed pairs (no conversion), and each exp is one FFMA plus one MUFU.EX2 with the output's 1/S folded into
+// the FFMA. That took 4096 x 4096 from 84-87% to 96-99% of a copy of the same bytes (measured/NOTES.md). It
+// costs accuracy that only fp32 outputs could see, which is why fp32 rows take the block kernel above.
+// exp as one MUFU instruction after one FFMA: e^(v - c) = 2^(v*log2(e) - c*log2(e)), with the hardware's ex2.approx
+// (relative error about 2^-22; -inf gives +0). Folding the subtraction and the output's 1/S into the FFMA's
+// constant leaves 2 instructions per exp where `__expf(v - m) * inv` takes 4.
+constexpr float kLog2e = 1.4426950408889634f;
+__device__ __forceinline__ float ex2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+// e^v / 2^c2, for a constant c2 expressed in base 2 (see log2_of_exp).
+__device__ __forceinline__ float exp_over_pow2(float v, float c2) { return ex2_approx(fmaf(v, kLog2e, -c2)); }
+__device__ __forceinline__ float log2_of_exp(float m) { return m * kLog2e; }  // log2(e^m)
+
+// The larger of two pairs of 16-bit values, compared as packed pairs (one instruction for two values, no
+// conversion to fp32: the max is exact in any precision).
+__device__ __forceinline__ uint32_t pair_max(uint32_t a, uint32_t b, __half) {
+  __half2 x, y;
+  memcpy(&x, &a, 4);
+  memcpy(&y, &b, 4);
+  const __half2 r = __hmax2(x, y);
+  uint32_t w;
+  memcpy(&w, &r, 4);
+  return w;
+}
+__device__ __forceinline__ uint32_t pair_max(uint32_t a, uint32_t b, __nv_bfloat16) {
+  __nv_bfloat162 x, y;
+  memcpy(&x, &a, 4);
+  memcpy(&y, &b, 4);
+  const __nv_bfloat162 r = __hmax2(x, y);
+  uint32_t w;
+  memcpy(&w, &r, 4);
+  return w;
+}
+
 template <typename T, int kVecs>
 __global__ void __launch_bounds__(kMaxThreads)
     softmax_block_packed_kernel(const T* __restrict__ x, T* __restrict__ y, int cols) {
@@ -336,6 +371,21 @@ cudaError_t launch_split(const T* x, T* y, int rows, int cols, cudaStream_t stre
   cudaError_t err = cudaSuccess;
   // YOUR CODE HERE
   return err;
+}
+
+// Launches the packed kernel for 16-bit rows that fit (whole warps of threads with kPackedVecs vectors each; the
+// same fit argument as the block kernel's), and says whether it did. fp32 never does: its values already fill
+// registers one to one.
+template <typename T>
+bool launch_packed(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
+  if constexpr (sizeof(T) == 2) {
+    if (cols <= kMaxThreads * kPackedVecs * Vec<T>::kN) {
+      const int threads = ((cols - 1) / (kPackedVecs * Vec<T>::kN) / kWarpSize + 1) * kWarpSize;
+      softmax_block_packed_kernel<T, kPackedVecs><<<rows, threads, 0, stream>>>(x, y, cols);
+      return true;
+    }
+  }
+  return false;
 }
 
 // Dispatch, first match wins (benchmark shapes that take each path in brackets):

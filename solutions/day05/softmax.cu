@@ -379,14 +379,50 @@ __global__ void __launch_bounds__(kMaxThreads)
 
 // One block per row for 16-bit types, the row kept as raw 16-byte vectors: 8 values in 4 registers, where the
 // tile above spends 8 fp32 registers, so a thread holds 64 values and a 4096-wide row needs only 64 threads.
-// The price is a second exp per element (one for the sum, one for the output), small next to the memory time.
-// Measured on H200s (% of a copy of the same bytes, fp16; see measured/NOTES.md): at 4096 x 4096 it matches the
-// fp32-register tile (84-89%, the copy itself varying by a few % between machines); at 1024 x 32768 it moves
-// 75% -> 82-85%, because a 1024-thread block of 32 fp32 values per thread left one block per SM.
+// Nsight Compute on the first version of this kernel (4096 x 4096 fp16, H200): SM throughput 65%, DRAM 41%,
+// 8.9 cycles between a warp's instructions: the instruction count, not memory, was the limit. So the max is taken
+// on packed pairs (no conversion), and each exp is one FFMA plus one MUFU.EX2 with the output's 1/S folded into
+// the FFMA. That took 4096 x 4096 from 84-87% to 96-99% of a copy of the same bytes (measured/NOTES.md). It
+// costs accuracy that only fp32 outputs could see, which is why fp32 rows take the block kernel above.
+// exp as one MUFU instruction after one FFMA: e^(v - c) = 2^(v*log2(e) - c*log2(e)), with the hardware's ex2.approx
+// (relative error about 2^-22; -inf gives +0). Folding the subtraction and the output's 1/S into the FFMA's
+// constant leaves 2 instructions per exp where `__expf(v - m) * inv` takes 4.
+constexpr float kLog2e = 1.4426950408889634f;
+__device__ __forceinline__ float ex2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+// e^v / 2^c2, for a constant c2 expressed in base 2 (see log2_of_exp).
+__device__ __forceinline__ float exp_over_pow2(float v, float c2) { return ex2_approx(fmaf(v, kLog2e, -c2)); }
+__device__ __forceinline__ float log2_of_exp(float m) { return m * kLog2e; }  // log2(e^m)
+
+// The larger of two pairs of 16-bit values, compared as packed pairs (one instruction for two values, no
+// conversion to fp32: the max is exact in any precision).
+__device__ __forceinline__ uint32_t pair_max(uint32_t a, uint32_t b, __half) {
+  __half2 x, y;
+  memcpy(&x, &a, 4);
+  memcpy(&y, &b, 4);
+  const __half2 r = __hmax2(x, y);
+  uint32_t w;
+  memcpy(&w, &r, 4);
+  return w;
+}
+__device__ __forceinline__ uint32_t pair_max(uint32_t a, uint32_t b, __nv_bfloat16) {
+  __nv_bfloat162 x, y;
+  memcpy(&x, &a, 4);
+  memcpy(&y, &b, 4);
+  const __nv_bfloat162 r = __hmax2(x, y);
+  uint32_t w;
+  memcpy(&w, &r, 4);
+  return w;
+}
+
 template <typename T, int kVecs>
 __global__ void __launch_bounds__(kMaxThreads)
     softmax_block_packed_kernel(const T* __restrict__ x, T* __restrict__ y, int cols) {
   // BEGIN SOLUTION
+  static_assert(sizeof(T) == 2, "the packed kernel is for 16-bit types");
   constexpr int kN = Vec<T>::kN;
   __shared__ float2 partials[kMaxThreads / kWarpSize];
   const T* xr = x + static_cast<size_t>(blockIdx.x) * cols;
@@ -405,43 +441,50 @@ __global__ void __launch_bounds__(kMaxThreads)
   }
   const float edge = has_edge ? to_float(xr[edge_index<T>(sp, t)]) : -INFINITY;
 
-  // This thread's max, then its sum of exp(v - max) (0 as the reference if it saw only -inf, as above).
-  float v[kN];
+  // This thread's max, on packed pairs; the two halves of the last pair are compared in fp32.
   float m = edge;
+  if (t < sp.nvec) {  // vector k = 0 exists, so pairs can start from it
+    uint32_t pm = raw[0].x;
 #pragma unroll
-  for (int k = 0; k < kVecs; ++k) {
-    if (t + k * nt < sp.nvec) {
-      unpack16<T>(raw[k], v);
-#pragma unroll
-      for (int i = 0; i < kN; ++i) m = fmaxf(m, v[i]);
+    for (int k = 0; k < kVecs; ++k) {
+      if (t + k * nt < sp.nvec) {
+        pm = pair_max(pair_max(pm, raw[k].x, T{}), pair_max(raw[k].y, raw[k].z, T{}), T{});
+        pm = pair_max(pm, raw[k].w, T{});
+      }
     }
+    const float2 f = pair_to_float2(pm, T{});
+    m = fmaxf(m, fmaxf(f.x, f.y));
   }
-  const float ref = (m == -INFINITY) ? 0.0f : m;
-  float s = exp_elem<T>(edge - ref);  // edge = -inf (no edge element) gives 0
-#pragma unroll
-  for (int k = 0; k < kVecs; ++k) {
-    if (t + k * nt < sp.nvec) {
-      unpack16<T>(raw[k], v);
-#pragma unroll
-      for (int i = 0; i < kN; ++i) s += exp_elem<T>(v[i] - ref);
-    }
-  }
-  block_reduce_online(m, s, partials);
 
-  // y = exp(x - M) / S. A row of nothing but -inf gets 0s, as in the other kernels.
-  const float out_ref = (m == -INFINITY) ? 0.0f : m;
-  const float inv = (m == -INFINITY) ? 0.0f : 1.0f / s;
+  // s = sum of e^(v - m) = 2^(v log2e - m log2e). A thread that saw only -inf uses 0 as the reference.
+  float v[kN];
+  const float m2 = (m == -INFINITY) ? 0.0f : log2_of_exp(m);
+  float s = exp_over_pow2(edge, m2);  // edge = -inf (no edge element) gives 0
+#pragma unroll
+  for (int k = 0; k < kVecs; ++k) {
+    if (t + k * nt < sp.nvec) {
+      unpack16<T>(raw[k], v);
+#pragma unroll
+      for (int i = 0; i < kN; ++i) s += exp_over_pow2(v[i], m2);
+    }
+  }
+  block_reduce_online(m, s, partials);  // s is relative to m in natural units, as online_merge expects
+
+  // y = e^(v - M) / S = 2^(v log2e - (M log2e + log2 S)). A row of nothing but -inf gets 0s, as elsewhere.
+  const bool empty = (m == -INFINITY);
+  const float c = empty ? 0.0f : log2_of_exp(m) + __log2f(s);
+  const float zero_if_empty = empty ? 0.0f : 1.0f;
 #pragma unroll
   for (int k = 0; k < kVecs; ++k) {
     const int j = t + k * nt;
     if (j < sp.nvec) {
       unpack16<T>(raw[k], v);
 #pragma unroll
-      for (int i = 0; i < kN; ++i) v[i] = exp_elem<T>(v[i] - out_ref);
-      store16<false>(yr + sp.head + static_cast<size_t>(j) * kN, pack16<T>(v, inv));
+      for (int i = 0; i < kN; ++i) v[i] = exp_over_pow2(v[i], c);
+      store16<false>(yr + sp.head + static_cast<size_t>(j) * kN, pack16<T>(v, zero_if_empty));
     }
   }
-  if (has_edge) yr[edge_index<T>(sp, t)] = from_float<T>(exp_elem<T>(edge - out_ref) * inv);
+  if (has_edge) yr[edge_index<T>(sp, t)] = from_float<T>(exp_over_pow2(edge, c) * zero_if_empty);
   // END SOLUTION
 }
 
@@ -586,6 +629,21 @@ cudaError_t launch_split(const T* x, T* y, int rows, int cols, cudaStream_t stre
   return err;
 }
 
+// Launches the packed kernel for 16-bit rows that fit (whole warps of threads with kPackedVecs vectors each; the
+// same fit argument as the block kernel's), and says whether it did. fp32 never does: its values already fill
+// registers one to one.
+template <typename T>
+bool launch_packed(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
+  if constexpr (sizeof(T) == 2) {
+    if (cols <= kMaxThreads * kPackedVecs * Vec<T>::kN) {
+      const int threads = ((cols - 1) / (kPackedVecs * Vec<T>::kN) / kWarpSize + 1) * kWarpSize;
+      softmax_block_packed_kernel<T, kPackedVecs><<<rows, threads, 0, stream>>>(x, y, cols);
+      return true;
+    }
+  }
+  return false;
+}
+
 // Dispatch, first match wins (benchmark shapes that take each path in brackets):
 //   x, y misaligned differently     looping block per row, scalar loads
 //   cols <= 256 / 512 / 1024        warp per row, 8 / 16 / 32 values per lane   [16384 x 1024]
@@ -616,10 +674,8 @@ cudaError_t softmax_forward(const T* x, T* y, int rows, int cols, cudaStream_t s
     softmax_warp_kernel<T, 32><<<warp_blocks, warp_threads, 0, stream>>>(x, y, rows, cols);
   } else if (cols > kChunk && rows < sms) {
     return launch_split<T>(x, y, rows, cols, stream);
-  } else if (sizeof(T) == 2 && cols <= kMaxThreads * kPackedVecs * Vec<T>::kN) {
-    // Whole warps of threads with kPackedVecs vectors each; the same fit argument as below.
-    const int threads = ((cols - 1) / (kPackedVecs * Vec<T>::kN) / kWarpSize + 1) * kWarpSize;
-    softmax_block_packed_kernel<T, kPackedVecs><<<rows, threads, 0, stream>>>(x, y, cols);
+  } else if (launch_packed(x, y, rows, cols, stream)) {
+    // 16-bit rows of up to 65536 values: done (launch_packed returns false for fp32 or longer rows).
   } else if (cols <= kMaxThreads * kVals) {
     // Enough threads for ceil(cols / 32) values each, rounded up to whole warps. An unaligned row has at most
     // floor(cols / kN) full vectors and fewer than 2 kN edge elements, so it always fits too.

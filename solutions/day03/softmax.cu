@@ -16,24 +16,11 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "float_convert.cuh"  // to_float(v), from_float<T>(v): storage type <-> fp32
+
 constexpr int kWarpSize = 32;
 constexpr int kWarpsPerBlock = 8;
 static_assert(kWarpsPerBlock * kWarpSize <= 1024, "a block holds at most 1024 threads");
-
-// Storage type <-> float. Overloads for loads, explicit specialisations for stores (the argument is always float,
-// so the target type must be named: from_float<T>(v)).
-__device__ __forceinline__ float to_float(float v) { return v; }
-__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-template <typename T>
-__device__ __forceinline__ T from_float(float v);
-template <>
-__device__ __forceinline__ float from_float<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
 // Online-softmax state (m, s): m = max of the values seen, s = sum of exp(value - m) over them. Empty state:
 // (-inf, 0). One new value v is the state (v, 1). Merging two states keeps the larger max and rescales the other

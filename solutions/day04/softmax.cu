@@ -19,26 +19,14 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "float_convert.cuh"  // to_float(v), from_float<T>(v): storage type <-> fp32
+
 #include <cstddef>
 
 constexpr int kWarpSize = 32;
 constexpr int kThreads = 1024;                 // one block per row: the largest block CUDA allows
 constexpr int kWarps = kThreads / kWarpSize;   // 32 warps, so 32 partials: exactly one warp can merge them
 static_assert(kWarps <= kWarpSize, "the partials must fit in one warp for the second butterfly");
-
-// Storage type <-> float, as on day 03.
-__device__ __forceinline__ float to_float(float v) { return v; }
-__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-template <typename T>
-__device__ __forceinline__ T from_float(float v);
-template <>
-__device__ __forceinline__ float from_float<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
 // Online-softmax state merge from day 03: (m, s) and (m_other, s_other) -> the state of both sets of values.
 __device__ __forceinline__ void online_merge(float& m, float& s, float m_other, float s_other) {

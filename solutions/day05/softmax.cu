@@ -24,6 +24,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "float_convert.cuh"  // to_float(v), from_float<T>(v): storage type <-> fp32
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -56,19 +58,6 @@ template <typename T>
 struct Vec {
   static constexpr int kN = 16 / static_cast<int>(sizeof(T));
 };
-
-__device__ __forceinline__ float to_float(float v) { return v; }
-__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-template <typename T>
-__device__ __forceinline__ T from_float(float v);
-template <>
-__device__ __forceinline__ float from_float<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
 // Two 16-bit values packed in one 32-bit word <-> float2. The paired types (__half2, __nv_bfloat162) convert both
 // halves with one instruction. memcpy is the portable way to reinterpret the word's bits; it compiles to nothing.

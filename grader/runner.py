@@ -98,49 +98,53 @@ def run_exercise(*, course: Course, course_path: Path, root: Path, day: Day, ex:
             threading.Thread(target=_reader, args=(r, q), daemon=True).start()
             deadline_len = STARTUP_S
             deadline, current, done = time.monotonic() + deadline_len, None, False
-            while True:
-                try:
-                    ev = q.get(timeout=max(0.05, deadline - time.monotonic()))
-                except queue.Empty:
-                    _kill(proc)
-                    if current is not None:
-                        results[current] = dict(ok=False, category="timeout",
-                                                message=f"timed out after {case_limit:g} s (a hung kernel?)")
-                        stop_reason = "an earlier case timed out"
-                    else:
-                        terminal = dict(ev="env_error", message=f"the worker stopped responding "
-                                        f"(no progress for {deadline_len:g} s); see {log_path}")
-                    break
-                if ev is None:
-                    break
-                on_event(ev)
-                kind = ev["ev"]
-                now = time.monotonic()
-                if kind == "phase":
-                    deadline_len = course.limits.build_s
-                elif kind == "case_start":
-                    current, deadline_len = ev["index"], case_limit
-                elif kind == "case":
-                    results[ev["index"]] = ev
-                    had_failure |= not ev["ok"]
-                    current, deadline_len = None, STARTUP_S
-                elif kind == "build":
-                    res.builds.append(ev)
-                    deadline_len = STARTUP_S
-                    if not ev["ok"]:
+            try:
+                while True:
+                    try:
+                        ev = q.get(timeout=max(0.05, deadline - time.monotonic()))
+                    except queue.Empty:
+                        _kill(proc)
+                        if current is not None:
+                            results[current] = dict(ok=False, category="timeout",
+                                                    message=f"timed out after {case_limit:g} s (a hung kernel?)")
+                            stop_reason = "an earlier case timed out"
+                        else:
+                            terminal = dict(ev="env_error", message=f"the worker stopped responding "
+                                            f"(no progress for {deadline_len:g} s); see {log_path}")
+                        break
+                    if ev is None:
+                        break
+                    on_event(ev)
+                    kind = ev["ev"]
+                    now = time.monotonic()
+                    if kind == "phase":
+                        deadline_len = course.limits.build_s
+                    elif kind == "case_start":
+                        current, deadline_len = ev["index"], case_limit
+                    elif kind == "case":
+                        results[ev["index"]] = ev
+                        had_failure |= not ev["ok"]
+                        current, deadline_len = None, STARTUP_S
+                    elif kind == "build":
+                        res.builds.append(ev)
+                        deadline_len = STARTUP_S
+                        if not ev["ok"]:
+                            terminal = ev
+                    elif kind == "info":
+                        res.info = ev
+                        deadline_len = STARTUP_S
+                    elif kind in ("missing_op", "no_gpu", "env_error", "internal_error"):
                         terminal = ev
-                elif kind == "info":
-                    res.info = ev
-                    deadline_len = STARTUP_S
-                elif kind in ("missing_op", "no_gpu", "env_error", "internal_error"):
-                    terminal = ev
-                    deadline_len = STARTUP_S
-                elif kind == "done":
-                    done = True
-                    deadline_len = STARTUP_S
-                else:
-                    deadline_len = STARTUP_S
-                deadline = now + deadline_len
+                        deadline_len = STARTUP_S
+                    elif kind == "done":
+                        done = True
+                        deadline_len = STARTUP_S
+                    else:
+                        deadline_len = STARTUP_S
+                    deadline = now + deadline_len
+            except BaseException:  # Ctrl-C or a bug here: never leave a worker (and its GPU context) behind
+                _kill(proc)
+                raise
             if proc.poll() is None:
                 try:
                     proc.wait(timeout=30)

@@ -16,6 +16,9 @@ def main():
         out.flush()
 
     plan = os.environ["FAKE_WORKER"].split(",")
+    if os.environ.get("FAKE_WORKER_PIDFILE"):
+        with open(os.environ["FAKE_WORKER_PIDFILE"], "w") as f:
+            f.write(str(os.getpid()))
     emit("info", gpu="Fake GPU", capability="9.0", seed=spec["seed"])
     emit("phase", name="build", target="exercise")
     emit("build", target="exercise", ok=True, seconds=0.1)

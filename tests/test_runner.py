@@ -1,4 +1,7 @@
 """The runner's handling of crashing and hanging kernels, with a scripted fake worker (no GPU needed)."""
+import os
+import time
+
 import pytest
 
 from grader.runner import run_exercise
@@ -44,3 +47,19 @@ def test_a_hang_times_out_and_stops(course, monkeypatch):
     assert res.cases[1]["category"] == "timeout" and res.cases[1]["message"].startswith("timed out after 1.5 s")
     assert {c["category"] for c in res.cases[2:]} == {"not_run"}
     assert res.status == "fail"
+
+
+def test_interrupting_the_grader_kills_the_worker(course, monkeypatch, tmp_path):
+    pidfile = tmp_path / "pid"
+    monkeypatch.setenv("FAKE_WORKER_PIDFILE", str(pidfile))
+
+    def interrupt(ev):
+        if ev["ev"] == "case_start" and ev["index"] == 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run(course, monkeypatch, "ok,hang", on_event=interrupt)
+    pid = int(pidfile.read_text())
+    time.sleep(0.2)
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)

@@ -2,8 +2,17 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
+
+
+def write_json(path: Path, data) -> None:
+    """Write-then-rename, so a reader (or a crash mid-write) never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=1))
+    tmp.replace(path)
 
 
 def results_path(root: Path, day: str) -> Path:
@@ -12,15 +21,12 @@ def results_path(root: Path, day: str) -> Path:
 
 def save(root: Path, day: str, variant: str, exercises: list[dict]) -> None:
     path = results_path(root, day)
-    path.parent.mkdir(parents=True, exist_ok=True)
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
         data = {}
     data[variant] = {"when": time.strftime("%Y-%m-%d %H:%M"), "exercises": exercises}
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    tmp.replace(path)
+    write_json(path, data)
 
 
 def last(root: Path, day: str, variant: str = "student") -> dict | None:

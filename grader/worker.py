@@ -19,6 +19,7 @@ from .build import BuildError, build_extension, extension_name
 from .compare import compare, poison, same_bits
 from .course import load_course
 from .plan import plan
+from .results import write_json
 
 TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 CONTEXT_LOST = 3
@@ -77,10 +78,7 @@ class CopyBandwidthCache:
             src = self.torch.randint(0, 255, (n,), dtype=self.torch.uint8, device="cuda")
             dst = self.torch.empty_like(src)
             self.data[key] = self.timer.time(lambda: dst.copy_(src)).median_ms
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(self.data, indent=1))
-            tmp.replace(self.path)
+            write_json(self.path, self.data)
         return self.data[key]
 
 

@@ -7,12 +7,11 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .build import BASE_CUDA_FLAGS, TORCH_CUDA_DEFINES, Diagnostic, parse_diagnostics
+from .build import BASE_CUDA_FLAGS, TORCH_CUDA_DEFINES, parse_diagnostics
 
 ARCHS = ("80", "90")
 _ENTRY = re.compile(r"Compiling entry function '(?P<fn>[^']+)' for 'sm_(?P<arch>\w+)'")

@@ -73,7 +73,6 @@ def run_exercise(*, course: Course, course_path: Path, root: Path, day: Day, ex:
                  worker: str = "grader.worker") -> ExerciseResult:
     res = ExerciseResult(day.id, ex.name, variant, str(src_dir), seed, threshold=ex.threshold)
     planned = plan(ex, dtypes, benchmark=not correctness_only)
-    by_index = {c.index: c for c in planned}
     results: dict[int, dict] = {}
     log_path = root / ".grader" / "logs" / f"{day.id}-{ex.name}-{variant}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)

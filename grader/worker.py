@@ -11,7 +11,6 @@ import json
 import os
 import re
 import sys
-import time
 import traceback
 from pathlib import Path
 

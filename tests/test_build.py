@@ -1,5 +1,3 @@
-import os
-from pathlib import Path
 
 from grader.build import arch_list, build_lock, extension_name, parse_diagnostics, variant_for_dir
 from grader.plan import plan

@@ -68,13 +68,22 @@ class Case(Strict):
 
 class Baseline(Strict):
     solution: Optional[str] = Field(None, description="a ready day whose solution is the baseline")
+    exercise: Optional[str] = Field(None, description="which exercise of that day (default: the one with this op)")
     library: bool = Field(False, description="time against the task's library op (e.g. torch.softmax)")
+    ceiling: bool = Field(False, description="time against the task's ceiling op (e.g. cuBLAS fp32 GEMM)")
 
     @model_validator(mode="after")
     def _exactly_one(self):
-        if (self.solution is None) == (not self.library):
-            raise ValueError("give exactly one of `solution: dayNN` or `library: true`")
+        if (self.solution is not None) + self.library + self.ceiling != 1:
+            raise ValueError("give exactly one of `solution: dayNN`, `library: true` or `ceiling: true`")
+        if self.exercise is not None and self.solution is None:
+            raise ValueError("`exercise:` names an exercise of the `solution:` day; give `solution:` too")
         return self
+
+    def describe(self) -> str:
+        if self.solution:
+            return f"{self.solution}{'.' + self.exercise if self.exercise else ''} solution"
+        return "library" if self.library else "ceiling"
 
 
 class Exercise(Strict):
@@ -118,6 +127,7 @@ class Day(Strict):
     mandatory: bool = False
     topics: list[str] = []
     exercises: list[Exercise] = []
+    notebooks: list[str] = Field([], description="nbgrader notebooks in solutions/dayNN, released with the stubs")
 
     @field_validator("id")
     @classmethod
@@ -164,8 +174,11 @@ class Course(Strict):
                     continue
                 if b not in index or self.days[index[b]].status != "ready":
                     raise ValueError(f"{d.id}.{e.name}: baseline solution {b!r} is not a ready day")
-                if not any(x.op == e.op and x.task == e.task for x in self.days[index[b]].exercises):
-                    raise ValueError(f"{d.id}.{e.name}: baseline {b!r} has no exercise with op {e.op!r}")
+                if _find_baseline(self.days[index[b]], e) is None:
+                    which = f"exercise {e.baseline.exercise!r}" if e.baseline.exercise else f"op {e.op!r}"
+                    raise ValueError(f"{d.id}.{e.name}: baseline {b!r} has no {which} of task {e.task!r}")
+                if b == d.id and e.baseline.exercise in (None, e.name):
+                    raise ValueError(f"{d.id}.{e.name}: an exercise cannot be its own baseline")
         return self
 
     # -- lookups -----------------------------------------------------------------------------------------
@@ -180,7 +193,15 @@ class Course(Strict):
         if ex.baseline.solution is None:
             return None
         d = self.day(ex.baseline.solution)
-        return d, next(x for x in d.exercises if x.op == ex.op and x.task == ex.task)
+        return d, _find_baseline(d, ex)
+
+
+def _find_baseline(day: Day, ex: Exercise) -> Optional[Exercise]:
+    """The exercise of `day` that `ex` is timed against: the named one, else the one with the same op."""
+    for x in day.exercises:
+        if x.task == ex.task and (x.name == ex.baseline.exercise if ex.baseline.exercise else x.op == ex.op):
+            return x
+    return None
 
 
 def normalize_day_id(s: str) -> str:

@@ -79,12 +79,14 @@ def render_correctness(console: Console, cases: list[dict]) -> None:
 
 
 def render_benchmark(console: Console, cases: list[dict], ex) -> None:
-    base = f"{ex.baseline.solution} solution" if ex.baseline.solution else "library"
-    t = Table(title=f"speed (median; baseline: {base})", title_justify="left", box=None, pad_edge=False)
+    t = Table(title=f"speed (median; baseline: {ex.baseline.describe()})", title_justify="left", box=None,
+              pad_edge=False)
     cols = ["shape", "dtype", "time µs"]
     has_bw = any("gbps" in c for c in cases)
     has_fl = any("tflops" in c for c in cases)
+    ceiling = next((c["ceiling"] for c in cases if "ceiling" in c), None)
     cols += (["GB/s", "% of copy"] if has_bw else []) + (["TFLOP/s"] if has_fl else [])
+    cols += [f"% of {ceiling}"] if ceiling else []
     cols += ["baseline µs", "speedup", "vs library"]
     for col in cols:
         t.add_column(col, justify="left" if col in ("shape", "dtype") else "right")
@@ -94,6 +96,8 @@ def render_benchmark(console: Console, cases: list[dict], ex) -> None:
             row += [f"{c['gbps']:,.0f}", f"{c['pct_of_copy']:.0%}"]
         if has_fl:
             row += [f"{c['tflops']:.1f}"]
+        if ceiling:
+            row += [f"{c['pct_of_ceiling']:.0%}"]
         row += [_us(c["baseline_time"]["median_ms"]), f"{c['speedup']:.2f}x", f"{c['vs_library']:.2f}x"]
         t.add_row(*row)
     console.print(t)

@@ -28,7 +28,7 @@ def render(course: Course) -> str:
     out.append("|---|---|---|---|---:|---:|")
     for d in course.days:
         for e in d.exercises:
-            base = f"{e.baseline.solution} solution" if e.baseline.solution else "library op"
+            base = e.baseline.describe()
             out.append(f"| {d.id} | `{e.signature.split('#')[0].strip()}` | {', '.join(e.dtypes)} | {base} | "
                        f"{e.threshold:g}x | {e.points} |")
     return "\n".join(out) + "\n"

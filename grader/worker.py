@@ -107,44 +107,45 @@ def run(spec: dict, emit: Emitter) -> int:
     emit("info", gpu=props.name, capability=f"{cap[0]}.{cap[1]}", sms=props.multi_processor_count,
          torch=torch.__version__, cuda=torch.version.cuda, seed=spec["seed"])
 
-    def build(target: str, d: Path, day_id: str, variant: str):
+    def build(target: str, e, d: Path, day_id: str, variant: str):
         emit("phase", name="build", target=target)
         try:
             mod, secs, recovered = build_extension(
-                name=extension_name(day_id, ex.name, variant), sources=[d / s for s in ex.sources],
-                include_dirs=[root / i for i in ex.include_dirs],
-                build_dir=root / ".grader" / "build" / f"{day_id}-{ex.name}-{variant}",
-                extra_cuda_cflags=ex.extra_cuda_cflags, capability=cap, root=root)
-        except BuildError as e:
-            emit("build", target=target, ok=False, log=e.log[-20000:], diagnostics=[str(x) for x in e.diagnostics])
+                name=extension_name(day_id, e.name, variant), sources=[d / s for s in e.sources],
+                include_dirs=[root / i for i in e.include_dirs],
+                build_dir=root / ".grader" / "build" / f"{day_id}-{e.name}-{variant}",
+                extra_cuda_cflags=e.extra_cuda_cflags, capability=cap, root=root)
+        except BuildError as err:
+            emit("build", target=target, ok=False, log=err.log[-20000:], diagnostics=[str(x) for x in err.diagnostics])
             return None
         emit("build", target=target, ok=True, seconds=round(secs, 2), recovered_lock=recovered)
         return mod
 
     base = course.baseline_exercise(ex)
-    module = build("exercise", src_dir, day.id, spec["variant"])
+    module = build("exercise", ex, src_dir, day.id, spec["variant"])
     if module is None:
         return 0
     fn = getattr(module, ex.op, None)
     if fn is None:
         emit("missing_op", op=ex.op)
         return 0
+    if ex.baseline.ceiling and not hasattr(task, "ceiling"):
+        emit("env_error", message=f"course.yaml: {day.id}.{ex.name} is timed against the ceiling, but {ex.task} "
+                                  "defines no ceiling()")
+        return 2
 
     cases = plan(ex, spec.get("dtypes"), benchmark=not spec.get("correctness_only"))
     failed = spec.get("had_failure", False)
     need_bench = any(c.kind == "benchmark" and c.index >= spec["start"] for c in cases)
 
-    base_fn = None
-    if need_bench and not failed:
-        if base is None:
-            base_fn = task.library
-        else:
-            base_day = base[0].id
-            bmod = build("baseline", root / "solutions" / base_day, base_day, "solution")
-            if bmod is None:
-                emit("env_error", message=f"the baseline ({base_day}'s solution) does not build")
-                return 2
-            base_fn = getattr(bmod, ex.op)
+    base_fn = None  # None: the baseline is the library or the ceiling, timed anyway
+    if need_bench and not failed and base is not None:
+        base_day, base_ex = base[0].id, base[1]
+        bmod = build("baseline", base_ex, root / "solutions" / base_day, base_day, "solution")
+        if bmod is None:
+            emit("env_error", message=f"the baseline ({base_day}.{base_ex.name}'s solution) does not build")
+            return 2
+        base_fn = getattr(bmod, base_ex.op)
 
     timer = None
     side = torch.cuda.Stream()
@@ -169,7 +170,7 @@ def run(spec: dict, emit: Emitter) -> int:
                 if timer is None:
                     timer = make_timer(torch, course)
                     copies = CopyBandwidthCache(root, props.name, torch, timer)
-                result.update(benchmark(torch, timer, copies, task, fn, base_fn, base is None, inputs, outputs))
+                result.update(benchmark(torch, timer, copies, task, fn, base_fn, ex.baseline, inputs, outputs))
         except Exception as e:  # the student's op raised, or the CUDA context died under it
             alive = _context_alive(torch)
             category = "error" if alive else "crash"
@@ -226,14 +227,24 @@ def check_once(torch, fn, inputs, outputs, refs, tol, side) -> dict:
     return res
 
 
-def benchmark(torch, timer, copies, task, fn, base_fn, base_is_library, inputs, outputs) -> dict:
+def benchmark(torch, timer, copies, task, fn, base_fn, baseline, inputs, outputs) -> dict:
+    """Times the op, the library op, the task's ceiling (if it has one) and the baseline, in this run.
+
+    A memory-bound task (bytes_moved) is also put against a device copy of the same bytes; a compute-bound task
+    (flops) against its ceiling op, e.g. cuBLAS fp32 GEMM of the same shape."""
     ins, outs = list(inputs.values()), list(outputs.values())
     scratch = [torch.empty_like(o) for o in outs]
     kernel = timer.time(lambda: fn(*ins, *outs))
     lib = timer.time(lambda: task.library(*ins, *scratch))
-    base = lib if base_is_library else timer.time(lambda: base_fn(*ins, *scratch))
-    res = {"time": kernel.as_dict(), "baseline_time": base.as_dict(), "library_time": lib.as_dict(),
-           "speedup": base.median_ms / kernel.median_ms, "vs_library": lib.median_ms / kernel.median_ms}
+    res = {"time": kernel.as_dict(), "library_time": lib.as_dict(), "vs_library": lib.median_ms / kernel.median_ms}
+    ceil = None
+    if hasattr(task, "ceiling"):
+        label, call = task.ceiling(**inputs)  # prepares its own operands outside the timed region
+        ceil = timer.time(call)
+        res.update(ceiling=label, ceiling_time=ceil.as_dict(), pct_of_ceiling=ceil.median_ms / kernel.median_ms)
+    base = (lib if baseline.library else ceil if baseline.ceiling else
+            timer.time(lambda: base_fn(*ins, *scratch)))
+    res.update(baseline_time=base.as_dict(), speedup=base.median_ms / kernel.median_ms)
     if hasattr(task, "bytes_moved"):
         nbytes = task.bytes_moved(**inputs)
         copy_ms = copies.time_ms(nbytes)
@@ -242,6 +253,8 @@ def benchmark(torch, timer, copies, task, fn, base_fn, base_is_library, inputs, 
     if hasattr(task, "flops"):
         fl = task.flops(**inputs)
         res.update(flops=fl, tflops=fl / kernel.median_ms / 1e9)
+        if ceil is not None:
+            res["ceiling_tflops"] = fl / ceil.median_ms / 1e9
     return res
 
 

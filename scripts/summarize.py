@@ -12,8 +12,10 @@ def main():
         bundle[f.stem] = json.loads(f.read_text())
         bundle[f.stem]["date"] = time.strftime("%Y-%m-%d")
     out.write_text(json.dumps(bundle, indent=1))
-    print(f"{'day':5} {'status':8} {'dtype':5} {'shape':>12} {'ok':>5} {'us':>9} {'GB/s':>7} {'%copy':>6} "
-          f"{'vs base':>8} {'vs torch':>8}")
+    # rate: GB/s (memory-bound tasks) or TFLOP/s (compute-bound); peak: % of a copy of the same bytes, or of
+    # the task's ceiling op (cuBLAS fp32 for matmul), both measured in the same run.
+    print(f"{'day':5} {'exercise':18} {'status':8} {'dtype':5} {'shape':>14} {'ok':>5} {'us':>9} {'rate':>11} "
+          f"{'%peak':>6} {'vs base':>8} {'vs lib':>8}")
     for day, data in bundle.items():
         for ex in data["exercises"]:
             corr = {}
@@ -26,15 +28,16 @@ def main():
                 if c["kind"] != "benchmark":
                     continue
                 ok = corr.get(c["dtype"], [0, 0])
+                head = f"{day:5} {ex['exercise'][:18]:18} {ex['status']:8} {c['dtype']:5} {c['label']:>14} {ok[0]:>2}/{ok[1]:<2}"
                 if "time" not in c:
-                    print(f"{day:5} {ex['status']:8} {c['dtype']:5} {c['label']:>12} {ok[0]:>2}/{ok[1]:<2} "
-                          f"{c['category']}")
+                    print(f"{head} {c['category']}")
                     continue
-                print(f"{day:5} {ex['status']:8} {c['dtype']:5} {c['label']:>12} {ok[0]:>2}/{ok[1]:<2} "
-                      f"{c['time']['median_ms'] * 1e3:9.1f} {c.get('gbps', 0):7.0f} {c.get('pct_of_copy', 0):6.0%} "
+                rate = f"{c['gbps']:6.0f} GB/s" if "gbps" in c else f"{c.get('tflops', 0):5.1f} TF/s"
+                peak = c.get("pct_of_copy", c.get("pct_of_ceiling", 0))
+                print(f"{head} {c['time']['median_ms'] * 1e3:9.1f} {rate:>11} {peak:6.0%} "
                       f"{c['speedup']:7.2f}x {c['vs_library']:7.2f}x")
             sp = ex.get("speedup")
-            print(f"{day:5} => {ex['status'].upper()}: geomean speedup "
+            print(f"{day:5} {ex['exercise']} => {ex['status'].upper()}: geomean speedup "
                   f"{'-' if sp is None else f'{sp:.2f}x'} (threshold {ex['threshold']}x)")
 
 

@@ -1,0 +1,38 @@
+// Day 07: shared-memory tiled matmul, c[M, N] = a[M, K] @ b[K, N] (row-major), fp32 accumulation.
+//
+// Changes vs day 06 (one thread per output, every operand fetched from the memory system for every use):
+//   - A block of 32 x 32 threads owns a 32 x 32 tile of C. It walks K in steps of 32: all 1024 threads copy one
+//     element of a 32 x 32 tile of A and one of B into shared memory (coalesced: threadIdx.x runs along a row),
+//     wait, then each thread does 32 multiply-adds out of shared memory.
+//   - Each value loaded from global memory is now used 32 times (by the 32 threads that need it), so global
+//     traffic drops 32x versus the naive count. Shared memory is stored as float: converted once on load.
+//   - Two __syncthreads per step: after the copy (nobody reads a tile before it is complete) and after the
+//     multiply-adds (nobody overwrites a tile another thread is still reading).
+//   - Tiles that hang over the edge of A or B are filled with zeros, so M, N, K need not be multiples of 32
+//     and the inner loop has no bounds checks.
+// Still one output per thread: each multiply-add needs two shared-memory loads, which is what day 08 attacks.
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "float_convert.cuh"  // to_float(v), from_float<T>(v)
+
+constexpr int kTile = 32;
+
+template <typename T>
+__global__ void matmul_tiled_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M,
+                                    int N, int K) {
+  // YOUR CODE HERE
+}
+
+template <typename T>
+cudaError_t matmul_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
+  // YOUR CODE HERE
+  return cudaGetLastError();
+}
+
+template cudaError_t matmul_forward<float>(const float*, const float*, float*, int, int, int, cudaStream_t);
+template cudaError_t matmul_forward<__half>(const __half*, const __half*, __half*, int, int, int, cudaStream_t);
+template cudaError_t matmul_forward<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, int,
+                                                   int, int, cudaStream_t);

@@ -1,0 +1,105 @@
+// Day 09: an optimized CUDA-core matmul, c[M, N] = a[M, K] @ b[K, N] (row-major), fp32 accumulation, for float,
+// __half and __nv_bfloat16 storage. The fp32 version is measured against cuBLAS's SGEMM (TF32 off).
+//
+// Changes vs day 08's matmul_2d (128 x 128 block tile, 8 x 8 outputs per thread, scalar everything):
+//   1. 16-byte global loads: a float4 (or 8 halves) per load instruction, 4x fewer instructions. Needs K and N to
+//      be multiples of the vector width and 16-byte aligned bases; otherwise a scalar-load instance of the same
+//      kernel runs (the launcher picks), so any shape and any offset still works.
+//   2. A is stored TRANSPOSED in shared memory, As[k][m]: the 8 values of A a thread needs at step k are then
+//      contiguous and come in two 16-byte shared loads (LDS.128) instead of eight 4-byte ones. B is already
+//      [k][n]. Per k: 4 LDS.128 feed 64 FFMA.
+//   3. Warptiling: the 8 x 8 outputs of a thread are two 4 x 4 blocks 32 rows apart and two 16 columns apart, so
+//      a warp's 16-byte reads land on distinct contiguous addresses (8 of A, 4 of B, the rest broadcast): no
+//      shared-memory bank conflicts.
+//   4. Double buffering: two shared-memory stages. While the block multiplies stage s, each thread's loads of
+//      the next K-tile are already in flight into registers (A's part in the first half of the math, B's in
+//      the second) and are stored into stage s^1 behind them. One __syncthreads per K-tile instead of two.
+//   5. BK = 16 (was 8): half as many barriers and loop overheads per FMA.
+//   6. Block swizzle: consecutive blocks walk down a group of 8 block-rows before moving right, so the tiles of A
+//      and B they share are still in L2 (A and B at 4096^3 are 128 MiB, the H200's L2 50 MiB).
+//   7. __launch_bounds__(256, 2): at most 128 registers per thread so that two blocks share an SM (16 warps to
+//      hide each other's latencies); 64 accumulators + 16 fragment values + the prefetch registers fit.
+// Element conversion (fp16/bf16 -> float) happens once, when a tile is written into shared memory: the inner
+// loop is pure fp32 for every dtype.
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "float_convert.cuh"  // to_float(v), from_float<T>(v)
+
+namespace sgemm {
+
+// Tuning knobs. scripts/sgemm_sweep.py rebuilds this file with -D overrides to compare configurations.
+// A thread owns TMB x TNB blocks of 4 x 4 outputs; a warp's lanes form an LM x LN grid; a block's warps form a
+// WARPS_M x WARPS_N grid. The defaults: 128 x 128 tile, 256 threads, 8 x 8 outputs each.
+#ifndef SGEMM_BK
+#define SGEMM_BK 16
+#endif
+#ifndef SGEMM_LM
+#define SGEMM_LM 8
+#endif
+#ifndef SGEMM_TMB
+#define SGEMM_TMB 2
+#endif
+#ifndef SGEMM_TNB
+#define SGEMM_TNB 2
+#endif
+#ifndef SGEMM_WARPS_M
+#define SGEMM_WARPS_M 2
+#endif
+#ifndef SGEMM_WARPS_N
+#define SGEMM_WARPS_N 4
+#endif
+#ifndef SGEMM_MIN_BLOCKS
+#define SGEMM_MIN_BLOCKS 2
+#endif
+constexpr int BK = SGEMM_BK;
+constexpr int TMB = SGEMM_TMB, TNB = SGEMM_TNB, TM = 4 * TMB, TN = 4 * TNB;  // outputs per thread: TM x TN
+constexpr int LM = SGEMM_LM, LN = 32 / LM;                                     // lane grid inside a warp
+constexpr int WM = TM * LM, WN = TN * LN;                                      // warp tile
+constexpr int WARPS_M = SGEMM_WARPS_M, WARPS_N = SGEMM_WARPS_N;
+constexpr int kThreads = 32 * WARPS_M * WARPS_N;
+constexpr int BM = WM * WARPS_M, BN = WN * WARPS_N;  // block tile
+constexpr int kGroup = 8;                             // block-rows per swizzle group
+static_assert(LM * LN == 32, "a warp has 32 lanes");
+
+// What one thread loads per step: a 16-byte vector (uint4) on the fast path, one element otherwise.
+template <typename T, bool kVec>
+struct Loads {
+  using Raw = std::conditional_t<kVec, uint4, T>;
+  static constexpr int VEC = sizeof(Raw) / sizeof(T);          // elements per load
+  static constexpr int A_PER_THREAD = BM * BK / VEC / kThreads;  // loads of the A tile per thread
+  static constexpr int B_PER_THREAD = BK * BN / VEC / kThreads;
+  static_assert(A_PER_THREAD >= 1 && B_PER_THREAD >= 1, "tile too small for the block");
+};
+
+// YOUR CODE HERE
+
+template <typename T, bool kVec>
+__global__ void __launch_bounds__(kThreads, kVec ? SGEMM_MIN_BLOCKS : 1)
+    kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K) {
+  using L = Loads<T, kVec>;
+  using Raw = typename L::Raw;
+  constexpr int VEC = L::VEC;
+  __shared__ __align__(16) float As[2][BK][BM];  // transposed: As[s][k][m]
+  __shared__ __align__(16) float Bs[2][BK][BN];
+  // YOUR CODE HERE
+}
+
+}  // namespace sgemm
+
+template <typename T>
+cudaError_t matmul_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
+  using namespace sgemm;
+  // YOUR CODE HERE
+  return cudaGetLastError();
+}
+
+template cudaError_t matmul_forward<float>(const float*, const float*, float*, int, int, int, cudaStream_t);
+template cudaError_t matmul_forward<__half>(const __half*, const __half*, __half*, int, int, int, cudaStream_t);
+template cudaError_t matmul_forward<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, int,
+                                                   int, int, cudaStream_t);

@@ -1,0 +1,84 @@
+"""Compares build configurations of day 09's matmul (the -D knobs at the top of solutions/day09/matmul.cu)
+against cuBLAS fp32 (TF32 off) in one process on the GPU: the evidence behind the shipped defaults, kept in
+measured/NOTES.md. Builds run in parallel processes first, then every config is timed interleaved with cuBLAS.
+
+    python3 scripts/sgemm_sweep.py [--sizes 2048,4096,8192] [--configs "BK=16" "TNB=4,WARPS_N=2" ...]
+"""
+import argparse
+import hashlib
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+DEFAULT_CONFIGS = ["", "BK=32", "LM=4,WARPS_M=4,WARPS_N=2", "MIN_BLOCKS=1"]
+
+
+def flags(cfg: str) -> list[str]:
+    return [f"-DSGEMM_{kv.strip()}" for kv in cfg.split(",") if kv.strip()]
+
+
+def build(cfg: str):
+    import torch
+
+    from grader.build import build_extension
+
+    tag = hashlib.sha1(cfg.encode()).hexdigest()[:8]
+    src = ROOT / "solutions" / "day09"
+    mod, secs, _ = build_extension(name=f"sgemm_sweep_{tag}", sources=[src / "matmul.cu", src / "bindings.cpp"],
+                                   include_dirs=[ROOT / "common"], build_dir=ROOT / ".grader" / "build" / f"sweep-{tag}",
+                                   extra_cuda_cflags=flags(cfg) + ["-Xptxas", "-v"],
+                                   capability=torch.cuda.get_device_capability(0), root=ROOT)
+    return mod
+
+
+def _build_only(cfg: str) -> str:
+    try:
+        build(cfg)
+        return ""
+    except Exception as e:  # report and carry on with the others
+        return f"{cfg!r}: {str(e)[-1500:]}"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="2048,4096,8192")
+    ap.add_argument("--configs", nargs="*", default=DEFAULT_CONFIGS)
+    args = ap.parse_args()
+    with ProcessPoolExecutor(max_workers=min(4, len(args.configs))) as pool:
+        for err in pool.map(_build_only, args.configs):
+            if err:
+                print("build failed:", err)
+    import torch
+
+    from grader.timing import CudaTimer
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    timer = CudaTimer(torch, warmup=3, min_reps=10, max_reps=100, budget_s=0.5, rel_stderr=0.005)
+    mods = {}
+    for cfg in args.configs:
+        try:
+            mods[cfg] = build(cfg)
+        except Exception:
+            pass
+    print(f"{'config':34s} {'size':>6s} {'TFLOP/s':>8s} {'cuBLAS':>8s} {'% cuBLAS':>9s} {'rel L2':>8s}")
+    for n in map(int, args.sizes.split(",")):
+        g = torch.Generator(device="cuda").manual_seed(n)
+        a = torch.randn(n, n, device="cuda", generator=g)
+        b = torch.randn(n, n, device="cuda", generator=g)
+        c = torch.empty(n, n, device="cuda")
+        ref = (a.double() @ b.double())
+        flop = 2 * n**3
+        for cfg, mod in mods.items():
+            c.fill_(float("nan"))
+            mod.matmul(a, b, c)
+            err = ((c.double() - ref).norm() / ref.norm()).item()
+            ours = timer.time(lambda: mod.matmul(a, b, c)).median_ms
+            lib = timer.time(lambda: torch.mm(a, b, out=c)).median_ms  # re-timed beside every config
+            print(f"{cfg or '(defaults)':34s} {n:6d} {flop / ours / 1e9:8.1f} {flop / lib / 1e9:8.1f} "
+                  f"{lib / ours:9.1%} {err:8.1e}")
+
+
+if __name__ == "__main__":
+    main()

@@ -2,7 +2,8 @@
 
 In solutions/dayNN/*, each region from a line containing `BEGIN SOLUTION` to a line containing `END SOLUTION`
 (both marker lines included) becomes one placeholder line with the BEGIN line's indentation. Files without
-markers are copied as they are. `days/` is generated, never edited by hand: CI checks it matches.
+markers are copied as they are. A day's `notebooks:` are released by nbgrader itself (grader/notebooks.py).
+`days/` is generated, never edited by hand: CI checks it matches.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from .course import Course
 from .errors import GraderError
+from .notebooks import release_notebook
 
 BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"
 PLACEHOLDER = "YOUR CODE HERE"
@@ -59,13 +61,22 @@ def release_plan(course: Course, root: Path, day_ids: list[str] | None = None) -
     for day in days:
         if day.status != "ready":
             raise GraderError(f"{day.id} is planned, not ready: nothing to release")
+        seen: set[str] = set()  # exercises of one day may share source files: release each once
         for ex in day.exercises:
             for name in ex.sources:
+                if name in seen:
+                    continue
+                seen.add(name)
                 src = root / "solutions" / day.id / name
                 if not src.is_file():
                     raise GraderError(f"{src.relative_to(root)} is missing: course.yaml lists it as a source of "
                                       f"{day.id}.{ex.name}")
                 plan.append(Planned(src, root / "days" / day.id / name, strip_solutions(src.read_text(), src)))
+        for name in day.notebooks:
+            src = root / "solutions" / day.id / name
+            if not src.is_file():
+                raise GraderError(f"{src.relative_to(root)} is missing: course.yaml lists it as a notebook of {day.id}")
+            plan.append(Planned(src, root / "days" / day.id / name, release_notebook(src)))
     return plan
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-DEFAULT_CONFIGS = ["", "BK=32", "LM=4,WARPS_M=4,WARPS_N=2", "MIN_BLOCKS=1"]
+DEFAULT_CONFIGS = ["", "AS_PAD=0", "B_EARLY=0,STASH_K=8", "AS_PAD=0,B_EARLY=0,STASH_K=8", "WARPS_N=2,TNB=4,BK=8"]
 
 
 def flags(cfg: str) -> list[str]:

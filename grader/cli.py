@@ -1,4 +1,4 @@
-"""The `grader` command: check, list, doctor, release.
+"""The `grader` command: check, profile, list, doctor, release, syllabus.
 
 Exit codes: 0 pass, 1 fail (wrong, slow, not implemented, does not compile), 2 usage or environment error.
 Every error reaches the user as a message; an unexpected one also leaves its traceback in .grader/logs.
@@ -15,6 +15,7 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from . import release, report, results
 from .compile_check import compile_sources
@@ -42,6 +43,19 @@ def _source_dir(args, root: Path, day_id: str) -> tuple[Path, str]:
     if not d.is_dir():
         raise GraderError(f"{d} does not exist" + ("" if args.dir else ": run `grader release` to create it"))
     return d, variant_for_dir(d, root)
+
+
+def _exercises(args, day, src_dir: Path, root: Path) -> list:
+    """The day's exercises (or the one named by --exercise), each with all its sources present."""
+    exercises = [e for e in day.exercises if not args.exercise or e.name == args.exercise]
+    if not exercises:
+        raise GraderError(f"{day.id} has no exercise {args.exercise!r} (it has: "
+                          f"{', '.join(e.name for e in day.exercises)})")
+    for ex in exercises:
+        missing = [s for s in ex.sources if not (src_dir / s).is_file()]
+        if missing:
+            raise GraderError(f"{_rel(src_dir, root)} lacks {', '.join(missing)} (sources of {day.id}.{ex.name})")
+    return exercises
 
 
 def _placeholders(src_dir: Path, sources: list[str], root: Path) -> list[str]:
@@ -90,14 +104,7 @@ def cmd_check(args) -> int:
     if day.status != "ready":
         raise GraderError(f"{day.id} ({day.title}) is planned, not ready yet: no exercise to check")
     src_dir, variant = _source_dir(args, root, day.id)
-    exercises = [e for e in day.exercises if not args.exercise or e.name == args.exercise]
-    if not exercises:
-        raise GraderError(f"{day.id} has no exercise {args.exercise!r} (it has: "
-                          f"{', '.join(e.name for e in day.exercises)})")
-    for ex in exercises:
-        missing = [s for s in ex.sources if not (src_dir / s).is_file()]
-        if missing:
-            raise GraderError(f"{_rel(src_dir, root)} lacks {', '.join(missing)} (sources of {day.id}.{ex.name})")
+    exercises = _exercises(args, day, src_dir, root)
     if args.dtype:
         bad = [d for d in args.dtype if d not in ("fp32", "fp16", "bf16")]
         if bad:
@@ -133,6 +140,23 @@ def cmd_check(args) -> int:
                                               indent=1))
     # A failure outranks an environment problem: 1 if anything failed, else 2 if grading was impossible.
     return FAIL if any(r["status"] not in ("pass", "no_gpu", "env_error") for r in out) else worst
+
+
+# -- profile ------------------------------------------------------------------------------------------------
+def cmd_profile(args) -> int:
+    from .profile import run_profile
+
+    root, course_path, course = _load(args)
+    day = course.day(args.day)
+    if day.status != "ready":
+        raise GraderError(f"{day.id} ({day.title}) is planned, not ready yet: no exercise to profile")
+    src_dir, variant = _source_dir(args, root, day.id)
+    exercises = _exercises(args, day, src_dir, root)
+    # With the JSON on stdout, everything for people goes to stderr.
+    out = Console(stderr=True, highlight=False, soft_wrap=True) if args.json == "-" else console
+    return run_profile(args, out, root=root, course_path=course_path, course=course, day=day, exercises=exercises,
+                       src_dir=src_dir, variant=variant, rel=lambda p: _rel(p, root),
+                       placeholders=lambda ex: _placeholders(src_dir, ex.sources, root))
 
 
 # -- list, doctor, release ----------------------------------------------------------------------------------
@@ -227,6 +251,23 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--timeout", type=float, help="seconds one case may take before it counts as hung")
     c.add_argument("--json", metavar="PATH", help="also write the full results as JSON")
     c.set_defaults(fn=cmd_check)
+    f = sub.add_parser("profile", help="Nsight Compute on your kernels: speed of light, occupancy, spills, and a "
+                                       "roofline plot against ceilings measured on this GPU")
+    f.add_argument("day", help="day01, day1 or 1")
+    f.add_argument("--solution", action="store_true", help="profile the instructor's solution instead of days/")
+    f.add_argument("--dir", help="profile the files in this folder instead of days/dayNN")
+    f.add_argument("--exercise", help="only this exercise of the day (default: every one)")
+    f.add_argument("--dtype", choices=["fp32", "fp16", "bf16"], help="default: the exercise's first dtype")
+    f.add_argument("--shape", help="sizes separated by commas, e.g. 4096,4096,4096 (default: the first benchmark "
+                                   "shape)")
+    f.add_argument("--ncu", metavar="PATH", help="the ncu to use (default: $NSIGHT_COMPUTE, PATH, "
+                                                 "/usr/local/cuda/bin/ncu)")
+    f.add_argument("--remeasure-ceilings", action="store_true",
+                   help="measure this GPU's memory and compute ceilings again instead of using the cached ones")
+    f.add_argument("--json", nargs="?", const="-", metavar="PATH",
+                   help="also write the results as JSON to PATH, or to stdout without PATH (always saved under "
+                        ".grader/profile)")
+    f.set_defaults(fn=cmd_profile)
     sub.add_parser("list", help="days, their status and your last results").set_defaults(fn=cmd_list)
     sub.add_parser("doctor", help="check GPU, driver, torch CUDA, nvcc, ninja").set_defaults(fn=cmd_doctor)
     r = sub.add_parser("release", help="(instructors) generate the student stubs in days/ from solutions/")
@@ -244,7 +285,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.fn(args)
     except GraderError as e:
-        console.print(f"[red]error:[/] {e}")
+        # Messages quote compilers, ncu and the student's own errors: brackets in them are text, not markup.
+        console.print(Text.assemble(("error:", "red"), f" {e}"))
         return e.exit_code
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]")
@@ -257,7 +299,8 @@ def main(argv: list[str] | None = None) -> int:
             where = f"details in {log}"
         except OSError:
             where = "no log could be written"
-        console.print(f"[red]internal error in the grader:[/] {type(e).__name__}: {e} ({where}); please report it")
+        console.print(Text.assemble(("internal error in the grader:", "red"),
+                                    f" {type(e).__name__}: {e} ({where}); please report it"))
         return ENV
 
 

@@ -16,7 +16,7 @@ def test_course_lists_twenty_days_with_mandatory_milestones(course):
 
 def test_ready_days_declare_complete_exercises(course):
     ready = [d for d in course.days if d.status == "ready"]
-    assert [d.id for d in ready] == ["day01", "day02", "day03", "day04", "day05"]
+    assert [d.id for d in ready] == [f"day{i:02d}" for i in range(1, 10)]
     for d in ready:
         for ex in d.exercises:
             assert set(ex.dtypes) <= set(ex.tolerances)
@@ -54,7 +54,14 @@ def _broken(tmp_path, root, mutate):
     (lambda r: r["days"][0].update(status="done"), "days[0] (day01).status: Input should be 'ready' or 'planned'"),
     (lambda r: r["days"][0]["exercises"][0].update(dtypes=["fp8"]), "dtypes[0]: Input should be 'fp32'"),
     (lambda r: r["days"][0]["exercises"][0].update(correctness=[[0, 3]]), "every dimension must be a positive"),
-    (lambda r: r["days"][1]["exercises"][0].update(baseline={"solution": "day09"}), "is not a ready day"),
+    (lambda r: r["days"][1]["exercises"][0].update(baseline={"solution": "day19"}), "is not a ready day"),
+    (lambda r: r["days"][1]["exercises"][0].update(baseline={"library": True, "ceiling": True}),
+     "give exactly one of"),
+    (lambda r: r["days"][1]["exercises"][0].update(baseline={"library": True, "exercise": "softmax"}),
+     "give `solution:` too"),
+    (lambda r: r["days"][1]["exercises"][0].update(baseline={"solution": "day02"}), "cannot be its own baseline"),
+    (lambda r: r["days"][1]["exercises"][0].update(baseline={"solution": "day01", "exercise": "nope"}),
+     "has no exercise 'nope'"),
     (lambda r: r["days"][1]["exercises"][0].update(baseline={"solution": "day01", "library": True}),
      "exactly one of"),
     (lambda r: r["days"][4].update(prerequisites=["day07"]), "prerequisite 'day07' must come before it"),
@@ -81,3 +88,15 @@ def test_invalid_yaml_and_missing_file(tmp_path):
     p.write_text("- a list\n")
     with pytest.raises(GraderError, match="expected a mapping"):
         load_course(p)
+
+
+def test_baselines_resolve_by_op_or_by_exercise_name(course):
+    def base(day, name):
+        ex = next(e for e in course.day(day).exercises if e.name == name)
+        found = course.baseline_exercise(ex)
+        return None if found is None else (found[0].id, found[1].name)
+
+    assert base("day06", "matmul") == ("day06", "matmul_uncoalesced")  # same day, named
+    assert base("day08", "matmul_2d") == ("day07", "matmul")           # other op, named
+    assert base("day07", "matmul") == ("day06", "matmul")              # same op
+    assert base("day09", "matmul") is None and course.day("day09").exercises[0].baseline.ceiling

@@ -36,12 +36,14 @@ __global__ void matmul_naive_kernel(const T* __restrict__ a, const T* __restrict
 
 template <typename T>
 cudaError_t matmul_uncoalesced_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
+  const dim3 block(kTile, kTile);  // 32 x 32 threads: the grid's x must cover what threadIdx.x walks
   // YOUR CODE HERE
   return cudaGetLastError();
 }
 
 template <typename T>
 cudaError_t matmul_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
+  const dim3 block(kTile, kTile);
   // YOUR CODE HERE
   return cudaGetLastError();
 }

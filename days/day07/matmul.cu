@@ -28,6 +28,7 @@ __global__ void matmul_tiled_kernel(const T* __restrict__ a, const T* __restrict
 
 template <typename T>
 cudaError_t matmul_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
+  const dim3 block(kTile, kTile);
   // YOUR CODE HERE
   return cudaGetLastError();
 }

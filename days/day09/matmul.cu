@@ -81,7 +81,6 @@ constexpr int WM = TM * LM, WN = TN * LN;                                      /
 constexpr int WARPS_M = SGEMM_WARPS_M, WARPS_N = SGEMM_WARPS_N;
 constexpr int kThreads = 32 * WARPS_M * WARPS_N;
 constexpr int BM = WM * WARPS_M, BN = WN * WARPS_N;  // block tile
-constexpr int kGroup = 8;                             // block-rows per swizzle group
 static_assert(LM * LN == 32, "a warp has 32 lanes");
 
 // What one thread loads per step: a 16-byte vector (uint4) on the fast path, one element otherwise.

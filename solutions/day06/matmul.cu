@@ -51,8 +51,8 @@ __global__ void matmul_naive_kernel(const T* __restrict__ a, const T* __restrict
 
 template <typename T>
 cudaError_t matmul_uncoalesced_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
+  const dim3 block(kTile, kTile);  // 32 x 32 threads: the grid's x must cover what threadIdx.x walks
   // BEGIN SOLUTION
-  const dim3 block(kTile, kTile);
   const dim3 grid((M + kTile - 1) / kTile, (N + kTile - 1) / kTile);  // x covers rows here
   matmul_uncoalesced_kernel<T><<<grid, block, 0, stream>>>(a, b, c, M, N, K);
   // END SOLUTION
@@ -61,8 +61,8 @@ cudaError_t matmul_uncoalesced_forward(const T* a, const T* b, T* c, int M, int 
 
 template <typename T>
 cudaError_t matmul_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
-  // BEGIN SOLUTION
   const dim3 block(kTile, kTile);
+  // BEGIN SOLUTION
   const dim3 grid((N + kTile - 1) / kTile, (M + kTile - 1) / kTile);  // x covers columns
   matmul_naive_kernel<T><<<grid, block, 0, stream>>>(a, b, c, M, N, K);
   // END SOLUTION

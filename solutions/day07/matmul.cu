@@ -45,8 +45,8 @@ __global__ void matmul_tiled_kernel(const T* __restrict__ a, const T* __restrict
 
 template <typename T>
 cudaError_t matmul_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
-  // BEGIN SOLUTION
   const dim3 block(kTile, kTile);
+  // BEGIN SOLUTION
   const dim3 grid((N + kTile - 1) / kTile, (M + kTile - 1) / kTile);
   matmul_tiled_kernel<T><<<grid, block, 0, stream>>>(a, b, c, M, N, K);
   // END SOLUTION

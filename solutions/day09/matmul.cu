@@ -81,7 +81,6 @@ constexpr int WM = TM * LM, WN = TN * LN;                                      /
 constexpr int WARPS_M = SGEMM_WARPS_M, WARPS_N = SGEMM_WARPS_N;
 constexpr int kThreads = 32 * WARPS_M * WARPS_N;
 constexpr int BM = WM * WARPS_M, BN = WN * WARPS_N;  // block tile
-constexpr int kGroup = 8;                             // block-rows per swizzle group
 static_assert(LM * LN == 32, "a warp has 32 lanes");
 
 // What one thread loads per step: a 16-byte vector (uint4) on the fast path, one element otherwise.
@@ -128,6 +127,7 @@ __global__ void __launch_bounds__(kThreads, kVec ? SGEMM_MIN_BLOCKS : 1)
   __shared__ __align__(16) float Bs[2][BK][BN];
   // BEGIN SOLUTION
   // Block swizzle: groups of kGroup block-rows, walked column by column.
+  constexpr int kGroup = 8;
   const int gm = (M + BM - 1) / BM, gn = (N + BN - 1) / BN;
   const int per_group = kGroup * gn;
   const int group = blockIdx.x / per_group, first = group * kGroup;
@@ -181,23 +181,22 @@ __global__ void __launch_bounds__(kThreads, kVec ? SGEMM_MIN_BLOCKS : 1)
   auto stash_b = [&](int s) {
     if constexpr (kAsyncB) {
       asm volatile("cp.async.wait_all;\n" ::);  // this thread's copies have landed; the barrier does the rest
-      return;
-    }
+    } else {
 #pragma unroll
-    for (int i = 0; i < L::B_PER_THREAD; ++i) {
-      float* dst = &Bs[s][b_r + i * B_STEP][b_n];
-      if constexpr (VEC % 4 == 0) {
+      for (int i = 0; i < L::B_PER_THREAD; ++i) {
+        float* dst = &Bs[s][b_r + i * B_STEP][b_n];
+        if constexpr (VEC % 4 == 0) {
 #pragma unroll
-        for (int q = 0; q < VEC; q += 4)
-          *reinterpret_cast<float4*>(dst + q) = make_float4(element<T>(rb[i], q), element<T>(rb[i], q + 1),
-                                                            element<T>(rb[i], q + 2), element<T>(rb[i], q + 3));
-      } else {
+          for (int q = 0; q < VEC; q += 4)
+            *reinterpret_cast<float4*>(dst + q) = make_float4(element<T>(rb[i], q), element<T>(rb[i], q + 1),
+                                                              element<T>(rb[i], q + 2), element<T>(rb[i], q + 3));
+        } else {
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) dst[e] = element<T>(rb[i], e);
+          for (int e = 0; e < VEC; ++e) dst[e] = element<T>(rb[i], e);
+        }
       }
     }
   };
-
   // This thread's values of A (rows am + ...) and B (columns bn + ...) at step k of stage s.
   auto load_frags = [&](int s, int k, float* fa, float* fb) {
 #pragma unroll

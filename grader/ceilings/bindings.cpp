@@ -1,0 +1,27 @@
+// Python side of the FFMA peak microbenchmark (grader/ceilings/ffma_peak.cu). The course's narrow headers keep the
+// cold build of this file to a few seconds.
+#include "course_glue.h"
+
+int ffma_per_thread_iter();
+cudaError_t launch_ffma_peak(float* out, float x, float y, int iters, int blocks, int threads, cudaStream_t stream);
+
+namespace {
+
+// One launch of blocks x threads threads on PyTorch's current stream; out needs blocks * threads floats.
+void ffma_peak(at::Tensor out, double x, double y, int64_t iters, int64_t blocks, int64_t threads) {
+  TORCH_CHECK(out.is_cuda() && out.scalar_type() == at::kFloat && out.is_contiguous(), "out: contiguous CUDA float32");
+  TORCH_CHECK(out.numel() >= blocks * threads, "out needs blocks * threads elements");
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  course::check_launch(launch_ffma_peak(course::data_as<float>(out), static_cast<float>(x), static_cast<float>(y),
+                                        static_cast<int>(iters), static_cast<int>(blocks), static_cast<int>(threads),
+                                        stream),
+                       "ffma_peak_kernel");
+}
+
+}  // namespace
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("ffma_peak", &ffma_peak, "FP32 FFMA peak microbenchmark: one launch", py::arg("out"), py::arg("x"),
+        py::arg("y"), py::arg("iters"), py::arg("blocks"), py::arg("threads"));
+  m.def("ffma_per_thread_iter", &ffma_per_thread_iter, "FMAs per thread per unit of iters");
+}

@@ -6,7 +6,8 @@
 #   4. `grader check dayNN --solution` for every ready day, with timing: the evidence tables
 #   5. the grader's timer against triton.testing.do_bench
 #   6. the day-09 configuration sweep against cuBLAS (scripts/sgemm_sweep.py)
-# Knobs for a partial run: DAYS="day06 day09" (default: every ready day), SKIP="build pytest timer sweep".
+#   7. `grader profile` (Nsight Compute + roofline) on the solutions of PROFILE_DAYS; PNGs and reports to $OUT
+# Knobs for a partial run: DAYS="day06 day09" (default: every ready day), SKIP="build pytest timer sweep profile".
 # Full logs go to $OUT/logs.tar.gz, results to $OUT/results.json; a short table is printed last.
 set -uo pipefail
 OUT=${OUT:-$(mktemp -d)}
@@ -32,6 +33,13 @@ for d in $days; do
   echo "exit $?" >>"$LOG/$d.txt"; tail -4 "$LOG/$d.txt"
 done
 skip timer || { echo "== timer vs do_bench"; python3 scripts/timer_agreement.py 2>&1 | tee "$LOG/timer_agreement.txt"; }
+
+skip profile || for d in ${PROFILE_DAYS:-day05 day08 day09}; do
+  echo "== profile $d"; timeout 300 python3 -m grader profile "$d" --solution >"$LOG/profile-$d.txt" 2>&1
+  echo "exit $?" >>"$LOG/profile-$d.txt"; tail -30 "$LOG/profile-$d.txt"
+done
+mkdir -p "$OUT/profile" && cp .grader/profile/*.png .grader/profile/*.json "$OUT/profile/" 2>/dev/null
+cp .grader/cache/ceilings-*.json "$OUT/profile/" 2>/dev/null
 
 python3 scripts/summarize.py "$LOG" "$OUT/results.json" | tee "$LOG/table.txt"
 tar -C "$LOG" -czf "$OUT/logs.tar.gz" .

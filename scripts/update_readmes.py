@@ -1,79 +1,147 @@
-"""Regenerates the "Measured" table of every ready day's README from a device run's results.json (written by
-scripts/device_run.sh), and keeps a trimmed copy of those results under measured/. Tables are never typed.
+"""Regenerates every measured table from a device run's results.json (written by scripts/device_run.sh): the
+"Measured" block of each day's README, and each track's ladder (every step's solution as % of its ceiling, per
+dtype and size) in tracks/<track>.md. A trimmed copy of the results is merged into measured/<track>-<gpu>.json,
+so a run that covered only some days keeps the others. Tables are never typed.
 
     python3 scripts/update_readmes.py /work/.device/N/results.json
 """
+import importlib
 import json
 import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-BEGIN, END = "<!-- measured:begin -->", "<!-- measured:end -->"
+sys.path.insert(0, str(ROOT))
 KEEP = ("index", "kind", "dtype", "label", "ok", "category", "rel_l2", "max_abs", "time", "baseline_time",
-        "library_time", "speedup", "vs_library", "gbps", "pct_of_copy", "tflops")
+        "library_time", "speedup", "vs_library", "gbps", "pct_of_copy", "tflops", "ceiling", "pct_of_ceiling",
+        "ceiling_tflops")
 
 
-def table(day: str, data: dict, gpu: str, when: str) -> str:
+def replace_block(path: Path, name: str, body: str) -> bool:
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    text = path.read_text() if path.exists() else ""
+    if begin not in text or end not in text:
+        print(f"{path.relative_to(ROOT)}: no {name} markers, skipped")
+        return False
+    path.write_text(re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda m: f"{begin}\n{body}\n{end}", text,
+                           flags=re.S))
+    print(f"updated {path.relative_to(ROOT)}")
+    return True
+
+
+def correctness_counts(cases):
+    corr = {}
+    for c in cases:
+        if c["kind"] == "correctness":
+            ok = corr.setdefault(c["dtype"], [0, 0])
+            ok[0] += bool(c["ok"])
+            ok[1] += 1
+    return corr
+
+
+def day_table(data: dict, exercises: dict, gpu: str, when: str) -> str:
     lines = []
     for ex in data["exercises"]:
-        base = ex["baseline_name"]
-        lines.append(f"Measured on an {gpu}, {when}, by `grader check {day} --solution` "
-                     f"(median of CUDA-event timings, L2 flushed before each call; baseline: {base}).")
+        spec = exercises[ex["exercise"]]
+        lib = getattr(importlib.import_module(spec.task), "LIBRARY", "library")
+        base = spec.baseline.describe()
+        base = lib if base == "library" else base
+        bench = [c for c in ex["cases"] if c["kind"] == "benchmark" and "time" in c]
+        compute = any("tflops" in c for c in bench)
+        if compute:
+            ceiling = next(c["ceiling"] for c in bench)
+            base = ceiling if base == "ceiling" else base
+            rate_cols, peak = "TFLOP/s", f"% of {ceiling}"
+        else:
+            rate_cols, peak = "GB/s", "% of copy"
+        if len(data["exercises"]) > 1:
+            lines += [f"**{ex['exercise']}**", ""]
+        lines.append(f"Measured on an {gpu}, {when}, by `grader check {data['day']} --solution` (median of CUDA-event "
+                     f"timings, L2 flushed before each call; baseline: {base}).")
         lines.append("")
-        lib_col = base != "torch.softmax"  # a separate column only when the baseline is not the library itself
-        lines.append(f"| shape | dtype | correct | time (µs) | GB/s | % of copy | speedup vs {base} |"
-                     + (" vs torch.softmax |" if lib_col else ""))
+        lib_col = base != lib
+        lines.append(f"| shape | dtype | correct | time (µs) | {rate_cols} | {peak} | speedup vs {base} |"
+                     + (f" vs {lib} |" if lib_col else ""))
         lines.append("|---|---|---|---:|---:|---:|---:|" + ("---:|" if lib_col else ""))
-        corr = {}
-        for c in ex["cases"]:
-            if c["kind"] == "correctness":
-                ok = corr.setdefault(c["dtype"], [0, 0])
-                ok[0] += bool(c["ok"])
-                ok[1] += 1
-        for c in ex["cases"]:
-            if c["kind"] != "benchmark" or "time" not in c:
-                continue
-            ok = corr[c["dtype"]]
+        corr = correctness_counts(ex["cases"])
+        for c in bench:
+            ok = corr.get(c["dtype"], [0, 0])
+            rate = f"{c['tflops']:.1f}" if compute else f"{c['gbps']:,.0f}"
+            pct = c["pct_of_ceiling"] if compute else c["pct_of_copy"]
             lines.append(f"| {c['label']} | {c['dtype']} | {ok[0]}/{ok[1]} | {c['time']['median_ms'] * 1e3:,.1f} | "
-                         f"{c['gbps']:,.0f} | {c['pct_of_copy']:.0%} | {c['speedup']:.2f}x |"
-                         + (f" {c['vs_library']:.2f}x |" if lib_col else ""))
+                         f"{rate} | {pct:.0%} | {c['speedup']:.2f}x |" + (f" {c['vs_library']:.2f}x |" if lib_col else ""))
         lines.append("")
         lines.append(f"Geometric-mean speedup over the baseline: **{ex['speedup']:.2f}x**; the threshold is "
                      f"**{ex['threshold']:g}x** (verdict: {ex['status']}).")
-    return "\n".join(lines)
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
+def ladder(track_days: dict, course, gpu: str) -> str:
+    """One row per (step, dtype); one column per benchmark shape; cell = % of the ceiling and the rate."""
+    rows, shapes, when = [], [], set()
+    for day_id in sorted(track_days):
+        data = track_days[day_id]
+        when.add(data.get("date", "?"))
+        for ex in data["exercises"]:
+            bench = [c for c in ex["cases"] if c["kind"] == "benchmark" and "time" in c]
+            for c in bench:
+                if c["label"] not in shapes:
+                    shapes.append(c["label"])
+            for dt in dict.fromkeys(c["dtype"] for c in bench):
+                cells = {c["label"]: c for c in bench if c["dtype"] == dt}
+                rows.append((f"{day_id} {ex['exercise']}", course.day(day_id).title, dt, cells))
+    if not rows:
+        return "No measurements yet: run scripts/device_run.sh on a GPU, then this script."
+    shapes.sort(key=lambda s: [int(x) for x in re.findall(r"\d+", s)])
+    compute = any("tflops" in c for _, _, _, cells in rows for c in cells.values())
+    ceiling = next((c.get("ceiling") for _, _, _, cells in rows for c in cells.values() if "ceiling" in c), "copy")
+    unit = "TFLOP/s" if compute else "GB/s"
+    out = [f"Each step's solution as **% of {ceiling}** (timed in the same run) and, after the dot, its {unit}; "
+           f"{gpu}, {', '.join(sorted(when))}, from `grader check --solution` in scripts/device_run.sh.", "",
+           "| step | | dtype | " + " | ".join(shapes) + " |", "|---|---|---|" + "---:|" * len(shapes)]
+    for step, title, dt, cells in rows:
+        vals = []
+        for s in shapes:
+            c = cells.get(s)
+            if c is None:
+                vals.append("—")
+            elif compute:
+                vals.append(f"{c['pct_of_ceiling']:.0%} · {c['tflops']:.1f}")
+            else:
+                vals.append(f"{c['pct_of_copy']:.0%} · {c['gbps']:,.0f}")
+        out.append(f"| {step} | {title} | {dt} | " + " | ".join(vals) + " |")
+    return "\n".join(out)
 
 
 def main():
-    src = Path(sys.argv[1])
-    bundle = json.loads(src.read_text())
     from grader.course import load_course
 
+    bundle = json.loads(Path(sys.argv[1]).read_text())
     course = load_course(ROOT / "course.yaml")
-    trimmed = {}
-    for day, data in bundle.items():
-        ex0 = data["exercises"][0]
-        gpu = ex0["info"].get("gpu", "unknown GPU")
+    per_track: dict[tuple[str, str], dict] = {}
+    for day_id, data in bundle.items():
+        spec = course.day(day_id)
+        gpu = data["exercises"][0]["info"].get("gpu", "unknown GPU")
         when = data.get("date") or "unknown date"
-        spec = course.day(day)
-        for ex, e in zip(data["exercises"], spec.exercises):
-            ex["baseline_name"] = f"{e.baseline.solution} solution" if e.baseline.solution else "torch.softmax"
+        for ex in data["exercises"]:
             ex["cases"] = [{k: v for k, v in c.items() if k in KEEP} for c in ex["cases"]]
-            ex.pop("compile", None)
-        trimmed[day] = data
-        readme = ROOT / "days" / day / "README.md"
-        text = readme.read_text()
-        if BEGIN not in text or END not in text:
-            print(f"{readme}: no measured markers, skipped")
-            continue
-        new = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END),
-                     lambda m: f"{BEGIN}\n{table(day, data, gpu, when)}\n{END}", text, flags=re.S)
-        readme.write_text(new)
-        print(f"updated {readme.relative_to(ROOT)}")
-    out = ROOT / "measured" / f"softmax-{gpu.split()[-1].lower()}.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(trimmed, indent=1) + "\n")
-    print(f"wrote {out.relative_to(ROOT)}")
+            for k in ("compile", "builds", "log", "source"):
+                ex.pop(k, None)
+        replace_block(ROOT / "days" / day_id / "README.md", "measured",
+                      day_table(data, {e.name: e for e in spec.exercises}, gpu, when))
+        per_track.setdefault((spec.track, gpu), {})[day_id] = data
+    for (track, gpu), days in per_track.items():
+        out = ROOT / "measured" / f"{track}-{gpu.split()[-1].lower()}.json"
+        merged = json.loads(out.read_text()) if out.exists() else {}
+        merged.update(days)
+        out.parent.mkdir(exist_ok=True)
+        out.write_text(json.dumps(dict(sorted(merged.items())), indent=1) + "\n")
+        print(f"wrote {out.relative_to(ROOT)}")
+        readme = ROOT / "tracks" / f"{track}.md"
+        if readme.exists():
+            replace_block(readme, "ladder", ladder(merged, course, gpu))
 
 
 if __name__ == "__main__":

@@ -66,10 +66,12 @@ __global__ void __launch_bounds__(kThreads) kernel(const T* __restrict__ a, cons
 namespace blocktile_2d {
 constexpr int BM = 128, BN = 128, BK = 8, TM = 8, TN = 8;
 constexpr int kThreads = (BM / TM) * (BN / TN);  // 256
+// __launch_bounds__(256, 2) asks for two resident blocks per SM: at most 128 registers per thread (unbounded, the
+// compiler takes 144 and only one block of 8 warps fits per SM, too few to hide the loads' latency).
 static_assert((BM * BK) % kThreads == 0 && (BK * BN) % kThreads == 0, "whole tiles per pass");
 
 template <typename T>
-__global__ void __launch_bounds__(kThreads) kernel(const T* __restrict__ a, const T* __restrict__ b,
+__global__ void __launch_bounds__(kThreads, 2) kernel(const T* __restrict__ a, const T* __restrict__ b,
                                                    T* __restrict__ c, int M, int N, int K) {
   // BEGIN SOLUTION
   __shared__ float As[BM][BK];

@@ -54,7 +54,9 @@ def test_known_wrong_kernel_fails_with_the_right_message(bug, tmp_path):
     text = f.read_text()
     assert text.count(bug["find"]) >= 1, f"{bug['name']}: the text to replace is no longer in the solution"
     f.write_text(text.replace(bug["find"], bug["replace"]))
-    args = [bug["day"], "--dir", str(src)] + (["--timeout", str(bug["timeout"])] if "timeout" in bug else [])
+    args = [bug["day"], "--dir", str(src)]
+    args += (["--timeout", str(bug["timeout"])] if "timeout" in bug else [])
+    args += (["--exercise", bug["exercise"]] if "exercise" in bug else [])
     r, data = _check(*args, tmp_path=tmp_path)
     assert r.returncode == 1, r.stdout
     cases = [c for ex in data["exercises"] for c in ex["cases"]]

@@ -7,7 +7,8 @@
 #   5. the grader's timer against triton.testing.do_bench
 #   6. the day-09 configuration sweep against cuBLAS (scripts/sgemm_sweep.py)
 #   7. `grader profile` (Nsight Compute + roofline) on the solutions of PROFILE_DAYS; PNGs and reports to $OUT
-# Knobs for a partial run: DAYS="day06 day09" (default: every ready day), SKIP="build pytest checks timer sweep profile".
+# Knobs for a partial run: DAYS="day06 day09" (default: every ready day), SKIP="build pytest checks timer sweep
+# profile", PYTEST_K (a pytest -k expression), PROFILE_DAYS.
 # Full logs go to $OUT/logs.tar.gz, results to $OUT/results.json; a short table is printed last.
 set -uo pipefail
 OUT=${OUT:-$(mktemp -d)}
@@ -26,7 +27,7 @@ SKIP=${SKIP:-}
 skip() { [[ " $SKIP " == *" $1 "* ]]; }
 
 skip build || { echo "== build times"; python3 scripts/build_times.py "$LOG" 2>&1 | tee "$LOG/build_times.txt"; }
-skip pytest || { echo "== GPU tests"; timeout ${PYTEST_S:-480} python3 -m pytest -m gpu -q -p no:cacheprovider tests 2>&1 | tee "$LOG/pytest_gpu.txt" | tail -25; }
+skip pytest || { echo "== GPU tests"; timeout ${PYTEST_S:-480} python3 -m pytest -m gpu -q -p no:cacheprovider ${PYTEST_K:+-k "$PYTEST_K"} tests 2>&1 | tee "$LOG/pytest_gpu.txt" | tail -25; }
 skip sweep || { echo "== sgemm sweep"; timeout 400 python3 scripts/sgemm_sweep.py 2>&1 | tee "$LOG/sgemm_sweep.txt" | grep -v "^ptxas\|^    "; }
 skip checks && days=""
 for d in $days; do

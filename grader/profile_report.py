@@ -7,7 +7,8 @@ from rich.markup import escape
 from rich.table import Table
 
 # ncu metric names behind the table's rows (JSON keeps every metric ncu reported).
-DRAM_PCT = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
+# Older Nsight Compute versions name it dram__throughput; 2025.x (on our H200) gpu__dram_throughput.
+DRAM_PCT = ("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "dram__throughput.avg.pct_of_peak_sustained_elapsed")
 MEM_PCT = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"
 SM_PCT = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
 OCC_ACHIEVED = "sm__warps_active.avg.pct_of_peak_sustained_active"
@@ -61,7 +62,7 @@ def rows(k: dict) -> list[tuple[str, str]]:
     bound = s["bound"] + (f" ({s['pct_of_roof']:.0%} of roof)" if s.get("pct_of_roof") is not None else "")
     return [
         ("duration", _duration(s["duration_s"])),
-        ("DRAM throughput (% of peak)", _pct(m.get(DRAM_PCT))),
+        ("DRAM throughput (% of peak)", _pct(next((m[k] for k in DRAM_PCT if m.get(k) is not None), None))),
         ("memory throughput (busiest level)", _pct(m.get(MEM_PCT))),
         ("SM throughput (% of peak)", _pct(m.get(SM_PCT))),
         ("occupancy achieved / theoretical", f"{_pct(m.get(OCC_ACHIEVED))} / {_pct(m.get(OCC_THEORETICAL))}"),

@@ -40,7 +40,8 @@ skip profile || for d in ${PROFILE_DAYS:-day05 day08 day09}; do
   echo "== profile $d"; timeout 300 python3 -m grader profile "$d" --solution >"$LOG/profile-$d.txt" 2>&1
   echo "exit $?" >>"$LOG/profile-$d.txt"; tail -30 "$LOG/profile-$d.txt"
 done
-mkdir -p "$OUT/profile" && cp .grader/profile/*.png .grader/profile/*.json "$OUT/profile/" 2>/dev/null
+mkdir -p "$OUT/profile" && cp .grader/profile/*.png "$OUT/profile/" 2>/dev/null
+tar -C .grader/profile -czf "$OUT/profile/profile-json.tar.gz" $(cd .grader/profile && ls *.json 2>/dev/null)
 cp .grader/cache/ceilings-*.json "$OUT/profile/" 2>/dev/null
 
 python3 scripts/summarize.py "$LOG" "$OUT/results.json" | tee "$LOG/table.txt"

@@ -22,13 +22,17 @@
 //   7. Block swizzle: consecutive blocks walk down a group of 8 block-rows before moving right, so the tiles of A
 //      and B they share are still in L2 (A and B at 4096^3 are 128 MiB, the H200's L2 50 MiB).
 //   8. __launch_bounds__(256, 2): at most 128 registers per thread so that two blocks share an SM (16 warps to
-//      hide each other's latencies). It fits because only A's next tile is staged in registers (item 4).
+//      hide each other's latencies). It fits because only one tile is staged in registers at a time (item 4).
+//   9. The order of the 64 FMAs of a step: pairs of rows walk the columns in alternating directions, so each FFMA
+//      shares an operand register with the previous one (the operand reuse cache serves it). 88% -> 94% of cuBLAS
+//      at 4096^3: ncu's top stall had been "dispatch", which register-bank conflicts between the three operands
+//      of an FFMA produce. The compiler keeps the order we write for independent FMAs.
 // Element conversion (fp16/bf16 -> float) happens once, when a tile is written into shared memory: the inner
 // loop is pure fp32 for every dtype.
-// Where it stands: about 88-89% of cuBLAS fp32 at 4096^3 and 8192^3. ncu's top stall is "dispatch" (0.7 cycles
-// per issued instruction, with 2.3 warps eligible); FFMA is 88% of the instructions. Tried and slower: a 128 x 256
-// tile (8 x 16 per thread, one block per SM), 128-thread blocks with 8 x 16, an XOR swizzle instead of padding,
-// explicit fragment double buffering, column-major FMA order.
+// Where it stands (H200, scripts/sgemm_sweep.py): about 94.5% of cuBLAS fp32 at 4096^3 and 95.5% at 8192^3.
+// Tried and slower (measured/NOTES.md): a 128 x 256 tile (8 x 16 per thread, one block per SM), 128-thread blocks
+// with 8 x 16, an XOR swizzle instead of padding, explicit fragment double buffering, column-major FMA order,
+// 2 x 2 zigzag and interleaved FMA orders.
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -70,6 +74,15 @@ namespace sgemm {
 #endif
 #ifndef SGEMM_STASH_K
 #define SGEMM_STASH_K (SGEMM_BK * 3 / 4)  // fp32: the k step at which the next A tile goes to shared memory
+#endif
+#ifndef SGEMM_ORDER
+#define SGEMM_ORDER 2  // rows per group in the FMA loop's serpentine order; 0 = plain row by row
+#endif
+#ifndef SGEMM_STASH_K16
+#define SGEMM_STASH_K16 (SGEMM_BK * 3 / 4)  // fp16/bf16: the k step at which A is stored and B fetched
+#endif
+#ifndef SGEMM_GROUP
+#define SGEMM_GROUP 8  // block-rows per swizzle group
 #endif
 #ifndef SGEMM_B_EARLY
 #define SGEMM_B_EARLY 1  // fp32: issue B's cp.async at the top of the step instead of at STASH_K

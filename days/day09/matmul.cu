@@ -78,12 +78,8 @@ namespace sgemm {
 #ifndef SGEMM_ORDER
 #define SGEMM_ORDER 2  // rows per group in the FMA loop's serpentine order; 0 = plain row by row
 #endif
-#ifndef SGEMM_STASH_K16  // fp16/bf16: the k step at which A is stored and B fetched. Register pressure sits at
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900  // the 128 limit: sm_80's code spills at 3/4, sm_90's at 1/2
-#define SGEMM_STASH_K16 (SGEMM_BK / 2)
-#else
-#define SGEMM_STASH_K16 (SGEMM_BK * 3 / 4)
-#endif
+#ifndef SGEMM_STASH_K16
+#define SGEMM_STASH_K16 (SGEMM_BK * 3 / 4)  // fp16/bf16: the k step at which A is stored and B fetched
 #endif
 #ifndef SGEMM_GROUP
 #define SGEMM_GROUP 8  // block-rows per swizzle group

@@ -130,8 +130,7 @@ __device__ __forceinline__ void store4(T* p, float x, float y, float z, float w)
 }
 // END SOLUTION
 
-// kFull: M, N and K are multiples of the tile, so no load or store needs a bounds check (the launcher knows).
-template <typename T, bool kVec, bool kFull>
+template <typename T, bool kVec>
 __global__ void __launch_bounds__(kThreads, kVec ? SGEMM_MIN_BLOCKS : 1)
     kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K) {
   using L = Loads<T, kVec>;
@@ -168,7 +167,7 @@ __global__ void __launch_bounds__(kThreads, kVec ? SGEMM_MIN_BLOCKS : 1)
   auto fetch_a = [&](int k0) {
 #pragma unroll
     for (int i = 0; i < L::A_PER_THREAD; ++i) {
-      const bool ok = kFull || (m0 + a_r + i * A_STEP < M && k0 + a_k < K);
+      const bool ok = m0 + a_r + i * A_STEP < M && k0 + a_k < K;
       ra[i] = ok ? __ldg(reinterpret_cast<const Raw*>(pa + static_cast<size_t>(i * A_STEP) * K + k0)) : Raw{};
     }
   };
@@ -178,7 +177,7 @@ __global__ void __launch_bounds__(kThreads, kVec ? SGEMM_MIN_BLOCKS : 1)
   auto fetch_b = [&](int k0, int s) {
 #pragma unroll
     for (int i = 0; i < L::B_PER_THREAD; ++i) {
-      const bool ok = kFull || (b_col_ok && k0 + b_r + i * B_STEP < K);
+      const bool ok = b_col_ok && k0 + b_r + i * B_STEP < K;
       const T* src = pb + static_cast<size_t>(k0 + i * B_STEP) * N;
       if constexpr (kAsyncB)
         cp_async16(&Bs[s][b_r + i * B_STEP][b_n], ok ? src : b, ok);
@@ -276,14 +275,14 @@ __global__ void __launch_bounds__(kThreads, kVec ? SGEMM_MIN_BLOCKS : 1)
 #pragma unroll
   for (int i = 0; i < TM; ++i) {
     const int r = m0 + am + (i / 4) * (WM / TMB) + i % 4;
-    if (!kFull && r >= M) continue;
+    if (r >= M) continue;
 #pragma unroll
     for (int h = 0; h < TNB; ++h) {
       const int col = n0 + bn + h * (WN / TNB);
       const float* v = &acc[i][h * 4];
       T* p = c + static_cast<size_t>(r) * N + col;
       if (kVec) {
-        if (kFull || col < N) store4(p, v[0], v[1], v[2], v[3]);  // N % 4 == 0: all four or none
+        if (col < N) store4(p, v[0], v[1], v[2], v[3]);  // N % 4 == 0: all four or none
       } else {
 #pragma unroll
         for (int j = 0; j < 4; ++j)
@@ -307,12 +306,9 @@ cudaError_t matmul_forward(const T* a, const T* b, T* c, int M, int N, int K, cu
   const bool aligned = ((reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) |
                          reinterpret_cast<uintptr_t>(c)) % 16) == 0;
   if (aligned && K % VEC == 0 && N % VEC == 0)
-    if (M % BM == 0 && N % BN == 0 && K % BK == 0)
-      kernel<T, true, true><<<grid, kThreads, 0, stream>>>(a, b, c, M, N, K);
-    else
-      kernel<T, true, false><<<grid, kThreads, 0, stream>>>(a, b, c, M, N, K);
+    kernel<T, true><<<grid, kThreads, 0, stream>>>(a, b, c, M, N, K);
   else
-    kernel<T, false, false><<<grid, kThreads, 0, stream>>>(a, b, c, M, N, K);
+    kernel<T, false><<<grid, kThreads, 0, stream>>>(a, b, c, M, N, K);
   // END SOLUTION
   return cudaGetLastError();
 }

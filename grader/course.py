@@ -45,9 +45,13 @@ class Tolerance(Strict):
     rel_l2: float = Field(gt=0, lt=1, description="bound on ||out-ref||/||ref||; below 1 so zeros fail")
 
 
+Param = bool | int | float | str
+
+
 class Case(Strict):
     shape: tuple[int, ...]
     offset: int = Field(0, ge=0, description="elements between an aligned allocation and the tensor")
+    params: dict[str, Param] = Field({}, description="passed to the task's functions and, in order, to the op")
 
     @field_validator("shape")
     @classmethod
@@ -63,7 +67,13 @@ class Case(Strict):
 
     def label(self) -> str:
         s = "x".join(map(str, self.shape))
-        return f"{s}+{self.offset}" if self.offset else s
+        s = f"{s}+{self.offset}" if self.offset else s
+        for k, v in self.params.items():  # "causal" for causal=True; nothing for False; k=v otherwise
+            s += f" {k}" if v is True else "" if v is False else f" {k}={v}"
+        return s
+
+    def with_params(self, extra: dict) -> "Case":
+        return self.model_copy(update={"params": {**extra, **self.params}})
 
 
 class Baseline(Strict):
@@ -100,6 +110,8 @@ class Exercise(Strict):
     tolerances: dict[Dtype, Tolerance]
     probes: list[str] = []
     probe_shapes: list[Case] = []
+    variants: list[dict[str, Param]] = Field(
+        [], description="every case runs once per variant (its params merged in), e.g. [{causal: false}, {causal: true}]")
     baseline: Baseline
     threshold: float = Field(gt=0, description="needed speedup over the baseline (geometric mean)")
     points: int = Field(ge=0)

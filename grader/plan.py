@@ -29,8 +29,12 @@ class PlannedCase:
 
 def plan(ex: Exercise, dtypes: Optional[list[str]] = None, benchmark: bool = True) -> list[PlannedCase]:
     chosen = [d for d in ex.dtypes if dtypes is None or d in dtypes]
-    items = [("correctness", d, c, None) for d in chosen for c in ex.correctness]
-    items += [("correctness", d, c, p) for d in chosen for p in ex.probes for c in ex.probe_shapes]
+
+    def expand(cases):  # each case once per variant (an exercise without variants has one, empty)
+        return [c.with_params(v) for c in cases for v in (ex.variants or [{}])]
+
+    items = [("correctness", d, c, None) for d in chosen for c in expand(ex.correctness)]
+    items += [("correctness", d, c, p) for d in chosen for p in ex.probes for c in expand(ex.probe_shapes)]
     if benchmark:
-        items += [("benchmark", d, c, None) for d in chosen for c in ex.benchmark]
+        items += [("benchmark", d, c, None) for d in chosen for c in expand(ex.benchmark)]
     return [PlannedCase(i, *it) for i, it in enumerate(items)]

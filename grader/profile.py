@@ -16,7 +16,7 @@ import re
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -48,6 +48,7 @@ class Target:
     dtype: str
     shape: tuple[int, ...]
     offset: int = 0
+    params: dict = field(default_factory=dict)
 
 
 def parse_shape(text: str, ex: Exercise) -> tuple[int, ...]:
@@ -67,9 +68,9 @@ def targets(day: Day, exercises: list[Exercise], dtype: str | None, shape: str |
     for ex in exercises:
         if dtype and dtype not in ex.dtypes:
             raise GraderError(f"{day.id}.{ex.name} runs in {', '.join(ex.dtypes)}, not {dtype}")
-        case = ex.benchmark[0]
+        case = ex.benchmark[0].with_params(ex.variants[0] if ex.variants else {})
         out.append(Target(ex, dtype or ex.dtypes[0], parse_shape(shape, ex) if shape else case.shape,
-                          0 if shape else case.offset))
+                          0 if shape else case.offset, dict(case.params)))
     return out
 
 
@@ -163,7 +164,7 @@ def profile_exercise(*, root: Path, course_path: Path, course: Course, day: Day,
     out_dir, logs = root / ".grader" / "profile", root / ".grader" / "logs"
     out_dir.mkdir(parents=True, exist_ok=True)
     spec = {"root": str(root), "course": str(course_path), "day": day.id, "exercise": ex.name,
-            "src_dir": str(src_dir), "variant": variant, "dtype": t.dtype, "shape": list(t.shape), "offset": t.offset,
+            "src_dir": str(src_dir), "variant": variant, "dtype": t.dtype, "shape": list(t.shape), "offset": t.offset, "params": t.params,
             "remeasure": remeasure}
     with tempfile.TemporaryDirectory() as tmp:
         status.update(f"{day.id}.{ex.name}: building (or reusing `grader check`'s build); the first profile on a "

@@ -32,10 +32,12 @@ def build_dir(root: Path, day: str, ex: str, variant: str) -> Path:
 def _case(torch, task, spec):
     dtype = getattr(torch, TORCH_DTYPES[spec["dtype"]])
     gen = torch.Generator(device="cuda").manual_seed(SEED)
-    off = spec.get("offset", 0)
-    inputs = {k: _place(torch, v, off) for k, v in task.make_inputs(tuple(spec["shape"]), dtype, gen, "cuda").items()}
-    outputs = {k: _place(torch, v, off) for k, v in task.make_outputs(inputs).items()}
-    return list(inputs.values()), list(outputs.values())
+    off, params = spec.get("offset", 0), spec.get("params", {})
+    inputs = {k: _place(torch, v, off)
+              for k, v in task.make_inputs(tuple(spec["shape"]), dtype, gen, "cuda", **params).items()}
+    outputs = {k: _place(torch, v, off) for k, v in task.make_outputs(inputs, **params).items()}
+    # The op takes the case's params (e.g. causal) after its outputs, as in `grader check`.
+    return list(inputs.values()), list(outputs.values()), list(params.values())
 
 
 def prepare(spec: dict, torch, ex, task, root: Path) -> dict:
@@ -55,11 +57,11 @@ def prepare(spec: dict, torch, ex, task, root: Path) -> dict:
     fn = getattr(module, ex.op, None)
     if fn is None:
         return {"status": "missing_op", "op": ex.op, **info}
-    ins, outs = _case(torch, task, spec)
+    ins, outs, extra = _case(torch, task, spec)
     for o in outs:
         poison(o)
     try:
-        fn(*ins, *outs)
+        fn(*ins, *outs, *extra)
         torch.cuda.synchronize()
     except Exception as e:  # the op raised, or its kernel crashed the context
         return {"status": "op_error", "message": _short_error(e), **info}
@@ -91,13 +93,13 @@ def _load_built(root: Path, spec: dict, ex):
 
 def profile(spec: dict, torch, ex, task, root: Path) -> dict:
     fn = getattr(_load_built(root, spec, ex), ex.op)
-    ins, outs = _case(torch, task, spec)
+    ins, outs, extra = _case(torch, task, spec)
     try:
-        fn(*ins, *outs)  # warm-up, outside the range: lazy loading and first-launch costs stay out of the profile
+        fn(*ins, *outs, *extra)  # warm-up, outside the range: lazy loading and first-launch costs stay out of the profile
         torch.cuda.synchronize()
         torch.cuda.nvtx.range_push(RANGE)
         try:
-            fn(*ins, *outs)
+            fn(*ins, *outs, *extra)
         finally:
             torch.cuda.nvtx.range_pop()
         torch.cuda.synchronize()

@@ -157,20 +157,22 @@ def run(spec: dict, emit: Emitter) -> int:
         emit("case_start", index=c.index, kind=c.kind, dtype=c.dtype, label=c.label)
         dtype = getattr(torch, TORCH_DTYPES[c.dtype])
         gen = torch.Generator(device="cuda").manual_seed(c.seed(spec["seed"]))
+        params = dict(c.case.params)
         tol = ex.tolerances[c.dtype]
         try:
             inputs = {k: _place(torch, v, c.case.offset)
-                      for k, v in task.make_inputs(c.case.shape, dtype, gen, "cuda").items()}
+                      for k, v in task.make_inputs(c.case.shape, dtype, gen, "cuda", **params).items()}
             if c.probe:
                 inputs = {k: _place(torch, v, c.case.offset) for k, v in task.probes[c.probe](inputs, gen).items()}
-            refs = task.reference(**inputs)
-            outputs = {k: _place(torch, v, c.case.offset) for k, v in task.make_outputs(inputs).items()}
-            result = check_once(torch, fn, inputs, outputs, refs, tol, side)
+            refs = task.reference(**inputs, **params)
+            outputs = {k: _place(torch, v, c.case.offset) for k, v in task.make_outputs(inputs, **params).items()}
+            result = check_once(torch, fn, inputs, outputs, refs, tol, side, params)
             if c.kind == "benchmark" and result["ok"]:
                 if timer is None:
                     timer = make_timer(torch, course)
                     copies = CopyBandwidthCache(root, props.name, torch, timer)
-                result.update(benchmark(torch, timer, copies, task, fn, base_fn, ex.baseline, inputs, outputs))
+                result.update(benchmark(torch, timer, copies, task, fn, base_fn, ex.baseline, inputs, outputs,
+                                        params))
         except Exception as e:  # the student's op raised, or the CUDA context died under it
             alive = _context_alive(torch)
             category = "error" if alive else "crash"
@@ -193,22 +195,27 @@ def make_timer(torch, course):
     return CudaTimer(torch, t.warmup, t.min_reps, t.max_reps, t.budget_s, t.rel_stderr)
 
 
-def check_once(torch, fn, inputs, outputs, refs, tol, side) -> dict:
+def check_once(torch, fn, inputs, outputs, refs, tol, side, params=None) -> dict:
     """One call on poisoned outputs and pristine inputs, on a non-default stream; then a second call on the
     same inputs to catch races (a correct kernel gives the same bits twice)."""
     before = {k: v.clone() for k, v in inputs.items()}
     outs = list(outputs.values())
+    extra = list((params or {}).values())  # a case's params (e.g. causal) follow the outputs, in order
 
     def call():
         for o in outs:
             poison(o)
         torch.cuda.synchronize()
         with torch.cuda.stream(side):
-            ret = fn(*inputs.values(), *outs)
+            ret = fn(*inputs.values(), *outs, *extra)
         side.synchronize()
         return ret
 
+    # Memory the op allocates for itself during a call (e.g. a materialized score matrix), beyond its outputs.
+    torch.cuda.reset_peak_memory_stats()
+    base_bytes = torch.cuda.memory_allocated()
     call()
+    scratch_bytes = max(0, torch.cuda.max_memory_allocated() - base_bytes)
     changed = [k for k in inputs if not same_bits(inputs[k], before[k])]
     if changed:
         return dict(ok=False, category="input_modified",
@@ -220,6 +227,7 @@ def check_once(torch, fn, inputs, outputs, refs, tol, side) -> dict:
     worst = next((c for c in comps if not c.ok), comps[0])
     res = worst.as_dict()
     res["deterministic"] = deterministic
+    res["scratch_bytes"] = scratch_bytes
     if not deterministic:
         note = "two calls on the same input gave different bits: a race (missing __syncthreads?) or atomics"
         res["message"] = f"{res['message']}; {note}" if not res["ok"] else note
@@ -227,31 +235,32 @@ def check_once(torch, fn, inputs, outputs, refs, tol, side) -> dict:
     return res
 
 
-def benchmark(torch, timer, copies, task, fn, base_fn, baseline, inputs, outputs) -> dict:
+def benchmark(torch, timer, copies, task, fn, base_fn, baseline, inputs, outputs, params=None) -> dict:
     """Times the op, the library op, the task's ceiling (if it has one) and the baseline, in this run.
 
     A memory-bound task (bytes_moved) is also put against a device copy of the same bytes; a compute-bound task
     (flops) against its ceiling op, e.g. cuBLAS fp32 GEMM of the same shape."""
-    ins, outs = list(inputs.values()), list(outputs.values())
+    params = params or {}
+    ins, outs, extra = list(inputs.values()), list(outputs.values()), list(params.values())
     scratch = [torch.empty_like(o) for o in outs]
-    kernel = timer.time(lambda: fn(*ins, *outs))
-    lib = timer.time(lambda: task.library(*ins, *scratch))
+    kernel = timer.time(lambda: fn(*ins, *outs, *extra))
+    lib = timer.time(lambda: task.library(*ins, *scratch, **params))
     res = {"time": kernel.as_dict(), "library_time": lib.as_dict(), "vs_library": lib.median_ms / kernel.median_ms}
     ceil = None
     if hasattr(task, "ceiling"):
-        label, call = task.ceiling(**inputs)  # prepares its own operands outside the timed region
+        label, call = task.ceiling(**inputs, **params)  # prepares its own operands outside the timed region
         ceil = timer.time(call)
         res.update(ceiling=label, ceiling_time=ceil.as_dict(), pct_of_ceiling=ceil.median_ms / kernel.median_ms)
     base = (lib if baseline.library else ceil if baseline.ceiling else
-            timer.time(lambda: base_fn(*ins, *scratch)))
+            timer.time(lambda: base_fn(*ins, *scratch, *extra)))
     res.update(baseline_time=base.as_dict(), speedup=base.median_ms / kernel.median_ms)
     if hasattr(task, "bytes_moved"):
-        nbytes = task.bytes_moved(**inputs)
+        nbytes = task.bytes_moved(**inputs, **params)
         copy_ms = copies.time_ms(nbytes)
         res.update(bytes=nbytes, gbps=nbytes / kernel.median_ms / 1e6, copy_ms=copy_ms,
                    pct_of_copy=copy_ms / kernel.median_ms)
     if hasattr(task, "flops"):
-        fl = task.flops(**inputs)
+        fl = task.flops(**inputs, **params)
         res.update(flops=fl, tflops=fl / kernel.median_ms / 1e9)
         if ceil is not None:
             res["ceiling_tflops"] = fl / ceil.median_ms / 1e9

@@ -100,3 +100,18 @@ def test_baselines_resolve_by_op_or_by_exercise_name(course):
     assert base("day08", "matmul_2d") == ("day07", "matmul")           # other op, named
     assert base("day07", "matmul") == ("day06", "matmul")              # same op
     assert base("day09", "matmul") is None and course.day("day09").exercises[0].baseline.ceiling
+
+
+def test_variants_multiply_cases_and_label_them(course):
+    from grader.plan import plan
+
+    ex = course.day("day07").exercises[0].model_copy(update={"variants": [{"causal": False}, {"causal": True}]})
+    cases = plan(ex, ["fp32"])
+    corr = [c for c in cases if c.kind == "correctness"]
+    assert len(corr) == 2 * len(ex.correctness)
+    assert [c.case.params for c in corr[:2]] == [{"causal": False}, {"causal": True}]
+    assert corr[0].label == "1x1x1" and corr[1].label == "1x1x1 causal"
+    # a case's own params win over the variant's; each case keeps its own seed
+    c = ex.correctness[0].model_copy(update={"params": {"causal": True}}).with_params({"causal": False})
+    assert c.params == {"causal": True}
+    assert len({p.seed(1) for p in corr}) == len(corr)

@@ -87,6 +87,8 @@ def render_benchmark(console: Console, cases: list[dict], ex) -> None:
     ceiling = next((c["ceiling"] for c in cases if "ceiling" in c), None)
     cols += (["GB/s", "% of copy"] if has_bw else []) + (["TFLOP/s"] if has_fl else [])
     cols += [f"% of {ceiling}"] if ceiling else []
+    has_mem = any(c.get("scratch_bytes", 0) > 0 for c in cases)  # memory the op allocated beyond its outputs
+    cols += ["scratch MiB"] if has_mem else []
     cols += ["baseline µs", "speedup", "vs library"]
     for col in cols:
         t.add_column(col, justify="left" if col in ("shape", "dtype") else "right")
@@ -98,6 +100,8 @@ def render_benchmark(console: Console, cases: list[dict], ex) -> None:
             row += [f"{c['tflops']:.1f}"]
         if ceiling:
             row += [f"{c['pct_of_ceiling']:.0%}"]
+        if has_mem:
+            row += [f"{c.get('scratch_bytes', 0) / 2**20:,.1f}"]
         row += [_us(c["baseline_time"]["median_ms"]), f"{c['speedup']:.2f}x", f"{c['vs_library']:.2f}x"]
         t.add_row(*row)
     console.print(t)

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 KEEP = ("index", "kind", "dtype", "label", "ok", "category", "rel_l2", "max_abs", "time", "baseline_time",
         "library_time", "speedup", "vs_library", "gbps", "pct_of_copy", "tflops", "ceiling", "pct_of_ceiling",
-        "ceiling_tflops")
+        "ceiling_tflops", "scratch_bytes")
 
 
 def replace_block(path: Path, name: str, body: str) -> bool:
@@ -50,9 +50,9 @@ def day_table(data: dict, exercises: dict, gpu: str, when: str) -> str:
         bench = [c for c in ex["cases"] if c["kind"] == "benchmark" and "time" in c]
         compute = any("tflops" in c for c in bench)
         if compute:
-            ceiling = next(c["ceiling"] for c in bench)
+            ceiling = next((c["ceiling"] for c in bench if "ceiling" in c), None)
             base = ceiling if base == "ceiling" else base
-            rate_cols, peak = "TFLOP/s", f"% of {ceiling}"
+            rate_cols, peak = "TFLOP/s", f"% of {ceiling}" if ceiling else "% of peak"
         else:
             rate_cols, peak = "GB/s", "% of copy"
         if len(data["exercises"]) > 1:
@@ -61,16 +61,19 @@ def day_table(data: dict, exercises: dict, gpu: str, when: str) -> str:
                      f"timings, L2 flushed before each call; baseline: {base}).")
         lines.append("")
         lib_col = base != lib
+        mem_col = any(c.get("scratch_bytes", 0) > 0 for c in bench)
         lines.append(f"| shape | dtype | correct | time (µs) | {rate_cols} | {peak} | speedup vs {base} |"
-                     + (f" vs {lib} |" if lib_col else ""))
-        lines.append("|---|---|---|---:|---:|---:|---:|" + ("---:|" if lib_col else ""))
+                     + (f" vs {lib} |" if lib_col else "") + (" scratch MiB |" if mem_col else ""))
+        lines.append("|---|---|---|---:|---:|---:|---:|" + ("---:|" if lib_col else "") + ("---:|" if mem_col else ""))
         corr = correctness_counts(ex["cases"])
         for c in bench:
             ok = corr.get(c["dtype"], [0, 0])
             rate = f"{c['tflops']:.1f}" if compute else f"{c['gbps']:,.0f}"
-            pct = c["pct_of_ceiling"] if compute else c["pct_of_copy"]
+            pct = c.get("pct_of_ceiling", c.get("pct_of_copy"))
+            pct = "—" if pct is None else f"{pct:.0%}"
             lines.append(f"| {c['label']} | {c['dtype']} | {ok[0]}/{ok[1]} | {c['time']['median_ms'] * 1e3:,.1f} | "
-                         f"{rate} | {pct:.0%} | {c['speedup']:.2f}x |" + (f" {c['vs_library']:.2f}x |" if lib_col else ""))
+                         f"{rate} | {pct} | {c['speedup']:.2f}x |" + (f" {c['vs_library']:.2f}x |" if lib_col else "")
+                         + (f" {c.get('scratch_bytes', 0) / 2**20:,.0f} |" if mem_col else ""))
         lines.append("")
         lines.append(f"Geometric-mean speedup over the baseline: **{ex['speedup']:.2f}x**; the threshold is "
                      f"**{ex['threshold']:g}x** (verdict: {ex['status']}).")

@@ -1,0 +1,564 @@
+// Day 10: attention forward, O = softmax(scale · Q Kᵀ) V per (batch, head), with the row logsumexp, for float,
+// __half and __nv_bfloat16 storage and fp32 arithmetic. q, k, v, o are contiguous [B, H, N, d], lse is fp32
+// [B, H, N], scale = 1/sqrt(d), d is 64 or 128. Causal: query i sees keys j <= i only.
+//
+// Kernel 1, attention_naive: the textbook formula, three kernels, S and P materialized in global memory.
+//   (a) S = scale · Q Kᵀ into an fp32 [B, H, N, N] scratch, masked entries set to -inf: day 07's 32 x 32
+//       shared-memory tiles, except that both tiles are rows (of Q and of K: S needs rows of K, not columns),
+//       so the K tile is padded to 33 columns to keep its column walk free of bank conflicts. Causal: a tile
+//       entirely above the diagonal is filled with -inf without any arithmetic.
+//   (b) In place, row by row: P = softmax(S) and lse = m + log(l), one block per row with day 04's online
+//       (max, sum) state merged across the block in a fixed order.
+//   (c) O = P V, one thread per output element, again day 07's tiles.
+//   Memory: the scratch is 4·N² bytes per head (1 GiB for B·H = 16 at N = 4096), written twice and read three
+//   times, 20·N² bytes of traffic per head next to 4·N²·d FLOPs; its size is what stops long sequences first.
+//
+// Kernel 2, flash_attention: FlashAttention-2's forward pass on CUDA cores. Changes vs the naive version:
+//   - One block per (batch, head, tile of Br = 64 query rows). The Q tile stays in shared memory while the block
+//     walks the keys in tiles of Bc = 64 rows of K and V; S = Q Kᵀ for the tile pair lives in registers (4 x 4
+//     values per thread), P in a 64 x 64 shared-memory tile. Neither ever reaches global memory: the traffic is
+//     Q, K, V read and O, lse written, O(N·d) per head instead of O(N²), and no scratch at all.
+//   - Online softmax. Each query row keeps a running max m and a running sum l of exp(s - m), and the
+//     accumulator O~ = sum_j exp(s_j - m) v_j. A new tile with row max m_t gives m' = max(m, m_t) and
+//         l' = exp(m - m')·l + sum_{j in tile} exp(s_j - m'),  O~' = exp(m - m')·O~ + sum_{j in tile} exp(s_j - m') v_j
+//     so after the last tile O = O~ / l and lse = m + log(l): the same numbers as softmax over the whole row.
+//   - exp2 instead of exp: Q is multiplied by scale·log2(e) once, when its tile is loaded, so s is already in
+//     base-2 units and every exponential is one exp2f, which compiles to a single ex2.approx.f32 (2 ulp, per
+//     the CUDA Programming Guide; expf wraps the same instruction in extra range-reduction arithmetic). lse is
+//     converted back to natural log at the end (lse = m·ln 2 + ln l).
+//   - Causal: the loop over key tiles stops at the tile holding the block's last query row (the tiles above the
+//     diagonal are all masked, about half the work is skipped), and only the masked entries of the tiles it does
+//     visit are set to -inf. Blocks of one head run in reverse tile order, heaviest (longest loop) first, so the
+//     short ones fill in at the end of the grid.
+//   - -inf safety: a row whose every key so far is masked has m = -inf; exp(s - m) would be exp(-inf + inf) =
+//     NaN, so the reference is 0 in that case (every p and the rescale factor are then exp2(-inf) = 0). With
+//     Br = Bc and the loop starting at key 0 that cannot happen for real rows, but it costs one select.
+//   Rounding differs from the naive version at the level of a few fp32 ulp: scale·log2(e) is applied to Q
+//   before the dot product instead of scale to the finished dot product; the running max grows tile by tile, so
+//   exp is taken relative to a different m and rescaled (one extra rounding per tile); l is summed per thread
+//   over its own columns and tiles, then across 16 threads, not across a block in the naive order; O sums
+//   unnormalized p·v per tile and divides once at the end, where the naive version normalizes P first. The
+//   order of the FMAs inside each dot product is the same in both: for S, k = 0, 1, ... in chunks of 32 (below);
+//   for P V, j = 0, 1, ...
+// Both kernels sum each score's dot product in chunks of 32 terms, a partial sum per chunk, the partials then
+// added. With one running sum over all d terms, scores of standard deviation 30 (the grader's "sharp" probe,
+// |S| up to about 150) gave fp32 output errors up to about twice the fp32 tolerance in a numpy model of the
+// rounding; with chunks the partial sums stay smaller, and so do their rounding errors (about half the
+// tolerance in the same model). It costs one FADD per 32 FMAs.
+// Block layout (256 threads, 16 x 16; ty = tid / 16, tx = tid % 16):
+//   S tile 64 x 64: thread (ty, tx) owns rows 4·ty .. 4·ty+3 and columns tx, tx+16, tx+32, tx+48. A row's 16
+//   owners are one half-warp, so its max and sum are reduced with 4 shuffles, no shared memory.
+//   O tile 64 x d: the same 4 rows (so the rescale factors are the thread's own), columns 4·tx .. 4·tx+3 of every
+//   64-column half: d/16 accumulators per row, 16 (d = 64) or 32 (d = 128) in all.
+// Shared memory (fp32; converted once, on the way in): Q [64][d+4], one buffer [64][d+4] that holds K, then V, of
+// the current key tile, and P [64][68]. The padding keeps the strided reads free of bank conflicts: a warp
+// reading 16 consecutive rows of K at the same column (16-byte reads) needs 256 distinct bytes, at least two
+// wavefronts, and with a row stride of 4 banks (mod 32) it gets exactly two. K and V share a buffer so that
+// d = 128 needs 83 KiB (two blocks per H100/H200 SM) instead of 116 KiB (one); V's loads are issued before the
+// softmax arithmetic so that their latency overlaps it.
+// Status: checked against an fp64 reference in a CPU emulation of these kernels (every dtype, both head dims,
+// causal or not, ragged N, unaligned starts); not yet run or timed on a GPU.
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "float_convert.cuh"  // to_float(v), from_float<T>(v)
+
+// ---------------------------------------------------------------------------------------------------------------
+// Kernel 1: naive attention, S and P in global memory
+// ---------------------------------------------------------------------------------------------------------------
+
+namespace naive {
+
+constexpr int kTile = 32;             // scores and P V kernels: 32 x 32 outputs per block, one per thread
+constexpr int kSoftmaxThreads = 256;  // softmax kernel: one block per row
+
+// BEGIN SOLUTION
+constexpr int kWarpSize = 32;
+
+// Day 03's online-softmax merge: (m, s) absorbs (m_other, s_other); -inf on both sides stays (-inf, 0).
+__device__ __forceinline__ void online_merge(float& m, float& s, float m_other, float s_other) {
+  const float hi = fmaxf(m, m_other);
+  const float scale = (hi == -INFINITY) ? 0.0f : expf(fminf(m, m_other) - hi);
+  s = (m >= m_other) ? s + s_other * scale : s * scale + s_other;
+  m = hi;
+}
+
+// Day 04's block merge: every thread returns the block's state, always merged in the same order.
+__device__ __forceinline__ void block_reduce_online(float& m, float& s, float2* partials) {
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+    online_merge(m, s, __shfl_xor_sync(0xffffffffu, m, offset), __shfl_xor_sync(0xffffffffu, s, offset));
+  if (lane == 0) partials[warp] = make_float2(m, s);
+  __syncthreads();
+  m = -INFINITY;
+  s = 0.0f;
+  if (lane < static_cast<int>(blockDim.x) / kWarpSize) {
+    m = partials[lane].x;
+    s = partials[lane].y;
+  }
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+    online_merge(m, s, __shfl_xor_sync(0xffffffffu, m, offset), __shfl_xor_sync(0xffffffffu, s, offset));
+}
+// END SOLUTION
+
+// (a) s[bh][i][j] = scale · q[bh][i] · k[bh][j], or -inf where causal and j > i. Block (32, 32), one thread per
+// score; blockIdx = (key tile, query tile, batch·head).
+template <typename T>
+__global__ void __launch_bounds__(kTile* kTile)
+    scores_kernel(const T* __restrict__ q, const T* __restrict__ k, float* __restrict__ s, int n, int d,
+                  float scale, bool causal) {
+  // BEGIN SOLUTION
+  __shared__ float Qs[kTile][kTile];      // Qs[i][c]: query rows of this tile, columns c0 .. c0+31
+  __shared__ float Ks[kTile][kTile + 1];  // Ks[j][c]: key rows; +1 so that Ks[tx][c] over tx hits 32 banks
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int i0 = blockIdx.y * kTile, j0 = blockIdx.x * kTile;
+  const int i = i0 + ty, j = j0 + tx;
+  float* srow = s + (static_cast<size_t>(blockIdx.z) * n + i) * n;
+  if (causal && j0 > i0 + kTile - 1) {  // the whole tile is above the diagonal (the same for the whole block)
+    if (i < n && j < n) srow[j] = -INFINITY;
+    return;
+  }
+  const size_t head = static_cast<size_t>(blockIdx.z) * n * d;
+  const T* qh = q + head;
+  const T* kh = k + head;
+  float acc = 0.0f;
+  for (int c0 = 0; c0 < d; c0 += kTile) {
+    // Both tiles are read along rows (threadIdx.x along d): coalesced.
+    const bool c_ok = c0 + tx < d;
+    Qs[ty][tx] = (i0 + ty < n && c_ok) ? to_float(qh[static_cast<size_t>(i0 + ty) * d + c0 + tx]) : 0.0f;
+    Ks[ty][tx] = (j0 + ty < n && c_ok) ? to_float(kh[static_cast<size_t>(j0 + ty) * d + c0 + tx]) : 0.0f;
+    __syncthreads();
+    float part = 0.0f;  // each chunk of 32 terms summed on its own, then added: see the header
+#pragma unroll
+    for (int c = 0; c < kTile; ++c) part = fmaf(Qs[ty][c], Ks[tx][c], part);  // Qs: broadcast, Ks: 32 banks
+    acc += part;
+    __syncthreads();
+  }
+  if (i < n && j < n) srow[j] = (causal && j > i) ? -INFINITY : acc * scale;
+  // END SOLUTION
+}
+
+// (b) In place, one block per row of s (n values): p = exp(s - m) / l, and lse[row] = m + log(l).
+__global__ void __launch_bounds__(kSoftmaxThreads) softmax_kernel(float* __restrict__ s, float* __restrict__ lse,
+                                                                  int n) {
+  // BEGIN SOLUTION
+  __shared__ float2 partials[kSoftmaxThreads / kWarpSize];
+  float* row = s + static_cast<size_t>(blockIdx.x) * n;
+  float m = -INFINITY, l = 0.0f;
+  for (int j = threadIdx.x; j < n; j += blockDim.x) online_merge(m, l, row[j], 1.0f);  // -inf adds nothing
+  block_reduce_online(m, l, partials);
+  // m is finite: every row has an unmasked key (j = i). Masked entries become exp(-inf) = 0.
+  for (int j = threadIdx.x; j < n; j += blockDim.x) row[j] = expf(row[j] - m) / l;
+  if (threadIdx.x == 0) lse[blockIdx.x] = m + logf(l);
+  // END SOLUTION
+}
+
+// (c) o[bh][i][c] = sum_j p[bh][i][j] · v[bh][j][c]: day 07's tiled matmul, fp32 P times V converted on load.
+// Block (32, 32), one thread per output; blockIdx = (column tile, row tile, batch·head).
+template <typename T>
+__global__ void __launch_bounds__(kTile* kTile)
+    pv_kernel(const float* __restrict__ p, const T* __restrict__ v, T* __restrict__ o, int n, int d, bool causal) {
+  // BEGIN SOLUTION
+  __shared__ float Ps[kTile][kTile];  // Ps[i][j]: rows of P
+  __shared__ float Vs[kTile][kTile];  // Vs[j][c]: rows of V
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int i = blockIdx.y * kTile + ty, c = blockIdx.x * kTile + tx;
+  const size_t head = static_cast<size_t>(blockIdx.z) * n;
+  const float* ph = p + head * n;
+  const T* vh = v + head * d;
+  // Causal: the key tiles past the block's last row hold only zeros of P; adding 0 · v changes nothing.
+  const int end = causal ? min(n, static_cast<int>(blockIdx.y + 1) * kTile) : n;
+  float acc = 0.0f;
+  for (int j0 = 0; j0 < end; j0 += kTile) {
+    Ps[ty][tx] = (i < n && j0 + tx < n) ? ph[static_cast<size_t>(i) * n + j0 + tx] : 0.0f;
+    Vs[ty][tx] = (j0 + ty < n && c < d) ? to_float(vh[static_cast<size_t>(j0 + ty) * d + c]) : 0.0f;
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < kTile; ++j) acc = fmaf(Ps[ty][j], Vs[j][tx], acc);  // Ps: broadcast, Vs: 32 banks
+    __syncthreads();
+  }
+  if (i < n && c < d) o[(head + i) * d + c] = from_float<T>(acc);
+  // END SOLUTION
+}
+
+}  // namespace naive
+
+// scores: fp32 scratch of batch·heads·n·n values (allocated by the bindings), overwritten with S, then P.
+template <typename T>
+cudaError_t attention_naive_forward(const T* q, const T* k, const T* v, T* o, float* lse, float* scores, int batch,
+                                    int heads, int n, int d, bool causal, cudaStream_t stream) {
+  using namespace naive;
+  if (batch == 0 || heads == 0 || n == 0) return cudaSuccess;
+  // BEGIN SOLUTION
+  const int bh = batch * heads;
+  const float scale = 1.0f / sqrtf(static_cast<float>(d));
+  const dim3 tile_grid((n + kTile - 1) / kTile, (n + kTile - 1) / kTile, bh);
+  scores_kernel<T><<<tile_grid, dim3(kTile, kTile), 0, stream>>>(q, k, scores, n, d, scale, causal);
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) return err;
+  softmax_kernel<<<bh * n, kSoftmaxThreads, 0, stream>>>(scores, lse, n);  // bh·n fits: the bindings check
+  err = cudaGetLastError();
+  if (err != cudaSuccess) return err;
+  const dim3 pv_grid((d + kTile - 1) / kTile, (n + kTile - 1) / kTile, bh);
+  pv_kernel<T><<<pv_grid, dim3(kTile, kTile), 0, stream>>>(scores, v, o, n, d, causal);
+  // END SOLUTION
+  return cudaGetLastError();
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Kernel 2: FlashAttention-2 forward on CUDA cores
+// ---------------------------------------------------------------------------------------------------------------
+
+namespace flash {
+
+constexpr int kBr = 64;  // query rows per block
+constexpr int kBc = 64;  // key/value rows per step
+constexpr int kThreads = 256;
+constexpr int kRowsPerThread = 4;  // S and O rows per thread: 16 row groups x 4 = kBr
+constexpr int kColsPerThread = 4;  // S columns per thread: 16 column groups x 4 = kBc
+constexpr int kPad = 4;            // floats of padding per shared-memory row
+constexpr int kPStride = kBc + kPad;
+static_assert(kThreads == 16 * 16 && kBr == 16 * kRowsPerThread && kBc == 16 * kColsPerThread, "16 x 16 threads");
+static_assert(kBr == kBc, "Q and K/V tiles share the tile loader; causal tiles never start fully masked");
+
+template <int D>
+struct Smem {
+  static constexpr int kStride = D + kPad;  // Q and K/V rows
+  static constexpr int kQ = 0;
+  static constexpr int kKV = kQ + kBr * kStride;
+  static constexpr int kP = kKV + kBc * kStride;
+  static constexpr size_t kBytes = sizeof(float) * (kP + kBr * kPStride);  // 51 KiB for d = 64, 83 KiB for 128
+};
+
+// At most 128 registers per thread, so that two blocks (16 warps) share an SM. Left alone, ptxas takes about 160
+// for d = 128 (it keeps more shared-memory loads in flight); capped, it fits without spilling. d = 64 leaves
+// room in shared memory for four blocks, but three would cap registers at 80, and ptxas then spills.
+// The scalar-load instances (unaligned tensors, the rare case) get no cap: at d = 128 they spill under 128.
+constexpr int kMinBlocks = 2;
+
+// BEGIN SOLUTION
+constexpr int kChunk = 32;  // dot-product terms per partial sum, as in naive::scores_kernel (see the header)
+
+// Two 16-bit values in one 32-bit word <-> float2 (day 05's helpers). memcpy reinterprets the bits for free.
+__device__ __forceinline__ float2 pair_to_float2(uint32_t w, __half) {
+  __half2 h;
+  memcpy(&h, &w, sizeof(h));
+  return __half22float2(h);
+}
+__device__ __forceinline__ float2 pair_to_float2(uint32_t w, __nv_bfloat16) {
+  __nv_bfloat162 h;
+  memcpy(&h, &w, sizeof(h));
+  return __bfloat1622float2(h);
+}
+__device__ __forceinline__ uint32_t float2_to_pair(float a, float b, __half) {
+  const __half2 h = __floats2half2_rn(a, b);  // a in the low half: the lower address
+  uint32_t w;
+  memcpy(&w, &h, sizeof(w));
+  return w;
+}
+__device__ __forceinline__ uint32_t float2_to_pair(float a, float b, __nv_bfloat16) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+  uint32_t w;
+  memcpy(&w, &h, sizeof(w));
+  return w;
+}
+
+// Four consecutive elements -> a float4, and back. kVec: one 16-byte (fp32) or 8-byte (fp16/bf16) access, which
+// needs p aligned to 4 elements; otherwise four scalar accesses.
+template <typename T, bool kVec>
+__device__ __forceinline__ float4 load4(const T* p) {
+  if constexpr (kVec && std::is_same_v<T, float>) {
+    return __ldg(reinterpret_cast<const float4*>(p));
+  } else if constexpr (kVec) {
+    const uint2 w = __ldg(reinterpret_cast<const uint2*>(p));
+    const float2 lo = pair_to_float2(w.x, T{}), hi = pair_to_float2(w.y, T{});
+    return make_float4(lo.x, lo.y, hi.x, hi.y);
+  } else {
+    return make_float4(to_float(p[0]), to_float(p[1]), to_float(p[2]), to_float(p[3]));
+  }
+}
+
+template <typename T, bool kVec>
+__device__ __forceinline__ void store4(T* p, float x, float y, float z, float w) {
+  if constexpr (kVec && std::is_same_v<T, float>) {
+    *reinterpret_cast<float4*>(p) = make_float4(x, y, z, w);
+  } else if constexpr (kVec) {
+    *reinterpret_cast<uint2*>(p) = make_uint2(float2_to_pair(x, y, T{}), float2_to_pair(z, w, T{}));
+  } else {
+    p[0] = from_float<T>(x);
+    p[1] = from_float<T>(y);
+    p[2] = from_float<T>(z);
+    p[3] = from_float<T>(w);
+  }
+}
+
+// A 64-row tile of a [n, D] matrix, rows r0 .. r0+63 (src points at row r0; rows >= n read as zeros), moved in
+// groups of four elements: thread t takes groups t, t + 256, ... Consecutive threads take consecutive groups of
+// one row, so the global loads are coalesced and the shared-memory stores conflict-free. Split in two so that
+// the loads can be issued early and stored later.
+template <int D>
+struct TileIo {
+  static constexpr int kGroups = kBc * D / 4 / kThreads;  // 4 (d = 64) or 8 (d = 128) per thread
+};
+
+template <typename T, int D, bool kVec>
+__device__ __forceinline__ void fetch_tile(const T* src, int rows, float4 (&r)[TileIo<D>::kGroups]) {
+#pragma unroll
+  for (int g = 0; g < TileIo<D>::kGroups; ++g) {
+    const int e = (threadIdx.x + g * kThreads) * 4;  // element index in the tile, row-major
+    r[g] = (e / D < rows) ? load4<T, kVec>(src + e) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
+}
+
+template <int D>
+__device__ __forceinline__ void stash_tile(float* tile, const float4 (&r)[TileIo<D>::kGroups], float mul) {
+#pragma unroll
+  for (int g = 0; g < TileIo<D>::kGroups; ++g) {
+    const int e = (threadIdx.x + g * kThreads) * 4;
+    *reinterpret_cast<float4*>(tile + (e / D) * Smem<D>::kStride + e % D) =
+        make_float4(r[g].x * mul, r[g].y * mul, r[g].z * mul, r[g].w * mul);
+  }
+}
+
+__device__ __forceinline__ float component(const float4& v, int c) {
+  return c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w;  // c is a compile-time constant after unrolling
+}
+
+// Max / sum over the 16 lanes that share a row (a half-warp). The butterfly leaves the same bits in all 16.
+__device__ __forceinline__ float row_max(float x) {
+#pragma unroll
+  for (int offset = 8; offset > 0; offset /= 2) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, offset));
+  return x;
+}
+__device__ __forceinline__ float row_sum(float x) {
+#pragma unroll
+  for (int offset = 8; offset > 0; offset /= 2) x += __shfl_xor_sync(0xffffffffu, x, offset);
+  return x;
+}
+// END SOLUTION
+
+// One block per (batch·head, query tile); blockIdx.x = bh · q_tiles + (q_tiles - 1 - tile). qscale = log2(e)/sqrt(D).
+template <typename T, int D, bool kVec>
+__global__ void __launch_bounds__(kThreads, kVec ? kMinBlocks : 1)
+    flash_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,
+                 float* __restrict__ lse, int n, int q_tiles, bool causal, float qscale) {
+  // BEGIN SOLUTION
+  extern __shared__ float4 smem_raw[];  // float4: 16-byte alignment for the vector accesses
+  using S = Smem<D>;
+  constexpr int kStride = S::kStride;
+  constexpr int kOCols = D / 16;  // O columns per thread: 4 in each 64-column half
+  float* Qs = reinterpret_cast<float*>(smem_raw) + S::kQ;
+  float* KVs = reinterpret_cast<float*>(smem_raw) + S::kKV;
+  float* Ps = reinterpret_cast<float*>(smem_raw) + S::kP;
+
+  const int bh = blockIdx.x / q_tiles;
+  const int q0 = (q_tiles - 1 - blockIdx.x % q_tiles) * kBr;  // heaviest causal tiles first
+  const size_t head = static_cast<size_t>(bh) * n * D;
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  const int r0 = ty * kRowsPerThread;  // this thread's rows of the tile: r0 .. r0+3
+
+  float4 staged[TileIo<D>::kGroups];
+  fetch_tile<T, D, kVec>(q + head + static_cast<size_t>(q0) * D, n - q0, staged);
+  stash_tile<D>(Qs, staged, qscale);  // S comes out in log2 units; visible after the first barrier below
+
+  float acc[kRowsPerThread][kOCols];  // O~[r0 + a][4·tx + 64·h + c] is acc[a][4·h + c]
+  float m[kRowsPerThread], l[kRowsPerThread];
+#pragma unroll
+  for (int a = 0; a < kRowsPerThread; ++a) {
+    m[a] = -INFINITY;
+    l[a] = 0.0f;  // this thread's share: the sum over its own columns; the 16 shares are added at the end
+#pragma unroll
+    for (int c = 0; c < kOCols; ++c) acc[a][c] = 0.0f;
+  }
+
+  // Causal: no key beyond the tile's last row is visible to any row of the tile.
+  const int kv_end = causal ? min(n, q0 + kBr) : n;
+  const int kv_tiles = (kv_end + kBc - 1) / kBc;
+  for (int t = 0; t < kv_tiles; ++t) {
+    const int kv0 = t * kBc;
+    const size_t kv_offset = head + static_cast<size_t>(kv0) * D;
+    fetch_tile<T, D, kVec>(k + kv_offset, n - kv0, staged);
+    stash_tile<D>(KVs, staged, 1.0f);
+    __syncthreads();  // K (and, the first time, Q) complete
+
+    // S = Q Kᵀ for rows r0 .. r0+3 and columns tx + 16·b: per 4 steps of the dot product, 4 + 4 LDS.128 feed 64
+    // FMAs. Q reads are broadcasts (2 addresses per warp); the 16 K rows, 4 banks apart, take the minimum two
+    // wavefronts.
+    // Each dot product is summed in chunks of kChunk terms, the chunks then added up: see the header.
+    float s[kRowsPerThread][kColsPerThread];
+#pragma unroll
+    for (int a = 0; a < kRowsPerThread; ++a)
+#pragma unroll
+      for (int b = 0; b < kColsPerThread; ++b) s[a][b] = 0.0f;
+#pragma unroll 1
+    for (int x0 = 0; x0 < D; x0 += kChunk) {
+      float part[kRowsPerThread][kColsPerThread];
+#pragma unroll
+      for (int a = 0; a < kRowsPerThread; ++a)
+#pragma unroll
+        for (int b = 0; b < kColsPerThread; ++b) part[a][b] = 0.0f;
+#pragma unroll
+      for (int x = x0; x < x0 + kChunk; x += 4) {
+        float4 kf[kColsPerThread];
+#pragma unroll
+        for (int b = 0; b < kColsPerThread; ++b)
+          kf[b] = *reinterpret_cast<const float4*>(KVs + (tx + 16 * b) * kStride + x);
+#pragma unroll
+        for (int a = 0; a < kRowsPerThread; ++a) {
+          const float4 qf = *reinterpret_cast<const float4*>(Qs + (r0 + a) * kStride + x);
+#pragma unroll
+          for (int b = 0; b < kColsPerThread; ++b) {
+            part[a][b] = fmaf(qf.x, kf[b].x, part[a][b]);
+            part[a][b] = fmaf(qf.y, kf[b].y, part[a][b]);
+            part[a][b] = fmaf(qf.z, kf[b].z, part[a][b]);
+            part[a][b] = fmaf(qf.w, kf[b].w, part[a][b]);
+          }
+        }
+      }
+#pragma unroll
+      for (int a = 0; a < kRowsPerThread; ++a)
+#pragma unroll
+        for (int b = 0; b < kColsPerThread; ++b) s[a][b] += part[a][b];
+    }
+    __syncthreads();  // every read of K done: the buffer takes V
+
+    // V's loads go out now; the softmax below does not need them, so their latency is hidden behind it.
+    fetch_tile<T, D, kVec>(v + kv_offset, n - kv0, staged);
+
+    // Online softmax, one row at a time. Masked entries (keys past n, or after the query when causal) are -inf.
+#pragma unroll
+    for (int a = 0; a < kRowsPerThread; ++a) {
+      const int i = q0 + r0 + a;
+      float tile_max = -INFINITY;
+#pragma unroll
+      for (int b = 0; b < kColsPerThread; ++b) {
+        const int j = kv0 + tx + 16 * b;
+        if (j >= n || (causal && j > i)) s[a][b] = -INFINITY;
+        tile_max = fmaxf(tile_max, s[a][b]);
+      }
+      const float m_new = fmaxf(m[a], row_max(tile_max));
+      const float ref = (m_new == -INFINITY) ? 0.0f : m_new;  // all masked so far: avoid -inf - -inf
+      const float alpha = exp2f(m[a] - ref);                   // 0 on the first tile, 1 if the max held
+      m[a] = m_new;
+      float sum = 0.0f;
+#pragma unroll
+      for (int b = 0; b < kColsPerThread; ++b) {
+        const float p = exp2f(s[a][b] - ref);
+        sum += p;
+        Ps[(r0 + a) * kPStride + tx + 16 * b] = p;  // rows 4 apart: the two half-warps hit disjoint banks
+      }
+      l[a] = fmaf(l[a], alpha, sum);
+#pragma unroll
+      for (int c = 0; c < kOCols; ++c) acc[a][c] *= alpha;
+    }
+    stash_tile<D>(KVs, staged, 1.0f);
+    __syncthreads();  // P and V complete
+
+    // O~ += P V: per 4 keys, 4 LDS.128 of P (broadcasts) and 4·D/64 of V (16 consecutive float4 of a row) feed
+    // 4·4·D/16 FMAs.
+#pragma unroll 4
+    for (int j = 0; j < kBc; j += 4) {
+      float4 pf[kRowsPerThread];
+#pragma unroll
+      for (int a = 0; a < kRowsPerThread; ++a) pf[a] = *reinterpret_cast<const float4*>(Ps + (r0 + a) * kPStride + j);
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj) {
+#pragma unroll
+        for (int h = 0; h < D / 64; ++h) {
+          const float4 vf = *reinterpret_cast<const float4*>(KVs + (j + jj) * kStride + 64 * h + 4 * tx);
+#pragma unroll
+          for (int a = 0; a < kRowsPerThread; ++a) {
+            const float p = component(pf[a], jj);
+            acc[a][4 * h + 0] = fmaf(p, vf.x, acc[a][4 * h + 0]);
+            acc[a][4 * h + 1] = fmaf(p, vf.y, acc[a][4 * h + 1]);
+            acc[a][4 * h + 2] = fmaf(p, vf.z, acc[a][4 * h + 2]);
+            acc[a][4 * h + 3] = fmaf(p, vf.w, acc[a][4 * h + 3]);
+          }
+        }
+      }
+    }
+    __syncthreads();  // P and V read by everyone before the next tile overwrites them
+  }
+
+  // O = O~ / l, lse = m·ln 2 + ln l (m is in log2 units). l >= 1 for every real row: its max term is exp2(0).
+#pragma unroll
+  for (int a = 0; a < kRowsPerThread; ++a) {
+    const float row_l = row_sum(l[a]);  // all 16 lanes of the row take part, even for rows past n
+    const int i = q0 + r0 + a;
+    if (i >= n) continue;
+    const float inv_l = 1.0f / row_l;
+    T* orow = o + head + static_cast<size_t>(i) * D;
+#pragma unroll
+    for (int h = 0; h < D / 64; ++h)
+      store4<T, kVec>(orow + 64 * h + 4 * tx, acc[a][4 * h] * inv_l, acc[a][4 * h + 1] * inv_l,
+                      acc[a][4 * h + 2] * inv_l, acc[a][4 * h + 3] * inv_l);
+    if (tx == 0) lse[static_cast<size_t>(bh) * n + i] = m[a] * 0.69314718055994531f + logf(row_l);
+  }
+  // END SOLUTION
+}
+
+// BEGIN SOLUTION
+template <typename T, int D>
+cudaError_t launch(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, bool causal,
+                   cudaStream_t stream) {
+  // The vector path moves 4 elements per access: 16 bytes for fp32, 8 for fp16/bf16. D is a multiple of 4 and
+  // every tile starts on a row, so only the base pointers decide.
+  constexpr uintptr_t kAlign = 4 * sizeof(T);
+  const bool vec = ((reinterpret_cast<uintptr_t>(q) | reinterpret_cast<uintptr_t>(k) |
+                     reinterpret_cast<uintptr_t>(v) | reinterpret_cast<uintptr_t>(o)) % kAlign) == 0;
+  auto kernel = vec ? flash_kernel<T, D, true> : flash_kernel<T, D, false>;
+  // Over 48 KiB of shared memory per block must be asked for explicitly (once per kernel would do; it is cheap).
+  const cudaError_t err =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Smem<D>::kBytes));
+  if (err != cudaSuccess) return err;
+  const int q_tiles = (n + kBr - 1) / kBr;
+  const float qscale = 1.4426950408889634f / sqrtf(static_cast<float>(D));  // log2(e) / sqrt(d)
+  kernel<<<bh * q_tiles, kThreads, Smem<D>::kBytes, stream>>>(q, k, v, o, lse, n, q_tiles, causal, qscale);
+  return cudaGetLastError();
+}
+// END SOLUTION
+
+}  // namespace flash
+
+template <typename T>
+cudaError_t flash_attention_forward(const T* q, const T* k, const T* v, T* o, float* lse, int batch, int heads,
+                                    int n, int d, bool causal, cudaStream_t stream) {
+  if (batch == 0 || heads == 0 || n == 0) return cudaSuccess;
+  cudaError_t err = cudaSuccess;
+  // BEGIN SOLUTION
+  const int bh = batch * heads;
+  if (d == 64) {
+    err = flash::launch<T, 64>(q, k, v, o, lse, bh, n, causal, stream);
+  } else if (d == 128) {
+    err = flash::launch<T, 128>(q, k, v, o, lse, bh, n, causal, stream);
+  } else {
+    err = cudaErrorInvalidValue;  // no instance for this head dim (the bindings reject it first)
+  }
+  // END SOLUTION
+  return err;
+}
+
+// The bindings see only the declarations (common/attention_binding.h): the versions they call are compiled here.
+template cudaError_t attention_naive_forward<float>(const float*, const float*, const float*, float*, float*, float*,
+                                                    int, int, int, int, bool, cudaStream_t);
+template cudaError_t attention_naive_forward<__half>(const __half*, const __half*, const __half*, __half*, float*,
+                                                     float*, int, int, int, int, bool, cudaStream_t);
+template cudaError_t attention_naive_forward<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*,
+                                                            const __nv_bfloat16*, __nv_bfloat16*, float*, float*,
+                                                            int, int, int, int, bool, cudaStream_t);
+template cudaError_t flash_attention_forward<float>(const float*, const float*, const float*, float*, float*, int,
+                                                    int, int, int, bool, cudaStream_t);
+template cudaError_t flash_attention_forward<__half>(const __half*, const __half*, const __half*, __half*, float*,
+                                                     int, int, int, int, bool, cudaStream_t);
+template cudaError_t flash_attention_forward<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*,
+                                                            const __nv_bfloat16*, __nv_bfloat16*, float*, int, int,
+                                                            int, int, bool, cudaStream_t);

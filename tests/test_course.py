@@ -16,15 +16,16 @@ def test_course_lists_twenty_days_with_mandatory_milestones(course):
 
 def test_ready_days_declare_complete_exercises(course):
     ready = [d for d in course.days if d.status == "ready"]
-    assert [d.id for d in ready] == [f"day{i:02d}" for i in range(1, 10)]
+    assert [d.id for d in ready] == [f"day{i:02d}" for i in range(1, 11)]
     for d in ready:
         for ex in d.exercises:
             assert set(ex.dtypes) <= set(ex.tolerances)
             assert ex.threshold > 0 and ex.points > 0
             shapes = [c.shape for c in ex.correctness]
-            # awkward shapes: one column, one row, a width that is no multiple of 32
-            assert any(s[-1] == 1 for s in shapes) and any(s[0] == 1 for s in shapes)
-            assert any(s[-1] % 32 for s in shapes)
+            # awkward shapes: a size-1 dimension (one row, one column, one query) and a size that is no
+            # multiple of 32 (a ragged tile), in some case of every exercise
+            assert any(1 in s for s in shapes)
+            assert any(any(x % 32 for x in s) for s in shapes)
     assert set(course.day("day03").exercises[0].dtypes) == {"fp32", "fp16", "bf16"}
 
 

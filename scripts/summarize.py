@@ -33,8 +33,9 @@ def main():
                     print(f"{head} {c['category']}")
                     continue
                 rate = f"{c['gbps']:6.0f} GB/s" if "gbps" in c else f"{c.get('tflops', 0):5.1f} TF/s"
-                peak = c.get("pct_of_copy", c.get("pct_of_ceiling", 0))
-                print(f"{head} {c['time']['median_ms'] * 1e3:9.1f} {rate:>11} {peak:6.0%} "
+                peak = c.get("pct_of_copy", c.get("pct_of_ceiling"))
+                peak = "-" if peak is None else f"{peak:.0%}"
+                print(f"{head} {c['time']['median_ms'] * 1e3:9.1f} {rate:>11} {peak:>6} "
                       f"{c['speedup']:7.2f}x {c['vs_library']:7.2f}x")
             sp = ex.get("speedup")
             print(f"{day:5} {ex['exercise']} => {ex['status'].upper()}: geomean speedup "

@@ -1,4 +1,4 @@
-// course_glue.h: the small amount of PyTorch glue every softmax day shares.
+// course_glue.h: the small amount of PyTorch glue every day's bindings share.
 //
 // Kernel files (*.cu) never include torch headers: they expose a launcher that takes raw pointers, sizes and a
 // stream, so they compile in seconds with plain nvcc (and on machines without a GPU). The bindings file includes

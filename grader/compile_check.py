@@ -16,7 +16,8 @@ from .build import BASE_CUDA_FLAGS, TORCH_CUDA_DEFINES, parse_diagnostics
 ARCHS = ("80", "90")
 _ENTRY = re.compile(r"Compiling entry function '(?P<fn>[^']+)' for 'sm_(?P<arch>\w+)'")
 _FRAME = re.compile(r"(?P<stack>\d+) bytes stack frame, (?P<st>\d+) bytes spill stores, (?P<ld>\d+) bytes spill loads")
-_USED = re.compile(r"Used (?P<regs>\d+) registers(?:, used (?P<bar>\d+) barriers)?(?:, (?P<smem>\d+) bytes smem)?")
+_USED = re.compile(r"Used (?P<regs>\d+) registers")
+_SMEM = re.compile(r"(?P<smem>\d+) bytes smem")  # may follow "N bytes cumulative stack size" on the same line
 
 
 @dataclass
@@ -54,7 +55,8 @@ def parse_ptxas(log: str) -> list[KernelResources]:
         elif cur and (m := _FRAME.search(line)):
             cur.stack_bytes, cur.spill_stores, cur.spill_loads = int(m["stack"]), int(m["st"]), int(m["ld"])
         elif cur and (m := _USED.search(line)):
-            cur.registers, cur.smem_bytes = int(m["regs"]), int(m["smem"] or 0)
+            smem = _SMEM.search(line)
+            cur.registers, cur.smem_bytes = int(m["regs"]), int(smem["smem"]) if smem else 0
     return out
 
 

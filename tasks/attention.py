@@ -10,7 +10,6 @@ import math
 
 import torch
 
-METRIC = "compute"
 LIBRARY = "torch SDPA"  # what the report calls the library op
 
 

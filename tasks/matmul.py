@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import torch
 
-METRIC = "compute"  # compute-bound at the sizes we time: TFLOP/s and % of the fp32 GEMM ceiling
 LIBRARY = "torch.matmul"  # what the report calls the library op
 
 

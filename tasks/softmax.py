@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import torch
 
-METRIC = "bandwidth"  # memory-bound: reported as GB/s against a device copy of the same bytes
 LIBRARY = "torch.softmax"  # what the report calls the library op
 
 

@@ -30,3 +30,14 @@ def test_compiles_for_sm80_and_sm90_without_spills(day, ex, where):
                 assert k["spill_stores"] == 0 and k["spill_loads"] == 0, (r.file, k)
         warnings = [d for d in r.diagnostics if ": warning:" in d]
         assert not warnings, warnings
+
+
+def test_ptxas_report_reads_smem_after_a_stack_size():
+    from grader.compile_check import parse_ptxas
+
+    log = ("ptxas info    : Compiling entry function '_Z1kPf' for 'sm_90'\n"
+           "ptxas info    : Function properties for _Z1kPf\n"
+           "    72 bytes stack frame, 68 bytes spill stores, 76 bytes spill loads\n"
+           "ptxas info    : Used 128 registers, used 1 barriers, 72 bytes cumulative stack size, 32768 bytes smem\n")
+    (k,) = parse_ptxas(log)
+    assert (k.registers, k.smem_bytes, k.stack_bytes, k.spill_stores, k.spill_loads) == (128, 32768, 72, 68, 76)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import importlib.util
 import os
 import re
+import sys
 import time
+import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,3 +119,61 @@ def build_extension(*, name: str, sources: list[Path], include_dirs: list[Path],
             log = str(e)
             raise BuildError(log, parse_diagnostics(log, root)) from None
     return module, time.perf_counter() - t0, recovered
+
+
+class MissingPackage(Exception):
+    """A Python exercise imports a package this machine lacks: the environment's problem, not the student's."""
+
+
+def load_python_module(*, name: str, path: Path, root: Path):
+    """Import a Python exercise's op module from its file (a fresh module per name; returns (module, seconds)).
+
+    A syntax error, or any exception while the module runs its top level, is the student's build error, reported
+    as file:line like a compiler diagnostic; a missing third-party package is MissingPackage."""
+    t0 = time.perf_counter()
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and some JITs (numba, triton) look the module up by name
+    try:
+        spec.loader.exec_module(module)
+    except ModuleNotFoundError as e:
+        sys.modules.pop(name, None)
+        if e.name and not (path.parent / f"{e.name.split('.')[0]}.py").exists():
+            raise MissingPackage(e.name.split(".")[0]) from None
+        raise BuildError(traceback.format_exc(), _python_diagnostics(e, path, root)) from None
+    except BaseException as e:  # SyntaxError, NameError at import, ...: the student's file does not load
+        sys.modules.pop(name, None)
+        if isinstance(e, (KeyboardInterrupt, SystemExit)):
+            raise
+        raise BuildError(traceback.format_exc(), _python_diagnostics(e, path, root)) from None
+    return module, time.perf_counter() - t0
+
+
+def _python_diagnostics(e: BaseException, path: Path, root: Path) -> list[Diagnostic]:
+    rel = _relative(path, root)
+    if isinstance(e, SyntaxError) and e.lineno:
+        return [Diagnostic(rel, e.lineno, "error", f"{type(e).__name__}: {e.msg}")]
+    # The deepest frame inside the student's file is where the import went wrong.
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if Path(f.filename).resolve() == path.resolve()]
+    line = frames[-1].lineno if frames else 1
+    return [Diagnostic(rel, line or 1, "error", f"{type(e).__name__}: {e}")]
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(root.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def build_exercise(ex, *, src_dir: Path, root: Path, day_id: str, variant: str, capability: tuple[int, int]):
+    """The exercise's op module, built the way course.yaml says (`build:`); returns (module, seconds, recovered).
+    torch_extension: the sources compiled with ninja; python: the first source imported as a module."""
+    name = extension_name(day_id, ex.name, variant)
+    if ex.build == "python":
+        module, secs = load_python_module(name=name, path=src_dir / ex.sources[0], root=root)
+        return module, secs, False
+    return build_extension(name=name, sources=[src_dir / s for s in ex.sources],
+                           include_dirs=[root / i for i in ex.include_dirs],
+                           build_dir=root / ".grader" / "build" / f"{day_id}-{ex.name}-{variant}",
+                           extra_cuda_cflags=ex.extra_cuda_cflags, capability=capability, root=root)

@@ -1,4 +1,4 @@
-"""The `grader` command: check, profile, list, doctor, release, syllabus.
+"""The `grader` command: check, profile, list, doctor, release, syllabus, site.
 
 Exit codes: 0 pass, 1 fail (wrong, slow, not implemented, does not compile), 2 usage or environment error.
 Every error reaches the user as a message; an unexpected one also leaves its traceback in .grader/logs.
@@ -125,8 +125,10 @@ def cmd_check(args) -> int:
             if not all(r.ok for r in reports):
                 res.status, res.message = "build_error", "the code does not compile"
             else:
-                res.message = ("compiled for sm_80 and sm_90; no CUDA GPU here, so correctness and speed were "
-                               "not checked: run `grader check` on a GPU machine")
+                what = ("compiled for sm_80 and sm_90" if any(r.tool == "nvcc" for r in reports) else
+                        "Python syntax checked (its kernels compile only on a GPU)")
+                res.message = (f"{what}; no CUDA GPU here, so correctness and speed were not checked: run "
+                               "`grader check` on a GPU machine")
         if res.status == "not_implemented":
             spots = _placeholders(src_dir, ex.sources, root)
             if spots:
@@ -235,6 +237,53 @@ def cmd_syllabus(args) -> int:
     return 0
 
 
+# -- site ---------------------------------------------------------------------------------------------------
+def cmd_site(args) -> int:
+    from .site.build import build, require
+
+    require()  # before loading anything else: a missing extra gets its own message
+    root, _, course = _load(args)
+    out = Path(args.out).resolve() if args.out else root / ".grader" / "site"
+    with console.status("building the course website (MkDocs, Material theme)…"):
+        res = build(root, course, out, strict=args.strict)
+    for w in res.warnings:
+        console.print(Text.assemble(("warning:", "yellow"), f" {w}"))
+    console.print(f"built {res.pages} pages and {res.terms} glossary terms into {_rel(res.site, root)} in "
+                  f"{res.seconds:.1f} s")
+    if args.site_cmd == "build":
+        return 0
+    import threading
+
+    from .site.serve import make_server, watch
+
+    try:
+        server = make_server(res.site, args.host, args.port)
+    except OSError as e:
+        raise GraderError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
+    host, port = server.server_address[:2]
+    console.print(f"serving on http://{host}:{port}/ (Ctrl-C stops)" +
+                  ("; rebuilding when a source changes" if not args.no_watch else ""))
+    stop = threading.Event()
+
+    def rebuild():
+        try:
+            r = build(root, _load(args)[2], out, strict=False)
+            console.print(f"rebuilt in {r.seconds:.1f} s" + (f" ({len(r.warnings)} warnings)" if r.warnings else ""))
+        except GraderError as e:  # a broken source while editing: say so and keep serving the last good site
+            console.print(Text.assemble(("rebuild failed:", "red"), f" {e}"))
+
+    if not args.no_watch:
+        threading.Thread(target=watch, args=(root, rebuild, stop), daemon=True).start()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        console.print("stopped")
+    finally:
+        stop.set()
+        server.server_close()
+    return 0
+
+
 # -- entry --------------------------------------------------------------------------------------------------
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="grader", description="Build, check and time the course's CUDA exercises.")
@@ -277,6 +326,18 @@ def parser() -> argparse.ArgumentParser:
     y = sub.add_parser("syllabus", help="(instructors) render syllabus.md from course.yaml")
     y.add_argument("--check", action="store_true", help="only report whether syllabus.md is current (CI)")
     y.set_defaults(fn=cmd_syllabus)
+    s = sub.add_parser("site", help="the course website, made from course.yaml, syllabus.md and the lessons")
+    ss = s.add_subparsers(dest="site_cmd", required=True, metavar="ACTION")
+    for name, text in (("build", "build the static site (into .grader/site/html)"),
+                       ("serve", "build it, serve it locally and rebuild when a source changes")):
+        a = ss.add_parser(name, help=text)
+        a.add_argument("--out", metavar="DIR", help="build folder (default: .grader/site)")
+        a.add_argument("--strict", action="store_true", help="fail on any MkDocs warning (e.g. a broken link)")
+        if name == "serve":
+            a.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+            a.add_argument("--port", type=int, default=8000, help="port (default: 8000; 0 picks a free one)")
+            a.add_argument("--no-watch", action="store_true", help="do not rebuild when a source changes")
+        a.set_defaults(fn=cmd_site)
     return p
 
 

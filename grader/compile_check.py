@@ -137,6 +137,16 @@ def compile_host(src: Path, include_dirs: list[Path], root: Path) -> CompileRepo
     return CompileReport(rel, p.returncode == 0, "c++", [str(d) for d in diags], log=log[-20000:])
 
 
+def compile_python(src: Path, root: Path) -> CompileReport:
+    """A Python exercise's syntax (its kernels are compiled by CuPy, numba or Triton only on a GPU)."""
+    rel = _rel(src, root)
+    try:
+        compile(src.read_text(), str(src), "exec")
+    except SyntaxError as e:
+        return CompileReport(rel, False, "python", [f"{rel}:{e.lineno or 1}: error: {e.msg}"], log=str(e))
+    return CompileReport(rel, True, "python")
+
+
 def compile_sources(sources: list[Path], include_dirs: list[Path], extra_cuda_flags: list[str],
                     root: Path) -> list[CompileReport]:
     reports = []
@@ -145,6 +155,8 @@ def compile_sources(sources: list[Path], include_dirs: list[Path], extra_cuda_fl
             reports.append(CompileReport(_rel(s, root), False, "-", note="file not found"))
         elif s.suffix in (".cu",):
             reports.append(compile_cuda(s, include_dirs, extra_cuda_flags, root))
+        elif s.suffix == ".py":
+            reports.append(compile_python(s, root))
         else:
             reports.append(compile_host(s, include_dirs, root))
     return reports

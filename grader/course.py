@@ -101,6 +101,9 @@ class Exercise(Strict):
     task: str = Field(pattern=r"^[A-Za-z_][\w.]*$", description="Python module under tasks/")
     op: str = Field(pattern=r"^[A-Za-z_]\w*$", description="the function the extension exports")
     signature: str
+    build: Literal["torch_extension", "python"] = Field(
+        "torch_extension", description="torch_extension: the sources are compiled with ninja into a module that "
+        "exports `op`; python: the first source is a Python file defining `op` (CuPy, numba, Triton...)")
     sources: list[str] = Field(min_length=1)
     include_dirs: list[str] = []
     extra_cuda_cflags: list[str] = []
@@ -127,6 +130,16 @@ class Exercise(Strict):
         for s in self.sources:
             if Path(s).is_absolute() or ".." in Path(s).parts:
                 raise ValueError(f"source {s!r} must be a file name inside the day's folder")
+        py = [s for s in self.sources if s.endswith(".py")]
+        if self.build == "python":
+            if not self.sources[0].endswith(".py"):
+                raise ValueError("a `build: python` exercise lists its Python file (the one defining the op) first "
+                                 f"in sources, got {self.sources[0]!r}")
+            if self.extra_cuda_cflags:
+                raise ValueError("extra_cuda_cflags apply to torch extensions; a `build: python` exercise compiles "
+                                 "its kernels itself")
+        elif py:
+            raise ValueError(f"Python source(s) {py} in a torch extension: set `build: python`")
         return self
 
 

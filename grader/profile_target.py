@@ -16,7 +16,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from .build import BuildError, build_extension, extension_name
+from .build import BuildError, MissingPackage, build_exercise, extension_name, load_python_module
 from .course import load_course
 from .ncu import RANGE
 from .results import write_json
@@ -47,11 +47,10 @@ def prepare(spec: dict, torch, ex, task, root: Path) -> dict:
     props, cap = torch.cuda.get_device_properties(0), torch.cuda.get_device_capability(0)
     info = {"gpu": props.name, "capability": f"{cap[0]}.{cap[1]}", "sms": props.multi_processor_count}
     try:
-        module, secs, _ = build_extension(
-            name=extension_name(spec["day"], ex.name, spec["variant"]),
-            sources=[Path(spec["src_dir"]) / s for s in ex.sources], include_dirs=[root / i for i in ex.include_dirs],
-            build_dir=build_dir(root, spec["day"], ex.name, spec["variant"]), extra_cuda_cflags=ex.extra_cuda_cflags,
-            capability=cap, root=root)
+        module, secs, _ = build_exercise(ex, src_dir=Path(spec["src_dir"]), root=root, day_id=spec["day"],
+                                         variant=spec["variant"], capability=cap)
+    except MissingPackage as e:
+        return {"status": "env_error", "message": f"{spec['day']}.{ex.name} needs the Python package `{e}`", **info}
     except BuildError as e:
         return {"status": "build_error", "diagnostics": [str(d) for d in e.diagnostics], "log": e.log[-20000:], **info}
     fn = getattr(module, ex.op, None)
@@ -80,8 +79,11 @@ def prepare(spec: dict, torch, ex, task, root: Path) -> dict:
 
 def _load_built(root: Path, spec: dict, ex):
     """The module `prepare` just built, imported without cpp_extension.load: that would run ninja, and every
-    process started under ncu is instrumented."""
+    process started under ncu is instrumented. A Python exercise is simply imported again (its JIT compiles in
+    the warm-up call, outside the profiled range)."""
     name = extension_name(spec["day"], ex.name, spec["variant"])
+    if ex.build == "python":
+        return load_python_module(name=name, path=Path(spec["src_dir"]) / ex.sources[0], root=root)[0]
     path = build_dir(root, spec["day"], ex.name, spec["variant"]) / f"{name}.so"
     s = importlib.util.spec_from_file_location(name, path)
     if s is None or not path.is_file():

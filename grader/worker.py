@@ -14,7 +14,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from .build import BuildError, build_extension, extension_name
+from .build import BuildError, MissingPackage, build_exercise
 from .compare import compare, poison, same_bits
 from .course import load_course
 from .plan import plan
@@ -110,19 +110,22 @@ def run(spec: dict, emit: Emitter) -> int:
     def build(target: str, e, d: Path, day_id: str, variant: str):
         emit("phase", name="build", target=target)
         try:
-            mod, secs, recovered = build_extension(
-                name=extension_name(day_id, e.name, variant), sources=[d / s for s in e.sources],
-                include_dirs=[root / i for i in e.include_dirs],
-                build_dir=root / ".grader" / "build" / f"{day_id}-{e.name}-{variant}",
-                extra_cuda_cflags=e.extra_cuda_cflags, capability=cap, root=root)
+            mod, secs, recovered = build_exercise(e, src_dir=d, root=root, day_id=day_id, variant=variant,
+                                                  capability=cap)
         except BuildError as err:
             emit("build", target=target, ok=False, log=err.log[-20000:], diagnostics=[str(x) for x in err.diagnostics])
             return None
+        except MissingPackage as err:
+            emit("env_error", message=f"{day_id}.{e.name} needs the Python package `{err}`, which this Python "
+                                      f"lacks: install it (see the day's README) and run again")
+            return False
         emit("build", target=target, ok=True, seconds=round(secs, 2), recovered_lock=recovered)
         return mod
 
     base = course.baseline_exercise(ex)
     module = build("exercise", ex, src_dir, day.id, spec["variant"])
+    if module is False:
+        return 2
     if module is None:
         return 0
     fn = getattr(module, ex.op, None)
@@ -142,6 +145,8 @@ def run(spec: dict, emit: Emitter) -> int:
     if need_bench and not failed and base is not None:
         base_day, base_ex = base[0].id, base[1]
         bmod = build("baseline", base_ex, root / "solutions" / base_day, base_day, "solution")
+        if bmod is False:
+            return 2
         if bmod is None:
             emit("env_error", message=f"the baseline ({base_day}.{base_ex.name}'s solution) does not build")
             return 2
@@ -247,10 +252,14 @@ def benchmark(torch, timer, copies, task, fn, base_fn, baseline, inputs, outputs
     lib = timer.time(lambda: task.library(*ins, *scratch, **params))
     res = {"time": kernel.as_dict(), "library_time": lib.as_dict(), "vs_library": lib.median_ms / kernel.median_ms}
     ceil = None
-    if hasattr(task, "ceiling"):
-        label, call = task.ceiling(**inputs, **params)  # prepares its own operands outside the timed region
+    # The ceiling prepares its own operands outside the timed region; None: it cannot run these inputs.
+    got = task.ceiling(**inputs, **params) if hasattr(task, "ceiling") else None
+    if got is not None:
+        label, call = got
         ceil = timer.time(call)
         res.update(ceiling=label, ceiling_time=ceil.as_dict(), pct_of_ceiling=ceil.median_ms / kernel.median_ms)
+    if baseline.ceiling and ceil is None:
+        raise RuntimeError("course.yaml times this exercise against the task's ceiling, which cannot run these inputs")
     base = (lib if baseline.library else ceil if baseline.ceiling else
             timer.time(lambda: base_fn(*ins, *scratch, *extra)))
     res.update(baseline_time=base.as_dict(), speedup=base.median_ms / kernel.median_ms)

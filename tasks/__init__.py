@@ -10,6 +10,7 @@ A task module provides (see tasks/softmax.py, tasks/matmul.py, tasks/attention.p
   bytes_moved(**inputs, **params) -> int: memory-bound tasks, reported as GB/s and % of a copy of those bytes
   flops(**inputs, **params) -> int: reported as TFLOP/s
   ceiling(**inputs, **params) -> (label, zero-argument callable), optional: the practical peak for this shape
-      (e.g. cuBLAS fp32 GEMM), timed in the same run; reported as "% of <label>", usable as a baseline
+      (e.g. cuBLAS fp32 GEMM), timed in the same run; reported as "% of <label>", usable as a baseline;
+      None where it cannot run these inputs (e.g. SDPA's cuDNN backend on fp32)
 **params are a case's params from course.yaml (e.g. causal); the op receives their values after its outputs.
 """

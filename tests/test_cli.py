@@ -10,7 +10,7 @@ def assert_clean(r):
 
 @pytest.mark.parametrize("args, code, text", [
     (["check", "day42"], 2, "no day 'day42'"),
-    (["check", "day11"], 2, "planned, not ready yet"),
+    (["check", "day19"], 2, "planned, not ready yet"),
     (["check", "day01", "--dir", "/nonexistent/folder"], 2, "does not exist"),
     (["check", "day01", "--solution", "--dir", "."], 2, "either --solution or --dir"),
     (["check", "day03", "--exercise", "nope"], 2, "has no exercise 'nope'"),

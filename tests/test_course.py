@@ -16,7 +16,8 @@ def test_course_lists_twenty_days_with_mandatory_milestones(course):
 
 def test_ready_days_declare_complete_exercises(course):
     ready = [d for d in course.days if d.status == "ready"]
-    assert [d.id for d in ready] == [f"day{i:02d}" for i in range(1, 11)]
+    # Days 1-10 (through the first mandatory milestone) are ready; later days become ready as they are written.
+    assert {f"day{i:02d}" for i in range(1, 11)} <= {d.id for d in ready}
     for d in ready:
         for ex in d.exercises:
             assert set(ex.dtypes) <= set(ex.tolerances)

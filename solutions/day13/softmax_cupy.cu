@@ -1,0 +1,70 @@
+// Day 13, route 1: the kernel CuPy compiles at run time with NVRTC (softmax_cupy.py loads this file).
+//
+// One block per row, two passes over the row:
+//   pass 1: each thread keeps an online (max, sum) over its strided elements; the block merges them;
+//   pass 2: out = exp(x - max) / sum, reading the row again (from L2 for all but the longest rows).
+// The file includes no headers: NVRTC does not search the toolkit's include folder unless told to, so fp16 and
+// bf16 are handled as raw 16-bit patterns with one PTX conversion each way (cvt), which is all cuda_fp16.h and
+// cuda_bf16.h would do here. extern "C" keeps the kernel names unmangled for RawModule.get_function.
+
+struct Half { unsigned short bits; };
+struct BFloat16 { unsigned short bits; };
+
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(Half v) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v.bits));
+  return f;
+}
+__device__ __forceinline__ float to_float(BFloat16 v) { return __uint_as_float(static_cast<unsigned>(v.bits) << 16); }
+
+__device__ __forceinline__ void store(float* p, float f) { *p = f; }
+__device__ __forceinline__ void store(Half* p, float f) {
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  p->bits = h;
+}
+__device__ __forceinline__ void store(BFloat16* p, float f) {
+  unsigned short h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  p->bits = h;
+}
+
+// (m, s) represents s * exp(m) terms: merging two is rescaling the smaller max's sum. A max of -inf means "no
+// finite element yet" and contributes nothing (and must not produce -inf - -inf = NaN).
+__device__ __forceinline__ void merge(float& m, float& s, float m2, float s2) {
+  const float mx = fmaxf(m, m2);
+  if (mx == -INFINITY) return;
+  s = (m == -INFINITY ? 0.0f : s * expf(m - mx)) + (m2 == -INFINITY ? 0.0f : s2 * expf(m2 - mx));
+  m = mx;
+}
+
+template <typename T>
+__device__ void softmax_rows(const T* __restrict__ x, T* __restrict__ out, int cols) {
+  const long long row = blockIdx.x;
+  const T* xr = x + row * cols;
+  T* yr = out + row * cols;
+  // BEGIN SOLUTION
+  __shared__ float part_m[32], part_s[32];  // one (max, sum) per warp
+  float m = -INFINITY, s = 0.0f;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) merge(m, s, to_float(xr[c]), 1.0f);
+  for (int off = 16; off > 0; off >>= 1)
+    merge(m, s, __shfl_xor_sync(0xffffffffu, m, off), __shfl_xor_sync(0xffffffffu, s, off));
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+  if (lane == 0) part_m[warp] = m, part_s[warp] = s;
+  __syncthreads();
+  m = lane < warps ? part_m[lane] : -INFINITY;
+  s = lane < warps ? part_s[lane] : 0.0f;
+  for (int off = 16; off > 0; off >>= 1)
+    merge(m, s, __shfl_xor_sync(0xffffffffu, m, off), __shfl_xor_sync(0xffffffffu, s, off));
+  const float inv_s = 1.0f / s;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) store(yr + c, expf(to_float(xr[c]) - m) * inv_s);
+  // END SOLUTION
+}
+
+// blockDim.x is a multiple of 32, at most 1024; gridDim.x = rows.
+extern "C" __global__ void softmax_rows_f32(const float* x, float* out, int cols) { softmax_rows(x, out, cols); }
+extern "C" __global__ void softmax_rows_f16(const Half* x, Half* out, int cols) { softmax_rows(x, out, cols); }
+extern "C" __global__ void softmax_rows_bf16(const BFloat16* x, BFloat16* out, int cols) {
+  softmax_rows(x, out, cols);
+}

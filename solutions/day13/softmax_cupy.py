@@ -1,0 +1,49 @@
+"""Day 13, route 1: CuPy RawModule. The kernel is CUDA C++ text (softmax_cupy.cu beside this file) that NVRTC
+compiles the first time it is used, in this process; CuPy caches the result on disk for the next process.
+
+Nothing is copied: the kernel receives the torch tensors' device pointers. It must run on the stream torch is
+using now (the grader calls the op under a non-default stream and waits only for that one), so the launch
+happens inside CuPy's view of that stream.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import cupy
+import numpy as np
+import torch
+
+_KERNELS = {torch.float32: "softmax_rows_f32", torch.float16: "softmax_rows_f16", torch.bfloat16: "softmax_rows_bf16"}
+_modules: dict[int, cupy.RawModule] = {}  # one per device: a compiled module belongs to one CUDA context
+
+
+def _kernel(dtype: torch.dtype, device: int):
+    if device not in _modules:
+        source = Path(__file__).with_name("softmax_cupy.cu").read_text()
+        _modules[device] = cupy.RawModule(code=source, options=("--std=c++17",))
+    return _modules[device].get_function(_KERNELS[dtype])
+
+
+def _threads(cols: int) -> int:
+    # About 8 elements a thread, whole warps, 32 to 1024 threads.
+    return min(1024, max(32, (cols // 8 + 31) // 32 * 32))
+
+
+def softmax(x: torch.Tensor, out: torch.Tensor) -> None:
+    if x.dtype not in _KERNELS or out.dtype != x.dtype:
+        raise TypeError(f"softmax: x and out must share one of {list(_KERNELS)}, got {x.dtype} and {out.dtype}")
+    if not (x.is_cuda and x.dim() == 2 and x.is_contiguous() and out.is_contiguous() and out.shape == x.shape):
+        raise ValueError("softmax: x and out must be contiguous 2-D CUDA tensors of the same shape")
+    rows, cols = x.shape
+    if rows == 0 or cols == 0:
+        return
+    device = x.device.index
+    with cupy.cuda.Device(device):
+        kernel = _kernel(x.dtype, device)
+        stream = cupy.cuda.ExternalStream(torch.cuda.current_stream(x.device).cuda_stream)
+        # BEGIN SOLUTION
+        with stream:
+            # Pointers travel as 64-bit integers, `int` parameters as 32-bit ones: the argument types must match
+            # the kernel's parameter sizes exactly, as with cuLaunchKernel.
+            kernel((rows,), (_threads(cols),), (np.uint64(x.data_ptr()), np.uint64(out.data_ptr()), np.int32(cols)))
+        # END SOLUTION

@@ -1,4 +1,5 @@
 
+import pytest
 from grader.build import arch_list, build_lock, extension_name, parse_diagnostics, variant_for_dir
 from grader.plan import plan
 
@@ -43,3 +44,55 @@ def test_plan_orders_cases_and_seeds_them_independently(course):
     assert [c.seed(2) for c in cases] != seeds
     assert all(c.kind == "correctness" for c in plan(ex, ["fp16"], benchmark=False))
     assert {c.dtype for c in plan(ex, ["fp16"])} == {"fp16"}
+
+
+# -- Python exercises (build: python) --------------------------------------------------------------------------
+def test_python_exercise_module_loads_and_exports_its_op(tmp_path):
+    from grader.build import load_python_module
+
+    f = tmp_path / "op.py"
+    f.write_text("import math\n\ndef softmax(x, out):\n    return math.pi\n")
+    module, secs = load_python_module(name="t_py_ok", path=f, root=tmp_path)
+    assert module.softmax(None, None) > 3 and secs >= 0
+
+
+def test_python_exercise_syntax_error_is_a_build_error_at_file_and_line(tmp_path):
+    from grader.build import BuildError, load_python_module
+
+    f = tmp_path / "op.py"
+    f.write_text("def softmax(x, out):\n    return (\n")
+    with pytest.raises(BuildError) as e:
+        load_python_module(name="t_py_syntax", path=f, root=tmp_path)
+    (d,) = e.value.diagnostics
+    assert d.file == "op.py" and d.kind == "error" and d.line >= 2
+
+
+def test_python_exercise_error_at_import_names_the_student_line(tmp_path):
+    from grader.build import BuildError, load_python_module
+
+    f = tmp_path / "op.py"
+    f.write_text("X = 1\nY = undefined_name + 1\n")
+    with pytest.raises(BuildError) as e:
+        load_python_module(name="t_py_name", path=f, root=tmp_path)
+    (d,) = e.value.diagnostics
+    assert (d.file, d.line) == ("op.py", 2) and "NameError" in d.message
+
+
+def test_python_exercise_missing_package_is_the_environment_not_the_student(tmp_path):
+    from grader.build import MissingPackage, load_python_module
+
+    f = tmp_path / "op.py"
+    f.write_text("import surely_not_installed_pkg.sub\n")
+    with pytest.raises(MissingPackage, match="surely_not_installed_pkg"):
+        load_python_module(name="t_py_missing", path=f, root=tmp_path)
+
+
+def test_python_sources_compile_check_reports_syntax_errors(tmp_path):
+    from grader.compile_check import compile_sources
+
+    good, bad = tmp_path / "good.py", tmp_path / "bad.py"
+    good.write_text("def softmax(x, out):\n    pass\n")
+    bad.write_text("def softmax(x, out)\n    pass\n")
+    r_good, r_bad = compile_sources([good, bad], [], [], tmp_path)
+    assert r_good.ok and r_good.tool == "python"
+    assert not r_bad.ok and r_bad.diagnostics == ["bad.py:1: error: expected ':'"]

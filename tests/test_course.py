@@ -75,6 +75,10 @@ def _broken(tmp_path, root, mutate):
     (lambda r: r["days"][0]["exercises"][0].update(sources=["../../etc/passwd"]), "must be a file name inside"),
     (lambda r: r["days"][0].update(exercises=[]), "a ready day must list at least one exercise"),
     (lambda r: r["days"][0]["exercises"][0].update(typo_key=1), "typo_key: Extra inputs are not permitted"),
+    (lambda r: r["days"][0]["exercises"][0].update(build="python"), "lists its Python file (the one defining the op) first"),
+    (lambda r: r["days"][0]["exercises"][0].update(sources=["softmax.py"]), "Python source(s) ['softmax.py'] in a torch extension"),
+    (lambda r: r["days"][0]["exercises"][0].update(build="python", sources=["s.py"], extra_cuda_cflags=["-G"]),
+     "extra_cuda_cflags apply to torch extensions"),
 ])
 def test_malformed_course_names_the_key(tmp_path, root, mutate, expected):
     assert expected in _broken(tmp_path, root, mutate)

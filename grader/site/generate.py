@@ -1,0 +1,227 @@
+"""Writes the site's sources into a build folder: docs/ (markdown made from the repository) and mkdocs.yml.
+
+Pages (docs path <- repository source):
+  index.md          <- README.md
+  syllabus.md       <- syllabus.md
+  graph.md          <- course.yaml (the dependency graph)
+  glossary.md       <- glossary.yaml + days/*/glossary.yaml
+  tracks/NAME.md    <- tracks/NAME.md
+  days/dayNN.md     <- days/dayNN/README.md, or course.yaml for a day without a lesson yet
+Every day in course.yaml gets a page, so a new day appears on the site as soon as it is listed; its README
+replaces the placeholder as soon as it exists.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from ..course import Course, Day
+from . import glossary as gl
+from . import graph, transform
+
+HERE = Path(__file__).resolve().parent
+ASSETS = HERE / "assets"
+THEME = HERE / "theme"
+COPY_EXT = {".png", ".svg", ".jpg", ".jpeg", ".gif", ".webp"}
+JS = ["feedback.js", "grid.js", "steps.js", "sidenotes.js"]
+
+
+@dataclass
+class Generated:
+    out: Path
+    docs: Path
+    config: Path
+    site: Path
+    pages: dict[str, str] = field(default_factory=dict)  # docs path -> repository source
+    copied: list[str] = field(default_factory=list)
+    glossary: gl.Glossary | None = None
+
+
+def day_page(day_id: str) -> str:
+    return f"days/{day_id}.md"
+
+
+def nav_title(day: Day) -> str:
+    return f"{day.id[3:]} · {day.title}" + (" (planned)" if day.status != "ready" else "")
+
+
+def page_map(root: Path, course: Course) -> dict[str, str]:
+    """repository source -> docs path, for every page made from a markdown file of the repository."""
+    m = {}
+    if (root / "README.md").is_file():
+        m["README.md"] = "index.md"
+    if (root / "syllabus.md").is_file():
+        m["syllabus.md"] = "syllabus.md"
+    for p in sorted((root / "tracks").glob("*.md")):
+        m[f"tracks/{p.name}"] = f"tracks/{p.name}"
+    for d in course.days:
+        if (root / "days" / d.id / "README.md").is_file():
+            m[f"days/{d.id}/README.md"] = day_page(d.id)
+    return m
+
+
+def _front_matter(meta: dict) -> list[str]:
+    return ["---", *yaml.safe_dump(meta, sort_keys=False, allow_unicode=True).strip().splitlines(), "---", ""]
+
+
+def _day_header(day: Day, course: Course) -> list[str]:
+    """The line under a day's title: track, status, prerequisites, what is graded."""
+    after = ", ".join(f"[{p}](/{day_page(p)})" for p in day.prerequisites) or "nothing: start here"
+    bits = [f"**{day.track}** track", "mandatory" if day.mandatory else None,
+            "ready" if day.status == "ready" else "planned", f"after {after}"]
+    if day.status == "ready":
+        pts = sum(e.points for e in day.exercises)
+        bits.append(f"graded by `grader check {day.id}` ({pts} points)")
+    return ['<p class="day-meta no-gloss" markdown>' + " · ".join(b for b in bits if b) + "</p>"]
+
+
+def _planned_day(day: Day, course: Course) -> list[str]:
+    lines = [f"# Day {day.id[3:]} — {day.title}", ""] + _day_header(day, course) + [""]
+    state = "is planned: its" if day.status != "ready" else "is in the course, but its"
+    lines += ['!!! info "Not written yet"', f"    This day {state} lesson is not written yet. It will appear here "
+              f"as soon as `days/{day.id}/README.md` exists.", ""]
+    if day.topics:
+        lines += ["## Topics", ""] + [f"- {t}" for t in day.topics] + [""]
+    return lines
+
+
+def generate(root: Path, course: Course, out: Path) -> Generated:
+    """Writes out/docs and out/mkdocs.yml (docs/ is emptied first); the HTML goes to out/html when built."""
+    g = Generated(out=out, docs=out / "docs", config=out / "mkdocs.yml", site=out / "html")
+    if g.docs.exists():
+        shutil.rmtree(g.docs)
+    g.docs.mkdir(parents=True)
+    repo = course.repository.rstrip("/")
+    pages = page_map(root, course)
+    days = {d.id: d for d in course.days}
+
+    def resolve(path: str) -> str | None:
+        if path in pages:
+            return "/" + pages[path]
+        m = re.fullmatch(r"days/(day\d\d)/README\.md", path)
+        if m and m.group(1) in days:  # a day whose lesson is not written yet still has its page
+            return "/" + day_page(m.group(1))
+        f = root / path
+        if f.is_file() and f.suffix.lower() in COPY_EXT:
+            dest = g.docs / "files" / path
+            if not dest.exists():
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(f, dest)
+                g.copied.append(path)
+            return f"/files/{path}"
+        if f.exists():
+            return f"{repo}/{'tree' if f.is_dir() else 'blob'}/main/{path}"
+        return None
+
+    def write(docs_path: str, lines: list[str], source: str) -> None:
+        p = g.docs / docs_path
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
+        g.pages[docs_path] = source
+
+    for source, docs_path in pages.items():
+        text = (root / source).read_text(encoding="utf-8")
+        lines = transform.convert(text, source, resolve)
+        meta = {"source": source}
+        m = re.fullmatch(r"days/(day\d\d)/README\.md", source)
+        if m:
+            day = days[m.group(1)]
+            lines = transform.insert_after_title(lines, _day_header(day, course))
+            if day.status != "ready":
+                lines = transform.insert_after_title(lines, [
+                    '!!! info "Planned"', "    This day is still planned in course.yaml: the lesson below is a "
+                    "draft and there is nothing to grade yet."])
+            meta["day"] = day.id
+        write(docs_path, _front_matter(meta) + lines, source)
+    for d in course.days:
+        if day_page(d.id) not in g.pages:
+            write(day_page(d.id), _front_matter({"source": "course.yaml", "day": d.id}) + _planned_day(d, course),
+                  "course.yaml")
+
+    # The glossary: its page, and the terms file the term_links extension reads.
+    g.glossary = gl.load_glossary(root, [d.id for d in course.days])
+    write("glossary.md", gl.glossary_page(g.glossary, lambda d: "/" + day_page(d)).splitlines(), "glossary.yaml")
+    terms = [{"term": t.term, "anchor": t.anchor, "definition": plain(t.definition), "forms": t.forms()}
+             for t in g.glossary.terms]
+    (out / "terms.json").write_text(json.dumps(terms, indent=1, ensure_ascii=False), encoding="utf-8")
+
+    # The dependency graph page; the SVG is raw HTML, so its links are written relative to /graph/.
+    svg = graph.render_svg(course, lambda d: f"../days/{d}/")
+    write("graph.md", _front_matter({"source": "course.yaml", "hide": ["toc"]}) + [
+        "# Dependency graph", "",
+        "Each day builds on the days it points from (the `prerequisites` in `course.yaml`). Click a day to open "
+        "it; dashed days are planned.", "", graph.legend_html(course), "",
+        f'<div class="dep-graph-wrap">{svg}</div>', ""], "course.yaml")
+
+    # Our own scripts and styles.
+    dest = g.docs / "assets" / "course"
+    dest.mkdir(parents=True, exist_ok=True)
+    for f in ASSETS.iterdir():
+        if f.is_file():
+            shutil.copyfile(f, dest / f.name)
+
+    g.config.write_text(yaml.safe_dump(mkdocs_config(root, course, g, terms_file=out / "terms.json"),
+                                       sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return g
+
+
+def plain(md: str) -> str:
+    """A definition as tooltip text: no backticks, emphasis or link syntax."""
+    s = re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", md)
+    s = re.sub(r"`([^`]*)`", r"\1", s)
+    return re.sub(r"(\*\*|\*)(\S.*?\S|\S)\1", r"\2", s)
+
+
+def mkdocs_config(root: Path, course: Course, g: Generated, terms_file: Path) -> dict:
+    nav = [{"Home": "index.md"}] if "index.md" in g.pages else []
+    nav += [{"Syllabus": "syllabus.md"}] if "syllabus.md" in g.pages else []
+    nav += [{"Dependency graph": "graph.md"}, {"Glossary": "glossary.md"}]
+    tracks = [p for p in g.pages if p.startswith("tracks/")]
+    if tracks:
+        nav.append({"Tracks": [{Path(p).stem.capitalize(): p} for p in sorted(tracks)]})
+    nav.append({"Days": [{nav_title(d): day_page(d.id)} for d in course.days]})
+    return {
+        "site_name": course.title,
+        "site_description": "Lessons, exercises and an autograder: from a naive softmax to FlashAttention-2.",
+        "docs_dir": "docs",
+        "site_dir": "html",
+        "use_directory_urls": True,
+        "strict": False,
+        "theme": {
+            "name": "material",
+            "custom_dir": str(THEME),
+            "font": False,  # no web fonts: the site must work offline
+            "icon": {"logo": "material/chip"},
+            "palette": [
+                {"media": "(prefers-color-scheme: light)", "scheme": "default", "primary": "teal",
+                 "accent": "deep orange", "toggle": {"icon": "material/weather-night", "name": "Dark mode"}},
+                {"media": "(prefers-color-scheme: dark)", "scheme": "slate", "primary": "teal",
+                 "accent": "deep orange", "toggle": {"icon": "material/weather-sunny", "name": "Light mode"}},
+            ],
+            "features": ["content.code.copy", "content.code.annotate", "content.tabs.link", "content.tooltips",
+                         "content.footnote.tooltips", "navigation.footer", "navigation.top", "navigation.indexes",
+                         "toc.follow", "search.highlight"],
+        },
+        "markdown_extensions": [
+            {"toc": {"permalink": True}},
+            "admonition", "attr_list", "md_in_html", "def_list", "tables", "footnotes",
+            "pymdownx.details",
+            {"pymdownx.superfences": {}},
+            {"pymdownx.highlight": {"pygments_lang_class": True, "anchor_linenums": True}},
+            "pymdownx.inlinehilite",
+            {"pymdownx.tabbed": {"alternate_style": True}},
+            {"grader.site.term_links": {"terms_file": str(terms_file), "glossary_page": "/glossary.md"}},
+        ],
+        "plugins": ["search"],
+        "extra_css": ["assets/course/course.css"],
+        "extra_javascript": [f"assets/course/{j}" for j in JS],
+        "extra": {"generator": False, "course": {"repository": course.repository.rstrip("/"), "branch": "main"}},
+        "validation": {"absolute_links": "relative_to_docs", "unrecognized_links": "warn", "anchors": "warn",
+                       "omitted_files": "warn"},
+        "nav": nav,
+    }

@@ -1,0 +1,165 @@
+"""Lesson markdown as written for GitHub, turned into markdown for the site.
+
+Lessons stay readable on GitHub; the site upgrades a few conventions:
+
+- GitHub alerts (`> [!NOTE]`, `> [!TIP]`, `> [!IMPORTANT]`, `> [!WARNING]`, `> [!CAUTION]`) become admonitions;
+- tab groups written with HTML comments, invisible on GitHub,
+
+      <!-- tab: Pseudocode -->
+      ...any markdown...
+      <!-- tab: CUDA -->
+      ...any markdown...
+      <!-- /tabs -->
+
+  become content tabs (pymdownx.tabbed); tabs with the same label are linked across the site;
+- relative links are resolved against the source file: to another page of the site, to a copied image, or
+  else to the file on the course's repository.
+
+Fenced code is never touched.
+"""
+from __future__ import annotations
+
+import posixpath
+import re
+from typing import Callable
+
+FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})")
+ALERT = re.compile(r"^\s{0,3}>\s*\[!(NOTE|TIP|IMPORTANT|WARNING|CAUTION)\]\s*$", re.I)
+ALERT_KIND = {"NOTE": ("note", None), "TIP": ("tip", None), "IMPORTANT": ("info", "Important"),
+              "WARNING": ("warning", None), "CAUTION": ("danger", "Caution")}
+TAB = re.compile(r"^\s*<!--\s*tab:\s*(.+?)\s*-->\s*$")
+TABS_END = re.compile(r"^\s*<!--\s*/tabs\s*-->\s*$")
+INLINE_LINK = re.compile(r"(\]\(\s*)(<[^>]*>|[^)\s]+)((?:\s+\"[^\"]*\")?\s*\))")
+REF_DEF = re.compile(r"^(\s{0,3}\[[^\]]+\]:\s*)(<[^>]*>|\S+)(.*)$")
+CODE_SPAN = re.compile(r"(`+)(?:.*?[^`])?\1(?!`)")
+SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+
+
+def code_mask(lines: list[str]) -> list[bool]:
+    """True for the lines that belong to a fenced code block (fences included)."""
+    mask, fence = [], None
+    for line in lines:
+        m = FENCE.match(line)
+        if fence is None:
+            if m:
+                fence = m.group(2)
+                mask.append(True)
+                continue
+            mask.append(False)
+        else:
+            mask.append(True)
+            if m and m.group(2)[0] == fence[0] and len(m.group(2)) >= len(fence) and \
+                    not line.strip()[len(m.group(2)):].strip():
+                fence = None
+    return mask
+
+
+def alerts(lines: list[str]) -> list[str]:
+    """GitHub alerts -> admonitions. The alert is the `>` block that starts with the marker line."""
+    out, mask, i = [], code_mask(lines), 0
+    while i < len(lines):
+        m = None if mask[i] else ALERT.match(lines[i])
+        if not m:
+            out.append(lines[i])
+            i += 1
+            continue
+        kind, title = ALERT_KIND[m.group(1).upper()]
+        out.append(f'!!! {kind}' + (f' "{title}"' if title else ""))
+        i += 1
+        while i < len(lines) and re.match(r"^\s{0,3}>", lines[i]):
+            body = re.sub(r"^\s{0,3}> ?", "", lines[i])
+            out.append(("    " + body) if body.strip() else "")
+            i += 1
+        out.append("")
+    return out
+
+
+def tabs(lines: list[str], where: str = "") -> list[str]:
+    """`<!-- tab: Label -->` ... `<!-- /tabs -->` groups -> pymdownx.tabbed."""
+    from ..errors import GraderError
+
+    out, mask, i = [], code_mask(lines), 0
+    while i < len(lines):
+        m = None if mask[i] else TAB.match(lines[i])
+        if not m:
+            if not mask[i] and TABS_END.match(lines[i]):
+                raise GraderError(f"{where}:{i + 1}: `<!-- /tabs -->` without a `<!-- tab: Label -->` before it")
+            out.append(lines[i])
+            i += 1
+            continue
+        start = i
+        while True:
+            label = m.group(1).replace('"', "'")
+            out += ["", f'=== "{label}"', ""]
+            i += 1
+            while i < len(lines) and (mask[i] or not (TAB.match(lines[i]) or TABS_END.match(lines[i]))):
+                out.append(("    " + lines[i]) if lines[i].strip() else "")
+                i += 1
+            if i >= len(lines):
+                raise GraderError(f"{where}:{start + 1}: a tab group is not closed with `<!-- /tabs -->`")
+            m = TAB.match(lines[i])
+            if not m:  # the end marker
+                i += 1
+                out.append("")
+                break
+    return out
+
+
+def _outside_code_spans(line: str, fn: Callable[[str], str]) -> str:
+    parts, pos = [], 0
+    for m in CODE_SPAN.finditer(line):
+        parts.append(fn(line[pos:m.start()]))
+        parts.append(m.group(0))
+        pos = m.end()
+    parts.append(fn(line[pos:]))
+    return "".join(parts)
+
+
+def links(lines: list[str], source: str, resolve: Callable[[str], str | None]) -> list[str]:
+    """Rewrites relative link targets. `source` is the file's path in the repository (posix);
+    resolve(repo_path) returns the new target (without fragment) or None to leave the link as written."""
+    base = posixpath.dirname(source)
+
+    def target(t: str) -> str:
+        bracket = t.startswith("<") and t.endswith(">")
+        raw = t[1:-1] if bracket else t
+        if not raw or raw.startswith(("#", "/")) or SCHEME.match(raw):
+            return t
+        path, _, frag = raw.partition("#")
+        full = posixpath.normpath(posixpath.join(base, path)) if path else source
+        if full.startswith("../") or full == "..":
+            return t
+        new = resolve(full)
+        if new is None:
+            return t
+        new += f"#{frag}" if frag else ""
+        return f"<{new}>" if bracket else new
+
+    def inline(segment: str) -> str:
+        return INLINE_LINK.sub(lambda m: m.group(1) + target(m.group(2)) + m.group(3), segment)
+
+    out, mask = [], code_mask(lines)
+    for line, code in zip(lines, mask):
+        if code:
+            out.append(line)
+            continue
+        m = REF_DEF.match(line)
+        if m:
+            out.append(m.group(1) + target(m.group(2)) + m.group(3))
+        else:
+            out.append(_outside_code_spans(line, inline))
+    return out
+
+
+def insert_after_title(lines: list[str], block: list[str]) -> list[str]:
+    """Puts `block` right after the first level-1 heading (or at the top if there is none)."""
+    mask = code_mask(lines)
+    for i, (line, code) in enumerate(zip(lines, mask)):
+        if not code and re.match(r"^#\s", line):
+            return lines[:i + 1] + [""] + block + [""] + lines[i + 1:]
+    return block + [""] + lines
+
+
+def convert(text: str, source: str, resolve: Callable[[str], str | None]) -> list[str]:
+    lines = text.splitlines()
+    return links(tabs(alerts(lines), source), source, resolve)

@@ -1,6 +1,6 @@
-// matmul_binding.h: the PyTorch side of the matmul track (days 06 to 09). Every matmul op has the same
-// interface, c = a @ b for row-major a[M, K], b[K, N], c[M, N] in float32, float16 or bfloat16, so each day's
-// bindings.cpp only names its launchers. The launchers live in the day's matmul.cu, which includes only CUDA
+// matmul_binding.h: the PyTorch side of the matmul ops (days 06 to 09 on CUDA cores, day 11 on tensor cores).
+// Every matmul op has the same interface, c = a @ b for row-major a[M, K], b[K, N], c[M, N] in float32, float16 or
+// bfloat16 (day 11: the 16-bit types only), so each day's bindings.cpp only names its launchers. The launchers live in the day's matmul.cu, which includes only CUDA
 // headers and takes raw pointers, sizes and PyTorch's current stream.
 #pragma once
 
@@ -36,6 +36,25 @@ void matmul_any_float(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, L
   });
 }
 
+// The same for ops that exist only in 16 bits (the tensor-core days): float16 and bfloat16 are dispatched, anything
+// else is refused here with a message naming the op, so the day's .cu instantiates its launchers for __half and
+// __nv_bfloat16 only.
+template <typename Launch>
+void matmul_16bit(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, Launch launch, const char* what) {
+  check_matmul_args(a, b, c);
+  TORCH_CHECK(a.scalar_type() == at::kHalf || a.scalar_type() == at::kBFloat16, what,
+              " runs on tensor cores and supports float16 and bfloat16 only, got ", a.scalar_type());
+  const int M = static_cast<int>(a.size(0)), K = static_cast<int>(a.size(1)), N = static_cast<int>(b.size(1));
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  if (a.scalar_type() == at::kHalf)
+    check_launch(launch(data_as<const __half>(a), data_as<const __half>(b), data_as<__half>(c), M, N, K, stream),
+                 what);
+  else
+    check_launch(launch(data_as<const __nv_bfloat16>(a), data_as<const __nv_bfloat16>(b), data_as<__nv_bfloat16>(c),
+                        M, N, K, stream),
+                 what);
+}
+
 }  // namespace course
 
 // Defines a Python op `name` that runs the launcher template `launcher` for every float dtype.
@@ -44,5 +63,14 @@ void matmul_any_float(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, L
       name,                                                                                        \
       [](const at::Tensor& a, const at::Tensor& b, at::Tensor& c) {                                \
         course::matmul_any_float(a, b, c, [](auto... args) { return launcher(args...); }, #launcher); \
+      },                                                                                           \
+      doc, py::arg("a"), py::arg("b"), py::arg("c"))
+
+// The same for a 16-bit-only launcher (float16 and bfloat16; float32 is refused with a clear message).
+#define COURSE_MATMUL_OP_16BIT(m, name, launcher, doc)                                             \
+  m.def(                                                                                           \
+      name,                                                                                        \
+      [](const at::Tensor& a, const at::Tensor& b, at::Tensor& c) {                                \
+        course::matmul_16bit(a, b, c, [](auto... args) { return launcher(args...); }, name);       \
       },                                                                                           \
       doc, py::arg("a"), py::arg("b"), py::arg("c"))

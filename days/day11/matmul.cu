@@ -1,0 +1,227 @@
+// Day 11: matmul on the tensor cores, c[M, N] = a[M, K] @ b[K, N] (row-major), __half or __nv_bfloat16 storage,
+// fp32 accumulation, the result rounded once to the storage type. Two kernels, the same interface as days 06-09.
+//
+// Kernel 1, matmul_wmma: the first tensor-core kernel, through CUDA's C++ WMMA API (<mma.h>).
+//   - The unit of work is a warp-wide 16 x 16 x 16 product: wmma::mma_sync(acc, a_frag, b_frag, acc) multiplies a
+//     16 x 16 tile of A by a 16 x 16 tile of B and adds it to a 16 x 16 fp32 accumulator. A fragment is that tile
+//     spread over the 32 lanes' registers (8 values each for a, b; 8 floats for acc) in a layout WMMA keeps
+//     opaque: it is filled only by wmma::load_matrix_sync from memory and emptied by wmma::store_matrix_sync.
+//   - Block tile 128 x 128, BK = 32, 8 warps as 2 x 4, each warp a 64 x 32 tile = 4 x 2 accumulator fragments.
+//     __launch_bounds__(256, 2): at most 128 registers, so two blocks (16 warps) share an SM and hide each other's
+//     loads and barriers; the 64 accumulators take half of them.
+//     Per 16-wide k step a warp loads 2 B and 4 A fragments from shared memory and issues 8 mma_sync.
+//   - Tiles go global -> registers -> shared memory (16-byte loads when K and N are multiples of 8 and the bases
+//     aligned, guarded scalar loads otherwise, out-of-range entries zero), one stage, two barriers per K-tile:
+//     simple on purpose. Rows are padded by 8 elements (16 bytes) so that the 8 rows a load_matrix_sync reads at
+//     once fall in different banks.
+//   - Epilogue: each fragment goes through a per-warp 16 x 16 fp32 patch of shared memory (its layout is opaque,
+//     so this is the only way to know which element is which), then out with guarded stores, rounded to T.
+//
+// Kernel 2, matmul_mma: the same product with the instructions WMMA compiles to, in inline PTX, and the data
+// movement that feeds them at speed.
+//   - mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}: a warp multiplies a 16 x 16 A tile by a 16 x 8 B tile
+//     into a 16 x 8 fp32 accumulator. Unlike WMMA, the fragment layouts are documented (PTX ISA, "Matrix
+//     Fragments for mma.m16n8k16"): with g = lane / 4 and t = lane % 4,
+//        A (4 regs of 2 x 16 bit): a0 = A[g][2t, 2t+1]  a1 = A[g+8][2t, 2t+1]  a2 = A[g][2t+8, +9]  a3 = A[g+8][2t+8, +9]
+//        B (2 regs):               b0 = B[2t, 2t+1][g]   b1 = B[2t+8, 2t+9][g]
+//        C (4 fp32):               c0, c1 = C[g][2t, 2t+1]                     c2, c3 = C[g+8][2t, 2t+1]
+//     so the epilogue writes C straight from registers.
+//   - ldmatrix.sync.aligned.m8n8.x4.shared.b16 loads four 8 x 8 16-bit matrices from shared memory, each lane
+//     supplying the address of one 16-byte row (lanes 8i .. 8i+7 the rows of matrix i) and receiving, of every
+//     matrix, row lane/4, elements 2(lane%4) and +1: exactly the A fragment above. B is stored [k][n] (row-major,
+//     as in global memory), and the fragment wants two k values at one n: the .trans variant delivers each
+//     matrix transposed, which is that. One x4 (non-trans) per 16 x 16 A fragment, one x4.trans per two 8-wide
+//     B fragments.
+//   - cp.async multi-stage pipeline: global -> shared without registers, STAGES (4) tiles in flight; one
+//     cp.async.wait_group + one __syncthreads per K-tile. K-tile kt+3 is copied while kt is computed.
+//   - XOR swizzle of 16-byte chunks in shared memory: chunk c of row r is stored at chunk c ^ f(r). Without it, an
+//     ldmatrix phase (8 lanes, 8 rows, the same chunk column) hits one bank group 8 times (B rows are 512 bytes
+//     apart) or 4 times (A rows 64 bytes apart, two rows per 128 bytes). With it, the 8 rows land in 8 distinct
+//     16-byte slots of a 128-byte line: conflict-free reads, and the cp.async writes stay conflict-free (the XOR
+//     permutes chunks within 128 bytes).
+//   - Block tile 128 x 256, BK = 32, 8 warps as 2 x 4 with a 64 x 64 warp tile: per 16-wide k step 4 ldmatrix.x4
+//     (A), 4 ldmatrix.x4.trans (B) feed 32 mma. 128 fp32 accumulators per thread. 4 stages x 24 KiB = 96 KiB of
+//     dynamic shared memory; one block per SM (registers).
+//   - Block swizzle: a 1-D grid walked down groups of 8 block-rows, so blocks running together share A and B
+//     tiles in L2.
+//   - Any shape: the 16-byte cp.async path needs K and N multiples of 8 and 16-byte-aligned bases; edge chunks
+//     are zero-filled by cp.async itself (source size 0). Other shapes (odd K, unaligned offsets) take the same
+//     kernel with guarded scalar loads that write the same swizzled layout (kAsync = false), and guarded stores.
+//
+// Where it stands: see days/day11/README.md ("Measured") and measured/NOTES.md.
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <mma.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "float_convert.cuh"  // to_float(v), from_float<T>(v)
+
+// Two fp32 results of a row as one 32-bit value of two T, rounded to nearest (for 4- and 16-byte stores).
+template <typename T>
+__device__ __forceinline__ uint32_t pack2(float x, float y) {
+  if constexpr (std::is_same_v<T, __half>) {
+    const __half2 v = __floats2half2_rn(x, y);
+    return *reinterpret_cast<const uint32_t*>(&v);
+  } else {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(x, y);
+    return *reinterpret_cast<const uint32_t*>(&v);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Kernel 1: WMMA
+// ---------------------------------------------------------------------------------------------------------------
+namespace wmma_gemm {
+
+constexpr int BM = 128, BN = 128, BK = 32;       // block tile
+constexpr int WARPS_M = 2, WARPS_N = 4;          // 8 warps
+constexpr int kThreads = 32 * WARPS_M * WARPS_N;
+constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;  // warp tile 64 x 32
+constexpr int FM = WM / 16, FN = WN / 16;             // 4 x 2 fragments of 16 x 16 per warp
+constexpr int PAD = 8;                                // elements of padding per shared row (16 bytes)
+constexpr int LDA = BK + PAD, LDB = BN + PAD;         // shared row lengths (ldm), multiples of 8 as WMMA needs
+static_assert(FM * 16 == WM && FN * 16 == WN && BK % 16 == 0, "warp tiles are whole 16 x 16 x 16 fragments");
+static_assert(LDA % 8 == 0 && LDB % 8 == 0, "WMMA's ldm for 16-bit types is a multiple of 8 elements");
+
+// YOUR CODE HERE
+
+template <typename T, bool kVec>
+__global__ void __launch_bounds__(kThreads, 2)
+    kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K) {
+  using namespace nvcuda;
+  __shared__ __align__(32) T As[BM][LDA];
+  __shared__ __align__(32) T Bs[BK][LDB];
+  __shared__ __align__(32) float Cs[WARPS_M * WARPS_N][16][16];  // per-warp patch for the epilogue
+  // YOUR CODE HERE
+}
+
+}  // namespace wmma_gemm
+
+// ---------------------------------------------------------------------------------------------------------------
+// Kernel 2: mma.sync + ldmatrix + cp.async, swizzled shared memory
+// ---------------------------------------------------------------------------------------------------------------
+namespace mma_gemm {
+
+// Tuning knobs (scripts/tc_sweep.py rebuilds this file with -D overrides). The defaults: 128 x 256 x 32 tiles,
+// 8 warps as 2 x 4 (64 x 64 per warp), 4 stages.
+#ifndef TC_BM
+#define TC_BM 128
+#endif
+#ifndef TC_BN
+#define TC_BN 256
+#endif
+#ifndef TC_BK
+#define TC_BK 32
+#endif
+#ifndef TC_WARPS_M
+#define TC_WARPS_M 2
+#endif
+#ifndef TC_WARPS_N
+#define TC_WARPS_N 4
+#endif
+#ifndef TC_STAGES
+#define TC_STAGES 4
+#endif
+#ifndef TC_MIN_BLOCKS
+#define TC_MIN_BLOCKS 1
+#endif
+#ifndef TC_GROUP
+#define TC_GROUP 8  // block-rows per swizzle group
+#endif
+constexpr int BM = TC_BM, BN = TC_BN, BK = TC_BK, STAGES = TC_STAGES;
+constexpr int WARPS_M = TC_WARPS_M, WARPS_N = TC_WARPS_N;
+constexpr int kThreads = 32 * WARPS_M * WARPS_N;
+constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;  // warp tile
+constexpr int MI = WM / 16, NJ = WN / 8;             // m16 A fragments and n8 B fragments per warp
+constexpr int A_CPR = BK / 8, B_CPR = BN / 8;        // 16-byte chunks per shared row of A [BM][BK] and B [BK][BN]
+constexpr int A_LOADS = BM * A_CPR / kThreads;       // 16-byte chunks per thread per tile
+constexpr int B_LOADS = BK * B_CPR / kThreads;
+constexpr int kStageElems = BM * BK + BK * BN;       // one stage: the A tile, then the B tile
+constexpr int kSmemBytes = STAGES * kStageElems * 2;
+static_assert(MI * 16 == WM && NJ * 8 == WN && NJ % 2 == 0 && BK % 16 == 0, "warp tiles are whole 16 x 16 steps");
+static_assert(kSmemBytes <= 227 * 1024, "the stages must fit in an SM's shared memory (227 KiB on H100/H200)");
+static_assert((A_CPR == 4 || A_CPR % 8 == 0) && B_CPR % 8 == 0, "the swizzle needs rows of 4 or 8k chunks");
+static_assert(A_LOADS * kThreads == BM * A_CPR && B_LOADS * kThreads == BK * B_CPR, "tiles split evenly");
+static_assert(STAGES >= 2, "a pipeline needs two stages at least");
+
+// PTX wrappers (provided). Shared-memory operands are 32-bit shared-window addresses (smem_addr).
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+// 16 bytes global -> shared, asynchronously; the 16 bytes are zeros instead when !ok (src must still be valid).
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool ok) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(ok ? 16 : 0)
+               : "memory");
+}
+// Closes the group of this thread's cp.async issued since the last commit.
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// Waits until at most N of this thread's committed groups are still in flight (the oldest complete first).
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+// Four 8 x 8 matrices of 16-bit values: lane 8i + r gives the address of row r of matrix i; every lane receives,
+// in r[i], row lane/4 and columns 2(lane%4), 2(lane%4)+1 of matrix i (with .trans: of matrix i transposed).
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+// d += a (16 x 16, row-major fragment) * b (16 x 8, column-major fragment), fp32 accumulators.
+template <typename T>
+__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  if constexpr (std::is_same_v<T, __half>) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  } else {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+}
+// YOUR CODE HERE
+
+template <typename T, bool kAsync>
+__global__ void __launch_bounds__(kThreads, TC_MIN_BLOCKS)
+    kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K) {
+  extern __shared__ __align__(128) unsigned char smem[];  // STAGES x {A tile [BM][BK], B tile [BK][BN]}, swizzled
+  // YOUR CODE HERE
+}
+
+}  // namespace mma_gemm
+
+// ---------------------------------------------------------------------------------------------------------------
+// Launchers (float is not a tensor-core type here: the bindings reject it before calling these)
+// ---------------------------------------------------------------------------------------------------------------
+template <typename T>
+cudaError_t matmul_wmma_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
+  using namespace wmma_gemm;
+  // YOUR CODE HERE
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t matmul_mma_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
+  using namespace mma_gemm;
+  // YOUR CODE HERE
+  return cudaGetLastError();
+}
+
+#define INSTANTIATE(T)                                                                                      \
+  template cudaError_t matmul_wmma_forward<T>(const T*, const T*, T*, int, int, int, cudaStream_t);        \
+  template cudaError_t matmul_mma_forward<T>(const T*, const T*, T*, int, int, int, cudaStream_t);
+INSTANTIATE(__half)
+INSTANTIATE(__nv_bfloat16)
+#undef INSTANTIATE

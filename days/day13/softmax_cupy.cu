@@ -7,6 +7,9 @@
 // bf16 are handled as raw 16-bit patterns with one PTX conversion each way (cvt), which is all cuda_fp16.h and
 // cuda_bf16.h would do here. extern "C" keeps the kernel names unmangled for RawModule.get_function.
 
+// Without math.h there is no INFINITY macro: -inf from its bit pattern.
+__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
+
 struct Half { unsigned short bits; };
 struct BFloat16 { unsigned short bits; };
 
@@ -34,8 +37,8 @@ __device__ __forceinline__ void store(BFloat16* p, float f) {
 // finite element yet" and contributes nothing (and must not produce -inf - -inf = NaN).
 __device__ __forceinline__ void merge(float& m, float& s, float m2, float s2) {
   const float mx = fmaxf(m, m2);
-  if (mx == -INFINITY) return;
-  s = (m == -INFINITY ? 0.0f : s * expf(m - mx)) + (m2 == -INFINITY ? 0.0f : s2 * expf(m2 - mx));
+  if (mx == neg_inf()) return;
+  s = (m == neg_inf() ? 0.0f : s * expf(m - mx)) + (m2 == neg_inf() ? 0.0f : s2 * expf(m2 - mx));
   m = mx;
 }
 

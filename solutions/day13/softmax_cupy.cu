@@ -7,6 +7,9 @@
 // bf16 are handled as raw 16-bit patterns with one PTX conversion each way (cvt), which is all cuda_fp16.h and
 // cuda_bf16.h would do here. extern "C" keeps the kernel names unmangled for RawModule.get_function.
 
+// Without math.h there is no INFINITY macro: -inf from its bit pattern.
+__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
+
 struct Half { unsigned short bits; };
 struct BFloat16 { unsigned short bits; };
 
@@ -34,8 +37,8 @@ __device__ __forceinline__ void store(BFloat16* p, float f) {
 // finite element yet" and contributes nothing (and must not produce -inf - -inf = NaN).
 __device__ __forceinline__ void merge(float& m, float& s, float m2, float s2) {
   const float mx = fmaxf(m, m2);
-  if (mx == -INFINITY) return;
-  s = (m == -INFINITY ? 0.0f : s * expf(m - mx)) + (m2 == -INFINITY ? 0.0f : s2 * expf(m2 - mx));
+  if (mx == neg_inf()) return;
+  s = (m == neg_inf() ? 0.0f : s * expf(m - mx)) + (m2 == neg_inf() ? 0.0f : s2 * expf(m2 - mx));
   m = mx;
 }
 
@@ -46,14 +49,14 @@ __device__ void softmax_rows(const T* __restrict__ x, T* __restrict__ out, int c
   T* yr = out + row * cols;
   // BEGIN SOLUTION
   __shared__ float part_m[32], part_s[32];  // one (max, sum) per warp
-  float m = -INFINITY, s = 0.0f;
+  float m = neg_inf(), s = 0.0f;
   for (int c = threadIdx.x; c < cols; c += blockDim.x) merge(m, s, to_float(xr[c]), 1.0f);
   for (int off = 16; off > 0; off >>= 1)
     merge(m, s, __shfl_xor_sync(0xffffffffu, m, off), __shfl_xor_sync(0xffffffffu, s, off));
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
   if (lane == 0) part_m[warp] = m, part_s[warp] = s;
   __syncthreads();
-  m = lane < warps ? part_m[lane] : -INFINITY;
+  m = lane < warps ? part_m[lane] : neg_inf();
   s = lane < warps ? part_s[lane] : 0.0f;
   for (int off = 16; off > 0; off >>= 1)
     merge(m, s, __shfl_xor_sync(0xffffffffu, m, off), __shfl_xor_sync(0xffffffffu, s, off));

@@ -10,8 +10,16 @@ from __future__ import annotations
 import math
 
 import numba
+import numpy as np
 import torch
-from numba import cuda
+
+# numba-cuda 0.30 registers an implementation for np.row_stack at its first compilation, and NumPy 2.5 removed
+# that alias of np.vstack: without this line every compilation fails with "module 'numpy' has no attribute
+# 'row_stack'". (numba itself checks the NumPy version before doing so; numba-cuda does not yet.)
+if not hasattr(np, "row_stack"):
+    np.row_stack = np.vstack
+
+from numba import cuda  # noqa: E402  (after the shim above)
 
 _F32 = numba.float32
 _NEG_INF = _F32(-math.inf)

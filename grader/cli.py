@@ -248,8 +248,8 @@ def cmd_site(args) -> int:
         res = build(root, course, out, strict=args.strict)
     for w in res.warnings:
         console.print(Text.assemble(("warning:", "yellow"), f" {w}"))
-    console.print(f"built {res.pages} pages and {res.terms} glossary terms into {_rel(res.site, root)} in "
-                  f"{res.seconds:.1f} s")
+    console.print(f"built {res.pages} pages and {res.terms} glossary term{'' if res.terms == 1 else 's'} into "
+                  f"{_rel(res.site, root)} in {res.seconds:.1f} s")
     if args.site_cmd == "build":
         return 0
     import threading

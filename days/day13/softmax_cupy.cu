@@ -1,7 +1,8 @@
 // Day 13, route 1: the kernel CuPy compiles at run time with NVRTC (softmax_cupy.py loads this file).
 //
 // One block per row, two passes over the row:
-//   pass 1: each thread keeps an online (max, sum) over its strided elements; the block merges them;
+//   pass 1: each thread keeps an online (max, sum) over its strided elements (one exp per element); the block
+//           merges the pairs with shuffles and one shared-memory step;
 //   pass 2: out = exp(x - max) / sum, reading the row again (from L2 for all but the longest rows).
 // The file includes no headers: NVRTC does not search the toolkit's include folder unless told to, so fp16 and
 // bf16 are handled as raw 16-bit patterns with one PTX conversion each way (cvt), which is all cuda_fp16.h and
@@ -40,6 +41,16 @@ __device__ __forceinline__ void merge(float& m, float& s, float m2, float s2) {
   if (mx == neg_inf()) return;
   s = (m == neg_inf() ? 0.0f : s * expf(m - mx)) + (m2 == neg_inf() ? 0.0f : s2 * expf(m2 - mx));
   m = mx;
+}
+
+// One more element into a thread's own (m, s): one exp per element, and a rescale only when the max grows.
+__device__ __forceinline__ void push(float& m, float& s, float v) {
+  if (v > m) {
+    s = s * expf(m - v) + 1.0f;  // the first finite v: expf(-inf) = 0, so s = 1
+    m = v;
+  } else if (v != neg_inf()) {
+    s += expf(v - m);
+  }
 }
 
 template <typename T>

@@ -38,6 +38,16 @@ def _merge(m, s, m2, s2):
 
 
 @cuda.jit(device=True, inline=True)
+def _push(m, s, v):
+    # One element into a thread's own (m, s): one exp, and a rescale only when the max grows.
+    if v > m:
+        return v, s * math.exp(m - v) + _F32(1)
+    if v != _NEG_INF:
+        return m, s + math.exp(v - m)
+    return m, s
+
+
+@cuda.jit(device=True, inline=True)
 def _warp_merge(m, s):
     off = 16
     while off > 0:

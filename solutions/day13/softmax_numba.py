@@ -38,6 +38,16 @@ def _merge(m, s, m2, s2):
 
 
 @cuda.jit(device=True, inline=True)
+def _push(m, s, v):
+    # One element into a thread's own (m, s): one exp, and a rescale only when the max grows.
+    if v > m:
+        return v, s * math.exp(m - v) + _F32(1)
+    if v != _NEG_INF:
+        return m, s + math.exp(v - m)
+    return m, s
+
+
+@cuda.jit(device=True, inline=True)
 def _warp_merge(m, s):
     off = 16
     while off > 0:
@@ -58,7 +68,7 @@ def _softmax_rows(x, out):
     m = _NEG_INF
     s = _F32(0)
     for c in range(tid, cols, cuda.blockDim.x):
-        m, s = _merge(m, s, _F32(x[row, c]), _F32(1))
+        m, s = _push(m, s, _F32(x[row, c]))
     m, s = _warp_merge(m, s)
     warp, lane, warps = tid // 32, tid % 32, cuda.blockDim.x // 32
     if lane == 0:

@@ -150,6 +150,20 @@ def test_terms_become_hover_links_in_prose_only():
     assert "<h2>A warp</h2>" in html and "warp in code" in html and "sm_80" in html
 
 
+@pytest.mark.parametrize("lang, code", [
+    ("cuda", "__global__ void k(float* x) { x[threadIdx.x] = 0.f; }"),
+    ("ptx", "ld.global.f32 %f1, [%rd1];"),
+    ("python", "def f(x):\n    return x + 1"),
+    ("bash", "grader check day01 --solution  # a comment"),
+])
+def test_code_languages_are_highlighted(lang, code):
+    import markdown
+
+    html = markdown.markdown(f"```{lang}\n{code}\n```", extensions=["pymdownx.superfences", "pymdownx.highlight"],
+                             extension_configs={"pymdownx.highlight": {"pygments_lang_class": True}})
+    assert f'class="language-{lang} highlight"' in html and html.count('<span class="') >= 3, html
+
+
 # -- markdown conventions ------------------------------------------------------------------------------------
 def test_github_alerts_and_comment_tabs_become_admonitions_and_tabs():
     from grader.site.transform import alerts, tabs
@@ -177,6 +191,25 @@ def test_github_alerts_and_comment_tabs_become_admonitions_and_tabs():
     assert '=== "Pseudocode"\n\n    ```\n    x = 1\n    ```' in out
     assert '=== "CUDA"\n\n    ```cuda\n    <!-- tab: not a marker inside code -->\n    int x = 1;' in out
     assert out.rstrip().endswith("after") and "/tabs" not in out
+
+
+def test_github_lists_are_nested_and_started_as_github_does():
+    from grader.site.transform import gfm_lists
+
+    src = textwrap.dedent("""\
+        What it does:
+        1. builds
+           across lines;
+           - a nested item
+             ```
+             - code, not an item
+             ```
+        2. runs
+        lazy continuation
+        """).splitlines()
+    assert gfm_lists(src) == [
+        "What it does:", "", "1. builds", "    across lines;", "    - a nested item", "        ```",
+        "        - code, not an item", "        ```", "2. runs", "lazy continuation"]
 
 
 @pytest.mark.parametrize("text, message", [

@@ -150,6 +150,14 @@ def test_glossary_term_shows_its_definition_on_hover(page):
     assert page.locator("dt#warp").is_visible()
 
 
+def test_page_has_a_table_of_contents(page):
+    page.goto("/days/day01/")
+    toc = page.locator(".md-sidebar--secondary nav.md-nav--secondary")
+    assert toc.is_visible()
+    toc.locator("a.md-nav__link", has_text="The kernel").click()
+    page.wait_for_url("**/days/day01/#the-kernel")
+
+
 def test_collapsible_box_opens(page):
     page.goto("/days/day01/")
     box = page.locator("details.convention").first

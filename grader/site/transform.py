@@ -105,6 +105,60 @@ def tabs(lines: list[str], where: str = "") -> list[str]:
     return out
 
 
+LIST_ITEM = re.compile(r"^( *)([-*+]|\d{1,9}[.)])( +)(?=\S)")
+BLOCK_START = re.compile(r"^\s{0,3}(#|>|\||<|```|~~~|!!!|\?\?\?|===)")
+
+
+def gfm_lists(lines: list[str]) -> list[str]:
+    """Lists as GitHub reads them -> as Python-Markdown reads them.
+
+    GitHub nests a list item under its parent's text column (2 spaces under `- `, 3 under `1. `) and lets a list
+    start right after a paragraph line; Python-Markdown wants 4 spaces per level and a blank line first. Lines
+    inside list items (continuations, fenced code) move with their item."""
+    out: list[str] = []
+    levels: list[tuple[int, int]] = []  # open items: (source text column, output text column)
+    fence, fence_shift, prev_blank, prev_text = None, 0, True, False
+    for line in lines:
+        expanded = line.expandtabs(4)
+        n = len(expanded) - len(expanded.lstrip(" "))
+        if fence is not None:  # inside a fenced block: shift it with its item, parse nothing
+            out.append(" " * max(0, n + fence_shift) + expanded.lstrip(" ") if expanded.strip() else "")
+            m = FENCE.match(expanded)
+            if m and m.group(2)[0] == fence[0] and len(m.group(2)) >= len(fence) and \
+                    not expanded.strip()[len(m.group(2)):].strip():
+                fence = None
+            continue
+        if not expanded.strip():
+            out.append("")
+            prev_blank = True
+            continue
+        item = LIST_ITEM.match(expanded)
+        while levels and n < levels[-1][0] and not (item is None and not prev_blank):
+            levels.pop()  # dedented below the item's text after a blank line (or a new, shallower item)
+        if item:
+            marker, gap = item.group(2), item.group(3)
+            col = levels[-1][1] if levels and n >= levels[-1][0] else 0
+            if not levels and prev_text and not prev_blank and (marker[0] not in "0123456789" or
+                                                                  marker[:-1] == "1"):
+                out.append("")  # GitHub lets a list interrupt a paragraph; Python-Markdown needs a blank line
+            rest = expanded[item.end():]
+            out.append(" " * col + marker + " " + rest)
+            src_text = n + len(marker) + len(gap)
+            levels.append((src_text if len(gap) <= 4 else n + len(marker) + 1, col + 4))
+        elif levels and n >= levels[-1][0]:
+            src, dst = levels[-1]
+            out.append(" " * (dst + n - src) + expanded.lstrip(" "))
+        else:
+            out.append(line)
+        m = FENCE.match(expanded)
+        if m:
+            fence = m.group(2)
+            fence_shift = len(out[-1]) - len(out[-1].lstrip(" ")) - n
+        prev_blank = False
+        prev_text = not item and not BLOCK_START.match(expanded) and not levels
+    return out
+
+
 def _outside_code_spans(line: str, fn: Callable[[str], str]) -> str:
     parts, pos = [], 0
     for m in CODE_SPAN.finditer(line):
@@ -162,4 +216,4 @@ def insert_after_title(lines: list[str], block: list[str]) -> list[str]:
 
 def convert(text: str, source: str, resolve: Callable[[str], str | None]) -> list[str]:
     lines = text.splitlines()
-    return links(tabs(alerts(lines), source), source, resolve)
+    return links(tabs(alerts(gfm_lists(lines)), source), source, resolve)

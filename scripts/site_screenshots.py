@@ -57,10 +57,12 @@ def main() -> int:
         page = browser.new_page(viewport={"width": 1600, "height": 1000}, device_scale_factor=1)
         page.route("**/*", guard)
         page.goto(f"{base}/days/day01/")
+        # The site's scripts have all run once the last one (sidenotes.js) has marked the page.
+        page.wait_for_function("document.querySelector('.md-content__inner')?.dataset.sidenotes === '1'")
+        page.add_style_tag(content=".md-top { display: none !important; }")  # the "back to top" pill
         fig = page.locator("figure.cg").first
         fig.wait_for()
         page.locator(".cg-slider").first.fill("77")  # a thread in the second block, second row
-        # Scroll down to it in one jump (scrolling up would bring up the theme's "back to top" button).
         fig.evaluate("el => window.scrollTo(0, el.getBoundingClientRect().top + window.scrollY - 150)")
         page.wait_for_timeout(300)
         page.screenshot(path=str(out / "day01-grid-2d.png"))

@@ -89,6 +89,13 @@ def page(chromium, site_url):
     assert errors == [], f"JavaScript errors: {errors}"
 
 
+def _goto(pg, path):
+    """Opens a page and waits until the site's scripts have run (sidenotes.js, the last one, marks the page)."""
+    resp = pg.goto(path)
+    pg.wait_for_function("document.querySelector('.md-content__inner')?.dataset.sidenotes === '1'")
+    return resp
+
+
 def _tab(pg, label):
     return pg.locator(".tabbed-labels label", has_text=label).first
 
@@ -102,24 +109,25 @@ def _selected_tab(pg) -> str:
 
 
 def test_tabs_switch_and_stay_switched_across_pages(page):
-    page.goto("/days/day01/")
+    _goto(page, "/days/day01/")
     assert _selected_tab(page) == "Pseudocode"
     cuda_code = page.locator(".tabbed-block", has_text="fmaxf").first
     assert not cuda_code.is_visible()
     _tab(page, "CUDA").click()
     assert cuda_code.is_visible() and _selected_tab(page) == "CUDA"
-    page.goto("/days/day02/")  # another page, same labels: the reader's choice holds
+    _goto(page, "/days/day02/")  # another page, same labels: the reader's choice holds
     assert _selected_tab(page) == "CUDA"
     assert page.locator(".tabbed-block", has_text="__shfl_xor_sync").first.is_visible()
-    page.goto("/days/day01/")
+    _goto(page, "/days/day01/")
     assert _selected_tab(page) == "CUDA"
     _tab(page, "Pseudocode").click()
     page.reload()
+    page.wait_for_function("document.querySelector('.md-content__inner')?.dataset.sidenotes === '1'")
     assert _selected_tab(page) == "Pseudocode"
 
 
 def test_copy_button_copies_the_code(page):
-    page.goto("/days/day01/")
+    _goto(page, "/days/day01/")
     block = page.locator("#check-your-work ~ div.language-bash").first
     block.scroll_into_view_if_needed()
     block.hover()
@@ -131,14 +139,14 @@ def test_copy_button_copies_the_code(page):
 
 
 def test_code_is_highlighted_per_language(page):
-    page.goto("/days/day01/")
+    _goto(page, "/days/day01/")
     for lang in ("cuda", "python", "bash", "cpp"):
         spans = page.locator(f"div.language-{lang} code span[class]")
         assert spans.count() > 3, lang
 
 
 def test_glossary_term_shows_its_definition_on_hover(page):
-    page.goto("/days/day01/")
+    _goto(page, "/days/day01/")
     term = page.locator('a.gloss[data-term="warp"]').first
     term.scroll_into_view_if_needed()
     term.hover()
@@ -151,15 +159,15 @@ def test_glossary_term_shows_its_definition_on_hover(page):
 
 
 def test_page_has_a_table_of_contents(page):
-    page.goto("/days/day01/")
+    _goto(page, "/days/day01/")
     toc = page.locator(".md-sidebar--secondary nav.md-nav--secondary")
     assert toc.is_visible()
-    toc.locator("a.md-nav__link", has_text="The kernel").click()
+    toc.locator('a.md-nav__link[href="#the-kernel"]').click()
     page.wait_for_url("**/days/day01/#the-kernel")
 
 
 def test_collapsible_box_opens(page):
-    page.goto("/days/day01/")
+    _goto(page, "/days/day01/")
     box = page.locator("details.convention").first
     assert box.get_attribute("open") is None
     assert not box.locator("li").first.is_visible()
@@ -169,7 +177,7 @@ def test_collapsible_box_opens(page):
 
 
 def test_dependency_graph_links_to_a_day(page):
-    page.goto("/graph/")
+    _goto(page, "/graph/")
     nodes = page.locator("svg.dep-graph a.dg-node")
     assert nodes.count() == 20
     assert page.locator('a.dg-node.dg-planned').count() >= 1
@@ -196,7 +204,7 @@ def _drawn(page):
 
 
 def test_grid_figure_slider_and_3d_switch_change_the_drawing(page):
-    page.goto("/days/day01/")
+    _goto(page, "/days/day01/")
     fig = _figure(page)
     start = _drawn(page)
     assert start["view"] == "2d" and start["current"] == "0,0,0|0,0,0"
@@ -228,7 +236,7 @@ def test_grid_figure_slider_and_3d_switch_change_the_drawing(page):
 
 
 def test_step_figure_steps(page):
-    page.goto("/days/day02/")
+    _goto(page, "/days/day02/")
     steps = page.locator("div.steps").first
     steps.scroll_into_view_if_needed()
     frames = steps.locator(".step")
@@ -240,17 +248,22 @@ def test_step_figure_steps(page):
 
 
 def test_footnotes_become_margin_notes_on_wide_screens(page):
-    page.goto("/days/day01/")
+    _goto(page, "/days/day01/")
     note = page.locator("aside.sidenote").first
     assert note.is_visible() and "132 SMs" in note.inner_text()
     ref = page.locator("a.footnote-ref").first
     assert abs(note.bounding_box()["y"] - ref.bounding_box()["y"]) < 200  # beside the text that cites it
-    page.set_viewport_size({"width": 1000, "height": 900})
-    assert not note.is_visible() and page.locator(".footnote li").first.is_visible() is not None
+    page.set_viewport_size({"width": 1000, "height": 900})  # narrower: the notes are at the bottom again
+    assert not note.is_visible()
+    ref.scroll_into_view_if_needed()
+    ref.hover()  # with a preview on hover
+    tip = page.locator(".md-tooltip2--active")
+    tip.wait_for()
+    assert "132 SMs" in tip.inner_text()
 
 
 def test_selecting_text_offers_a_prefilled_suggestion(page, course):
-    page.goto("/days/day01/")
+    _goto(page, "/days/day01/")
     selected = page.evaluate("""() => {
         const p = Array.from(document.querySelectorAll('.md-content p')).find(p => p.textContent.includes('does not change the result'));
         const r = document.createRange(); r.selectNodeContents(p);
@@ -273,7 +286,7 @@ def test_selecting_text_offers_a_prefilled_suggestion(page, course):
 def test_every_page_loads_without_leaving_127_0_0_1(page, site_url, course):
     pages = ["/", "/syllabus/", "/graph/", "/glossary/"] + [f"/days/{d.id}/" for d in course.days]
     for path in pages:
-        resp = page.goto(path)
+        resp = _goto(page, path)
         assert resp.status == 200, path
         page.wait_for_load_state("load")
     # The page fixture fails the test if any of these loads asked for another host.

@@ -1,7 +1,6 @@
 /* Footnotes as margin notes. On wide screens each footnote is also shown in the right margin beside the
  * paragraph that cites it (the list at the bottom is then hidden); on narrower screens the footnotes stay at
- * the bottom, with the theme's hover preview. `<aside class="margin-note" markdown>` gives a margin note
- * without a number. */
+ * the bottom, with the theme's hover preview. */
 (function () {
   "use strict";
 
@@ -9,7 +8,7 @@
     const inner = document.querySelector(".md-content__inner");
     if (!inner || inner.dataset.sidenotes) return;
     inner.dataset.sidenotes = "1";
-    let count = inner.querySelectorAll(".margin-note").length;
+    let count = 0;
     inner.querySelectorAll("a.footnote-ref").forEach((a) => {
       const id = decodeURIComponent((a.getAttribute("href") || "").replace(/^#/, ""));
       const li = id && document.getElementById(id);

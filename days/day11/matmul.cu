@@ -200,6 +200,8 @@ __global__ void __launch_bounds__(kThreads, TC_MIN_BLOCKS)
   // YOUR CODE HERE
 }
 
+// YOUR CODE HERE
+
 }  // namespace mma_gemm
 
 // ---------------------------------------------------------------------------------------------------------------

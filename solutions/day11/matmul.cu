@@ -431,6 +431,23 @@ __global__ void __launch_bounds__(kThreads, TC_MIN_BLOCKS)
   // END SOLUTION
 }
 
+// BEGIN SOLUTION
+// One launch of kernel<T, kAsync>. Over 48 KiB of dynamic shared memory must be asked for, once per kernel: the
+// function-local static is per instantiation of this template (a static in a generic lambda taking the kernel as
+// a function pointer would be shared by both kernels of a T: same pointer type). `static` gives the function
+// internal linkage: a local static of an ordinary template is one object for the whole process (a "unique"
+// symbol), shared by every extension module that defines the same template, e.g. two builds of this file.
+template <typename T, bool kAsync>
+static cudaError_t launch(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
+  static const cudaError_t attr =
+      cudaFuncSetAttribute(kernel<T, kAsync>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  if (attr != cudaSuccess) return attr;
+  const dim3 grid(((M + BM - 1) / BM) * ((N + BN - 1) / BN));
+  kernel<T, kAsync><<<grid, kThreads, kSmemBytes, stream>>>(a, b, c, M, N, K);
+  return cudaGetLastError();
+}
+// END SOLUTION
+
 }  // namespace mma_gemm
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -455,20 +472,10 @@ template <typename T>
 cudaError_t matmul_mma_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
   using namespace mma_gemm;
   // BEGIN SOLUTION
-  const dim3 grid(((M + BM - 1) / BM) * ((N + BN - 1) / BN));
   const bool aligned = ((reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) |
                          reinterpret_cast<uintptr_t>(c)) % 16) == 0;
-  // More than 48 KiB of dynamic shared memory must be asked for, once per kernel instance (the static below is
-  // one per instantiation of this generic lambda).
-  auto launch = [&](auto kern) {
-    static const cudaError_t err =
-        cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
-    if (err != cudaSuccess) return err;
-    kern<<<grid, kThreads, kSmemBytes, stream>>>(a, b, c, M, N, K);
-    return cudaGetLastError();
-  };
-  if (aligned && K % 8 == 0 && N % 8 == 0) return launch(kernel<T, true>);
-  return launch(kernel<T, false>);
+  if (aligned && K % 8 == 0 && N % 8 == 0) return launch<T, true>(a, b, c, M, N, K, stream);
+  return launch<T, false>(a, b, c, M, N, K, stream);
   // END SOLUTION
   return cudaGetLastError();
 }

@@ -224,6 +224,15 @@ def test_broken_tab_groups_are_errors_with_a_line(text, message):
     assert str(e.value).startswith("days/day09/README.md:")
 
 
+def test_heading_anchors_are_githubs(built):
+    from grader.site.transform import github_slug
+
+    assert github_slug("Concept 5: expf, __expf and --use_fast_math") == "concept-5-expf-__expf-and---use_fast_math"
+    assert github_slug("Day 01 — Naive softmax: one thread per row") == "day-01--naive-softmax-one-thread-per-row"
+    html = (built.site / "days" / "day03" / "index.html").read_text()
+    assert 'id="concept-5-expf-__expf-and---use_fast_math"' in html
+
+
 def test_links_resolve_against_the_source_file():
     from grader.site.transform import links
 

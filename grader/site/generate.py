@@ -29,6 +29,7 @@ ASSETS = HERE / "assets"
 THEME = HERE / "theme"
 COPY_EXT = {".png", ".svg", ".jpg", ".jpeg", ".gif", ".webp"}
 JS = ["feedback.js", "grid.js", "steps.js", "sidenotes.js"]
+SLUGIFY = "!!python/name:grader.site.transform.github_slug"
 
 
 @dataclass
@@ -165,8 +166,10 @@ def generate(root: Path, course: Course, out: Path) -> Generated:
         if f.is_file():
             shutil.copyfile(f, dest / f.name)
 
-    g.config.write_text(yaml.safe_dump(mkdocs_config(root, course, g, terms_file=out / "terms.json"),
-                                       sort_keys=False, allow_unicode=True), encoding="utf-8")
+    text = yaml.safe_dump(mkdocs_config(root, course, g, terms_file=out / "terms.json"), sort_keys=False,
+                          allow_unicode=True)
+    # A Python function as a value: MkDocs' YAML loader takes the !!python/name tag, safe_dump cannot write it.
+    g.config.write_text(text.replace(repr(SLUGIFY), SLUGIFY), encoding="utf-8")
     return g
 
 
@@ -208,7 +211,7 @@ def mkdocs_config(root: Path, course: Course, g: Generated, terms_file: Path) ->
                          "toc.follow", "search.highlight"],
         },
         "markdown_extensions": [
-            {"toc": {"permalink": True}},
+            {"toc": {"permalink": True, "slugify": SLUGIFY}},
             "admonition", "attr_list", "md_in_html", "def_list", "tables", "footnotes",
             "pymdownx.details",
             {"pymdownx.superfences": {}},

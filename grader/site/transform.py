@@ -35,6 +35,13 @@ CODE_SPAN = re.compile(r"(`+)(?:.*?[^`])?\1(?!`)")
 SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 
 
+def github_slug(value: str, separator: str = "-") -> str:
+    """Heading anchors as GitHub makes them (lowercase; drop all but letters, digits, `_`, `-` and spaces;
+    spaces become `-`, runs are kept), so `README.md#some-heading` links work on GitHub and on the site alike."""
+    value = re.sub(r"[^\w\- ]", "", value.strip().lower())
+    return value.replace(" ", separator)
+
+
 def code_mask(lines: list[str]) -> list[bool]:
     """True for the lines that belong to a fenced code block (fences included)."""
     mask, fence = [], None

@@ -132,11 +132,11 @@ def generate(root: Path, course: Course, out: Path) -> Generated:
         m = re.fullmatch(r"days/(day\d\d)/README\.md", source)
         if m:
             day = days[m.group(1)]
-            lines = transform.insert_after_title(lines, _day_header(day, course))
-            if day.status != "ready":
+            if day.status != "ready":  # inserted first, so it ends up under the day's header line
                 lines = transform.insert_after_title(lines, [
                     '!!! info "Planned"', "    This day is still planned in course.yaml: the lesson below is a "
                     "draft and there is nothing to grade yet."])
+            lines = transform.insert_after_title(lines, _day_header(day, course))
             meta["day"] = day.id
         write(docs_path, _front_matter(meta) + lines, source)
     for d in course.days:

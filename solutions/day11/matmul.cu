@@ -1,5 +1,6 @@
 // Day 11: matmul on the tensor cores, c[M, N] = a[M, K] @ b[K, N] (row-major), __half or __nv_bfloat16 storage,
-// fp32 accumulation, the result rounded once to the storage type. Two kernels, the same interface as days 06-09.
+// fp32 accumulation, the result rounded once to the storage type. Two kernels, the same interface as days 06-09
+// (kernel 3, Hopper's wgmma, is in matmul_wgmma.cu).
 //
 // Kernel 1, matmul_wmma: the first tensor-core kernel, through CUDA's C++ WMMA API (<mma.h>).
 //   - The unit of work is a warp-wide 16 x 16 x 16 product: wmma::mma_sync(acc, a_frag, b_frag, acc) multiplies a
@@ -35,20 +36,25 @@
 //   - cp.async multi-stage pipeline: global -> shared without registers, STAGES (4) tiles in flight; one
 //     cp.async.wait_group + one __syncthreads per K-tile. K-tile kt+3 is copied while kt is computed.
 //   - XOR swizzle of 16-byte chunks in shared memory: chunk c of row r is stored at chunk c ^ f(r). Without it, an
-//     ldmatrix phase (8 lanes, 8 rows, the same chunk column) hits one bank group 8 times (B rows are 512 bytes
-//     apart) or 4 times (A rows 64 bytes apart, two rows per 128 bytes). With it, the 8 rows land in 8 distinct
+//     ldmatrix phase (8 lanes, 8 rows, the same chunk column) hits one bank group 8 times (B rows are 256 bytes
+//     apart) or 4 times (A rows 64 bytes apart, two per 128 bytes). With it, the 8 rows land in 8 distinct
 //     16-byte slots of a 128-byte line: conflict-free reads, and the cp.async writes stay conflict-free (the XOR
 //     permutes chunks within 128 bytes).
-//   - Block tile 128 x 256, BK = 32, 8 warps as 2 x 4 with a 64 x 64 warp tile: per 16-wide k step 4 ldmatrix.x4
-//     (A), 4 ldmatrix.x4.trans (B) feed 32 mma. 128 fp32 accumulators per thread. 4 stages x 24 KiB = 96 KiB of
-//     dynamic shared memory; one block per SM (registers).
+//   - Block tile 128 x 128, BK = 32, 4 warps as 2 x 2 with a 64 x 64 warp tile: per 16-wide k step 4 ldmatrix.x4
+//     (A), 4 ldmatrix.x4.trans (B) feed 32 mma. 128 fp32 accumulators per thread (ptxas, sm_80 and sm_90: 236
+//     registers, 255 for the guarded instance, no spills). 4 stages x 16 KiB = 64 KiB of dynamic shared memory; __launch_bounds__(128, 2): two blocks per SM.
+//     Measured against 128 x 256 tiles with 8 warps (one block per SM; 41% of cuBLAS bf16 at 4096^3 and 8192^3),
+//     3 stages, 256 x 128 tiles and BK = 64 (scripts/tc_sweep.py, measured/NOTES.md): this one, at 48.5%
+//     (geometric mean of the two), and BK = 64 (48.8%, but the guarded path then spills) were the best.
 //   - Block swizzle: a 1-D grid walked down groups of 8 block-rows, so blocks running together share A and B
 //     tiles in L2.
 //   - Any shape: the 16-byte cp.async path needs K and N multiples of 8 and 16-byte-aligned bases; edge chunks
 //     are zero-filled by cp.async itself (source size 0). Other shapes (odd K, unaligned offsets) take the same
 //     kernel with guarded scalar loads that write the same swizzled layout (kAsync = false), and guarded stores.
 //
-// Where it stands: see days/day11/README.md ("Measured") and measured/NOTES.md.
+// Where it stands (H200, `grader check day11 --solution`): kernel 1 at 95-110 TFLOP/s, 2.2x day 09's CUDA-core
+// kernel; kernel 2 at 250-410 TFLOP/s, 0.41-0.54x cuBLAS (geometric mean 0.50x). mma.sync does not reach
+// cuBLAS on Hopper, which runs wgmma: kernel 3. days/day11/README.md ("Measured") has the tables.
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -186,13 +192,13 @@ __global__ void __launch_bounds__(kThreads, 2)
 // ---------------------------------------------------------------------------------------------------------------
 namespace mma_gemm {
 
-// Tuning knobs (scripts/tc_sweep.py rebuilds this file with -D overrides). The defaults: 128 x 256 x 32 tiles,
-// 8 warps as 2 x 4 (64 x 64 per warp), 4 stages.
+// Tuning knobs (scripts/tc_sweep.py rebuilds this file with -D overrides). The defaults: 128 x 128 x 32 tiles,
+// 4 warps as 2 x 2 (64 x 64 per warp), 4 stages, two blocks per SM.
 #ifndef TC_BM
 #define TC_BM 128
 #endif
 #ifndef TC_BN
-#define TC_BN 256
+#define TC_BN 128
 #endif
 #ifndef TC_BK
 #define TC_BK 32
@@ -201,13 +207,13 @@ namespace mma_gemm {
 #define TC_WARPS_M 2
 #endif
 #ifndef TC_WARPS_N
-#define TC_WARPS_N 4
+#define TC_WARPS_N 2
 #endif
 #ifndef TC_STAGES
 #define TC_STAGES 4
 #endif
 #ifndef TC_MIN_BLOCKS
-#define TC_MIN_BLOCKS 1
+#define TC_MIN_BLOCKS 2
 #endif
 #ifndef TC_GROUP
 #define TC_GROUP 8  // block-rows per swizzle group

@@ -28,9 +28,12 @@
 //     rewritten at iteration kt is the one read at kt - 2: the copies run 2 tiles (128 k) ahead.
 //   - Any shape: as in kernel 2, K and N multiples of 8 and 16-byte-aligned bases take cp.async (edge chunks
 //     zero-filled); anything else takes guarded scalar loads into the same layout.
-// The prototype of this kernel reached 587 TFLOP/s (75% of cuBLAS) in bf16 at 4096^3 and 639 (79.5%) at 8192^3 on
-// an H200 (measured/NOTES.md). Not used: TMA, thread-block clusters, warp specialization, a persistent grid, a
-// register-level epilogue through shared memory: what cuBLAS adds on top.
+// Measured on an H200 (`grader check day11 --solution`, days/day11/README.md): 549 TFLOP/s = 0.73x cuBLAS in fp16
+// at 4096^3 and 588 = 0.79x at 8192^3; bf16 489 (0.63x) and 609 (0.76x); 0.59-0.60x at 3000 x 5000 x 2000, where
+// the 128 x 256 tiles leave ragged edges. Geometric mean 0.69x. A standalone run of the same kernel had bf16 at
+// 587 (0.75x) at 4096^3: the 4096^3 bf16 figure moves by 20% between runs, the others by a few %. Not used: TMA,
+// thread-block clusters, warp specialization (producer warps), a persistent grid, an epilogue through shared
+// memory: what cuBLAS adds on top.
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

@@ -1,0 +1,172 @@
+// Day 12: FlashAttention-2 forward on tensor cores. The same op as day 10 (O = softmax(scale · Q Kᵀ) V per
+// (batch, head) and the fp32 row logsumexp; q, k, v, o contiguous [B, H, N, d], lse fp32 [B, H, N], scale =
+// 1/sqrt(d), d = 64 or 128, causal: query i sees keys j <= i), for __half and __nv_bfloat16 only: both products
+// run on tensor cores with fp32 accumulation. fp32 inputs are rejected (day 10 is the fp32 kernel).
+//
+// Changes vs day 10's flash_attention (CUDA cores, fp32 tiles in shared memory, P through shared memory):
+//   - mma.sync.m16n8k16 (inline PTX, day 11) for S = Q Kᵀ and O += P V, fp32 accumulators in registers. One
+//     block = 8 warps = 128 query rows (Br), each warp owns 16 rows and walks all keys: warps never exchange
+//     anything, so the row max and row sum are reductions over the 4 lanes of a quad (2 shuffles).
+//   - Q's fragments are loaded once (ldmatrix.x4, d/16 x 4 registers) and stay in registers for the whole loop.
+//     Registers (ptxas): d = 128: O 64 + Q 32 + S 32 and addresses, 194 (one 8-warp block per SM, 96 KiB of
+//     shared memory); d = 64: 128 under a 2-blocks-per-SM cap (48 KiB each), no spills on sm_80 or sm_90.
+//   - K and V tiles of Bc rows are stored as they are (fp16/bf16, no conversion) and double-buffered: cp.async
+//     fetches tile t+1 while the warps compute on tile t, with K's and V's copies in separate commit groups so
+//     that S = Q Kᵀ can start before V has landed.
+//   - Shared rows are XOR-swizzled in 16-byte chunks (chunk c of row r is stored at c ^ (r % 8)): the 8 rows an
+//     ldmatrix phase reads hit 8 different bank groups, so ldmatrix (x4, and x4.trans for V, whose B fragments
+//     run down the rows) is conflict-free without padding, and cp.async's 16-byte stores stay aligned.
+//   - P never touches shared memory: the m16n8 accumulator layout of S (thread t holds row t/4 (+8), columns
+//     2(t%4), +1 of each 8-column tile) is the layout of the m16n8k16 A operand, so two adjacent S tiles, rounded
+//     to 16 bits and packed in pairs, are P's A fragment for 16 keys.
+//   - exp2 with log2(e)/sqrt(d) folded into one FFMA per score: p = ex2(s · c − m · c), ex2.approx.ftz (one MUFU
+//     op; results under 2^-126 flush to 0, which is invisible next to a row sum >= 1). lse = m/sqrt(d) + ln l.
+//   - Causal: key tiles past the block's last row are never loaded; a warp skips the arithmetic of a tile that
+//     is entirely above its own 16 rows; only tiles that cross the diagonal (or N) are masked elementwise. Blocks
+//     of a head run heaviest first, as on day 10.
+//   - Any N: rows past N are zero-filled by cp.async (src-size 0: nothing is read), keys past N are masked to
+//     -inf, rows past N are never stored. Tensors whose start is not 16-byte aligned (the `offset` cases) take
+//     an instance that copies 2-byte elements instead of cp.async and stores O element by element.
+//   - The O tile leaves through shared memory (each warp's own 16 Q rows, dead by then): 16-byte coalesced
+//     stores instead of the accumulator layout's scattered 4-byte ones.
+// Hopper (sm_90a): a second kernel on wgmma, compiled only into the sm_90a image (`__CUDA_ARCH_FEAT_SM90_ALL`,
+//   `-gencode=arch=compute_90a,code=sm_90a` from course.yaml) and chosen at run time when the GPU is a 9.0 part,
+//   the image really is sm_90a (a one-time probe kernel says so) and the tensors are 16-byte aligned; everything
+//   else takes the mma.sync kernel. Two warpgroups of 64 query rows (Br = 128), Bc = 128, 189 registers (d = 128):
+//   - S = Q Kᵀ is wgmma m64n128k16 with both operands read from shared memory through descriptors (128-byte
+//     swizzle, K-major); O += P V is m64n{d}k16 with P from registers (the same accumulator-to-A-fragment
+//     identity as above, per warp) and V from shared memory as an N-major operand (imm-trans-b = 1), so V needs
+//     no transpose either.
+//   - wgmma is asynchronous: each iteration issues S for tile t+1 and P V for tile t back to back, waits for S
+//     only, and runs the softmax of tile t+1 on the CUDA cores while the tensor cores are still busy with P V.
+//   - Tiles arrive by TMA: one thread issues cp.async.bulk.tensor copies of [rows][64] boxes from a 3-D view
+//     [B·H][N][d] of each tensor (rows past N come back as zeros), the Tensor Memory Accelerator writes them in
+//     the 128-byte-swizzled layout wgmma reads, and an mbarrier per buffer counts the bytes in; the other threads
+//     wait on its phase. V[t+1] and K[t+2] are in flight during iteration t; one __syncthreads per iteration
+//     frees the buffers of tile t-1. (FA12_WG_TMA=0: the same tiles by cp.async from every thread, 16 bytes each.)
+// Measured on an H200 (days/day12/README.md, `grader check day12 --solution`; measured/NOTES.md for the steps):
+// every case correct in fp16 and bf16; at bf16 4x16x4096x128 547 TFLOP/s = 1.57x SDPA's FlashAttention-2 backend
+// and 0.83x its cuDNN backend (causal: 493, 1.64x, 0.86x); d = 64: 351 TFLOP/s, 1.18x and 0.73x. With cp.async
+// instead of TMA the same kernel ran at 346 TFLOP/s (0.97-1.00x flash), and a third buffer changed nothing for
+// either; the mma.sync kernel alone runs at 215 TFLOP/s there (0.61x flash; 0.73-0.76x at d = 64).
+
+#include <cuda.h>  // CUtensorMap (the TMA descriptor)
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+// Knobs (-D...) for measuring alternatives; the defaults are what the notes found fastest.
+#ifndef FA12_MMA_BC64
+#define FA12_MMA_BC64 64  // mma.sync kernel, d = 64: keys per tile
+#endif
+#ifndef FA12_MMA_MIN_BLOCKS64
+#define FA12_MMA_MIN_BLOCKS64 2  // mma.sync kernel, d = 64: blocks per SM promised to ptxas (2: <= 128 registers)
+#endif
+#ifndef FA12_WG_STAGES
+#define FA12_WG_STAGES 2  // wgmma kernel: K and V buffers (2 or 3: tiles are fetched 1 or 2 iterations ahead)
+#endif
+#ifndef FA12_WG_TMA
+#define FA12_WG_TMA 1  // wgmma kernel: 1 = tiles by TMA (one thread, mbarriers), 0 = cp.async by every thread
+#endif
+#ifndef FA12_WG_OVERLAP
+#define FA12_WG_OVERLAP 1  // 0: the wgmma kernel waits for each product before the next step (to measure overlap)
+#endif
+#ifndef FA12_HOPPER
+#define FA12_HOPPER 1  // 0: never take the wgmma kernel (to time the mma.sync kernel on a Hopper GPU)
+#endif
+
+// ---------------------------------------------------------------------------------------------------------------
+// The mma.sync kernel (sm_80 and later)
+// ---------------------------------------------------------------------------------------------------------------
+
+namespace mma {
+
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+constexpr int kBr = 16 * kWarps;  // query rows per block: 16 per warp
+
+template <int D>
+struct Cfg;
+template <>
+struct Cfg<64> {
+  static constexpr int kBc = FA12_MMA_BC64;
+  static constexpr int kMinBlocks = FA12_MMA_MIN_BLOCKS64;
+};
+template <>
+struct Cfg<128> {
+  static constexpr int kBc = 64;
+  static constexpr int kMinBlocks = 1;  // O (64) + Q (32) + S (32) registers alone are 128: one block per SM
+};
+
+// Shared memory: Q [Br][D], K [2][Bc][D], V [2][Bc][D], all 16-bit, rows swizzled (see swz).
+template <int D>
+struct Smem {
+  static constexpr int kBc = Cfg<D>::kBc;
+  static constexpr int kQ = 0;                   // elements
+  static constexpr int kK = kQ + kBr * D;
+  static constexpr int kV = kK + 2 * kBc * D;
+  static constexpr size_t kBytes = 2 * (kV + 2 * kBc * D);  // d = 64: 48 KiB; d = 128: 96 KiB
+};
+
+// YOUR CODE HERE
+
+}  // namespace mma
+
+// Helpers shared by both kernels.
+namespace tc {
+
+// YOUR CODE HERE
+
+}  // namespace tc
+
+namespace mma {
+
+// YOUR CODE HERE
+
+// One block per (batch·head, tile of 128 query rows), heaviest causal tiles first:
+// blockIdx.x = bh · q_tiles + (q_tiles - 1 - tile). c = log2(e)/sqrt(D), scale = 1/sqrt(D).
+template <typename T, int D, bool kVec>
+__global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
+    flash_mma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,
+                     float* __restrict__ lse, int n, int q_tiles, bool causal, float c, float scale) {
+  // YOUR CODE HERE
+}
+
+// YOUR CODE HERE
+
+}  // namespace mma
+
+// ---------------------------------------------------------------------------------------------------------------
+// The wgmma kernel (sm_90a only)
+// ---------------------------------------------------------------------------------------------------------------
+
+// YOUR CODE HERE
+
+template <typename T>
+cudaError_t flash_attention_mma_forward(const T* q, const T* k, const T* v, T* o, float* lse, int batch, int heads,
+                                        int n, int d, bool causal, cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, float>) {
+    return cudaErrorNotSupported;  // tensor cores take 16-bit inputs here (the bindings reject fp32 first)
+  } else {
+    if (batch == 0 || heads == 0 || n == 0) return cudaSuccess;
+    cudaError_t err = cudaSuccess;
+    // YOUR CODE HERE
+    return err;
+  }
+}
+
+// The bindings see only the declaration (common/attention_binding.h dispatches all three dtypes, so the float
+// instance exists and returns an error).
+template cudaError_t flash_attention_mma_forward<float>(const float*, const float*, const float*, float*, float*,
+                                                        int, int, int, int, bool, cudaStream_t);
+template cudaError_t flash_attention_mma_forward<__half>(const __half*, const __half*, const __half*, __half*,
+                                                         float*, int, int, int, int, bool, cudaStream_t);
+template cudaError_t flash_attention_mma_forward<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*,
+                                                                const __nv_bfloat16*, __nv_bfloat16*, float*, int,
+                                                                int, int, int, bool, cudaStream_t);

@@ -34,8 +34,12 @@ def kernel_resources(sources: list[Path], include_dirs: list[Path], extra_flags:
                 p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
             except (OSError, subprocess.TimeoutExpired):
                 continue
+        # The exercise's own flags may add images (e.g. sm_80 and sm_90a for wgmma): keep this GPU's, and its
+        # arch-specific one ("a") where built, since that is the image the driver runs here.
+        rank = {f"sm_{arch}": 1, f"sm_{arch}a": 2}
         for k in parse_ptxas(p.stdout + p.stderr):
-            found[k.function] = asdict(k)
+            if rank.get(k.arch, 0) > rank.get(found.get(k.function, {}).get("arch"), 0):
+                found[k.function] = asdict(k)
     pretty = demangle(sorted(found))
     for mangled, k in found.items():
         k["demangled"] = pretty.get(mangled, mangled)

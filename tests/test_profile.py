@@ -373,3 +373,25 @@ def test_flow_ncu_timeout(monkeypatch, tmp_path, course, fake_ncu_path):
                         lambda cmd, log, cwd, t: None if "--export" in cmd else real(cmd, log, cwd, t))
     code, out = _profile(tmp_path, course)
     assert code == 2 and "did not finish in 600 s" in out and "smaller --shape" in out
+
+
+def test_ptxas_resources_come_from_the_image_this_gpu_runs(monkeypatch, tmp_path):
+    """An exercise that adds sm_80 and sm_90a images: on a 9.0 GPU the sm_90a figures are the real ones."""
+    import subprocess
+    from types import SimpleNamespace
+
+    from grader import ptxas_report
+
+    def entry(arch, regs):
+        return (f"ptxas info    : Compiling entry function '_Z1kPf' for '{arch}'\n"
+                f"ptxas info    : Used {regs} registers, used 1 barriers, 1024 bytes smem\n")
+    log = entry("sm_80", 100) + entry("sm_90a", 168) + entry("sm_90", 4)
+    monkeypatch.setattr(ptxas_report, "nvcc_path", lambda: "nvcc")
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: SimpleNamespace(stdout=log, stderr="", returncode=0))
+    monkeypatch.setattr(ptxas_report, "demangle", lambda names: {n: n for n in names})
+    src = tmp_path / "k.cu"
+    src.write_text("")
+    res = ptxas_report.kernel_resources([src], [], ["-gencode=arch=compute_90a,code=sm_90a"], (9, 0))
+    assert res["_Z1kPf"]["arch"] == "sm_90a" and res["_Z1kPf"]["registers"] == 168
+    res80 = ptxas_report.kernel_resources([src], [], [], (8, 0))
+    assert res80["_Z1kPf"]["registers"] == 100

@@ -46,7 +46,7 @@ def test_stub_reports_not_implemented(day, tmp_path):
 KNOWN_WRONG = yaml.safe_load((ROOT / "tests" / "known_wrong.yaml").read_text())
 
 
-@pytest.mark.parametrize("bug", KNOWN_WRONG, ids=[b["name"] for b in KNOWN_WRONG])
+@pytest.mark.parametrize("bug", KNOWN_WRONG, ids=[f"{b['day']}-{b['name']}" for b in KNOWN_WRONG])  # -k day12 selects a day
 def test_known_wrong_kernel_fails_with_the_right_message(bug, tmp_path):
     src = tmp_path / bug["day"]
     shutil.copytree(ROOT / "solutions" / bug["day"], src)

@@ -3,7 +3,7 @@
 // within reach of it. Built with -gencode=arch=compute_90a,code=sm_90a (course.yaml, this exercise's
 // extra_cuda_cflags); on any other GPU, or a build without sm_90a, the op runs kernel 2 (matmul_mma) instead.
 //
-// What changes vs kernel 2:
+// Kernel 3a, what changes vs kernel 2:
 //   - wgmma.mma_async.sync.aligned.m64n256k16: one instruction, issued by a whole warpgroup (4 warps, 128
 //     threads), multiplies a 64 x 16 tile of A by a 16 x 256 tile of B into a 64 x 256 fp32 accumulator spread
 //     over the warpgroup's registers (128 floats per thread: warp w of the group holds rows 16w .. 16w+15 in
@@ -26,15 +26,34 @@
 //   - Block tile 128 x 256 x 64, 2 warpgroups (256 threads), each a 64 x 256 half of the tile; 4 stages of 48 KiB
 //     (193 KiB with the alignment slack). One wgmma group stays in flight across iterations, so the stage
 //     rewritten at iteration kt is the one read at kt - 2: the copies run 2 tiles (128 k) ahead.
-//   - Any shape: as in kernel 2, K and N multiples of 8 and 16-byte-aligned bases take cp.async (edge chunks
-//     zero-filled); anything else takes guarded scalar loads into the same layout.
-// Measured on an H200 (`grader check day11 --solution`, days/day11/README.md): 549 TFLOP/s = 0.73x cuBLAS in fp16
-// at 4096^3 and 588 = 0.79x at 8192^3; bf16 489 (0.63x) and 609 (0.76x); 0.59-0.60x at 3000 x 5000 x 2000, where
-// the 128 x 256 tiles leave ragged edges. Geometric mean 0.69x. A standalone run of the same kernel had bf16 at
-// 587 (0.75x) at 4096^3: the 4096^3 bf16 figure moves by 20% between runs, the others by a few %. Not used: TMA,
-// thread-block clusters, warp specialization (producer warps), a persistent grid, an epilogue through shared
-// memory: what cuBLAS adds on top.
+//   - Any shape: K and N multiples of 8 and 16-byte-aligned bases can take 16-byte copies (edge chunks
+//     zero-filled); anything else (odd K or N, the `offset` cases) takes guarded scalar loads into the same
+//     layout. That guarded instance is what still runs kernel 3a by default.
+//
+// Kernel 3b, what changes vs kernel 3a (the aligned shapes, the fast path):
+//   - The Tensor Memory Accelerator copies the tiles: cp.async.bulk.tensor.2d, one instruction per box, issued by
+//     one thread, from a tensor map made on the host (cuTensorMapEncodeTiled: the matrix's sizes and row stride,
+//     the box, CU_TENSOR_MAP_SWIZZLE_128B). A [128][64] box of A and four [64][64] boxes of B per stage, written
+//     in exactly the 128-byte-swizzled layout above, out-of-range elements as zeros: the descriptors and the
+//     wgmma code are kernel 3a's, unchanged. TMA needs what the 16-byte copies needed (16-byte-aligned base, row
+//     stride a multiple of 16 bytes), so the shapes that take it are the same.
+//   - Warp specialization: 3 warpgroups. Warpgroup 0 (the producer) issues the copies of every K-tile into a ring
+//     of 4 stages; warpgroups 1 and 2 (the consumers) run wgmma on 64 rows each, one group in flight.
+//   - mbarriers instead of __syncthreads: full[s] completes when the producer has armed it with the stage's
+//     byte count (arrive.expect_tx) and the TMA unit has delivered those bytes; empty[s] when the 8 consumer
+//     warps have retired the wgmma that read the stage. Waits name the phase by its parity: use u of stage s
+//     (tile kt = u * 4 + s) waits for parity u % 2 of full[s], and the producer, before refilling, for parity
+//     (u - 1) % 2 of empty[s]. The loop has no CTA-wide barrier, no per-thread copy instructions, no proxy fence.
+//   - setmaxnreg: registers move from the producer to the consumers (see kTmaThreads below).
+// Measured on an H200 (first device run; the full table is days/day11/README.md's): kernel 3b reaches 605-685
+// TFLOP/s at 4096^3 bf16 (0.78x cuBLAS in `grader check`, 0.88x standalone) and 750 at 8192^3 (0.95x); fp16
+// 662 (0.88x) and 724 (1.01x). Kernel 3a measured in the same process: 557 (0.71x) and 607 (0.76x) bf16. Also
+// measured and not kept on: thread-block clusters of 2 with B multicast (TC_WG_CLUSTER=2), -2 to +1%. Not used:
+// a persistent grid, an epilogue through shared memory and TMA stores, stream-K: the 3000 x 5000 x 2000 case,
+// 3.6 waves of short tiles, stays at 0.64-0.69x.
 
+#include <cuda.h>          // CUtensorMap, the TMA descriptor (a struct: no libcuda needed to compile or link)
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -48,20 +67,40 @@
 template <typename T>
 cudaError_t matmul_mma_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream);
 
+#ifndef TC_WG_TMA
+#define TC_WG_TMA 1  // 1: aligned shapes by TMA + a producer warpgroup (kernel 3b); 0: all by cp.async (kernel 3a)
+#endif
+#ifndef TC_WG_GROUP
+#define TC_WG_GROUP 8  // tile-rows per block-swizzle group (L2 reuse)
+#endif
+#ifndef TC_WG_CLUSTER
+#define TC_WG_CLUSTER 1  // kernel 3b: CTAs per thread-block cluster along M (2: each B tile fetched once, multicast)
+#endif
+
 namespace wgmma_gemm {
 
 constexpr int BM = 128, BN = 256, BK = 64, STAGES = 4;
 constexpr int kWarpgroups = BM / 64, kThreads = 128 * kWarpgroups;  // one warpgroup per 64 rows
-constexpr int kGroup = 8;                                            // block-rows per swizzle group
+constexpr int kGroup = TC_WG_GROUP;                                  // block-rows per swizzle group
 constexpr int A_BYTES = BM * BK * 2, B_BYTES = BK * BN * 2, STAGE_BYTES = A_BYTES + B_BYTES;
 constexpr int kAtomBytes = 8 * 128;                   // one swizzle atom: 8 rows of 128 bytes
 constexpr int B_BLOCK_BYTES = BK * 128;               // one [BK][64] column block of B
 constexpr int kSmemBytes = STAGES * STAGE_BYTES + 1024;  // + slack to align the stages to 1024 bytes
+// Kernel 3b: one more warpgroup, the producer. The 384 threads start with 168 registers each (65,536 / 384,
+// rounded down to a multiple of 8); setmaxnreg then moves registers from the producer (down to 40) to the two
+// consumers (up to 232; 40 x 128 + 232 x 256 = 64,512). ptxas fits the consumers of this tile in 151 registers,
+// so here the move is the pattern, not a necessity: it becomes one when the consumers hold more accumulators.
+// After the stages, STAGES "full" and STAGES "empty" mbarriers (8 bytes each).
+constexpr int kTmaThreads = 128 + kThreads;
+constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+constexpr int kTmaSmemBytes = kSmemBytes + 2 * STAGES * 8;
 static_assert(BK * 2 == 128, "a K-major row of A is one 128-byte swizzle row");
 static_assert(BN % 64 == 0 && STAGES >= 3, "B is whole 64-column blocks; one wgmma group stays in flight");
-static_assert(kSmemBytes <= 227 * 1024, "the stages must fit in an H100/H200 SM's shared memory");
+static_assert(kTmaSmemBytes <= 227 * 1024, "the stages must fit in an H100/H200 SM's shared memory");
 static_assert(kAtomBytes * 8 == B_BLOCK_BYTES, "BK = 64 rows of k are 8 swizzle atoms");
 static_assert(kGroup >= 1, "a swizzle group has at least one block-row");
+static_assert(kProducerRegs * 128 + kConsumerRegs * kThreads <= 65536 && 65536 / kTmaThreads / 8 * 8 >= kProducerRegs,
+              "the register file holds the producer and the consumers");
 
 // PTX wrappers (provided). The wgmma ones assemble only for sm_90a; elsewhere they are empty and never called.
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
@@ -166,6 +205,68 @@ __device__ __forceinline__ uint32_t pack2(float x, float y) {
   }
 }
 
+// Kernel 3b's wrappers: mbarriers, TMA, register reallocation (sm_90a only, like wgmma).
+// An mbarrier is 8 bytes of shared memory that completes a "phase" when `count` threads have arrived and the
+// transaction bytes announced with expect_tx have all landed; waiters name the phase by its parity (0, 1, 0, ...).
+__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+#endif
+}
+// Makes the initialised barriers visible to the other threads and to the TMA unit (before the CTA barrier).
+__device__ __forceinline__ void fence_mbar_init() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
+}
+// One arrival that also announces `bytes` of copies to come (the producer, once per stage and use).
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+#endif
+}
+// Returns once the phase of this parity has completed.
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  uint32_t done;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+#endif
+}
+// One box of a 2-D tensor map into shared memory at dst; coordinates innermost first (column, row). Elements
+// outside the tensor arrive as zeros; the box's bytes count towards bar's transaction count, zeros included.
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, int col, int row, uint32_t bar) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+      ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(col), "r"(row), "r"(bar)
+      : "memory");
+#endif
+}
+// The executing warpgroup's registers per thread, lowered (dec) or raised (inc) to N; all 4 warps run it.
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+#endif
+}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+#endif
+}
+
 // Writes 1 where this image has wgmma (an sm_90a build running on compute capability 9.0), else 0.
 __global__ void probe(int* has_wgmma) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -175,13 +276,51 @@ __global__ void probe(int* has_wgmma) {
 #endif
 }
 
+// cuTensorMapEncodeTiled (host side) is a driver function: fetched once through the runtime, so the extension
+// needs no -lcuda. nullptr where the driver does not have it (then kernel 3a runs instead).
+[[maybe_unused]] static PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+#if CUDART_VERSION >= 12050
+    const cudaError_t err =
+        cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found);
+#else
+    const cudaError_t err = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &p, cudaEnableDefault, &found);
+#endif
+    return err == cudaSuccess && found == cudaDriverEntryPointSuccess
+               ? reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p)
+               : nullptr;
+  }();
+  return fn;
+}
+
 // YOUR CODE HERE
 
+// Kernel 3a: every thread copies (cp.async, or guarded loads where 16-byte copies cannot go) and computes.
 template <typename T, bool kAsync>
 __global__ void __launch_bounds__(kThreads, 1)
     kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char smem_raw[];  // STAGES x {A [BM][BK], B 4 x [BK][64]}, 128-byte swizzle
+  // YOUR CODE HERE
+#endif
+}
+
+// Kernel 3b: warp specialization. Warpgroup 0 is the producer: one thread issues the TMA copies of every K-tile
+// into a ring of STAGES stages. Warpgroups 1 and 2 are the consumers, 64 rows of the tile each. Stage s has two
+// mbarriers: full[s] (the producer's arrival + the copies' bytes) and empty[s] (one arrival per consumer warp once
+// the wgmma that read the stage have retired). No __syncthreads in the loop. a and b come as tensor maps: 2-D
+// views of the row-major matrices, boxes of [BM][64] (A) and [BK][64] (B), 128-byte swizzle.
+// With kCluster > 1, the kCluster CTAs of a cluster are consecutive tiles down M with the same columns: each
+// fetches its own A and 1/kCluster of B's column blocks, multicast into every CTA of the cluster, so a stage may
+// be refilled only when the consumers of all of them have released it (empty[s] counts the cluster's warps).
+template <typename T>
+__global__ void __launch_bounds__(kTmaThreads, 1)
+    tma_kernel(T* __restrict__ c, int M, int N, int K, const __grid_constant__ CUtensorMap tm_a,
+               const __grid_constant__ CUtensorMap tm_b) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ unsigned char smem_raw[];  // STAGES x {A [BM][BK], B 4 x [BK][64]}, then the mbarriers
   // YOUR CODE HERE
 #endif
 }
@@ -197,7 +336,7 @@ static bool has_wgmma() {
     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
     cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
     cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
-    if (major != 9 || minor != 0 || smem < kSmemBytes) return false;
+    if (major != 9 || minor != 0 || smem < kTmaSmemBytes) return false;
     int* flag = nullptr;
     int host = 0;
     if (cudaMalloc(&flag, sizeof(int)) != cudaSuccess) return false;

@@ -3,7 +3,7 @@
 // within reach of it. Built with -gencode=arch=compute_90a,code=sm_90a (course.yaml, this exercise's
 // extra_cuda_cflags); on any other GPU, or a build without sm_90a, the op runs kernel 2 (matmul_mma) instead.
 //
-// What changes vs kernel 2:
+// Kernel 3a, what changes vs kernel 2:
 //   - wgmma.mma_async.sync.aligned.m64n256k16: one instruction, issued by a whole warpgroup (4 warps, 128
 //     threads), multiplies a 64 x 16 tile of A by a 16 x 256 tile of B into a 64 x 256 fp32 accumulator spread
 //     over the warpgroup's registers (128 floats per thread: warp w of the group holds rows 16w .. 16w+15 in
@@ -26,15 +26,34 @@
 //   - Block tile 128 x 256 x 64, 2 warpgroups (256 threads), each a 64 x 256 half of the tile; 4 stages of 48 KiB
 //     (193 KiB with the alignment slack). One wgmma group stays in flight across iterations, so the stage
 //     rewritten at iteration kt is the one read at kt - 2: the copies run 2 tiles (128 k) ahead.
-//   - Any shape: as in kernel 2, K and N multiples of 8 and 16-byte-aligned bases take cp.async (edge chunks
-//     zero-filled); anything else takes guarded scalar loads into the same layout.
-// Measured on an H200 (`grader check day11 --solution`, days/day11/README.md): 549 TFLOP/s = 0.73x cuBLAS in fp16
-// at 4096^3 and 588 = 0.79x at 8192^3; bf16 489 (0.63x) and 609 (0.76x); 0.59-0.60x at 3000 x 5000 x 2000, where
-// the 128 x 256 tiles leave ragged edges. Geometric mean 0.69x. A standalone run of the same kernel had bf16 at
-// 587 (0.75x) at 4096^3: the 4096^3 bf16 figure moves by 20% between runs, the others by a few %. Not used: TMA,
-// thread-block clusters, warp specialization (producer warps), a persistent grid, an epilogue through shared
-// memory: what cuBLAS adds on top.
+//   - Any shape: K and N multiples of 8 and 16-byte-aligned bases can take 16-byte copies (edge chunks
+//     zero-filled); anything else (odd K or N, the `offset` cases) takes guarded scalar loads into the same
+//     layout. That guarded instance is what still runs kernel 3a by default.
+//
+// Kernel 3b, what changes vs kernel 3a (the aligned shapes, the fast path):
+//   - The Tensor Memory Accelerator copies the tiles: cp.async.bulk.tensor.2d, one instruction per box, issued by
+//     one thread, from a tensor map made on the host (cuTensorMapEncodeTiled: the matrix's sizes and row stride,
+//     the box, CU_TENSOR_MAP_SWIZZLE_128B). A [128][64] box of A and four [64][64] boxes of B per stage, written
+//     in exactly the 128-byte-swizzled layout above, out-of-range elements as zeros: the descriptors and the
+//     wgmma code are kernel 3a's, unchanged. TMA needs what the 16-byte copies needed (16-byte-aligned base, row
+//     stride a multiple of 16 bytes), so the shapes that take it are the same.
+//   - Warp specialization: 3 warpgroups. Warpgroup 0 (the producer) issues the copies of every K-tile into a ring
+//     of 4 stages; warpgroups 1 and 2 (the consumers) run wgmma on 64 rows each, one group in flight.
+//   - mbarriers instead of __syncthreads: full[s] completes when the producer has armed it with the stage's
+//     byte count (arrive.expect_tx) and the TMA unit has delivered those bytes; empty[s] when the 8 consumer
+//     warps have retired the wgmma that read the stage. Waits name the phase by its parity: use u of stage s
+//     (tile kt = u * 4 + s) waits for parity u % 2 of full[s], and the producer, before refilling, for parity
+//     (u - 1) % 2 of empty[s]. The loop has no CTA-wide barrier, no per-thread copy instructions, no proxy fence.
+//   - setmaxnreg: registers move from the producer to the consumers (see kTmaThreads below).
+// Measured on an H200 (first device run; the full table is days/day11/README.md's): kernel 3b reaches 605-685
+// TFLOP/s at 4096^3 bf16 (0.78x cuBLAS in `grader check`, 0.88x standalone) and 750 at 8192^3 (0.95x); fp16
+// 662 (0.88x) and 724 (1.01x). Kernel 3a measured in the same process: 557 (0.71x) and 607 (0.76x) bf16. Also
+// measured and not kept on: thread-block clusters of 2 with B multicast (TC_WG_CLUSTER=2), -2 to +1%. Not used:
+// a persistent grid, an epilogue through shared memory and TMA stores, stream-K: the 3000 x 5000 x 2000 case,
+// 3.6 waves of short tiles, stays at 0.64-0.69x.
 
+#include <cuda.h>          // CUtensorMap, the TMA descriptor (a struct: no libcuda needed to compile or link)
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -48,20 +67,40 @@
 template <typename T>
 cudaError_t matmul_mma_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream);
 
+#ifndef TC_WG_TMA
+#define TC_WG_TMA 1  // 1: aligned shapes by TMA + a producer warpgroup (kernel 3b); 0: all by cp.async (kernel 3a)
+#endif
+#ifndef TC_WG_GROUP
+#define TC_WG_GROUP 8  // tile-rows per block-swizzle group (L2 reuse)
+#endif
+#ifndef TC_WG_CLUSTER
+#define TC_WG_CLUSTER 1  // kernel 3b: CTAs per thread-block cluster along M (2: each B tile fetched once, multicast)
+#endif
+
 namespace wgmma_gemm {
 
 constexpr int BM = 128, BN = 256, BK = 64, STAGES = 4;
 constexpr int kWarpgroups = BM / 64, kThreads = 128 * kWarpgroups;  // one warpgroup per 64 rows
-constexpr int kGroup = 8;                                            // block-rows per swizzle group
+constexpr int kGroup = TC_WG_GROUP;                                  // block-rows per swizzle group
 constexpr int A_BYTES = BM * BK * 2, B_BYTES = BK * BN * 2, STAGE_BYTES = A_BYTES + B_BYTES;
 constexpr int kAtomBytes = 8 * 128;                   // one swizzle atom: 8 rows of 128 bytes
 constexpr int B_BLOCK_BYTES = BK * 128;               // one [BK][64] column block of B
 constexpr int kSmemBytes = STAGES * STAGE_BYTES + 1024;  // + slack to align the stages to 1024 bytes
+// Kernel 3b: one more warpgroup, the producer. The 384 threads start with 168 registers each (65,536 / 384,
+// rounded down to a multiple of 8); setmaxnreg then moves registers from the producer (down to 40) to the two
+// consumers (up to 232; 40 x 128 + 232 x 256 = 64,512). ptxas fits the consumers of this tile in 151 registers,
+// so here the move is the pattern, not a necessity: it becomes one when the consumers hold more accumulators.
+// After the stages, STAGES "full" and STAGES "empty" mbarriers (8 bytes each).
+constexpr int kTmaThreads = 128 + kThreads;
+constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+constexpr int kTmaSmemBytes = kSmemBytes + 2 * STAGES * 8;
 static_assert(BK * 2 == 128, "a K-major row of A is one 128-byte swizzle row");
 static_assert(BN % 64 == 0 && STAGES >= 3, "B is whole 64-column blocks; one wgmma group stays in flight");
-static_assert(kSmemBytes <= 227 * 1024, "the stages must fit in an H100/H200 SM's shared memory");
+static_assert(kTmaSmemBytes <= 227 * 1024, "the stages must fit in an H100/H200 SM's shared memory");
 static_assert(kAtomBytes * 8 == B_BLOCK_BYTES, "BK = 64 rows of k are 8 swizzle atoms");
 static_assert(kGroup >= 1, "a swizzle group has at least one block-row");
+static_assert(kProducerRegs * 128 + kConsumerRegs * kThreads <= 65536 && 65536 / kTmaThreads / 8 * 8 >= kProducerRegs,
+              "the register file holds the producer and the consumers");
 
 // PTX wrappers (provided). The wgmma ones assemble only for sm_90a; elsewhere they are empty and never called.
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
@@ -166,6 +205,68 @@ __device__ __forceinline__ uint32_t pack2(float x, float y) {
   }
 }
 
+// Kernel 3b's wrappers: mbarriers, TMA, register reallocation (sm_90a only, like wgmma).
+// An mbarrier is 8 bytes of shared memory that completes a "phase" when `count` threads have arrived and the
+// transaction bytes announced with expect_tx have all landed; waiters name the phase by its parity (0, 1, 0, ...).
+__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+#endif
+}
+// Makes the initialised barriers visible to the other threads and to the TMA unit (before the CTA barrier).
+__device__ __forceinline__ void fence_mbar_init() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
+}
+// One arrival that also announces `bytes` of copies to come (the producer, once per stage and use).
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+#endif
+}
+// Returns once the phase of this parity has completed.
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  uint32_t done;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+#endif
+}
+// One box of a 2-D tensor map into shared memory at dst; coordinates innermost first (column, row). Elements
+// outside the tensor arrive as zeros; the box's bytes count towards bar's transaction count, zeros included.
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, int col, int row, uint32_t bar) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+      ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(col), "r"(row), "r"(bar)
+      : "memory");
+#endif
+}
+// The executing warpgroup's registers per thread, lowered (dec) or raised (inc) to N; all 4 warps run it.
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+#endif
+}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+#endif
+}
+
 // Writes 1 where this image has wgmma (an sm_90a build running on compute capability 9.0), else 0.
 __global__ void probe(int* has_wgmma) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -175,7 +276,65 @@ __global__ void probe(int* has_wgmma) {
 #endif
 }
 
+// cuTensorMapEncodeTiled (host side) is a driver function: fetched once through the runtime, so the extension
+// needs no -lcuda. nullptr where the driver does not have it (then kernel 3a runs instead).
+[[maybe_unused]] static PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+#if CUDART_VERSION >= 12050
+    const cudaError_t err =
+        cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found);
+#else
+    const cudaError_t err = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &p, cudaEnableDefault, &found);
+#endif
+    return err == cudaSuccess && found == cudaDriverEntryPointSuccess
+               ? reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p)
+               : nullptr;
+  }();
+  return fn;
+}
+
 // BEGIN SOLUTION
+constexpr int kCluster = TC_WG_CLUSTER;
+static_assert(kCluster == 1 || kCluster == 2 || kCluster == 4, "a cluster shares B between 1, 2 or 4 CTAs");
+static_assert((BN / 64) % kCluster == 0, "each CTA of a cluster multicasts the same number of B's column blocks");
+
+// Thread-block clusters (kernel 3b with TC_WG_CLUSTER > 1; measured no faster on an H200, so off by default: see
+// measured/NOTES.md): this CTA's rank in its cluster, a barrier over all the cluster's threads, an arrival on the
+// barrier at the same offset in CTA `cta`'s shared memory, and a TMA copy whose box lands at the same offset in
+// every CTA of `mask`, counted on each one's barrier at offset bar.
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t r = 0;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+#endif
+  return r;
+}
+__device__ __forceinline__ void cluster_sync() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_arrive_remote(uint32_t bar, uint32_t cta) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar), "r"(cta)
+      : "memory");
+#endif
+}
+__device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const CUtensorMap* map, int col, int row,
+                                                      uint32_t bar, uint16_t mask) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3}], [%4], %5;\n"
+      ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(col), "r"(row), "r"(bar), "h"(mask)
+      : "memory");
+#endif
+}
+
 // Shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"): bits 0-13 start address >> 4,
 // 16-29 leading byte offset >> 4, 32-45 stride byte offset >> 4, 62-63 the swizzle mode (1: 128-byte).
 __device__ __forceinline__ uint64_t make_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
@@ -194,8 +353,62 @@ __device__ __forceinline__ uint4 load8_guarded(const unsigned short* src, int va
   }
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
+
+// One stage for one warpgroup, as one wgmma group: its 64 rows of A (sa) times the stage's B (sb), BK = 64 as
+// four k16 steps. Both kernels use it.
+template <typename T>
+__device__ __forceinline__ void mma_stage(float (&d)[128], uint32_t sa, uint32_t sb) {
+  wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < BK / 16; ++ks) {
+    // A: K-major, 16 k = 32 bytes further along the 128-byte rows; atoms of 8 rows 1024 B apart (SBO).
+    // B: MN-major, 16 k = 16 rows further; 64-column blocks B_BLOCK_BYTES apart (LBO), 8-row groups 1024 B (SBO).
+    const uint64_t da = make_desc(sa + ks * 32, 16, kAtomBytes);
+    const uint64_t db = make_desc(sb + ks * 16 * 128, B_BLOCK_BYTES, kAtomBytes);
+    wgmma_m64n256k16<T>(d, da, db, 1);
+  }
+  wgmma_commit();
+}
+
+// Epilogue from the accumulators of warp `warp` of a warpgroup whose 64 rows start at row0: the warp holds rows
+// row0 + 16 warp + g and + 8, and for every 8 columns j, columns 8j + 2t and + 1 (d[4j .. 4j+3] = c0..c3 of
+// mma.sync's layout). kVector: N % 8 == 0 and c aligned, so a pair is both in or both out, one 4-byte store.
+template <typename T, bool kVector>
+__device__ __forceinline__ void store_tile(const float (&d)[128], T* c, int M, int N, int row0, int n0, int warp,
+                                           int lane) {
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int row = row0 + warp * 16 + g + 8 * h;
+    if (row >= M) continue;
+    T* const crow = c + static_cast<size_t>(row) * N;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+      const int col = n0 + 8 * j + 2 * t;
+      const float x = d[4 * j + 2 * h], y = d[4 * j + 2 * h + 1];
+      if constexpr (kVector) {
+        if (col < N) *reinterpret_cast<uint32_t*>(crow + col) = pack2<T>(x, y);
+      } else {
+        if (col < N) crow[col] = from_float<T>(x);
+        if (col + 1 < N) crow[col + 1] = from_float<T>(y);
+      }
+    }
+  }
+}
+
+// Block swizzle, as in kernel 2: tile `idx` of bm x BN tiles, in groups of kGroup tile-rows walked column by column.
+__device__ __forceinline__ void tile_origin(int idx, int bm, int M, int N, int& m0, int& n0) {
+  const int gm = (M + bm - 1) / bm, gn = (N + BN - 1) / BN;
+  const int per_group = kGroup * gn;
+  const int group = idx / per_group, first = group * kGroup;
+  const int rows_in_group = min(gm - first, kGroup);
+  const int in_group = idx % per_group;
+  m0 = (first + in_group % rows_in_group) * bm;
+  n0 = (in_group / rows_in_group) * BN;
+}
 // END SOLUTION
 
+// Kernel 3a: every thread copies (cp.async, or guarded loads where 16-byte copies cannot go) and computes.
 template <typename T, bool kAsync>
 __global__ void __launch_bounds__(kThreads, 1)
     kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K) {
@@ -205,15 +418,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t raw = smem_addr(smem_raw);
   const uint32_t base = (raw + 1023) & ~1023u;  // whole swizzle atoms: the hardware XORs address bits 4-6 with 7-9
   unsigned char* const sbase = smem_raw + (base - raw);
-
-  // Block swizzle, as in kernel 2.
-  const int gm = (M + BM - 1) / BM, gn = (N + BN - 1) / BN;
-  const int per_group = kGroup * gn;
-  const int group = blockIdx.x / per_group, first = group * kGroup;
-  const int rows_in_group = min(gm - first, kGroup);
-  const int in_group = blockIdx.x % per_group;
-  const int m0 = (first + in_group % rows_in_group) * BM;
-  const int n0 = (in_group / rows_in_group) * BN;
+  int m0, n0;
+  tile_origin(blockIdx.x, BM, M, N, m0, n0);
   const int tid = threadIdx.x, wg = tid / 128, warp = tid % 128 / 32, lane = tid % 32;
 
   // Copies K-tile kt into stage s: chunk ch of row r of A at r * 128 + (ch ^ r % 8) * 16; chunk cn of row k of B
@@ -267,43 +473,109 @@ __global__ void __launch_bounds__(kThreads, 1)
     __syncthreads();              // everyone's; and every warpgroup has retired the wgmma of tile kt - 2
     if (kt + STAGES - 2 < tiles_k) load_tile(kt + STAGES - 2, (kt + STAGES - 2) % STAGES);
     cp_async_commit();
-
-    const uint32_t sa = base + (kt % STAGES) * STAGE_BYTES + wg * 64 * 128;  // this warpgroup's 64 rows of A
-    const uint32_t sb = base + (kt % STAGES) * STAGE_BYTES + A_BYTES;
-    wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < BK / 16; ++ks) {
-      // A: K-major, 16 k = 32 bytes further along the 128-byte rows; atoms of 8 rows 1024 B apart (SBO).
-      // B: MN-major, 16 k = 16 rows further; 64-column blocks B_BLOCK_BYTES apart (LBO), 8-row groups 1024 B (SBO).
-      const uint64_t da = make_desc(sa + ks * 32, 16, kAtomBytes);
-      const uint64_t db = make_desc(sb + ks * 16 * 128, B_BLOCK_BYTES, kAtomBytes);
-      wgmma_m64n256k16<T>(d, da, db, 1);
-    }
-    wgmma_commit();
+    const uint32_t stage = base + (kt % STAGES) * STAGE_BYTES;
+    mma_stage<T>(d, stage + wg * 64 * 128, stage + A_BYTES);  // this warpgroup's 64 rows of A, all of B
     wgmma_wait<1>();  // the group of tile kt - 1 has retired; tile kt's may still run
   }
   wgmma_wait<0>();
   cp_async_wait<0>();
+  store_tile<T, kAsync>(d, c, M, N, m0 + wg * 64, n0, warp, lane);
+  // END SOLUTION
+#endif
+}
 
-  // Epilogue from the accumulators: warp w of warpgroup wg holds rows 64 wg + 16 w + g and + 8, and for every 8
-  // columns j, columns 8j + 2t and + 1 (d[4j .. 4j+3] = c0..c3 of mma.sync's layout).
-  const int g = lane >> 2, t = lane & 3;
+// Kernel 3b: warp specialization. Warpgroup 0 is the producer: one thread issues the TMA copies of every K-tile
+// into a ring of STAGES stages. Warpgroups 1 and 2 are the consumers, 64 rows of the tile each. Stage s has two
+// mbarriers: full[s] (the producer's arrival + the copies' bytes) and empty[s] (one arrival per consumer warp once
+// the wgmma that read the stage have retired). No __syncthreads in the loop. a and b come as tensor maps: 2-D
+// views of the row-major matrices, boxes of [BM][64] (A) and [BK][64] (B), 128-byte swizzle.
+// With kCluster > 1, the kCluster CTAs of a cluster are consecutive tiles down M with the same columns: each
+// fetches its own A and 1/kCluster of B's column blocks, multicast into every CTA of the cluster, so a stage may
+// be refilled only when the consumers of all of them have released it (empty[s] counts the cluster's warps).
+template <typename T>
+__global__ void __launch_bounds__(kTmaThreads, 1)
+    tma_kernel(T* __restrict__ c, int M, int N, int K, const __grid_constant__ CUtensorMap tm_a,
+               const __grid_constant__ CUtensorMap tm_b) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ unsigned char smem_raw[];  // STAGES x {A [BM][BK], B 4 x [BK][64]}, then the mbarriers
+  // BEGIN SOLUTION
+  // TMA's 128-byte swizzle, like wgmma's, is computed from address bits: 1024-byte-aligned stages. (Dynamic
+  // shared memory starts at the same offset in every CTA, so the stages do too: multicast needs it.)
+  const uint32_t base = (smem_addr(smem_raw) + 1023) & ~1023u;
+  const uint32_t full = base + STAGES * STAGE_BYTES, empty = full + 8 * STAGES;  // + 8 s: stage s's barrier
+  const uint32_t rank = kCluster > 1 ? cluster_rank() : 0;
+  int m0, n0;
+  tile_origin(blockIdx.x / kCluster, BM * kCluster, M, N, m0, n0);
+  m0 += rank * BM;
+  const int wg = threadIdx.x / 128, warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
+  const int tiles_k = (K + BK - 1) / BK;
+
+  if (threadIdx.x == 0) {
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int row = m0 + wg * 64 + warp * 16 + g + 8 * h;
-    if (row >= M) continue;
-    T* const crow = c + static_cast<size_t>(row) * N;
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(full + 8 * s, 1);                              // the producer's arrive.expect_tx (+ the bytes)
+      mbar_init(empty + 8 * s, 4 * kWarpgroups * kCluster);    // lane 0 of each consumer warp (of the cluster)
+    }
+    fence_mbar_init();
+  }
+  if constexpr (kCluster > 1)
+    cluster_sync();  // every CTA's barriers exist before any copy or arrival reaches them
+  else
+    __syncthreads();  // the only CTA-wide barrier: the mbarriers exist before anyone uses them
+
+  if (wg == 0) {  // producer
+    setmaxnreg_dec<kProducerRegs>();
+    if (threadIdx.x == 0) {
+      for (int kt = 0; kt < tiles_k; ++kt) {
+        const int s = kt % STAGES;
+        // Use u = kt / STAGES of stage s: wait until the consumers released use u - 1 (its phase u - 1).
+        if (kt >= STAGES) mbar_wait(empty + 8 * s, (kt / STAGES - 1) & 1);
+        const uint32_t stage = base + s * STAGE_BYTES, bar = full + 8 * s;
+        mbar_arrive_expect_tx(bar, STAGE_BYTES);  // all of A and B, whoever copies them
+        tma_load_2d(stage, &tm_a, kt * BK, m0, bar);
+        if constexpr (kCluster > 1) {
+          constexpr int kPer = BN / 64 / kCluster;  // column blocks of B this CTA fetches for the cluster
 #pragma unroll
-    for (int j = 0; j < BN / 8; ++j) {
-      const int col = n0 + 8 * j + 2 * t;
-      const float x = d[4 * j + 2 * h], y = d[4 * j + 2 * h + 1];
-      if constexpr (kAsync) {  // N % 8 == 0 and c aligned: both columns or neither
-        if (col < N) *reinterpret_cast<uint32_t*>(crow + col) = pack2<T>(x, y);
-      } else {
-        if (col < N) crow[col] = from_float<T>(x);
-        if (col + 1 < N) crow[col + 1] = from_float<T>(y);
+          for (int i = 0; i < kPer; ++i) {
+            const int j = rank * kPer + i;
+            tma_load_2d_multicast(stage + A_BYTES + j * B_BLOCK_BYTES, &tm_b, n0 + 64 * j, kt * BK, bar,
+                                  static_cast<uint16_t>((1u << kCluster) - 1));
+          }
+        } else {
+#pragma unroll
+          for (int j = 0; j < BN / 64; ++j)
+            tma_load_2d(stage + A_BYTES + j * B_BLOCK_BYTES, &tm_b, n0 + 64 * j, kt * BK, bar);
+        }
       }
     }
+  } else {
+    setmaxnreg_inc<kConsumerRegs>();
+    const int cw = wg - 1;  // consumer warpgroup: rows 64 cw .. 64 cw + 63 of the tile
+    float d[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) d[i] = 0.0f;
+    for (int kt = 0; kt < tiles_k; ++kt) {
+      const int s = kt % STAGES;
+      mbar_wait(full + 8 * s, (kt / STAGES) & 1);  // tile kt has landed (use kt / STAGES of stage s)
+      const uint32_t stage = base + s * STAGE_BYTES;
+      mma_stage<T>(d, stage + cw * 64 * 128, stage + A_BYTES);
+      wgmma_wait<1>();  // the group of tile kt - 1 has retired: its stage may be refilled
+      if (kt > 0 && lane == 0) {
+        const uint32_t bar = empty + 8 * ((kt - 1) % STAGES);
+        if constexpr (kCluster > 1) {
+#pragma unroll
+          for (int r = 0; r < kCluster; ++r) mbar_arrive_remote(bar, r);
+        } else {
+          mbar_arrive(bar);
+        }
+      }
+    }
+    wgmma_wait<0>();
+    store_tile<T, true>(d, c, M, N, m0 + cw * 64, n0, warp, lane);
+  }
+  if constexpr (kCluster > 1) {
+    __syncwarp();
+    cluster_sync();  // no CTA exits while another may still arrive on its barriers
   }
   // END SOLUTION
 #endif
@@ -320,6 +592,53 @@ static cudaError_t launch(const T* a, const T* b, T* c, int M, int N, int K, cud
   kernel<T, kAsync><<<grid, kThreads, kSmemBytes, stream>>>(a, b, c, M, N, K);
   return cudaGetLastError();
 }
+
+// A row-major [rows][cols] matrix as a 2-D TMA view (innermost dimension first), boxes of [box_rows][64]: one box
+// row is 64 elements = 128 bytes, stored with the 128-byte swizzle, which is exactly the layout the descriptors
+// describe. Needs a 16-byte-aligned base and a row stride (cols x 2 bytes) that is a multiple of 16.
+template <typename T>
+static bool make_map(CUtensorMap* map, const T* ptr, int rows, int cols, int box_rows) {
+  const auto encode = encode_tiled();
+  if (encode == nullptr) return false;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * sizeof(T)};
+  const cuuint32_t box[2] = {64, static_cast<cuuint32_t>(box_rows)};
+  const cuuint32_t steps[2] = {1, 1};
+  const CUtensorMapDataType type =
+      std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  return encode(map, type, 2, const_cast<T*>(ptr), dims, strides, box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// Kernel 3b where the tensor maps can be made; kernel 3a (cp.async) where this driver cannot make them.
+template <typename T>
+static cudaError_t launch_tma(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
+  CUtensorMap tm_a{}, tm_b{};
+  if (!make_map(&tm_a, a, M, K, BM) || !make_map(&tm_b, b, K, N, BK)) return launch<T, true>(a, b, c, M, N, K, stream);
+  static const cudaError_t attr =
+      cudaFuncSetAttribute(tma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, kTmaSmemBytes);
+  if (attr != cudaSuccess) return attr;
+  const int tiles = ((M + BM * kCluster - 1) / (BM * kCluster)) * ((N + BN - 1) / BN);
+  if constexpr (kCluster == 1) {
+    tma_kernel<T><<<tiles, kTmaThreads, kTmaSmemBytes, stream>>>(c, M, N, K, tm_a, tm_b);
+    return cudaGetLastError();
+  } else {
+    cudaLaunchConfig_t cfg{};
+    cudaLaunchAttribute attrs[1];
+    attrs[0].id = cudaLaunchAttributeClusterDimension;
+    attrs[0].val.clusterDim.x = kCluster;
+    attrs[0].val.clusterDim.y = 1;
+    attrs[0].val.clusterDim.z = 1;
+    cfg.gridDim = dim3(tiles * kCluster);
+    cfg.blockDim = dim3(kTmaThreads);
+    cfg.dynamicSmemBytes = kTmaSmemBytes;
+    cfg.stream = stream;
+    cfg.attrs = attrs;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, tma_kernel<T>, static_cast<T*>(c), M, N, K, tm_a, tm_b);
+  }
+}
 // END SOLUTION
 
 // Whether this build's image for the current GPU has wgmma: asked once per module, with a one-thread kernel
@@ -331,7 +650,7 @@ static bool has_wgmma() {
     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
     cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
     cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
-    if (major != 9 || minor != 0 || smem < kSmemBytes) return false;
+    if (major != 9 || minor != 0 || smem < kTmaSmemBytes) return false;
     int* flag = nullptr;
     int host = 0;
     if (cudaMalloc(&flag, sizeof(int)) != cudaSuccess) return false;
@@ -350,9 +669,14 @@ cudaError_t matmul_wgmma_forward(const T* a, const T* b, T* c, int M, int N, int
   using namespace wgmma_gemm;
   if (!has_wgmma()) return matmul_mma_forward(a, b, c, M, N, K, stream);  // not an sm_90a image: kernel 2
   // BEGIN SOLUTION
+  if (M == 0 || N == 0) return cudaSuccess;
+  // 16-byte copies and TMA both need K and N multiples of 8 (16-byte rows) and 16-byte-aligned bases.
   const bool aligned = ((reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) |
                          reinterpret_cast<uintptr_t>(c)) % 16) == 0;
-  if (aligned && K % 8 == 0 && N % 8 == 0) return launch<T, true>(a, b, c, M, N, K, stream);
+  if (aligned && K % 8 == 0 && N % 8 == 0) {
+    if (TC_WG_TMA && K > 0) return launch_tma<T>(a, b, c, M, N, K, stream);
+    return launch<T, true>(a, b, c, M, N, K, stream);
+  }
   return launch<T, false>(a, b, c, M, N, K, stream);
   // END SOLUTION
   return cudaGetLastError();

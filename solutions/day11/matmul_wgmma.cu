@@ -45,12 +45,15 @@
 //     (tile kt = u * 4 + s) waits for parity u % 2 of full[s], and the producer, before refilling, for parity
 //     (u - 1) % 2 of empty[s]. The loop has no CTA-wide barrier, no per-thread copy instructions, no proxy fence.
 //   - setmaxnreg: registers move from the producer to the consumers (see kTmaThreads below).
-// Measured on an H200 (first device run; the full table is days/day11/README.md's): kernel 3b reaches 605-685
-// TFLOP/s at 4096^3 bf16 (0.78x cuBLAS in `grader check`, 0.88x standalone) and 750 at 8192^3 (0.95x); fp16
-// 662 (0.88x) and 724 (1.01x). Kernel 3a measured in the same process: 557 (0.71x) and 607 (0.76x) bf16. Also
-// measured and not kept on: thread-block clusters of 2 with B multicast (TC_WG_CLUSTER=2), -2 to +1%. Not used:
-// a persistent grid, an epilogue through shared memory and TMA stores, stream-K: the 3000 x 5000 x 2000 case,
-// 3.6 waves of short tiles, stays at 0.64-0.69x.
+// Measured on an H200 (`grader check day11 --solution`, days/day11/README.md; scripts/tc_sweep.py for the
+// same-process comparisons): kernel 3b runs 4096^3 at 617-684 TFLOP/s in bf16 (0.82x cuBLAS in the full check,
+// 0.88x when bf16 runs first or alone) and 665 in fp16 (0.89x); 8192^3 at 746 (0.95x) and 709 (0.97x); 2048^3
+// 0.82x; 3000 x 5000 x 2000 0.72-0.73x. Geometric mean 0.84x. Timed beside it, kernel 3a (cp.async, every
+// thread copying, __syncthreads per K-tile) is at 0.71x / 0.77x (bf16 4096^3 / 8192^3) and 0.59x / 0.77x (fp16).
+// Measured and left off: clusters of 2 CTAs with B multicast (TC_WG_CLUSTER=2: -3 to +1 points of cuBLAS in
+// bf16, -11 to -6 in fp16), other block-swizzle groups (TC_WG_GROUP=4, 16: +-0 at 4096^3). Not used: a
+// persistent grid, an epilogue through shared memory and TMA stores, stream-K; the ragged 3000 x 5000 x 2000
+// (3.6 waves of short tiles) is where they would count.
 
 #include <cuda.h>          // CUtensorMap, the TMA descriptor (a struct: no libcuda needed to compile or link)
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled

@@ -99,7 +99,7 @@ def render_benchmark(console: Console, cases: list[dict], ex) -> None:
         if has_fl:
             row += [f"{c['tflops']:.1f}"]
         if ceiling:
-            row += [f"{c['pct_of_ceiling']:.0%}"]
+            row += [f"{c['pct_of_ceiling']:.0%}" if "pct_of_ceiling" in c else "-"]  # e.g. no cuDNN for fp32
         if has_mem:
             row += [f"{c.get('scratch_bytes', 0) / 2**20:,.1f}"]
         row += [_us(c["baseline_time"]["median_ms"]), f"{c['speedup']:.2f}x", f"{c['vs_library']:.2f}x"]

@@ -40,9 +40,11 @@ skip profile || for d in ${PROFILE_DAYS:-day05 day08 day09}; do
   echo "== profile $d"; timeout 300 python3 -m grader profile "$d" --solution >"$LOG/profile-$d.txt" 2>&1
   echo "exit $?" >>"$LOG/profile-$d.txt"; tail -30 "$LOG/profile-$d.txt"
 done
-mkdir -p "$OUT/profile" && cp .grader/profile/*.png "$OUT/profile/" 2>/dev/null
-tar -C .grader/profile -czf "$OUT/profile/profile-json.tar.gz" $(cd .grader/profile && ls *.json 2>/dev/null)
-cp .grader/cache/ceilings-*.json "$OUT/profile/" 2>/dev/null
+if [ -d .grader/profile ]; then  # only when something was profiled
+  mkdir -p "$OUT/profile" && cp .grader/profile/*.png "$OUT/profile/" 2>/dev/null
+  tar -C .grader/profile -czf "$OUT/profile/profile-json.tar.gz" $(cd .grader/profile && ls *.json 2>/dev/null)
+  cp .grader/cache/ceilings-*.json "$OUT/profile/" 2>/dev/null
+fi
 
 python3 scripts/summarize.py "$LOG" "$OUT/results.json" | tee "$LOG/table.txt"
 tar -C "$LOG" -czf "$OUT/logs.tar.gz" .

@@ -65,3 +65,20 @@ def test_compile_only_report_shows_resources(course):
                                            spill_stores=0, spill_loads=0)])])
     text = render(res, ex)
     assert "COMPILED ONLY" in text and "softmax_naive_kernel" in text and "30" in text
+
+
+def test_a_ceiling_only_some_dtypes_have_shows_a_dash_for_the_others(course):
+    """Attention's ceiling (SDPA cuDNN) cannot run fp32: that row says '-' instead of breaking the report."""
+    ex = course.day("day10").exercises[1]
+    fp32 = bench_case(1, "fp32", "2x8x2048x64", 0.548, 2.4, 0.59)
+    bf16 = {**bench_case(2, "bf16", "2x8x2048x64", 0.54, 2.4, 0.05), "ceiling": "SDPA cuDNN", "pct_of_ceiling": 0.09}
+    for c in (fp32, bf16):
+        for k in ("gbps", "pct_of_copy"):
+            c.pop(k)
+        c["tflops"] = 31.3
+    res = ExerciseResult("day10", "flash_attention", "solution", "solutions/day10", 1, status="pass", threshold=2.0,
+                         speedup=4.4, message="ok", info={"gpu": "NVIDIA H200", "capability": "9.0"},
+                         cases=[fp32, bf16])
+    text = render(res, ex)
+    assert "% of SDPA cuDNN" in text and "9%" in text
+    assert any(line.startswith("2x8x2048x64") and " - " in line for line in text.splitlines())

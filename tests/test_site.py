@@ -387,13 +387,14 @@ def test_serve_and_rebuild_on_change(tmp_path):
     build(repo, load_course(repo / "course.yaml"), out)
     server = make_server(out / "html")
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    stop, rebuilt = threading.Event(), threading.Event()
+    stop, rebuilt, watching = threading.Event(), threading.Event(), threading.Event()
 
     def rebuild():
         build(repo, load_course(repo / "course.yaml"), out)
         rebuilt.set()
 
-    threading.Thread(target=watch, args=(repo, rebuild, stop, 0.1), daemon=True).start()
+    threading.Thread(target=watch, args=(repo, rebuild, stop, 0.1, watching), daemon=True).start()
+    assert watching.wait(30)  # an edit before the first snapshot would go unseen
     url = f"http://127.0.0.1:{server.server_address[1]}/days/day01/"
     try:
         assert server.server_address[0] == "127.0.0.1"

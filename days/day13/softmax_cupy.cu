@@ -1,6 +1,6 @@
 // Day 13, route 1: the kernel CuPy compiles at run time with NVRTC (softmax_cupy.py loads this file).
 //
-// One block per row, two passes over the row:
+// One block per row, two passes over the row, eight loads in flight per thread:
 //   pass 1: each thread keeps an online (max, sum) over its strided elements (one exp per element); the block
 //           merges the pairs with shuffles and one shared-memory step;
 //   pass 2: out = exp(x - max) / sum, reading the row again (from L2 for all but the longest rows).

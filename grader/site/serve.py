@@ -47,9 +47,13 @@ def snapshot(root: Path) -> dict[Path, int]:
     return out
 
 
-def watch(root: Path, rebuild: Callable[[], None], stop: threading.Event, every_s: float = 1.0) -> None:
-    """Polls the sources; calls rebuild() after a change (new, changed or removed file)."""
+def watch(root: Path, rebuild: Callable[[], None], stop: threading.Event, every_s: float = 1.0,
+          watching: threading.Event | None = None) -> None:
+    """Polls the sources; calls rebuild() after a change (new, changed or removed file). `watching` is set once
+    the first snapshot is taken: changes from then on are seen."""
     last = snapshot(root)
+    if watching is not None:
+        watching.set()
     while not stop.wait(every_s):
         now = snapshot(root)
         if now != last:

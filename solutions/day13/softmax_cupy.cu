@@ -1,6 +1,6 @@
 // Day 13, route 1: the kernel CuPy compiles at run time with NVRTC (softmax_cupy.py loads this file).
 //
-// One block per row, two passes over the row:
+// One block per row, two passes over the row, eight loads in flight per thread:
 //   pass 1: each thread keeps an online (max, sum) over its strided elements (one exp per element); the block
 //           merges the pairs with shuffles and one shared-memory step;
 //   pass 2: out = exp(x - max) / sum, reading the row again (from L2 for all but the longest rows).
@@ -60,8 +60,20 @@ __device__ void softmax_rows(const T* __restrict__ x, T* __restrict__ out, int c
   T* yr = out + row * cols;
   // BEGIN SOLUTION
   __shared__ float part_m[32], part_s[32];  // one (max, sum) per warp
+  // Eight loads in flight per thread before any of them is used: one at a time, each thread would wait a full
+  // memory latency per element, and the row would stream at a third of the bandwidth.
+  constexpr int kUnroll = 8;
+  const int step = blockDim.x;
   float m = neg_inf(), s = 0.0f;
-  for (int c = threadIdx.x; c < cols; c += blockDim.x) push(m, s, to_float(xr[c]));
+  int c = threadIdx.x;
+  for (; c + (kUnroll - 1) * step < cols; c += kUnroll * step) {
+    float v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) v[u] = to_float(xr[c + u * step]);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) push(m, s, v[u]);
+  }
+  for (; c < cols; c += step) push(m, s, to_float(xr[c]));
   for (int off = 16; off > 0; off >>= 1)
     merge(m, s, __shfl_xor_sync(0xffffffffu, m, off), __shfl_xor_sync(0xffffffffu, s, off));
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
@@ -72,7 +84,14 @@ __device__ void softmax_rows(const T* __restrict__ x, T* __restrict__ out, int c
   for (int off = 16; off > 0; off >>= 1)
     merge(m, s, __shfl_xor_sync(0xffffffffu, m, off), __shfl_xor_sync(0xffffffffu, s, off));
   const float inv_s = 1.0f / s;
-  for (int c = threadIdx.x; c < cols; c += blockDim.x) store(yr + c, expf(to_float(xr[c]) - m) * inv_s);
+  for (c = threadIdx.x; c + (kUnroll - 1) * step < cols; c += kUnroll * step) {
+    float v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) v[u] = to_float(xr[c + u * step]);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) store(yr + c + u * step, expf(v[u] - m) * inv_s);
+  }
+  for (; c < cols; c += step) store(yr + c, expf(to_float(xr[c]) - m) * inv_s);
   // END SOLUTION
 }
 

@@ -65,10 +65,21 @@ def _softmax_rows(x, out):
     cols = x.shape[1]
     tid = cuda.threadIdx.x
     # BEGIN SOLUTION
+    step = cuda.blockDim.x
     m = _NEG_INF
     s = _F32(0)
-    for c in range(tid, cols, cuda.blockDim.x):
+    # Four loads issued before any is used (one at a time, each waits a full memory latency).
+    c = tid
+    while c + 3 * step < cols:
+        v0, v1, v2, v3 = x[row, c], x[row, c + step], x[row, c + 2 * step], x[row, c + 3 * step]
+        m, s = _push(m, s, _F32(v0))
+        m, s = _push(m, s, _F32(v1))
+        m, s = _push(m, s, _F32(v2))
+        m, s = _push(m, s, _F32(v3))
+        c += 4 * step
+    while c < cols:
         m, s = _push(m, s, _F32(x[row, c]))
+        c += step
     m, s = _warp_merge(m, s)
     warp, lane, warps = tid // 32, tid % 32, cuda.blockDim.x // 32
     if lane == 0:
@@ -79,8 +90,17 @@ def _softmax_rows(x, out):
     s = part_s[lane] if lane < warps else _F32(0)
     m, s = _warp_merge(m, s)
     inv_s = _F32(1) / s
-    for c in range(tid, cols, cuda.blockDim.x):
+    c = tid
+    while c + 3 * step < cols:
+        v0, v1, v2, v3 = x[row, c], x[row, c + step], x[row, c + 2 * step], x[row, c + 3 * step]
+        out[row, c] = math.exp(_F32(v0) - m) * inv_s
+        out[row, c + step] = math.exp(_F32(v1) - m) * inv_s
+        out[row, c + 2 * step] = math.exp(_F32(v2) - m) * inv_s
+        out[row, c + 3 * step] = math.exp(_F32(v3) - m) * inv_s
+        c += 4 * step
+    while c < cols:
         out[row, c] = math.exp(_F32(x[row, c]) - m) * inv_s
+        c += step
     # END SOLUTION
 
 

@@ -38,13 +38,14 @@ def _merge(m, s, m2, s2):
 
 
 @cuda.jit(device=True, inline=True)
-def _push(m, s, v):
-    # One element into a thread's own (m, s): one exp, and a rescale only when the max grows.
-    if v > m:
-        return v, s * math.exp(m - v) + _F32(1)
-    if v != _NEG_INF:
-        return m, s + math.exp(v - m)
-    return m, s
+def _push4(m, s, v0, v1, v2, v3):
+    # Four values into a thread's own (m, s): their max first, then one rescale and one exp each, with no branch
+    # that splits the warp (per element, "if v > m" runs both sides, each with an exp, whenever lanes disagree).
+    mx = max(max(m, v0), max(max(v1, v2), v3))
+    if mx == _NEG_INF:
+        return m, s
+    s = s * math.exp(m - mx) + math.exp(v0 - mx) + math.exp(v1 - mx) + math.exp(v2 - mx) + math.exp(v3 - mx)
+    return mx, s
 
 
 @cuda.jit(device=True, inline=True)

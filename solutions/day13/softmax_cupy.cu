@@ -1,7 +1,8 @@
 // Day 13, route 1: the kernel CuPy compiles at run time with NVRTC (softmax_cupy.py loads this file).
 //
 // One block per row, two passes over the row, eight loads in flight per thread:
-//   pass 1: each thread keeps an online (max, sum) over its strided elements (one exp per element); the block
+//   pass 1: each thread keeps an online (max, sum) over its strided elements (an exp per element, and one more
+//           per group of eight for the rescale); the block
 //           merges the pairs with shuffles and one shared-memory step;
 //   pass 2: out = exp(x - max) / sum, reading the row again (from L2 for all but the longest rows).
 // The file includes no headers: NVRTC does not search the toolkit's include folder unless told to, so fp16 and
@@ -43,14 +44,19 @@ __device__ __forceinline__ void merge(float& m, float& s, float m2, float s2) {
   m = mx;
 }
 
-// One more element into a thread's own (m, s): one exp per element, and a rescale only when the max grows.
-__device__ __forceinline__ void push(float& m, float& s, float v) {
-  if (v > m) {
-    s = s * expf(m - v) + 1.0f;  // the first finite v: expf(-inf) = 0, so s = 1
-    m = v;
-  } else if (v != neg_inf()) {
-    s += expf(v - m);
-  }
+// A group of values into a thread's own (m, s): the group's max first, then one rescale of s and one exp per
+// value, with no branch that splits the warp. (Element by element with "if (v > m)", both sides of the branch
+// run whenever the lanes disagree, and each has an exp: the kernel ends up limited by instructions, not memory.)
+template <int N>
+__device__ __forceinline__ void push(float& m, float& s, const float (&v)[N]) {
+  float mx = m;
+#pragma unroll
+  for (int u = 0; u < N; ++u) mx = fmaxf(mx, v[u]);
+  if (mx == neg_inf()) return;  // nothing finite yet
+  s *= expf(m - mx);            // m = -inf: expf(-inf) = 0, and s was 0 anyway
+#pragma unroll
+  for (int u = 0; u < N; ++u) s += expf(v[u] - mx);
+  m = mx;
 }
 
 template <typename T>
@@ -70,10 +76,12 @@ __device__ void softmax_rows(const T* __restrict__ x, T* __restrict__ out, int c
     float v[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) v[u] = to_float(xr[c + u * step]);
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) push(m, s, v[u]);
+    push(m, s, v);
   }
-  for (; c < cols; c += step) push(m, s, to_float(xr[c]));
+  for (; c < cols; c += step) {
+    const float v[1] = {to_float(xr[c])};
+    push(m, s, v);
+  }
   for (int off = 16; off > 0; off >>= 1)
     merge(m, s, __shfl_xor_sync(0xffffffffu, m, off), __shfl_xor_sync(0xffffffffu, s, off));
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;

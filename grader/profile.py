@@ -91,6 +91,25 @@ def analyze(csv_text: str, ceilings: dict, resources: dict[str, dict]) -> list[d
     return out
 
 
+def tensor_core_note(kernels: list[dict], task_flops: int | None) -> str | None:
+    """ncu's FLOP counters (and so the roofline's FLOP/s and intensity) see FP32/FP16 instructions only. When they
+    add up to less than half the task's own FLOP count, the rest ran on tensor cores: say so, and replace each
+    kernel's roof verdict, which would call a tensor-core GEMM memory-bound."""
+    if not task_flops:
+        return None
+    counted = sum(k["summary"].get("flops") or 0 for k in kernels)
+    if counted >= 0.5 * task_flops:
+        return None
+    seconds = sum(k["summary"].get("duration_s") or 0 for k in kernels)
+    rate = f" = {task_flops / seconds / 1e12:.1f} TFLOP/s over the profiled kernels" if seconds else ""
+    for k in kernels:
+        k["summary"].update(bound="tensor cores (not counted)", pct_of_roof=None)
+        k["verdict"] = ("tensor-core work: not counted by the FP32/FP16 counters this roofline uses; compare its "
+                        "TFLOP/s with cuBLAS or SDPA in `grader check`")
+    return (f"the counters saw {counted / task_flops:.0%} of the task's {task_flops / 1e9:,.1f} GFLOP{rate}: the rest "
+            "ran on tensor cores (mma/wgmma), which the FP32 roofline does not place")
+
+
 def plot_title(res: dict) -> str:
     shape = "x".join(map(str, res["shape"]))
     return f"{res['gpu']} · {res['day']}.{res['exercise']} ({res['variant']}) · {res['dtype']} · {shape}"
@@ -230,6 +249,9 @@ def profile_exercise(*, root: Path, course_path: Path, course: Course, day: Day,
         cached = cache_path(root, prep["gpu"]).relative_to(root)
         res["notes"].append(f"this GPU's ceilings were measured now and cached in {cached}; "
                             "--remeasure-ceilings measures them again")
+    uncounted = tensor_core_note(kernels, prep.get("task_flops"))
+    if uncounted:
+        res["notes"].append(uncounted)
     if any(k["ptxas"] is None for k in kernels):
         res["notes"].append("spills unknown for some kernels: ptxas's report (nvcc -Xptxas -v) did not list them")
     draw(res, out_dir / f"{stem}-roofline.png")

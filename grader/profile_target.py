@@ -37,7 +37,7 @@ def _case(torch, task, spec):
               for k, v in task.make_inputs(tuple(spec["shape"]), dtype, gen, "cuda", **params).items()}
     outputs = {k: _place(torch, v, off) for k, v in task.make_outputs(inputs, **params).items()}
     # The op takes the case's params (e.g. causal) after its outputs, as in `grader check`.
-    return list(inputs.values()), list(outputs.values()), list(params.values())
+    return inputs, list(outputs.values()), list(params.values())
 
 
 def prepare(spec: dict, torch, ex, task, root: Path) -> dict:
@@ -56,7 +56,10 @@ def prepare(spec: dict, torch, ex, task, root: Path) -> dict:
     fn = getattr(module, ex.op, None)
     if fn is None:
         return {"status": "missing_op", "op": ex.op, **info}
-    ins, outs, extra = _case(torch, task, spec)
+    inputs, outs, extra = _case(torch, task, spec)
+    ins = list(inputs.values())
+    # The work the op must do (e.g. 2MNK for a GEMM): tensor-core FLOPs are not in ncu's FP32/FP16 counters.
+    task_flops = int(task.flops(**inputs, **spec.get("params", {}))) if hasattr(task, "flops") else None
     for o in outs:
         poison(o)
     try:
@@ -66,7 +69,7 @@ def prepare(spec: dict, torch, ex, task, root: Path) -> dict:
         return {"status": "op_error", "message": _short_error(e), **info}
     if all(bool(poisoned_mask(o).all()) for o in outs):
         return {"status": "not_implemented", **info}
-    del ins, outs
+    del inputs, ins, outs
     ceilings = None if spec.get("remeasure") else load_cached(root, props.name)
     measured = ceilings is None
     if measured:
@@ -74,7 +77,8 @@ def prepare(spec: dict, torch, ex, task, root: Path) -> dict:
             ceilings = measure(torch, root)
         except Exception as e:
             return {"status": "env_error", "message": f"could not measure this GPU's ceilings: {e}", **info}
-    return {"status": "ok", "build_s": round(secs, 2), "ceilings": ceilings, "ceilings_measured": measured, **info}
+    return {"status": "ok", "build_s": round(secs, 2), "ceilings": ceilings, "ceilings_measured": measured,
+            "task_flops": task_flops, **info}
 
 
 def _load_built(root: Path, spec: dict, ex):
@@ -95,7 +99,8 @@ def _load_built(root: Path, spec: dict, ex):
 
 def profile(spec: dict, torch, ex, task, root: Path) -> dict:
     fn = getattr(_load_built(root, spec, ex), ex.op)
-    ins, outs, extra = _case(torch, task, spec)
+    inputs, outs, extra = _case(torch, task, spec)
+    ins = list(inputs.values())
     try:
         fn(*ins, *outs, *extra)  # warm-up, outside the range: lazy loading and first-launch costs stay out of the profile
         torch.cuda.synchronize()

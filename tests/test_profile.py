@@ -395,3 +395,19 @@ def test_ptxas_resources_come_from_the_image_this_gpu_runs(monkeypatch, tmp_path
     assert res["_Z1kPf"]["arch"] == "sm_90a" and res["_Z1kPf"]["registers"] == 168
     res80 = ptxas_report.kernel_resources([src], [], [], (8, 0))
     assert res80["_Z1kPf"]["registers"] == 100
+
+
+def test_tensor_core_work_is_named_not_called_memory_bound():
+    """A wgmma GEMM shows (almost) no FP32/FP16 FLOPs: with the task's FLOP count the profile says where they went
+    instead of placing the kernel on the memory side."""
+    from grader.profile import tensor_core_note
+
+    soft, mm = analyze(FIXTURE, CEILINGS, PTXAS)
+    counted = soft["summary"]["flops"] + mm["summary"]["flops"]
+    assert tensor_core_note([soft, mm], counted) is None  # the counters saw all the work: nothing to say
+    assert tensor_core_note([soft, mm], None) is None      # a task without flops()
+    task = 20 * counted
+    note = tensor_core_note([soft, mm], task)
+    assert note.startswith("the counters saw 5% of the task's") and "tensor cores" in note
+    assert soft["summary"]["bound"] == "tensor cores (not counted)" and soft["summary"]["pct_of_roof"] is None
+    assert "tensor-core work" in soft["verdict"]

@@ -141,16 +141,14 @@ def load_python_module(*, name: str, path: Path, root: Path):
         if e.name and not (path.parent / f"{e.name.split('.')[0]}.py").exists():
             raise MissingPackage(e.name.split(".")[0]) from None
         raise BuildError(traceback.format_exc(), _python_diagnostics(e, path, root)) from None
-    except BaseException as e:  # SyntaxError, NameError at import, ...: the student's file does not load
+    except (Exception, SystemExit) as e:  # SyntaxError, NameError, sys.exit() at import: the file does not load
         sys.modules.pop(name, None)
-        if isinstance(e, (KeyboardInterrupt, SystemExit)):
-            raise
         raise BuildError(traceback.format_exc(), _python_diagnostics(e, path, root)) from None
     return module, time.perf_counter() - t0
 
 
 def _python_diagnostics(e: BaseException, path: Path, root: Path) -> list[Diagnostic]:
-    rel = _relative(path, root)
+    rel = relative_path(path, root)
     if isinstance(e, SyntaxError) and e.lineno:
         return [Diagnostic(rel, e.lineno, "error", f"{type(e).__name__}: {e.msg}")]
     # The deepest frame inside the student's file is where the import went wrong.
@@ -159,7 +157,8 @@ def _python_diagnostics(e: BaseException, path: Path, root: Path) -> list[Diagno
     return [Diagnostic(rel, line or 1, "error", f"{type(e).__name__}: {e}")]
 
 
-def _relative(path: Path, root: Path) -> str:
+def relative_path(path: Path, root: Path) -> str:
+    """path relative to the course root where it is inside it (for messages), else as given."""
     try:
         return str(path.resolve().relative_to(root.resolve()))
     except ValueError:

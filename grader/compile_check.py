@@ -11,7 +11,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .build import BASE_CUDA_FLAGS, TORCH_CUDA_DEFINES, parse_diagnostics
+from .build import BASE_CUDA_FLAGS, TORCH_CUDA_DEFINES, parse_diagnostics, relative_path
 
 ARCHS = ("80", "90")
 _ENTRY = re.compile(r"Compiling entry function '(?P<fn>[^']+)' for 'sm_(?P<arch>\w+)'")
@@ -77,7 +77,7 @@ def nvcc_path() -> str | None:
 
 def compile_cuda(src: Path, include_dirs: list[Path], extra_flags: list[str], root: Path) -> CompileReport:
     nvcc = nvcc_path()
-    rel = _rel(src, root)
+    rel = relative_path(src, root)
     if nvcc is None:
         return CompileReport(rel, False, "nvcc", note="nvcc not found: install the CUDA toolkit or set CUDA_HOME")
     with tempfile.TemporaryDirectory() as tmp:
@@ -114,7 +114,7 @@ def _torch_include_paths() -> list[str] | None:
 
 def compile_host(src: Path, include_dirs: list[Path], root: Path) -> CompileReport:
     """Syntax-check a bindings file against torch's headers (no linking, no GPU needed)."""
-    rel = _rel(src, root)
+    rel = relative_path(src, root)
     torch_inc = _torch_include_paths()
     cxx = shutil.which(os.environ.get("CXX", "c++")) or shutil.which("g++")
     if torch_inc is None or cxx is None:
@@ -139,7 +139,7 @@ def compile_host(src: Path, include_dirs: list[Path], root: Path) -> CompileRepo
 
 def compile_python(src: Path, root: Path) -> CompileReport:
     """A Python exercise's syntax (its kernels are compiled by CuPy, numba or Triton only on a GPU)."""
-    rel = _rel(src, root)
+    rel = relative_path(src, root)
     try:
         compile(src.read_text(), str(src), "exec")
     except SyntaxError as e:
@@ -152,7 +152,7 @@ def compile_sources(sources: list[Path], include_dirs: list[Path], extra_cuda_fl
     reports = []
     for s in sources:
         if not s.is_file():
-            reports.append(CompileReport(_rel(s, root), False, "-", note="file not found"))
+            reports.append(CompileReport(relative_path(s, root), False, "-", note="file not found"))
         elif s.suffix in (".cu",):
             reports.append(compile_cuda(s, include_dirs, extra_cuda_flags, root))
         elif s.suffix == ".py":
@@ -160,10 +160,3 @@ def compile_sources(sources: list[Path], include_dirs: list[Path], extra_cuda_fl
         else:
             reports.append(compile_host(s, include_dirs, root))
     return reports
-
-
-def _rel(p: Path, root: Path) -> str:
-    try:
-        return str(p.resolve().relative_to(root.resolve()))
-    except ValueError:
-        return str(p)

@@ -96,3 +96,14 @@ def test_python_sources_compile_check_reports_syntax_errors(tmp_path):
     r_good, r_bad = compile_sources([good, bad], [], [], tmp_path)
     assert r_good.ok and r_good.tool == "python"
     assert not r_bad.ok and r_bad.diagnostics == ["bad.py:1: error: expected ':'"]
+
+
+def test_python_exercise_calling_sys_exit_at_import_is_a_build_error_not_a_dead_worker(tmp_path):
+    from grader.build import BuildError, load_python_module
+
+    f = tmp_path / "op.py"
+    f.write_text("import sys\nsys.exit(3)\n")
+    with pytest.raises(BuildError) as e:
+        load_python_module(name="t_py_exit", path=f, root=tmp_path)
+    (d,) = e.value.diagnostics
+    assert (d.file, d.line) == ("op.py", 2) and "SystemExit" in d.message

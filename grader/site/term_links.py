@@ -91,7 +91,7 @@ class TermTreeprocessor(Treeprocessor):
         matches = list(self.pattern.finditer(text))
         if not matches:
             return None
-        lead, nodes, pos = text[:matches[0].start()], [], 0
+        lead, nodes = text[:matches[0].start()], []
         for i, m in enumerate(matches):
             t = self._lookup(m.group(0))
             a = etree.Element("a")

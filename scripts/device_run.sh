@@ -7,8 +7,9 @@
 #   5. the grader's timer against triton.testing.do_bench
 #   6. the day-09 configuration sweep against cuBLAS (scripts/sgemm_sweep.py)
 #   7. `grader profile` (Nsight Compute + roofline) on the solutions of PROFILE_DAYS; PNGs and reports to $OUT
+#   8. compute-sanitizer memcheck over the correctness cases of SANITIZE_DAYS (default: none)
 # Knobs for a partial run: DAYS="day06 day09" (default: every ready day), SKIP="build pytest checks timer sweep
-# profile", PYTEST_K (a pytest -k expression), PROFILE_DAYS.
+# profile", PYTEST_K (a pytest -k expression), SWEEP_ARGS (for sgemm_sweep.py), PROFILE_DAYS, SANITIZE_DAYS.
 # Full logs go to $OUT/logs.tar.gz, results to $OUT/results.json; a short table is printed last.
 set -uo pipefail
 OUT=${OUT:-$(mktemp -d)}
@@ -28,7 +29,7 @@ skip() { [[ " $SKIP " == *" $1 "* ]]; }
 
 skip build || { echo "== build times"; python3 scripts/build_times.py "$LOG" 2>&1 | tee "$LOG/build_times.txt"; }
 skip pytest || { echo "== GPU tests"; timeout ${PYTEST_S:-480} python3 -m pytest -m gpu -q -p no:cacheprovider ${PYTEST_K:+-k "$PYTEST_K"} tests 2>&1 | tee "$LOG/pytest_gpu.txt" | tail -25; }
-skip sweep || { echo "== sgemm sweep"; timeout 400 python3 scripts/sgemm_sweep.py 2>&1 | tee "$LOG/sgemm_sweep.txt" | grep -v "^ptxas\|^    "; }
+skip sweep || { echo "== sgemm sweep"; timeout 400 python3 scripts/sgemm_sweep.py ${SWEEP_ARGS:-} 2>&1 | tee "$LOG/sgemm_sweep.txt" | grep -v "^ptxas\|^    "; }
 skip checks && days=""
 for d in $days; do
   echo "== $d"; python3 -m grader check "$d" --solution --seed 1 --json "$LOG/$d.json" >"$LOG/$d.txt" 2>&1
@@ -39,6 +40,11 @@ skip timer || { echo "== timer vs do_bench"; python3 scripts/timer_agreement.py 
 skip profile || for d in ${PROFILE_DAYS:-day05 day08 day09}; do
   echo "== profile $d"; timeout 300 python3 -m grader profile "$d" --solution >"$LOG/profile-$d.txt" 2>&1
   echo "exit $?" >>"$LOG/profile-$d.txt"; tail -30 "$LOG/profile-$d.txt"
+done
+for d in ${SANITIZE_DAYS:-}; do
+  echo "== memcheck $d"; timeout 400 compute-sanitizer --tool memcheck --error-exitcode 99 python3 -m grader check "$d" \
+    --solution --correctness-only --dtype fp32 --timeout 300 >"$LOG/memcheck-$d.txt" 2>&1
+  echo "exit $?" >>"$LOG/memcheck-$d.txt"; grep -E "ERROR SUMMARY|exit|passed|failed" "$LOG/memcheck-$d.txt" | tail -5
 done
 if [ -d .grader/profile ]; then  # only when something was profiled
   mkdir -p "$OUT/profile" && cp .grader/profile/*.png "$OUT/profile/" 2>/dev/null

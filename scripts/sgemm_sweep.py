@@ -17,8 +17,16 @@ sys.path.insert(0, str(ROOT))
 DEFAULT_CONFIGS = ["", "STREAMK=0", "ORDER=0", "AS_PAD=0", "B_EARLY=0,STASH_K=8"]
 
 
-def flags(cfg: str) -> list[str]:
-    return [f"-DSGEMM_{kv.strip()}" for kv in cfg.split(",") if kv.strip()]
+def parse(cfg: str) -> tuple[Path, list[str]]:
+    """A config is comma-separated KNOB=VALUE overrides; SRC=dir builds that folder's matmul.cu and bindings.cpp
+    instead of solutions/day09 (say, an earlier version, to time it beside the current one)."""
+    src, out = ROOT / "solutions" / "day09", []
+    for kv in filter(None, (t.strip() for t in cfg.split(","))):
+        if kv.startswith("SRC="):
+            src = (ROOT / kv[4:]).resolve()
+        else:
+            out.append(f"-DSGEMM_{kv}")
+    return src, out
 
 
 def build(cfg: str):
@@ -27,10 +35,10 @@ def build(cfg: str):
     from grader.build import build_extension
 
     tag = hashlib.sha1(cfg.encode()).hexdigest()[:8]
-    src = ROOT / "solutions" / "day09"
+    src, flags = parse(cfg)
     mod, secs, _ = build_extension(name=f"sgemm_sweep_{tag}", sources=[src / "matmul.cu", src / "bindings.cpp"],
                                    include_dirs=[ROOT / "common"], build_dir=ROOT / ".grader" / "build" / f"sweep-{tag}",
-                                   extra_cuda_cflags=flags(cfg) + ["-Xptxas", "-v"],
+                                   extra_cuda_cflags=flags + ["-Xptxas", "-v"],
                                    capability=torch.cuda.get_device_capability(0), root=ROOT)
     return mod
 

@@ -96,6 +96,9 @@ namespace sgemm {
 #ifndef SGEMM_STREAMK
 #define SGEMM_STREAMK 1  // the last partial wave by stream-K: 0 never, 1 when it is at most 15/16 full, 2 always
 #endif
+#ifndef SGEMM_PDL
+#define SGEMM_PDL 1  // sm_90: the stream-K kernel's blocks may start while the whole-tile kernel's last blocks run
+#endif
 constexpr int BK = SGEMM_BK;
 constexpr int TMB = SGEMM_TMB, TNB = SGEMM_TNB, TM = 4 * TMB, TN = 4 * TNB;  // outputs per thread: TM x TN
 constexpr int LM = SGEMM_LM, LN = 32 / LM;                                     // lane grid inside a warp
@@ -115,25 +118,11 @@ struct Loads {
   static_assert(A_PER_THREAD >= 1 && B_PER_THREAD >= 1, "tile too small for the block");
 };
 
-// Stream-K (change 10): how the blocks of one launch share the output tiles. Blocks [0, dp_blocks) each compute one
-// whole tile (tile = blockIdx.x). The sk_tiles tiles after those are split along K: their K-tiles, laid end to
-// end, are cut into sk_blocks equal ranges, one per remaining block; the blocks that share a tile leave their
-// partial sums in `partials`, and the last of them to finish adds them up and writes the tile. The default,
-// StreamK{}, makes every block a whole-tile block.
-struct StreamK {
-  int dp_blocks = INT_MAX;
-  int sk_blocks = 0;
-  int sk_tiles = 0;
-  float* partials = nullptr;  // 2 partial tiles of BM x BN floats per stream-K block
-  int* arrivals = nullptr;    // per stream-K tile: how many of its blocks are done (zero between launches)
-};
-
 // YOUR CODE HERE
 
 template <typename T, bool kVec>
 __global__ void __launch_bounds__(kThreads, kVec ? SGEMM_MIN_BLOCKS : 1)
-    kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K,
-           const StreamK sk) {
+    kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K) {
   using L = Loads<T, kVec>;
   using Raw = typename L::Raw;
   constexpr int VEC = L::VEC;

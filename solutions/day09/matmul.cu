@@ -96,6 +96,9 @@ namespace sgemm {
 #ifndef SGEMM_STREAMK
 #define SGEMM_STREAMK 1  // the last partial wave by stream-K: 0 never, 1 when it is at most 15/16 full, 2 always
 #endif
+#ifndef SGEMM_PDL
+#define SGEMM_PDL 1  // sm_90: the stream-K kernel's blocks may start while the whole-tile kernel's last blocks run
+#endif
 constexpr int BK = SGEMM_BK;
 constexpr int TMB = SGEMM_TMB, TNB = SGEMM_TNB, TM = 4 * TMB, TN = 4 * TNB;  // outputs per thread: TM x TN
 constexpr int LM = SGEMM_LM, LN = 32 / LM;                                     // lane grid inside a warp
@@ -115,20 +118,19 @@ struct Loads {
   static_assert(A_PER_THREAD >= 1 && B_PER_THREAD >= 1, "tile too small for the block");
 };
 
-// Stream-K (change 10): how the blocks of one launch share the output tiles. Blocks [0, dp_blocks) each compute one
-// whole tile (tile = blockIdx.x). The sk_tiles tiles after those are split along K: their K-tiles, laid end to
-// end, are cut into sk_blocks equal ranges, one per remaining block; the blocks that share a tile leave their
-// partial sums in `partials`, and the last of them to finish adds them up and writes the tile. The default,
-// StreamK{}, makes every block a whole-tile block.
+// BEGIN SOLUTION
+// Stream-K (change 10): `kernel` computes the first dp_blocks tiles, one whole tile per block. The sk_tiles tiles
+// after those go to `streamk_kernel`, split along K: their K-tiles, laid end to end, are cut into sk_blocks equal
+// ranges, one per block; the blocks that share a tile leave their partial sums in `partials`, and the last of
+// them to finish adds them up and writes the tile.
 struct StreamK {
-  int dp_blocks = INT_MAX;
+  int dp_blocks = 0;
   int sk_blocks = 0;
   int sk_tiles = 0;
   float* partials = nullptr;  // 2 partial tiles of BM x BN floats per stream-K block
   int* arrivals = nullptr;    // per stream-K tile: how many of its blocks are done (zero between launches)
 };
 
-// BEGIN SOLUTION
 // 16 bytes global -> shared without passing through registers (sm_80+); zeros instead when !ok.
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool ok) {
   const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
@@ -156,20 +158,18 @@ __device__ __forceinline__ void store4(T* p, float x, float y, float z, float w)
 __device__ __forceinline__ int sk_owner(long long x, long long total, int blocks) {
   return static_cast<int>(((x + 1) * blocks - 1) / total);
 }
-// END SOLUTION
 
-template <typename T, bool kVec>
-__global__ void __launch_bounds__(kThreads, kVec ? SGEMM_MIN_BLOCKS : 1)
-    kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K,
-           const StreamK sk) {
+// The work of one block, for both kernels below: kSplit = false, output tile blockIdx.x whole; kSplit = true,
+// stream-K block blockIdx.x of `sk`.
+template <typename T, bool kVec, bool kSplit>
+__device__ __forceinline__ void gemm_block(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M,
+                                           int N, int K, const StreamK& sk,
+                                           float (&As)[2][BK][BM + SGEMM_AS_PAD], float (&Bs)[2][BK][BN]) {
   using L = Loads<T, kVec>;
   using Raw = typename L::Raw;
   constexpr int VEC = L::VEC;
-  __shared__ __align__(16) float As[2][BK][BM + SGEMM_AS_PAD];  // transposed: As[s][k][m]
-  __shared__ __align__(16) float Bs[2][BK][BN];
-  // BEGIN SOLUTION
   __shared__ int last_arrival;  // stream-K: this block is the last of a tile's blocks to finish
-  __shared__ int work[6];       // this block's segments (below)
+  __shared__ int work[9];       // stream-K: this block's segments (below)
   const int gm = (M + BM - 1) / BM, gn = (N + BN - 1) / BN;
   const int iters = max(1, (K + BK - 1) / BK);  // K-tiles per output tile (K = 0: one tile of zeros)
 
@@ -188,23 +188,25 @@ __global__ void __launch_bounds__(kThreads, kVec ? SGEMM_MIN_BLOCKS : 1)
   constexpr bool kAsyncB = kVec && std::is_same_v<T, float>;
   float acc[TM][TN];
 
-  // acc = the sum over K-tiles [kt0, kt1) of output tile (m0, n0).
+  // acc = the sum over K-tiles [kt0, kt1) of output tile (m0, n0). The pointers and the K bound are shifted to
+  // K-tile kt0, so the loop itself is the whole-K loop of a K - kt0 * BK problem.
   auto mainloop = [&](int m0, int n0, int kt0, int kt1) {
     Raw ra[L::A_PER_THREAD], rb[L::B_PER_THREAD];  // the next K-tile, in flight in registers
-    const T* pa = a + static_cast<size_t>(m0 + a_r) * K + a_k;  // only dereferenced where in range
-    const T* pb = b + static_cast<size_t>(b_r) * N + n0 + b_n;
+    const int k_base = kt0 * BK, k_end = K - k_base;  // k below counts from k_base
+    const T* pa = a + static_cast<size_t>(m0 + a_r) * K + k_base + a_k;  // only dereferenced where in range
+    const T* pb = b + static_cast<size_t>(k_base + b_r) * N + n0 + b_n;
     const bool b_col_ok = n0 + b_n < N;
     auto fetch_a = [&](int k0) {
 #pragma unroll
       for (int i = 0; i < L::A_PER_THREAD; ++i) {
-        const bool ok = m0 + a_r + i * A_STEP < M && k0 + a_k < K;
+        const bool ok = m0 + a_r + i * A_STEP < M && k0 + a_k < k_end;
         ra[i] = ok ? __ldg(reinterpret_cast<const Raw*>(pa + static_cast<size_t>(i * A_STEP) * K + k0)) : Raw{};
       }
     };
     auto fetch_b = [&](int k0, int s) {
 #pragma unroll
       for (int i = 0; i < L::B_PER_THREAD; ++i) {
-        const bool ok = b_col_ok && k0 + b_r + i * B_STEP < K;
+        const bool ok = b_col_ok && k0 + b_r + i * B_STEP < k_end;
         const T* src = pb + static_cast<size_t>(k0 + i * B_STEP) * N;
         if constexpr (kAsyncB)
           cp_async16(&Bs[s][b_r + i * B_STEP][b_n], ok ? src : b, ok);
@@ -255,14 +257,15 @@ __global__ void __launch_bounds__(kThreads, kVec ? SGEMM_MIN_BLOCKS : 1)
 #pragma unroll
       for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
     float fa[TM], fb[TN];
-    fetch_a(kt0 * BK);
-    fetch_b(kt0 * BK, 0);
+    const int tiles = kt1 - kt0;
+    fetch_a(0);
+    fetch_b(0, 0);
     stash_a(0);
     stash_b(0);
     __syncthreads();
-    for (int t = kt0; t < kt1; ++t) {
-      const int s = (t - kt0) & 1;
-      const bool next = t + 1 < kt1;
+    for (int t = 0; t < tiles; ++t) {
+      const int s = t & 1;
+      const bool next = t + 1 < tiles;
       // The next tile of A is loaded at the top and stored to stage s^1 three quarters of the way through the
       // math (fp32 B is already on its way by cp.async; fp16/bf16 B is loaded into registers after A is stored,
       // so only one tile is staged in registers at a time: that keeps every instance within 128 registers, two
@@ -326,20 +329,20 @@ __global__ void __launch_bounds__(kThreads, kVec ? SGEMM_MIN_BLOCKS : 1)
 
   // Stream-K bookkeeping. The stream-K part is sk_total = sk_tiles * iters K-tiles long; block j covers
   // [j * sk_total / sk_blocks, (j + 1) * sk_total / sk_blocks), less than one tile's worth, so at most two tiles.
-  const long long sk_total = static_cast<long long>(sk.sk_tiles) * iters;
-  const int j = blockIdx.x - sk.dp_blocks;  // this block's stream-K index (negative: a whole-tile block)
+  // Recomputed where needed rather than held in registers across the mainloop (see `work` below).
+  auto sk_total = [&] { return static_cast<long long>(sk.sk_tiles) * iters; };
   // Partial sums: 2 slots per stream-K block (its first and its second tile), written and read in one
   // thread-to-element layout: float4 number v of thread tid at [v][tid], so every access is coalesced.
   constexpr int kVecs = TM * TN / 4;
   auto slot = [&](int jj, int u) {
-    const int first_tile = static_cast<int>(jj * sk_total / sk.sk_blocks / iters);
+    const int first_tile = static_cast<int>(jj * sk_total() / sk.sk_blocks / iters);
     return reinterpret_cast<float4*>(sk.partials + static_cast<size_t>(2 * jj + (u - first_tile)) * (BM * BN)) + tid;
   };
   // After this block's share of stream-K tile u: leave the partial sum and count the arrival. The last block to
   // arrive adds the tile's partials in block order (so the result does not depend on who came last) and writes
   // C. It reads them back from memory, one float4 at a time, rather than into acc: fewer live registers.
   auto fixup = [&](int u, int m0, int n0) {
-    float4* mine = slot(j, u);
+    float4* mine = slot(blockIdx.x, u);
 #pragma unroll
     for (int v = 0; v < kVecs; ++v) {
       const float* x = &acc[v / (TN / 4)][v % (TN / 4) * 4];
@@ -347,8 +350,8 @@ __global__ void __launch_bounds__(kThreads, kVec ? SGEMM_MIN_BLOCKS : 1)
     }
     __threadfence();  // our partial is visible device-wide before the arrival is counted
     __syncthreads();
-    const int first = sk_owner(static_cast<long long>(u) * iters, sk_total, sk.sk_blocks);
-    const int last = sk_owner(static_cast<long long>(u + 1) * iters - 1, sk_total, sk.sk_blocks);
+    const int first = sk_owner(static_cast<long long>(u) * iters, sk_total(), sk.sk_blocks);
+    const int last = sk_owner(static_cast<long long>(u + 1) * iters - 1, sk_total(), sk.sk_blocks);
     if (tid == 0) {
       const bool is_last = atomicAdd(&sk.arrivals[u], 1) == last - first;
       if (is_last) sk.arrivals[u] = 0;  // ready for the next launch
@@ -369,22 +372,6 @@ __global__ void __launch_bounds__(kThreads, kVec ? SGEMM_MIN_BLOCKS : 1)
     }
   };
 
-  // This block's work: K-tiles [work[1], work[2]) of tile work[0], then, if work[5] > 0, K-tiles [0, work[5]) of
-  // tile work[3]. Block-uniform values kept in shared memory and re-read where needed: held in registers across
-  // the mainloop, they pushed the 16-bit instances past 128 registers (spills).
-  if (tid == 0) {
-    int tile = blockIdx.x, kt0 = 0, kt1 = iters, more = 0;  // a whole-tile block
-    if (j >= 0) {
-      const long long b0 = j * sk_total / sk.sk_blocks, b1 = (j + 1) * sk_total / sk.sk_blocks;
-      tile = sk.dp_blocks + static_cast<int>(b0 / iters);
-      kt0 = static_cast<int>(b0 % iters);
-      const int len = static_cast<int>(b1 - b0);
-      kt1 = min(iters, kt0 + len);
-      more = kt0 + len - kt1;
-    }
-    work[0] = tile, work[1] = kt0, work[2] = kt1, work[3] = tile + 1, work[4] = 0, work[5] = more;
-  }
-  __syncthreads();
   // Block swizzle: tile t is at (m0, n0); groups of kGroup block-rows, walked column by column.
   auto origin = [&](int t, int& m0, int& n0) {
     constexpr int kGroup = SGEMM_GROUP;
@@ -395,20 +382,69 @@ __global__ void __launch_bounds__(kThreads, kVec ? SGEMM_MIN_BLOCKS : 1)
     m0 = (first_row + in_group % rows_in_group) * BM;
     n0 = (in_group / rows_in_group) * BN;
   };
-  // Segment w (0 or 1): the mainloop, then C or the fixup.
-  auto segment = [&](int w) {
+  if constexpr (!kSplit) {  // one whole tile per block: tile blockIdx.x
     int m0, n0;
-    origin(work[3 * w], m0, n0);
-    mainloop(m0, n0, work[3 * w + 1], work[3 * w + 2]);
-    const int t = work[3 * w];
-    origin(t, m0, n0);
-    if (work[3 * w + 1] == 0 && work[3 * w + 2] == iters)
-      store_c(m0, n0);  // the whole tile
-    else
-      fixup(t - sk.dp_blocks, m0, n0);
-  };
-  segment(0);
-  if (work[5] > 0) segment(1);  // two calls rather than a loop: the loop also spilled
+    origin(blockIdx.x, m0, n0);
+    mainloop(m0, n0, 0, iters);
+    store_c(m0, n0);
+  } else {
+    // Stream-K block j = blockIdx.x: one or two segments w, K-tiles [work[4w+1], work[4w+2]) of tile work[4w];
+    // work[4w+3] = 1 if other blocks share that tile. Block-uniform values kept in shared memory and re-read
+    // where needed: held in registers across the mainloop, they cost registers the mainloop needs (spills).
+    if (tid == 0) {
+      const long long b0 = blockIdx.x * sk_total() / sk.sk_blocks, b1 = (blockIdx.x + 1) * sk_total() / sk.sk_blocks;
+      const int tile = sk.dp_blocks + static_cast<int>(b0 / iters), kt0 = static_cast<int>(b0 % iters);
+      const int len = static_cast<int>(b1 - b0), kt1 = min(iters, kt0 + len), more = kt0 + len - kt1;
+      work[0] = tile, work[1] = kt0, work[2] = kt1, work[3] = kt1 - kt0 < iters;
+      work[4] = tile + 1, work[5] = 0, work[6] = more, work[7] = 1;
+      work[8] = more > 0 ? 2 : 1;
+    }
+    __syncthreads();
+#pragma unroll 1
+    for (int w = 0; w < work[8]; ++w) {
+      int m0, n0;
+      origin(work[4 * w], m0, n0);
+      mainloop(m0, n0, work[4 * w + 1], work[4 * w + 2]);
+      const int t = work[4 * w];
+      origin(t, m0, n0);
+      if (work[4 * w + 3])
+        fixup(t - sk.dp_blocks, m0, n0);
+      else
+        store_c(m0, n0);  // the whole tile after all
+    }
+  }
+}
+
+// The tail: stream-K blocks (launched after `kernel`, on the same stream).
+template <typename T, bool kVec>
+__global__ void __launch_bounds__(kThreads, kVec ? SGEMM_MIN_BLOCKS : 1)
+    streamk_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K,
+                   const StreamK sk) {
+  __shared__ __align__(16) float As[2][BK][BM + SGEMM_AS_PAD];
+  __shared__ __align__(16) float Bs[2][BK][BN];
+  gemm_block<T, kVec, true>(a, b, c, M, N, K, sk, As, Bs);
+#if __CUDA_ARCH__ >= 900
+  // Launched as a programmatic dependent of `kernel`, this grid may run beside it; waiting for it before exiting
+  // makes our completion mean C is complete, for whatever the stream runs next.
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+// END SOLUTION
+
+template <typename T, bool kVec>
+__global__ void __launch_bounds__(kThreads, kVec ? SGEMM_MIN_BLOCKS : 1)
+    kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K) {
+  using L = Loads<T, kVec>;
+  using Raw = typename L::Raw;
+  constexpr int VEC = L::VEC;
+  __shared__ __align__(16) float As[2][BK][BM + SGEMM_AS_PAD];  // transposed: As[s][k][m]
+  __shared__ __align__(16) float Bs[2][BK][BN];
+  // BEGIN SOLUTION
+  (void)VEC;
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");  // the stream-K kernel may be scheduled now
+#endif
+  gemm_block<T, kVec, false>(a, b, c, M, N, K, StreamK{}, As, Bs);
   // END SOLUTION
 }
 
@@ -422,15 +458,27 @@ namespace {  // internal linkage: each build of this file keeps its own caches (
 constexpr int kMaxDevices = 64;
 constexpr int kMinSkIters = 8;  // K-tiles per stream-K block at least (fewer: the fixup costs more than it saves)
 
-template <typename T, bool kVec>
-int resident_blocks(int device) {  // blocks that fit on the whole GPU at once, cached per device
+int major_version(int device) {  // compute capability, cached per device
+  static std::atomic<int> cache[kMaxDevices];
+  int v = cache[device].load(std::memory_order_relaxed);
+  if (v == 0 && cudaDeviceGetAttribute(&v, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  cache[device].store(v, std::memory_order_relaxed);
+  return v;
+}
+
+// Blocks of `kern` that fit on the whole GPU at once, cached per device (and per kernel: one cache per instance
+// of this template).
+template <typename Kernel, Kernel kern>
+int resident_blocks(int device) {
   static std::atomic<int> cache[kMaxDevices];
   int n = cache[device].load(std::memory_order_relaxed);
   if (n == 0) {
     int sms = 0, per_sm = 0;
     if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, sgemm::kernel<T, kVec>, sgemm::kThreads, 0) !=
-            cudaSuccess) {
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, sgemm::kThreads, 0) != cudaSuccess) {
       (void)cudaGetLastError();
       return 0;
     }
@@ -441,48 +489,55 @@ int resident_blocks(int device) {  // blocks that fit on the whole GPU at once, 
 }
 
 // One workspace per (device, stream): launches on one stream run in order, so they can share it; launches on
-// two streams get two. It only grows, and its counters are zeroed once, when it is allocated (the last block of
-// each tile puts its counter back to zero).
-void* workspace(int device, cudaStream_t stream, size_t bytes) {
+// two streams get two. Two buffers that only grow: the arrival counters, zeroed when allocated (the last block of
+// each tile puts its counter back to zero), and the partial tiles.
+struct Workspace {
+  int* arrivals = nullptr;
+  float* partials = nullptr;
+};
+Workspace workspace(int device, cudaStream_t stream, size_t counters, size_t partial_floats) {
   struct Space {
-    void* ptr = nullptr;
-    size_t bytes = 0;
+    void* ptr[2] = {nullptr, nullptr};
+    size_t bytes[2] = {0, 0};
   };
   static std::mutex mutex;
   static std::map<std::pair<int, cudaStream_t>, Space> spaces;
   std::lock_guard<std::mutex> lock(mutex);
   Space& s = spaces[{device, stream}];
-  if (s.bytes < bytes) {
-    if (s.ptr) cudaFree(s.ptr);  // waits for the device: only when a larger shape comes along
-    s = Space{};
-    void* p = nullptr;
-    if (cudaMalloc(&p, bytes) != cudaSuccess || cudaMemsetAsync(p, 0, bytes, stream) != cudaSuccess) {
-      if (p) cudaFree(p);
+  const size_t need[2] = {counters * sizeof(int), partial_floats * sizeof(float)};
+  for (int i = 0; i < 2; ++i) {
+    if (s.bytes[i] >= need[i]) continue;
+    if (s.ptr[i]) cudaFree(s.ptr[i]);  // waits for the device: only when a larger shape comes along
+    s.ptr[i] = nullptr, s.bytes[i] = 0;
+    if (cudaMalloc(&s.ptr[i], need[i]) != cudaSuccess || (i == 0 && cudaMemsetAsync(s.ptr[i], 0, need[i], stream))) {
+      if (s.ptr[i]) cudaFree(s.ptr[i]);
+      s.ptr[i] = nullptr;
       (void)cudaGetLastError();  // out of memory is not an error here: the launch goes without stream-K
-      return nullptr;
+      return {};
     }
-    s = Space{p, bytes};
+    s.bytes[i] = need[i];
   }
-  return s.ptr;
+  return {static_cast<int*>(s.ptr[0]), static_cast<float*>(s.ptr[1])};
 }
 
-// The stream-K plan for `tiles` output tiles of `iters` K-tiles each, with `slots` blocks resident at once.
-sgemm::StreamK plan(int tiles, int iters, int slots, int device, cudaStream_t stream) {
+// The stream-K plan for `tiles` output tiles of `iters` K-tiles each: `wave` whole-tile blocks run at once, and
+// `sk_slots` stream-K blocks.
+sgemm::StreamK plan(int tiles, int iters, int wave, int sk_slots, int device, cudaStream_t stream) {
   sgemm::StreamK sk;
-  if (slots <= 0 || iters < kMinSkIters || SGEMM_STREAMK == 0) return sk;
-  const int rem = tiles % slots;  // tiles in the last, partial wave
+  if (wave <= 0 || sk_slots <= 0 || iters < kMinSkIters || SGEMM_STREAMK == 0) return sk;
+  const int rem = tiles % wave;  // tiles in the last, partial wave
   // A tail at least 15/16 full loses too little to pay for the fixup, unless forced (SGEMM_STREAMK == 2).
-  if (rem == 0 || (SGEMM_STREAMK == 1 && rem * 16 > slots * 15)) return sk;
+  if (rem == 0 || (SGEMM_STREAMK == 1 && rem * 16 > wave * 15)) return sk;
   const long long total = static_cast<long long>(rem) * iters;
-  const int blocks = static_cast<int>(std::min<long long>(slots, total / kMinSkIters));  // >= rem: < 1 tile each
-  const size_t counters = (static_cast<size_t>(rem) * sizeof(int) + 255) / 256 * 256;
-  void* ws = workspace(device, stream, counters + static_cast<size_t>(blocks) * 2 * sgemm::BM * sgemm::BN * 4);
-  if (!ws) return sk;
+  const int blocks = static_cast<int>(std::min<long long>(sk_slots, total / kMinSkIters));
+  if (blocks < rem) return sk;  // each block must cover less than one tile (at most two tiles' K-tiles)
+  const Workspace ws = workspace(device, stream, rem, static_cast<size_t>(blocks) * 2 * sgemm::BM * sgemm::BN);
+  if (!ws.arrivals) return sk;
   sk.dp_blocks = tiles - rem;
   sk.sk_blocks = blocks;
   sk.sk_tiles = rem;
-  sk.arrivals = static_cast<int*>(ws);
-  sk.partials = reinterpret_cast<float*>(static_cast<char*>(ws) + counters);
+  sk.arrivals = ws.arrivals;
+  sk.partials = ws.partials;
   return sk;
 }
 
@@ -493,9 +548,35 @@ cudaError_t launch(const T* a, const T* b, T* c, int M, int N, int K, cudaStream
   const int iters = std::max(1, (K + BK - 1) / BK);
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess || device >= kMaxDevices) return cudaGetLastError();
-  const StreamK sk = plan(tiles, iters, resident_blocks<T, kVec>(device), device, stream);
-  const int grid = sk.sk_blocks > 0 ? sk.dp_blocks + sk.sk_blocks : tiles;
-  kernel<T, kVec><<<grid, kThreads, 0, stream>>>(a, b, c, M, N, K, sk);
+  StreamK sk;
+  // fp32 only: the 16-bit instances stage both next tiles in registers, and with the stream-K bookkeeping their
+  // stream-K kernel needed more than 128 registers (spills). Their tails run as whole tiles.
+  if constexpr (std::is_same_v<T, float>) {
+    using Whole = decltype(&kernel<T, kVec>);
+    using Split = decltype(&streamk_kernel<T, kVec>);
+    sk = plan(tiles, iters, resident_blocks<Whole, &kernel<T, kVec>>(device),
+              resident_blocks<Split, &streamk_kernel<T, kVec>>(device), device, stream);
+  }
+  if (sk.sk_blocks == 0) {
+    kernel<T, kVec><<<tiles, kThreads, 0, stream>>>(a, b, c, M, N, K);
+    return cudaGetLastError();
+  }
+  // Two launches on one stream: the whole tiles, then the tail. On sm_90 the tail is a programmatic dependent
+  // launch: its blocks take the slots of the last whole-tile blocks as they finish, instead of waiting for the
+  // slowest of them (each `kernel` block allows it as it starts, griddepcontrol.launch_dependents).
+  if (sk.dp_blocks > 0) kernel<T, kVec><<<sk.dp_blocks, kThreads, 0, stream>>>(a, b, c, M, N, K);
+  if constexpr (std::is_same_v<T, float>) {
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(sk.sk_blocks);
+    config.blockDim = dim3(kThreads);
+    config.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = attr;
+    config.numAttrs = SGEMM_PDL && sk.dp_blocks > 0 && major_version(device) >= 9 ? 1 : 0;
+    return cudaLaunchKernelEx(&config, streamk_kernel<T, kVec>, a, b, c, M, N, K, sk);
+  }
   return cudaGetLastError();
 }
 // END SOLUTION

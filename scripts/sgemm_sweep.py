@@ -3,6 +3,7 @@ against cuBLAS fp32 (TF32 off) in one process on the GPU: the evidence behind th
 measured/NOTES.md. Builds run in parallel processes first, then every config is timed interleaved with cuBLAS.
 
     python3 scripts/sgemm_sweep.py [--sizes 2048,4096,4224x4096x4096] [--configs "BK=16" "TNB=4,WARPS_N=2" ...]
+    ncu -k regex:sgemm --metrics ... python3 scripts/sgemm_sweep.py --once ...   # one call per config and size
 
 A size is n (n x n x n) or MxNxK.
 """
@@ -55,6 +56,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="1024,2048,4096,8192,4224x4096x4096")
     ap.add_argument("--configs", nargs="*", default=DEFAULT_CONFIGS)
+    ap.add_argument("--once", action="store_true", help="call each config once per size, untimed (for a profiler)")
     ap.add_argument("--dtype", default="fp32", choices=["fp32", "fp16", "bf16"],
                     help="our kernel's dtype; cuBLAS is always fp32 (the track's ceiling)")
     args = ap.parse_args()
@@ -91,6 +93,9 @@ def main():
             c.fill_(float("nan"))
             mod.matmul(a, b, c)
             err = ((c.double() - ref).norm() / ref.norm()).item()
+            if args.once:
+                print(f"{args.dtype} {cfg or '(defaults)':29s} {size:>14s} called once, rel L2 {err:.1e}")
+                continue
             ours = timer.time(lambda: mod.matmul(a, b, c)).median_ms
             lib = timer.time(lambda: torch.mm(a32, b32, out=c32)).median_ms  # re-timed beside every config
             print(f"{args.dtype} {cfg or '(defaults)':29s} {size:>14s} {flop / ours / 1e9:8.1f} {flop / lib / 1e9:8.1f} "

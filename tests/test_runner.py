@@ -22,6 +22,18 @@ def test_all_good(course, monkeypatch):
     assert res.status == "pass" and all(c["ok"] for c in res.cases)
 
 
+def test_nothing_written_anywhere_is_not_implemented(course, monkeypatch):
+    res = run(course, monkeypatch, "blank")
+    assert res.status == "not_implemented" and {c["category"] for c in res.cases} == {"not_implemented"}
+
+
+def test_one_shape_left_unwritten_by_a_working_kernel_is_a_failure(course, monkeypatch):
+    # a kernel that passes other cases is implemented: the blank case is its bug, with the "unwritten" hint
+    res = run(course, monkeypatch, "ok,blank,ok")
+    assert res.status == "fail" and res.cases[1]["category"] == "unwritten"
+    assert "no output element was written" in res.message
+
+
 def test_a_crash_is_a_verdict_and_the_next_worker_goes_on(course, monkeypatch):
     # case 1 crashes the context; a new worker must run cases 2.. and they pass
     res = run(course, monkeypatch, "ok,crash,ok,ok,ok,ok,ok,ok,ok,ok,ok,ok,ok,ok,ok,ok,ok")

@@ -94,7 +94,7 @@ namespace sgemm {
 #define SGEMM_B_EARLY 1  // fp32: issue B's cp.async at the top of the step instead of at STASH_K
 #endif
 #ifndef SGEMM_STREAMK
-#define SGEMM_STREAMK 1  // the last partial wave by stream-K: 0 never, 1 when it is at most 15/16 full, 2 always
+#define SGEMM_STREAMK 1  // the last partial wave by stream-K: 0 never, 1 when it is at most 4/5 full, 2 always
 #endif
 #ifndef SGEMM_PDL
 #define SGEMM_PDL 1  // sm_90: the stream-K kernel's blocks may start while the whole-tile kernel's last blocks run

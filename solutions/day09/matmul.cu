@@ -94,7 +94,7 @@ namespace sgemm {
 #define SGEMM_B_EARLY 1  // fp32: issue B's cp.async at the top of the step instead of at STASH_K
 #endif
 #ifndef SGEMM_STREAMK
-#define SGEMM_STREAMK 1  // the last partial wave by stream-K: 0 never, 1 when it is at most 15/16 full, 2 always
+#define SGEMM_STREAMK 1  // the last partial wave by stream-K: 0 never, 1 when it is at most 4/5 full, 2 always
 #endif
 #ifndef SGEMM_PDL
 #define SGEMM_PDL 1  // sm_90: the stream-K kernel's blocks may start while the whole-tile kernel's last blocks run
@@ -360,7 +360,7 @@ __device__ __forceinline__ void gemm_block(const T* __restrict__ a, const T* __r
     __syncthreads();
     if (!last_arrival) return;
     __threadfence();  // the others' partials, published before their arrivals, are seen after ours
-#pragma unroll 1
+#pragma unroll 4  // four independent loads in flight: these reads are latency-bound
     for (int v = 0; v < kVecs; ++v) {
       float4 sum = __ldcg(slot(first, u) + v * kThreads);
       for (int jj = first + 1; jj <= last; ++jj) {
@@ -526,8 +526,10 @@ sgemm::StreamK plan(int tiles, int iters, int wave, int sk_slots, int device, cu
   sgemm::StreamK sk;
   if (wave <= 0 || sk_slots <= 0 || iters < kMinSkIters || SGEMM_STREAMK == 0) return sk;
   const int rem = tiles % wave;  // tiles in the last, partial wave
-  // A tail at least 15/16 full loses too little to pay for the fixup, unless forced (SGEMM_STREAMK == 2).
-  if (rem == 0 || (SGEMM_STREAMK == 1 && rem * 16 > wave * 15)) return sk;
+  // Measured (ncu, H200): the stream-K kernel does a K-tile about 15% slower than `kernel` (the fixups, two
+  // prologues per block, a different instruction schedule, L2 misses), so it pays only when the tail wave is well
+  // short of full: below 1/1.15 = 0.87 of a wave. 4/5 leaves a margin (4096^3: 0.88, whole tiles; 8192^3: 0.52).
+  if (rem == 0 || (SGEMM_STREAMK == 1 && rem * 5 > wave * 4)) return sk;
   const long long total = static_cast<long long>(rem) * iters;
   const int blocks = static_cast<int>(std::min<long long>(sk_slots, total / kMinSkIters));
   if (blocks < rem) return sk;  // each block must cover less than one tile (at most two tiles' K-tiles)

@@ -27,12 +27,19 @@
 //      shares an operand register with the previous one (the operand reuse cache serves it). 88% -> 94% of cuBLAS
 //      at 4096^3. ncu's top stall had been "dispatch" with warps eligible, consistent with register-bank
 //      conflicts between the three operands of an FFMA; nvcc keeps the order we write for independent FMAs.
+//  10. Stream-K for the last, partial wave (fp32): 1024 tiles on 264 slots are 3.88 waves, and an exact 4 waves
+//      (4224 x 4096 x 4096) measured 98.5% of cuBLAS where 4096^3 measured 94.3%. `streamk_kernel` spreads the
+//      tail's tiles over a full wave of blocks along K (each block a range of K-tiles; partial sums in a workspace,
+//      the last block to arrive adds them). Used when the tail is at most 4/5 of a wave: its K-tiles ran ~15%
+//      slower than `kernel`'s (ncu: L2 hit rate 35% vs 82%), so a tail of 0.88 waves (4096^3) is not worth it.
 // Element conversion (fp16/bf16 -> float) happens once, when a tile is written into shared memory: the inner
 // loop is pure fp32 for every dtype.
-// Where it stands (H200, scripts/sgemm_sweep.py): about 94.5% of cuBLAS fp32 at 4096^3 and 95.5% at 8192^3.
+// Where it stands (H200, scripts/sgemm_sweep.py, cuBLAS in the same run): 94.5-95% of cuBLAS fp32 at 4096^3, 98% at
+// 8192^3, 104% at 3000 x 5000 x 2000, 73% at 1024^3.
 // Tried and slower (measured/NOTES.md): a 128 x 256 tile (8 x 16 per thread, one block per SM), 128-thread blocks
 // with 8 x 16, an XOR swizzle instead of padding, explicit fragment double buffering, column-major FMA order,
-// 2 x 2 zigzag and interleaved FMA orders.
+// 2 x 2 zigzag and interleaved FMA orders; stream-K in the same kernel as the whole tiles (the shared mainloop
+// compiled to a schedule 5% slower).
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -40,7 +47,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <climits>
 #include <cstdint>
 #include <map>
 #include <mutex>

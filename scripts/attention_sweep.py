@@ -10,17 +10,16 @@ flushed before each call). The last line names the fastest correct config (geome
     python3 scripts/attention_sweep.py [--configs "" "HOPPER=0" ...] [--shapes 4,16,4096,128 ...] [--dtypes bf16]
 """
 import argparse
-import hashlib
 import json
 import math
 import subprocess
 import sys
 import tempfile
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from sweep_build import build_variant, prebuild  # noqa: E402  (scripts/ is on the path: this script's folder)
 DEFAULT_CONFIGS = ["", "WG_OVERLAP=0", "HOPPER=0", "HOPPER=0,MMA_BC64=128,MMA_MIN_BLOCKS64=1"]
 DEFAULT_SHAPES = ["4,16,4096,128", "4,16,4096,64", "2,8,2048,64"]
 CHECK_SHAPES = [(1, 2, 37, 64), (2, 3, 129, 64), (1, 2, 200, 128), (2, 1, 1000, 128), (1, 2, 513, 64)]
@@ -35,25 +34,8 @@ def flags(cfg: str) -> list[str]:
 
 
 def build(cfg: str):
-    import torch
-
-    from grader.build import build_extension
-
-    tag = hashlib.sha1(cfg.encode()).hexdigest()[:8]
     src = ROOT / "solutions" / "day12"
-    mod, _, _ = build_extension(name=f"fa12_sweep_{tag}", sources=[src / "attention.cu", src / "bindings.cpp"],
-                                include_dirs=[ROOT / "common"], build_dir=ROOT / ".grader" / "build" / f"fa12-{tag}",
-                                extra_cuda_cflags=flags(cfg), capability=torch.cuda.get_device_capability(0),
-                                root=ROOT)
-    return mod
-
-
-def _build_only(cfg: str) -> str:
-    try:
-        build(cfg)
-        return ""
-    except Exception as e:  # report and carry on with the others
-        return f"{cfg!r}: {str(e)[-3000:]}"
+    return build_variant("fa12_sweep", [src / "attention.cu", src / "bindings.cpp"], flags(cfg))
 
 
 def sdpa(backend_name):
@@ -139,10 +121,7 @@ def main():
     if args.one is not None:
         one(args.one, args.shapes, args.dtypes, Path(args.out))
         return
-    with ProcessPoolExecutor(max_workers=min(4, len(args.configs))) as pool:
-        for err in pool.map(_build_only, args.configs):
-            if err:
-                print("build failed:", err)
+    prebuild(build, args.configs, workers=4, tail=3000)
     if args.build_only:
         return
 

@@ -7,7 +7,7 @@
 #   5. the grader's timer against triton.testing.do_bench
 #   6. the day-09 configuration sweep against cuBLAS (scripts/sgemm_sweep.py)
 #   7. `grader profile` (Nsight Compute + roofline) on the solutions of PROFILE_DAYS; PNGs and reports to $OUT
-#   8. compute-sanitizer memcheck over the correctness cases of SANITIZE_DAYS (default: none)
+#   8. compute-sanitizer memcheck over the correctness cases of SANITIZE_DAYS, every dtype (default: none)
 # Knobs for a partial run: DAYS="day06 day09" (default: every ready day), SKIP="build pytest checks timer sweep
 # profile", PYTEST_K (a pytest -k expression), SWEEP_ARGS (for sgemm_sweep.py), PROFILE_DAYS, SANITIZE_DAYS.
 # Full logs go to $OUT/logs.tar.gz, results to $OUT/results.json; a short table is printed last.
@@ -43,7 +43,7 @@ skip profile || for d in ${PROFILE_DAYS:-day05 day08 day09}; do
 done
 for d in ${SANITIZE_DAYS:-}; do
   echo "== memcheck $d"; timeout 400 compute-sanitizer --tool memcheck --error-exitcode 99 python3 -m grader check "$d" \
-    --solution --correctness-only --dtype fp32 --timeout 300 >"$LOG/memcheck-$d.txt" 2>&1
+    --solution --correctness-only --timeout 300 >"$LOG/memcheck-$d.txt" 2>&1
   echo "exit $?" >>"$LOG/memcheck-$d.txt"; grep -E "ERROR SUMMARY|exit|passed|failed" "$LOG/memcheck-$d.txt" | tail -5
 done
 if [ -d .grader/profile ]; then  # only when something was profiled

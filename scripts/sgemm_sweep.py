@@ -8,13 +8,12 @@ measured/NOTES.md. Builds run in parallel processes first, then every config is 
 A size is n (n x n x n) or MxNxK.
 """
 import argparse
-import hashlib
 import sys
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from sweep_build import build_variant, prebuild  # noqa: E402  (scripts/ is on the path: this script's folder)
 DEFAULT_CONFIGS = ["", "STREAMK=0", "ORDER=0", "AS_PAD=0", "B_EARLY=0,STASH_K=8"]
 
 
@@ -31,25 +30,8 @@ def parse(cfg: str) -> tuple[Path, list[str]]:
 
 
 def build(cfg: str):
-    import torch
-
-    from grader.build import build_extension
-
-    tag = hashlib.sha1(cfg.encode()).hexdigest()[:8]
     src, flags = parse(cfg)
-    mod, secs, _ = build_extension(name=f"sgemm_sweep_{tag}", sources=[src / "matmul.cu", src / "bindings.cpp"],
-                                   include_dirs=[ROOT / "common"], build_dir=ROOT / ".grader" / "build" / f"sweep-{tag}",
-                                   extra_cuda_cflags=flags + ["-Xptxas", "-v"],
-                                   capability=torch.cuda.get_device_capability(0), root=ROOT)
-    return mod
-
-
-def _build_only(cfg: str) -> str:
-    try:
-        build(cfg)
-        return ""
-    except Exception as e:  # report and carry on with the others
-        return f"{cfg!r}: {str(e)[-1500:]}"
+    return build_variant("sgemm_sweep", [src / "matmul.cu", src / "bindings.cpp"], flags + ["-Xptxas", "-v"])
 
 
 def main():
@@ -60,10 +42,7 @@ def main():
     ap.add_argument("--dtype", default="fp32", choices=["fp32", "fp16", "bf16"],
                     help="our kernel's dtype; cuBLAS is always fp32 (the track's ceiling)")
     args = ap.parse_args()
-    with ProcessPoolExecutor(max_workers=min(4, len(args.configs))) as pool:
-        for err in pool.map(_build_only, args.configs):
-            if err:
-                print("build failed:", err)
+    prebuild(build, args.configs, workers=4)
     import torch
 
     from grader.timing import CudaTimer

@@ -8,13 +8,12 @@ measured/NOTES.md. Builds run in parallel processes first, then every config is 
     python3 scripts/tc_sweep.py --op matmul_wgmma --configs "WG_TMA=0" "" "WG_CLUSTER=2" --check
 """
 import argparse
-import hashlib
 import sys
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from sweep_build import build_variant, prebuild  # noqa: E402  (scripts/ is on the path: this script's folder)
 DEFAULT_CONFIGS = ["", "STAGES=3", "BK=64,STAGES=3", "BN=128,WARPS_N=2,MIN_BLOCKS=2",
                    "BM=256,BN=128,WARPS_M=4,WARPS_N=2"]
 # matmul_wgmma needs its sm_90a image: the exercise's own flags (course.yaml), as the grader builds it.
@@ -29,26 +28,8 @@ def flags(cfg: str) -> list[str]:
 
 
 def build(cfg: str):
-    import torch
-
-    from grader.build import build_extension
-
-    tag = hashlib.sha1(" ".join(flags(cfg)).encode()).hexdigest()[:8]
     src = ROOT / "solutions" / "day11"
-    sources = [src / "matmul.cu", src / "matmul_wgmma.cu", src / "bindings.cpp"]
-    mod, secs, _ = build_extension(name=f"tc_sweep_{tag}", sources=sources,
-                                   include_dirs=[ROOT / "common"], build_dir=ROOT / ".grader" / "build" / f"tcsweep-{tag}",
-                                   extra_cuda_cflags=flags(cfg), capability=torch.cuda.get_device_capability(0),
-                                   root=ROOT)
-    return mod
-
-
-def _build_only(cfg: str) -> str:
-    try:
-        build(cfg)
-        return ""
-    except Exception as e:  # report and carry on with the others
-        return f"{cfg!r}: {str(e)[-1500:]}"
+    return build_variant("tc_sweep", [src / "matmul.cu", src / "matmul_wgmma.cu", src / "bindings.cpp"], flags(cfg))
 
 
 def main():
@@ -62,10 +43,7 @@ def main():
     args = ap.parse_args()
     if args.op == "matmul_wgmma":  # the sm_90a image for every config, the defaults ("") included
         args.configs = [cfg if "WG_" in cfg else ",".join(x for x in ("wgmma", cfg) if x) for cfg in args.configs]
-    with ProcessPoolExecutor(max_workers=min(6, len(args.configs))) as pool:
-        for err in pool.map(_build_only, args.configs):
-            if err:
-                print("build failed:", err)
+    prebuild(build, args.configs, workers=6)
     if args.build_only:
         return
     import torch

@@ -464,14 +464,9 @@ namespace {  // internal linkage: each build of this file keeps its own caches (
 constexpr int kMaxDevices = 64;
 constexpr int kMinSkIters = 8;  // K-tiles per stream-K block at least (fewer: the fixup costs more than it saves)
 
-int major_version(int device) {  // compute capability, cached per device
-  static std::atomic<int> cache[kMaxDevices];
-  int v = cache[device].load(std::memory_order_relaxed);
-  if (v == 0 && cudaDeviceGetAttribute(&v, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  cache[device].store(v, std::memory_order_relaxed);
+int major_version(int device) {  // compute capability (the runtime keeps it: no cache needed)
+  int v = 0;
+  if (cudaDeviceGetAttribute(&v, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) (void)cudaGetLastError();
   return v;
 }
 

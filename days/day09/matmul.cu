@@ -102,6 +102,15 @@ namespace sgemm {
 #ifndef SGEMM_STREAMK
 #define SGEMM_STREAMK 1  // the last partial wave by stream-K: 0 never, 1 when it is at most 4/5 full, 2 always
 #endif
+#ifndef SGEMM_SK_SEG_COST
+#define SGEMM_SK_SEG_COST 2  // stream-K: a segment's prologue and partial sum, in K-tiles of time
+#endif
+#ifndef SGEMM_SK_WORTH
+#define SGEMM_SK_WORTH 95  // stream-K when the tail costs at most this % of a wave of whole tiles
+#endif
+#ifndef SGEMM_SK_DOWN
+#define SGEMM_SK_DOWN 1  // the stream-K kernel walks K downwards (see mainloop)
+#endif
 #ifndef SGEMM_PDL
 #define SGEMM_PDL 1  // sm_90: the stream-K kernel's blocks may start while the whole-tile kernel's last blocks run
 #endif

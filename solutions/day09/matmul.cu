@@ -102,6 +102,15 @@ namespace sgemm {
 #ifndef SGEMM_STREAMK
 #define SGEMM_STREAMK 1  // the last partial wave by stream-K: 0 never, 1 when it is at most 4/5 full, 2 always
 #endif
+#ifndef SGEMM_SK_SEG_COST
+#define SGEMM_SK_SEG_COST 2  // stream-K: a segment's prologue and partial sum, in K-tiles of time
+#endif
+#ifndef SGEMM_SK_WORTH
+#define SGEMM_SK_WORTH 95  // stream-K when the tail costs at most this % of a wave of whole tiles
+#endif
+#ifndef SGEMM_SK_DOWN
+#define SGEMM_SK_DOWN 1  // the stream-K kernel walks K downwards (see mainloop)
+#endif
 #ifndef SGEMM_PDL
 #define SGEMM_PDL 1  // sm_90: the stream-K kernel's blocks may start while the whole-tile kernel's last blocks run
 #endif
@@ -126,14 +135,15 @@ struct Loads {
 
 // BEGIN SOLUTION
 // Stream-K (change 10): `kernel` computes the first dp_blocks tiles, one whole tile per block. The sk_tiles tiles
-// after those go to `streamk_kernel`, split along K: their K-tiles, laid end to end, are cut into sk_blocks equal
-// ranges, one per block; the blocks that share a tile leave their partial sums in `partials`, and the last of
-// them to finish adds them up and writes the tile.
+// after those (the last, partial wave) go to `streamk_kernel`, split along K: their K-tiles, laid end to end, are
+// cut into sk_blocks equal ranges, one per block. The blocks that share a tile leave their partial sums in
+// `partials`; the last of them to finish adds them up (in a fixed order, so the result does not depend on who
+// came last) and writes the tile.
 struct StreamK {
   int dp_blocks = 0;
   int sk_blocks = 0;
   int sk_tiles = 0;
-  float* partials = nullptr;  // 2 partial tiles of BM x BN floats per stream-K block
+  float* partials = nullptr;  // BM x BN floats per (block, tile) pair: sk_blocks + sk_tiles of them
   int* arrivals = nullptr;    // per stream-K tile: how many of its blocks are done (zero between launches)
 };
 
@@ -175,7 +185,7 @@ __device__ __forceinline__ void gemm_block(const T* __restrict__ a, const T* __r
   using Raw = typename L::Raw;
   constexpr int VEC = L::VEC;
   __shared__ int last_arrival;  // stream-K: this block is the last of a tile's blocks to finish
-  __shared__ int work[9];       // stream-K: this block's segments (below)
+  __shared__ long long work[2];  // stream-K: this block's current and end positions (below)
   const int gm = (M + BM - 1) / BM, gn = (N + BN - 1) / BN;
   const int iters = max(1, (K + BK - 1) / BK);  // K-tiles per output tile (K = 0: one tile of zeros)
 
@@ -195,7 +205,9 @@ __device__ __forceinline__ void gemm_block(const T* __restrict__ a, const T* __r
   float acc[TM][TN];
 
   // acc = the sum over K-tiles [kt0, kt1) of output tile (m0, n0). The pointers and the K bound are shifted to
-  // K-tile kt0, so the loop itself is the whole-K loop of a K - kt0 * BK problem.
+  // K-tile kt0, so the loop itself is the whole-K loop of a K - kt0 * BK problem. The stream-K kernel walks K
+  // downwards: its blocks start together, each with its tile's last K-tile, so they stay at one or two K-tiles of
+  // A and B between them, which L2 holds (walking up, each would be at a different K: 35% L2 hits, not 82%).
   auto mainloop = [&](int m0, int n0, int kt0, int kt1) {
     Raw ra[L::A_PER_THREAD], rb[L::B_PER_THREAD];  // the next K-tile, in flight in registers
     const int k_base = kt0 * BK, k_end = K - k_base;  // k below counts from k_base
@@ -264,8 +276,9 @@ __device__ __forceinline__ void gemm_block(const T* __restrict__ a, const T* __r
       for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
     float fa[TM], fb[TN];
     const int tiles = kt1 - kt0;
-    fetch_a(0);
-    fetch_b(0, 0);
+    auto k_of = [&](int t) { return (kSplit && SGEMM_SK_DOWN ? tiles - 1 - t : t) * BK; };  // k of the loop's tile t
+    fetch_a(k_of(0));
+    fetch_b(k_of(0), 0);
     stash_a(0);
     stash_b(0);
     __syncthreads();
@@ -277,13 +290,13 @@ __device__ __forceinline__ void gemm_block(const T* __restrict__ a, const T* __r
       // so only one tile is staged in registers at a time: that keeps every instance within 128 registers, two
       // blocks per SM). Stage s^1 is free: it was last read in iteration t-1, before that iteration's barrier.
       constexpr bool b_early = kAsyncB && SGEMM_B_EARLY;
-      if (next) fetch_a((t + 1) * BK);
-      if (next && b_early) fetch_b((t + 1) * BK, s ^ 1);
+      if (next) fetch_a(k_of(t + 1));
+      if (next && b_early) fetch_b(k_of(t + 1), s ^ 1);
 #pragma unroll
       for (int k = 0; k < BK; ++k) {
         if (k == (kAsyncB ? SGEMM_STASH_K : SGEMM_STASH_K16) && next) {
           stash_a(s ^ 1);
-          if (!b_early) fetch_b((t + 1) * BK, s ^ 1);
+          if (!b_early) fetch_b(k_of(t + 1), s ^ 1);
         }
         load_frags(s, k, fa, fb);
 #if SGEMM_ORDER > 0
@@ -334,43 +347,58 @@ __device__ __forceinline__ void gemm_block(const T* __restrict__ a, const T* __r
   };
 
   // Stream-K bookkeeping. The stream-K part is sk_total = sk_tiles * iters K-tiles long; block j covers
-  // [j * sk_total / sk_blocks, (j + 1) * sk_total / sk_blocks), less than one tile's worth, so at most two tiles.
-  // Recomputed where needed rather than held in registers across the mainloop (see `work` below).
+  // [j * sk_total / sk_blocks, (j + 1) * sk_total / sk_blocks). Recomputed where needed rather than held in
+  // registers across the mainloop (see `work` below).
   auto sk_total = [&] { return static_cast<long long>(sk.sk_tiles) * iters; };
-  // Partial sums: 2 slots per stream-K block (its first and its second tile), written and read in one
-  // thread-to-element layout: float4 number v of thread tid at [v][tid], so every access is coalesced.
+  // Partial sums: block j's share of tile u in slot j + u (distinct: block j + 1 starts at or after the tile where
+  // block j ends). Written and read in one thread-to-element layout, float4 number v of thread tid at [v][tid], so
+  // every access is coalesced.
   constexpr int kVecs = TM * TN / 4;
-  auto slot = [&](int jj, int u) {
-    const int first_tile = static_cast<int>(jj * sk_total() / sk.sk_blocks / iters);
-    return reinterpret_cast<float4*>(sk.partials + static_cast<size_t>(2 * jj + (u - first_tile)) * (BM * BN)) + tid;
-  };
-  // After this block's share of stream-K tile u: leave the partial sum and count the arrival. The last block to
-  // arrive adds the tile's partials in block order (so the result does not depend on who came last) and writes
-  // C. It reads them back from memory, one float4 at a time, rather than into acc: fewer live registers.
+  // After this block's share of stream-K tile u: if every other block of the tile is done, add their partials to
+  // ours (ours stays in registers) and write C; otherwise leave ours, count the arrival, and whoever turns out last
+  // does it. The sum runs in block order whoever does it, so the result does not depend on arrival order.
   auto fixup = [&](int u, int m0, int n0) {
-    float4* mine = slot(blockIdx.x, u);
+    const int j0 = sk_owner(static_cast<long long>(u) * iters, sk_total(), sk.sk_blocks);
+    const int n = sk_owner(static_cast<long long>(u + 1) * iters - 1, sk_total(), sk.sk_blocks) - j0 + 1;
+    const int me = blockIdx.x - j0;  // this block's place among the tile's n
+    float4* const slots = reinterpret_cast<float4*>(sk.partials + static_cast<size_t>(j0 + u) * (BM * BN)) + tid;
+    constexpr int kSlot = BM * BN / 4;  // float4s per slot
+    if (tid == 0) last_arrival = n == 1 || *reinterpret_cast<volatile int*>(&sk.arrivals[u]) == n - 1;
+    __syncthreads();
+    if (!last_arrival) {
+#pragma unroll
+      for (int v = 0; v < kVecs; ++v) {
+        const float* x = &acc[v / (TN / 4)][v % (TN / 4) * 4];
+        __stcg(slots + me * kSlot + v * kThreads, make_float4(x[0], x[1], x[2], x[3]));
+      }
+      __threadfence();  // our partial is visible device-wide before the arrival is counted
+      __syncthreads();
+      if (tid == 0) last_arrival = atomicAdd(&sk.arrivals[u], 1) == n - 1;
+      __syncthreads();
+      if (!last_arrival) return;
+    }
+    if (tid == 0 && n > 1) sk.arrivals[u] = 0;  // ready for the next launch
+    __threadfence();  // the others' partials, published before their arrivals, are seen after that
+    // The sum in block order, ours (number `me`) from acc. With two contributors (most tiles) the order does not
+    // matter (addition commutes), and the loads of the other's partial are independent: in flight together.
+    if (n == 2) {
+      const float4* other = slots + (1 - me) * kSlot;
+#pragma unroll
+      for (int v = 0; v < kVecs; ++v) {
+        const float* x = &acc[v / (TN / 4)][v % (TN / 4) * 4];
+        const float4 q = __ldcg(other + v * kThreads);
+        const float out[4] = {x[0] + q.x, x[1] + q.y, x[2] + q.z, x[3] + q.w};
+        put4(row_of(m0, v / (TN / 4)), col_of(n0, v % (TN / 4)), out);
+      }
+      return;
+    }
 #pragma unroll
     for (int v = 0; v < kVecs; ++v) {
       const float* x = &acc[v / (TN / 4)][v % (TN / 4) * 4];
-      __stcg(mine + v * kThreads, make_float4(x[0], x[1], x[2], x[3]));
-    }
-    __threadfence();  // our partial is visible device-wide before the arrival is counted
-    __syncthreads();
-    const int first = sk_owner(static_cast<long long>(u) * iters, sk_total(), sk.sk_blocks);
-    const int last = sk_owner(static_cast<long long>(u + 1) * iters - 1, sk_total(), sk.sk_blocks);
-    if (tid == 0) {
-      const bool is_last = atomicAdd(&sk.arrivals[u], 1) == last - first;
-      if (is_last) sk.arrivals[u] = 0;  // ready for the next launch
-      last_arrival = is_last;
-    }
-    __syncthreads();
-    if (!last_arrival) return;
-    __threadfence();  // the others' partials, published before their arrivals, are seen after ours
-#pragma unroll 4  // four independent loads in flight: these reads are latency-bound
-    for (int v = 0; v < kVecs; ++v) {
-      float4 sum = __ldcg(slot(first, u) + v * kThreads);
-      for (int jj = first + 1; jj <= last; ++jj) {
-        const float4 q = __ldcg(slot(jj, u) + v * kThreads);
+      const float4 own = make_float4(x[0], x[1], x[2], x[3]);
+      float4 sum = me == 0 ? own : __ldcg(slots + v * kThreads);
+      for (int k = 1; k < n; ++k) {
+        const float4 q = k == me ? own : __ldcg(slots + k * kSlot + v * kThreads);
         sum.x += q.x; sum.y += q.y; sum.z += q.z; sum.w += q.w;
       }
       const float out[4] = {sum.x, sum.y, sum.z, sum.w};
@@ -394,29 +422,29 @@ __device__ __forceinline__ void gemm_block(const T* __restrict__ a, const T* __r
     mainloop(m0, n0, 0, iters);
     store_c(m0, n0);
   } else {
-    // Stream-K block j = blockIdx.x: one or two segments w, K-tiles [work[4w+1], work[4w+2]) of tile work[4w];
-    // work[4w+3] = 1 if other blocks share that tile. Block-uniform values kept in shared memory and re-read
-    // where needed: held in registers across the mainloop, they cost registers the mainloop needs (spills).
-    if (tid == 0) {
-      const long long b0 = blockIdx.x * sk_total() / sk.sk_blocks, b1 = (blockIdx.x + 1) * sk_total() / sk.sk_blocks;
-      const int tile = sk.dp_blocks + static_cast<int>(b0 / iters), kt0 = static_cast<int>(b0 % iters);
-      const int len = static_cast<int>(b1 - b0), kt1 = min(iters, kt0 + len), more = kt0 + len - kt1;
-      work[0] = tile, work[1] = kt0, work[2] = kt1, work[3] = kt1 - kt0 < iters;
-      work[4] = tile + 1, work[5] = 0, work[6] = more, work[7] = 1;
-      work[8] = more > 0 ? 2 : 1;
-    }
+    // Stream-K block j = blockIdx.x: K-tiles [work[0], work[1]) of the stream-K part, one segment (a run of one
+    // tile's K-tiles) at a time: one or two segments, as a block covers less than a tile's worth. Block-uniform
+    // values are kept in shared memory and re-read where needed: held in registers across the mainloop, they
+    // cost registers the mainloop needs (spills).
+    if (tid == 0) work[0] = blockIdx.x * sk_total() / sk.sk_blocks, work[1] = (blockIdx.x + 1) * sk_total() / sk.sk_blocks;
     __syncthreads();
 #pragma unroll 1
-    for (int w = 0; w < work[8]; ++w) {
-      int m0, n0;
-      origin(work[4 * w], m0, n0);
-      mainloop(m0, n0, work[4 * w + 1], work[4 * w + 2]);
-      const int t = work[4 * w];
-      origin(t, m0, n0);
-      if (work[4 * w + 3])
-        fixup(t - sk.dp_blocks, m0, n0);
-      else
-        store_c(m0, n0);  // the whole tile after all
+    while (work[0] < work[1]) {
+      auto segment = [&](int& u, int& kt0, int& kt1) {
+        u = static_cast<int>(work[0] / iters);
+        kt0 = static_cast<int>(work[0] % iters);
+        kt1 = static_cast<int>(min(static_cast<long long>(iters), kt0 + (work[1] - work[0])));
+      };
+      int u, kt0, kt1, m0, n0;
+      segment(u, kt0, kt1);
+      origin(sk.dp_blocks + u, m0, n0);
+      mainloop(m0, n0, kt0, kt1);
+      segment(u, kt0, kt1);
+      origin(sk.dp_blocks + u, m0, n0);
+      fixup(u, m0, n0);
+      __syncthreads();  // every thread has read work[0]
+      if (tid == 0) work[0] += kt1 - kt0;
+      __syncthreads();
     }
   }
 }
@@ -463,6 +491,8 @@ namespace {  // internal linkage: each build of this file keeps its own caches (
 // 4096^3 measured 94.3%. So the tiles of the last, partial wave are shared out along K over a full wave of blocks.
 constexpr int kMaxDevices = 64;
 constexpr int kMinSkIters = 8;  // K-tiles per stream-K block at least (fewer: the fixup costs more than it saves)
+constexpr int kSegCost = SGEMM_SK_SEG_COST;  // K-tiles' worth of time per segment: prologue and partial sum
+constexpr int kSkWorth = SGEMM_SK_WORTH;     // stream-K when its tail costs at most this % of a whole-tile wave
 
 int major_version(int device) {  // compute capability (the runtime keeps it: no cache needed)
   int v = 0;
@@ -527,14 +557,14 @@ sgemm::StreamK plan(int tiles, int iters, int wave, int sk_slots, int device, cu
   sgemm::StreamK sk;
   if (wave <= 0 || sk_slots <= 0 || iters < kMinSkIters || SGEMM_STREAMK == 0) return sk;
   const int rem = tiles % wave;  // tiles in the last, partial wave
-  // Measured (ncu, H200): the stream-K kernel does a K-tile about 15% slower than `kernel` (the fixups, two
-  // prologues per block, a different instruction schedule, L2 misses), so it pays only when the tail wave is well
-  // short of full: below 1/1.15 = 0.87 of a wave. 4/5 leaves a margin (4096^3: 0.88, whole tiles; 8192^3: 0.52).
-  if (rem == 0 || (SGEMM_STREAMK == 1 && rem * 5 > wave * 4)) return sk;
+  if (rem == 0) return sk;
   const long long total = static_cast<long long>(rem) * iters;
-  const int blocks = static_cast<int>(std::min<long long>(sk_slots, total / kMinSkIters));
-  if (blocks < rem) return sk;  // each block must cover less than one tile (at most two tiles' K-tiles)
-  const Workspace ws = workspace(device, stream, rem, static_cast<size_t>(blocks) * 2 * sgemm::BM * sgemm::BN);
+  const int blocks = static_cast<int>(std::min<long long>(sk_slots, total / kMinSkIters));  // >= rem
+  // The slowest block's time in K-tiles: its share, plus two segments' prologues and partial sums. Stream-K when
+  // that is at most kSkWorth % of a whole tile's iters (measured on the H200: 2048^3, 0.98, is faster whole).
+  const long long cost = (total + blocks - 1) / blocks + 2 * kSegCost;
+  if (SGEMM_STREAMK == 1 && cost * 100 > static_cast<long long>(iters) * kSkWorth) return sk;
+  const Workspace ws = workspace(device, stream, rem, static_cast<size_t>(blocks + rem) * sgemm::BM * sgemm::BN);
   if (!ws.arrivals) return sk;
   sk.dp_blocks = tiles - rem;
   sk.sk_blocks = blocks;

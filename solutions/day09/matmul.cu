@@ -379,15 +379,25 @@ __device__ __forceinline__ void gemm_block(const T* __restrict__ a, const T* __r
     }
     if (tid == 0 && n > 1) sk.arrivals[u] = 0;  // ready for the next launch
     __threadfence();  // the others' partials, published before their arrivals, are seen after that
-    // The sum in block order, ours (number `me`) from acc. With two contributors (most tiles) the order does not
-    // matter (addition commutes), and the loads of the other's partial are independent: in flight together.
-    if (n == 2) {
-      const float4* other = slots + (1 - me) * kSlot;
+    // The sum in block order, ours (number `me`) from acc. Two or three contributors (every tile at 4096^3 and
+    // 8192^3) take a path without a loop, so the loads of the others' partials are in flight together; addition
+    // commutes, so x0 + x1 + x2 (left to right) is (own + a) + b when we are x0 or x1, and (a + b) + own when x2,
+    // with a, b the others in order.
+    if (n <= 3) {
+      const float4* pa = slots + (me == 0 ? 1 : 0) * kSlot;
+      const float4* pb = slots + (me == 2 ? 1 : 2) * kSlot;
 #pragma unroll
       for (int v = 0; v < kVecs; ++v) {
         const float* x = &acc[v / (TN / 4)][v % (TN / 4) * 4];
-        const float4 q = __ldcg(other + v * kThreads);
-        const float out[4] = {x[0] + q.x, x[1] + q.y, x[2] + q.z, x[3] + q.w};
+        const float4 qa = __ldcg(pa + v * kThreads);
+        const float4 qb = n == 3 ? __ldcg(pb + v * kThreads) : make_float4(0.f, 0.f, 0.f, 0.f);
+        float out[4] = {x[0] + qa.x, x[1] + qa.y, x[2] + qa.z, x[3] + qa.w};
+        if (me == 2) {
+          out[0] = (qa.x + qb.x) + x[0], out[1] = (qa.y + qb.y) + x[1];
+          out[2] = (qa.z + qb.z) + x[2], out[3] = (qa.w + qb.w) + x[3];
+        } else if (n == 3) {
+          out[0] += qb.x, out[1] += qb.y, out[2] += qb.z, out[3] += qb.w;
+        }
         put4(row_of(m0, v / (TN / 4)), col_of(n0, v % (TN / 4)), out);
       }
       return;

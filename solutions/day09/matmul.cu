@@ -30,12 +30,16 @@
 //  10. Stream-K for the last, partial wave (fp32): 1024 tiles on 264 slots are 3.88 waves, and an exact 4 waves
 //      (4224 x 4096 x 4096) measured 98.5% of cuBLAS where 4096^3 measured 94.3%. `streamk_kernel` spreads the
 //      tail's tiles over a full wave of blocks along K (each block a range of K-tiles; partial sums in a workspace,
-//      the last block to arrive adds them). Used when the tail is at most 4/5 of a wave: its K-tiles ran ~15%
-//      slower than `kernel`'s (ncu: L2 hit rate 35% vs 82%), so a tail of 0.88 waves (4096^3) is not worth it.
+//      the last block to arrive adds them). What made it pay at 4096^3 (94.5% -> 96.8%): the block that finishes
+//      a tile keeps its own partial in registers and sums the others' with all their loads in flight (the sum had
+//      been latency-bound, on every block's critical path), and the stream-K kernel walks K downwards, so its
+//      blocks work on the same K-tiles of A and B at the same time (+0.7 points; walking up, ncu measured 35% L2
+//      hits against 82% in `kernel`).
 // Element conversion (fp16/bf16 -> float) happens once, when a tile is written into shared memory: the inner
 // loop is pure fp32 for every dtype.
-// Where it stands (H200, scripts/sgemm_sweep.py, cuBLAS in the same run): 94.5-95% of cuBLAS fp32 at 4096^3, 98% at
-// 8192^3, 104% at 3000 x 5000 x 2000, 73% at 1024^3.
+// Where it stands (H200, scripts/sgemm_sweep.py, cuBLAS in the same run): 96.7-96.9% of cuBLAS fp32 at 4096^3,
+// 98.7% at 8192^3, 105% at 3000 x 5000 x 2000, 98.5% at 1024^3, 93.6% at 2048^3 (256 tiles: one wave, nothing to
+// split).
 // Tried and slower (measured/NOTES.md): a 128 x 256 tile (8 x 16 per thread, one block per SM), 128-thread blocks
 // with 8 x 16, an XOR swizzle instead of padding, explicit fragment double buffering, column-major FMA order,
 // 2 x 2 zigzag and interleaved FMA orders; stream-K in the same kernel as the whole tiles (the shared mainloop
@@ -100,7 +104,7 @@ namespace sgemm {
 #define SGEMM_B_EARLY 1  // fp32: issue B's cp.async at the top of the step instead of at STASH_K
 #endif
 #ifndef SGEMM_STREAMK
-#define SGEMM_STREAMK 1  // the last partial wave by stream-K: 0 never, 1 when it is at most 4/5 full, 2 always
+#define SGEMM_STREAMK 1  // the last partial wave by stream-K: 0 never, 1 when the cost model says so, 2 always
 #endif
 #ifndef SGEMM_SK_SEG_COST
 #define SGEMM_SK_SEG_COST 2  // stream-K: a segment's prologue and partial sum, in K-tiles of time
@@ -207,7 +211,8 @@ __device__ __forceinline__ void gemm_block(const T* __restrict__ a, const T* __r
   // acc = the sum over K-tiles [kt0, kt1) of output tile (m0, n0). The pointers and the K bound are shifted to
   // K-tile kt0, so the loop itself is the whole-K loop of a K - kt0 * BK problem. The stream-K kernel walks K
   // downwards: its blocks start together, each with its tile's last K-tile, so they stay at one or two K-tiles of
-  // A and B between them, which L2 holds (walking up, each would be at a different K: 35% L2 hits, not 82%).
+  // A and B between them, which L2 holds (walking up, each would be at a different K: ncu measured 35% L2 hits
+  // against `kernel`'s 82%; walking down measured 0.7 points faster at 4096^3).
   auto mainloop = [&](int m0, int n0, int kt0, int kt1) {
     Raw ra[L::A_PER_THREAD], rb[L::B_PER_THREAD];  // the next K-tile, in flight in registers
     const int k_base = kt0 * BK, k_end = K - k_base;  // k below counts from k_base
@@ -433,7 +438,7 @@ __device__ __forceinline__ void gemm_block(const T* __restrict__ a, const T* __r
     store_c(m0, n0);
   } else {
     // Stream-K block j = blockIdx.x: K-tiles [work[0], work[1]) of the stream-K part, one segment (a run of one
-    // tile's K-tiles) at a time: one or two segments, as a block covers less than a tile's worth. Block-uniform
+    // tile's K-tiles) at a time: one or two segments when a block covers less than a tile's worth. Block-uniform
     // values are kept in shared memory and re-read where needed: held in registers across the mainloop, they
     // cost registers the mainloop needs (spills).
     if (tid == 0) work[0] = blockIdx.x * sk_total() / sk.sk_blocks, work[1] = (blockIdx.x + 1) * sk_total() / sk.sk_blocks;
@@ -569,9 +574,10 @@ sgemm::StreamK plan(int tiles, int iters, int wave, int sk_slots, int device, cu
   const int rem = tiles % wave;  // tiles in the last, partial wave
   if (rem == 0) return sk;
   const long long total = static_cast<long long>(rem) * iters;
-  const int blocks = static_cast<int>(std::min<long long>(sk_slots, total / kMinSkIters));  // >= rem
+  const int blocks = static_cast<int>(std::min<long long>(sk_slots, total / kMinSkIters));
   // The slowest block's time in K-tiles: its share, plus two segments' prologues and partial sums. Stream-K when
-  // that is at most kSkWorth % of a whole tile's iters (measured on the H200: 2048^3, 0.98, is faster whole).
+  // that is at most kSkWorth % of a whole tile's iters. Measured on the H200 (% of cuBLAS, whole vs split):
+  // 4096^3 (0.89) 94.5 vs 96.8, 2048 x 2048 x 16384 (0.97) 92.5 vs 88.0, 2048^3 (1.01) 93.6 vs 88.7.
   const long long cost = (total + blocks - 1) / blocks + 2 * kSegCost;
   if (SGEMM_STREAMK == 1 && cost * 100 > static_cast<long long>(iters) * kSkWorth) return sk;
   const Workspace ws = workspace(device, stream, rem, static_cast<size_t>(blocks + rem) * sgemm::BM * sgemm::BN);

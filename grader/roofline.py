@@ -167,8 +167,9 @@ def plot(path: Path, ceilings: Ceilings, points: list[tuple[str, float, float]],
     for i, (lab, ai, y) in enumerate(finite):
         ax.plot([ai], [y], "D", ms=7, color=KERNEL_COLORS[i % len(KERNEL_COLORS)],
                 label=lab if len(lab) <= 48 else lab[:47] + "…")
-        ax.annotate(f"{y / c.roof(ai):.0%} of roof", (ai, y), textcoords="offset points", xytext=(8, -12),
-                    fontsize=8)
+        # Stacked one below the other: kernels of one launch (a GEMM and its stream-K tail) often sit on one spot.
+        ax.annotate(f"{y / c.roof(ai):.0%} of roof", (ai, y), textcoords="offset points", xytext=(8, -12 - 11 * i),
+                    fontsize=8, color=KERNEL_COLORS[i % len(KERNEL_COLORS)])
     ys = [y for _, _, y in finite] + [lo * c.memory_Bps]
     ax.set_xlim(lo, hi)
     ax.set_ylim(min(ys) / 3, max(c.ffma_flops, c.cublas_flops or 0) * 2.5)

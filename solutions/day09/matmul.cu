@@ -388,6 +388,10 @@ __device__ __forceinline__ void gemm_block(const T* __restrict__ a, const T* __r
     // 8192^3) take a path without a loop, so the loads of the others' partials are in flight together; addition
     // commutes, so x0 + x1 + x2 (left to right) is (own + a) + b when we are x0 or x1, and (a + b) + own when x2,
     // with a, b the others in order.
+    if (n == 1) {  // the whole tile in one block (only when stream-K is forced: the cost model never splits so)
+      store_c(m0, n0);
+      return;
+    }
     if (n <= 3) {
       const float4* pa = slots + (me == 0 ? 1 : 0) * kSlot;
       const float4* pb = slots + (me == 2 ? 1 : 2) * kSlot;

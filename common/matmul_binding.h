@@ -4,6 +4,10 @@
 // headers and takes raw pointers, sizes and PyTorch's current stream.
 #pragma once
 
+#include <c10/cuda/CUDAGuard.h>
+
+#include <type_traits>
+
 #include "course_glue.h"
 
 namespace course {
@@ -28,7 +32,9 @@ inline void check_matmul_args(const at::Tensor& a, const at::Tensor& b, const at
 template <typename Launch>
 void matmul_any_float(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, Launch launch, const char* what) {
   check_matmul_args(a, b, c);
+  const c10::cuda::CUDAGuard guard(a.device());  // the current stream below is the tensors' device's
   const int M = static_cast<int>(a.size(0)), K = static_cast<int>(a.size(1)), N = static_cast<int>(b.size(1));
+  if (M == 0 || N == 0) return;  // nothing to write (and a grid of no blocks is a launch error)
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   dispatch_float_types(a.scalar_type(), [&](auto tag) {
     using T = decltype(tag);
@@ -36,23 +42,19 @@ void matmul_any_float(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, L
   });
 }
 
-// The same for ops that exist only in 16 bits (the tensor-core days): float16 and bfloat16 are dispatched, anything
-// else is refused here with a message naming the op, so the day's .cu instantiates its launchers for __half and
+// The same for ops that exist only in 16 bits (the tensor-core days): float32 is refused here with a message naming
+// the op, and no float launcher is instantiated, so the day's .cu defines its launchers for __half and
 // __nv_bfloat16 only.
 template <typename Launch>
 void matmul_16bit(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, Launch launch, const char* what) {
-  check_matmul_args(a, b, c);
   TORCH_CHECK(a.scalar_type() == at::kHalf || a.scalar_type() == at::kBFloat16, what,
               " runs on tensor cores and supports float16 and bfloat16 only, got ", a.scalar_type());
-  const int M = static_cast<int>(a.size(0)), K = static_cast<int>(a.size(1)), N = static_cast<int>(b.size(1));
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
-  if (a.scalar_type() == at::kHalf)
-    check_launch(launch(data_as<const __half>(a), data_as<const __half>(b), data_as<__half>(c), M, N, K, stream),
-                 what);
-  else
-    check_launch(launch(data_as<const __nv_bfloat16>(a), data_as<const __nv_bfloat16>(b), data_as<__nv_bfloat16>(c),
-                        M, N, K, stream),
-                 what);
+  matmul_any_float(a, b, c, [&](const auto* pa, auto... rest) -> cudaError_t {
+    if constexpr (std::is_same_v<std::remove_const_t<std::remove_pointer_t<decltype(pa)>>, float>)
+      return cudaErrorInvalidValue;  // refused above
+    else
+      return launch(pa, rest...);
+  }, what);
 }
 
 }  // namespace course

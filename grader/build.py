@@ -44,12 +44,7 @@ def parse_diagnostics(log: str, root: Path) -> list[Diagnostic]:
         m = _NVCC_DIAG.match(line) or _GCC_DIAG.match(line)
         if not m:
             continue
-        path = Path(m["file"])
-        try:
-            path = path.resolve().relative_to(root.resolve())
-        except ValueError:
-            pass
-        d = Diagnostic(str(path), int(m["line"]), "error" if "error" in m["kind"] else "warning", m["msg"].strip())
+        d = Diagnostic(relative_path(Path(m["file"]), root), int(m["line"]), "error" if "error" in m["kind"] else "warning", m["msg"].strip())
         if d not in seen:
             seen.add(d)
             out.append(d)
@@ -138,8 +133,11 @@ def load_python_module(*, name: str, path: Path, root: Path):
         spec.loader.exec_module(module)
     except ModuleNotFoundError as e:
         sys.modules.pop(name, None)
-        if e.name and not (path.parent / f"{e.name.split('.')[0]}.py").exists():
-            raise MissingPackage(e.name.split(".")[0]) from None
+        top = (e.name or "").split(".")[0]
+        # Missing only if the package itself is absent: `import numpy.linalgx` is the student's typo, not a missing
+        # numpy (nor is a sibling module of the student's own).
+        if top and importlib.util.find_spec(top) is None and not (path.parent / f"{top}.py").exists():
+            raise MissingPackage(top) from None
         raise BuildError(traceback.format_exc(), _python_diagnostics(e, path, root)) from None
     except (Exception, SystemExit) as e:  # SyntaxError, NameError, sys.exit() at import: the file does not load
         sys.modules.pop(name, None)
@@ -165,6 +163,11 @@ def relative_path(path: Path, root: Path) -> str:
         return str(path)
 
 
+def build_dir(root: Path, day_id: str, ex_name: str, variant: str) -> Path:
+    """The folder an exercise's extension is built in (`grader profile` loads the module from there)."""
+    return root / ".grader" / "build" / f"{day_id}-{ex_name}-{variant}"
+
+
 def build_exercise(ex, *, src_dir: Path, root: Path, day_id: str, variant: str, capability: tuple[int, int]):
     """The exercise's op module, built the way course.yaml says (`build:`); returns (module, seconds, recovered).
     torch_extension: the sources compiled with ninja; python: the first source imported as a module."""
@@ -174,5 +177,5 @@ def build_exercise(ex, *, src_dir: Path, root: Path, day_id: str, variant: str, 
         return module, secs, False
     return build_extension(name=name, sources=[src_dir / s for s in ex.sources],
                            include_dirs=[root / i for i in ex.include_dirs],
-                           build_dir=root / ".grader" / "build" / f"{day_id}-{ex.name}-{variant}",
+                           build_dir=build_dir(root, day_id, ex.name, variant),
                            extra_cuda_cflags=ex.extra_cuda_cflags, capability=capability, root=root)

@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from . import release, report, results
+from .build import relative_path
 from .compile_check import compile_sources
 from .course import Course, find_course_file, load_course
 from .errors import GraderError
@@ -54,7 +55,7 @@ def _exercises(args, day, src_dir: Path, root: Path) -> list:
     for ex in exercises:
         missing = [s for s in ex.sources if not (src_dir / s).is_file()]
         if missing:
-            raise GraderError(f"{_rel(src_dir, root)} lacks {', '.join(missing)} (sources of {day.id}.{ex.name})")
+            raise GraderError(f"{relative_path(src_dir, root)} lacks {', '.join(missing)} (sources of {day.id}.{ex.name})")
     return exercises
 
 
@@ -65,15 +66,8 @@ def _placeholders(src_dir: Path, sources: list[str], root: Path) -> list[str]:
         if p.is_file():
             for n, line in enumerate(p.read_text().splitlines(), 1):
                 if release.PLACEHOLDER in line:
-                    found.append(f"{_rel(p, root)}:{n}")
+                    found.append(f"{relative_path(p, root)}:{n}")
     return found
-
-
-def _rel(p: Path, root: Path) -> str:
-    try:
-        return str(p.relative_to(root))
-    except ValueError:
-        return str(p)
 
 
 class Progress:
@@ -125,8 +119,8 @@ def cmd_check(args) -> int:
             if not all(r.ok for r in reports):
                 res.status, res.message = "build_error", "the code does not compile"
             else:
-                what = ("compiled for sm_80 and sm_90" if any(r.tool == "nvcc" for r in reports) else
-                        "Python syntax checked (its kernels compile only on a GPU)")
+                what = ("Python syntax checked (its kernels compile only on a GPU)" if ex.build == "python" else
+                        "compiled for sm_80 and sm_90")
                 res.message = (f"{what}; no CUDA GPU here, so correctness and speed were not checked: run "
                                "`grader check` on a GPU machine")
         if res.status == "not_implemented":
@@ -157,7 +151,7 @@ def cmd_profile(args) -> int:
     # With the JSON on stdout, everything for people goes to stderr.
     out = Console(stderr=True, highlight=False, soft_wrap=True) if args.json == "-" else console
     return run_profile(args, out, root=root, course_path=course_path, course=course, day=day, exercises=exercises,
-                       src_dir=src_dir, variant=variant, rel=lambda p: _rel(p, root),
+                       src_dir=src_dir, variant=variant, rel=lambda p: relative_path(p, root),
                        placeholders=lambda ex: _placeholders(src_dir, ex.sources, root))
 
 
@@ -203,7 +197,7 @@ def cmd_release(args) -> int:
     if args.check:
         stale = release.stale(plan)
         for p in stale:
-            console.print(f"[red]out of date:[/] {_rel(p, root)}")
+            console.print(f"[red]out of date:[/] {relative_path(p, root)}")
         if stale:
             console.print("days/ differs from what `grader release` generates from solutions/: run `grader release`")
             return FAIL
@@ -212,9 +206,9 @@ def cmd_release(args) -> int:
     backup = root / ".grader" / "backup" / time.strftime("%Y%m%d-%H%M%S")
     written, saved = release.write(plan, backup)
     for p in written:
-        console.print(f"wrote {_rel(p, root)}")
+        console.print(f"wrote {relative_path(p, root)}")
     if saved:
-        console.print(f"[yellow]the previous versions of {len(saved)} file(s) are saved in {_rel(backup, root)}[/]")
+        console.print(f"[yellow]the previous versions of {len(saved)} file(s) are saved in {relative_path(backup, root)}[/]")
     console.print(f"{len(written)} of {len(plan)} stub files changed")
     return 0
 
@@ -249,7 +243,7 @@ def cmd_site(args) -> int:
     for w in res.warnings:
         console.print(Text.assemble(("warning:", "yellow"), f" {w}"))
     console.print(f"built {res.pages} pages and {res.terms} glossary term{'' if res.terms == 1 else 's'} into "
-                  f"{_rel(res.site, root)} in {res.seconds:.1f} s")
+                  f"{relative_path(res.site, root)} in {res.seconds:.1f} s")
     if args.site_cmd == "build":
         return 0
     import threading
@@ -269,7 +263,7 @@ def cmd_site(args) -> int:
         try:
             r = build(root, _load(args)[2], out, strict=False)
             console.print(f"rebuilt in {r.seconds:.1f} s" + (f" ({len(r.warnings)} warnings)" if r.warnings else ""))
-        except GraderError as e:  # a broken source while editing: say so and keep serving the last good site
+        except Exception as e:  # a broken source, or a file caught mid-save: say so, keep serving the last good site
             console.print(Text.assemble(("rebuild failed:", "red"), f" {e}"))
 
     if not args.no_watch:

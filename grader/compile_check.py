@@ -141,9 +141,11 @@ def compile_python(src: Path, root: Path) -> CompileReport:
     """A Python exercise's syntax (its kernels are compiled by CuPy, numba or Triton only on a GPU)."""
     rel = relative_path(src, root)
     try:
-        compile(src.read_text(), str(src), "exec")
-    except SyntaxError as e:
-        return CompileReport(rel, False, "python", [f"{rel}:{e.lineno or 1}: error: {e.msg}"], log=str(e))
+        compile(src.read_bytes(), str(src), "exec")  # bytes: a bad encoding is a SyntaxError too, not a crash
+    except (SyntaxError, ValueError) as e:  # ValueError: null bytes (Python 3.11)
+        msg = e.msg if isinstance(e, SyntaxError) else str(e)
+        return CompileReport(rel, False, "python", [f"{rel}:{getattr(e, 'lineno', None) or 1}: error: {msg}"],
+                             log=str(e))
     return CompileReport(rel, True, "python")
 
 

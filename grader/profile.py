@@ -91,6 +91,8 @@ def analyze(csv_text: str, ceilings: dict, resources: dict[str, dict]) -> list[d
     return out
 
 
+TENSOR_CORES = "tensor cores (not counted)"  # the bound of a kernel whose FLOPs the roofline cannot see
+
 def tensor_core_note(kernels: list[dict], task_flops: int | None) -> str | None:
     """ncu's FLOP counters (and so the roofline's FLOP/s and intensity) see FP32/FP16 instructions only. When they
     add up to less than half the task's own FLOP count, the rest ran on tensor cores: say so, and replace each
@@ -103,7 +105,7 @@ def tensor_core_note(kernels: list[dict], task_flops: int | None) -> str | None:
     seconds = sum(k["summary"].get("duration_s") or 0 for k in kernels)
     rate = f" = {task_flops / seconds / 1e12:.1f} TFLOP/s over the profiled kernels" if seconds else ""
     for k in kernels:
-        k["summary"].update(bound="tensor cores (not counted)", pct_of_roof=None)
+        k["summary"].update(bound=TENSOR_CORES, pct_of_roof=None)
         k["verdict"] = ("tensor-core work: not counted by the FP32/FP16 counters this roofline uses; compare its "
                         "TFLOP/s with cuBLAS or SDPA in `grader check`")
     return (f"the counters saw {counted / task_flops:.0%} of the task's {task_flops / 1e9:,.1f} GFLOP{rate}: the rest "
@@ -118,15 +120,21 @@ def plot_title(res: dict) -> str:
 def draw(res: dict, path: Path) -> None:
     """The roofline PNG of one profile record; a missing matplotlib becomes res['plot_error'], not a failure of
     the whole profile (the table and the report are still there)."""
-    points = [(k["short"], k["summary"]["ai"], k["summary"]["flop_per_s"]) for k in res["kernels"]]
+    # Kernels whose work ran on tensor cores (tensor_core_note) are not where their counters put
+    # them: left off the plot rather than drawn with a misleading "% of roof".
+    on_roof = [k for k in res["kernels"] if k["summary"].get("bound") != TENSOR_CORES]
+    points = [(k["short"], k["summary"]["ai"], k["summary"]["flop_per_s"]) for k in on_roof]
     try:
         roofline.plot(path, roofline.Ceilings.from_dict(res["ceilings"]), points, plot_title(res))
         res["paths"]["roofline"] = str(path)
     except GraderError as e:
         res["plot_error"] = str(e)
-    off = [k["short"] for k in res["kernels"] if not (k["summary"]["ai"] and k["summary"]["flop_per_s"])]
+    off = [k["short"] for k in on_roof if not (k["summary"]["ai"] and k["summary"]["flop_per_s"])]
     if off:
         res.setdefault("notes", []).append(f"not on the plot (no FLOPs or no DRAM bytes counted): {', '.join(off)}")
+    if len(on_roof) < len(res["kernels"]):
+        res.setdefault("notes", []).append("tensor-core kernels are not on the plot: the FP32 roofline cannot place "
+                                           "them")
 
 
 # -- the processes ------------------------------------------------------------------------------------------

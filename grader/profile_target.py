@@ -16,17 +16,13 @@ import sys
 import traceback
 from pathlib import Path
 
-from .build import BuildError, MissingPackage, build_exercise, extension_name, load_python_module
+from .build import BuildError, MissingPackage, build_dir, build_exercise, extension_name, load_python_module
 from .course import load_course
 from .ncu import RANGE
 from .results import write_json
 from .worker import TORCH_DTYPES, _place, _short_error
 
 SEED = 0  # inputs do not change a kernel's speed; a fixed seed makes two profiles comparable
-
-
-def build_dir(root: Path, day: str, ex: str, variant: str) -> Path:
-    return root / ".grader" / "build" / f"{day}-{ex}-{variant}"  # the folder `grader check` builds in
 
 
 def _case(torch, task, spec):

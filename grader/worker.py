@@ -15,6 +15,10 @@ import traceback
 from pathlib import Path
 
 from .build import BuildError, MissingPackage, build_exercise
+
+
+class CourseConfigError(Exception):
+    """course.yaml asks for something its task cannot do: the course's problem, not the student's."""
 from .compare import compare, poison, same_bits
 from .course import load_course
 from .plan import plan
@@ -178,6 +182,9 @@ def run(spec: dict, emit: Emitter) -> int:
                     copies = CopyBandwidthCache(root, props.name, torch, timer)
                 result.update(benchmark(torch, timer, copies, task, fn, base_fn, ex.baseline, inputs, outputs,
                                         params))
+        except CourseConfigError as e:
+            emit("env_error", message=f"course.yaml: {day.id}.{ex.name}: {e}")
+            return 2
         except Exception as e:  # the student's op raised, or the CUDA context died under it
             alive = _context_alive(torch)
             category = "error" if alive else "crash"
@@ -248,18 +255,19 @@ def benchmark(torch, timer, copies, task, fn, base_fn, baseline, inputs, outputs
     params = params or {}
     ins, outs, extra = list(inputs.values()), list(outputs.values()), list(params.values())
     scratch = [torch.empty_like(o) for o in outs]
+    # The ceiling prepares its own operands outside the timed region; None: it cannot run these inputs (checked
+    # before anything is timed).
+    got = task.ceiling(**inputs, **params) if hasattr(task, "ceiling") else None
+    if baseline.ceiling and got is None:
+        raise CourseConfigError("timed against the task's ceiling, which cannot run these inputs")
     kernel = timer.time(lambda: fn(*ins, *outs, *extra))
     lib = timer.time(lambda: task.library(*ins, *scratch, **params))
     res = {"time": kernel.as_dict(), "library_time": lib.as_dict(), "vs_library": lib.median_ms / kernel.median_ms}
     ceil = None
-    # The ceiling prepares its own operands outside the timed region; None: it cannot run these inputs.
-    got = task.ceiling(**inputs, **params) if hasattr(task, "ceiling") else None
     if got is not None:
         label, call = got
         ceil = timer.time(call)
         res.update(ceiling=label, ceiling_time=ceil.as_dict(), pct_of_ceiling=ceil.median_ms / kernel.median_ms)
-    if baseline.ceiling and ceil is None:
-        raise RuntimeError("course.yaml times this exercise against the task's ceiling, which cannot run these inputs")
     base = (lib if baseline.library else ceil if baseline.ceiling else
             timer.time(lambda: base_fn(*ins, *scratch, *extra)))
     res.update(baseline_time=base.as_dict(), speedup=base.median_ms / kernel.median_ms)

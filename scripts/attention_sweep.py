@@ -38,19 +38,6 @@ def build(cfg: str):
     return build_variant("fa12_sweep", [src / "attention.cu", src / "bindings.cpp"], flags(cfg))
 
 
-def sdpa(backend_name):
-    """SDPA pinned to one backend."""
-    import torch
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    backend = getattr(SDPBackend, backend_name)
-
-    def call(q, k, v, causal):
-        with sdpa_kernel(backend):
-            return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
-    return call
-
-
 def cases(shapes, dtypes):
     for s in shapes:
         for dn in dtypes:
@@ -125,8 +112,10 @@ def main():
     if args.build_only:
         return
 
+    import tasks.attention as task
+
     t = timer()
-    flash, cudnn = sdpa("FLASH_ATTENTION"), sdpa("CUDNN_ATTENTION")
+    flash, cudnn = task._sdpa("FLASH_ATTENTION"), task._sdpa("CUDNN_ATTENTION")
     base = {}
     for shape, dn, causal in cases(args.shapes, args.dtypes):
         inp, _, flop = inputs(shape, dn, causal)

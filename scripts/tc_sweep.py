@@ -14,8 +14,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from sweep_build import build_variant, prebuild  # noqa: E402  (scripts/ is on the path: this script's folder)
-DEFAULT_CONFIGS = ["", "STAGES=3", "BK=64,STAGES=3", "BN=128,WARPS_N=2,MIN_BLOCKS=2",
-                   "BM=256,BN=128,WARPS_M=4,WARPS_N=2"]
+# The shipped 128 x 128 tile (two blocks per SM) against the 128 x 256 tile it replaced, with 3 stages and BK = 64,
+# and a 256 x 128 tile (one block per SM each: two would spill).
+DEFAULT_CONFIGS = ["", "BN=256,WARPS_N=4,MIN_BLOCKS=1", "BN=256,WARPS_N=4,MIN_BLOCKS=1,STAGES=3",
+                   "BN=256,WARPS_N=4,MIN_BLOCKS=1,BK=64,STAGES=3", "BM=256,WARPS_M=4,MIN_BLOCKS=1"]
 # matmul_wgmma needs its sm_90a image: the exercise's own flags (course.yaml), as the grader builds it.
 WGMMA_FLAGS = ["-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90a,code=sm_90a"]
 CHECK_SHAPES = [(128, 128, 128), (129, 384, 1024), (130, 136, 1000), (200, 264, 40), (257, 264, 512),

@@ -44,7 +44,7 @@ def reference(q, k, v, causal=False):
 
 
 def _sdpa(backend_name):
-    """SDPA pinned to one backend, or None where that backend cannot run this dtype/shape/GPU."""
+    """SDPA pinned to one backend (whether it can run given inputs: _runs)."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     backend = getattr(SDPBackend, backend_name)
@@ -71,13 +71,15 @@ _library_calls: dict = {}  # decided once per kind of input, so the timed call d
 
 
 def library(q, k, v, o, lse, causal=False):
-    # The public API does not return the logsumexp, so only o is produced: the library does a little less work.
+    # The public API does not return the logsumexp, so the library does a little less work. Its output stays in
+    # SDPA's own tensor (there is no out=): copying it into o would time a copy (2-6% here) that the ceiling's call
+    # and our kernels do not make. The grader discards the library's outputs.
     key = (q.dtype, q.shape[-1], q.device, causal)
     if key not in _library_calls:
         flash = _sdpa("FLASH_ATTENTION")
         half = q.dtype != torch.float32
         _library_calls[key] = flash if half and _runs(flash, q[:1, :1], k[:1, :1], v[:1, :1], causal) else _default_sdpa
-    o.copy_(_library_calls[key](q, k, v, causal))
+    _library_calls[key](q, k, v, causal)
 
 
 def ceiling(q, k, v, causal=False):

@@ -87,6 +87,17 @@ def test_python_exercise_missing_package_is_the_environment_not_the_student(tmp_
         load_python_module(name="t_py_missing", path=f, root=tmp_path)
 
 
+def test_python_exercise_typo_in_a_submodule_is_the_students_error(tmp_path):
+    from grader.build import BuildError, load_python_module
+
+    f = tmp_path / "op.py"
+    f.write_text("import os\nimport json.decoderx\n")  # json is installed: the submodule name is the mistake
+    with pytest.raises(BuildError) as e:
+        load_python_module(name="t_py_typo", path=f, root=tmp_path)
+    (d,) = e.value.diagnostics
+    assert (d.file, d.line) == ("op.py", 2) and "ModuleNotFoundError" in d.message
+
+
 def test_python_sources_compile_check_reports_syntax_errors(tmp_path):
     from grader.compile_check import compile_sources
 
@@ -96,6 +107,10 @@ def test_python_sources_compile_check_reports_syntax_errors(tmp_path):
     r_good, r_bad = compile_sources([good, bad], [], [], tmp_path)
     assert r_good.ok and r_good.tool == "python"
     assert not r_bad.ok and r_bad.diagnostics == ["bad.py:1: error: expected ':'"]
+    latin = tmp_path / "latin.py"
+    latin.write_bytes(b"x = '\xe9'\n")  # not UTF-8: a clear error, not a crash
+    (r_latin,) = compile_sources([latin], [], [], tmp_path)
+    assert not r_latin.ok and r_latin.diagnostics[0].startswith("latin.py:")
 
 
 def test_python_exercise_calling_sys_exit_at_import_is_a_build_error_not_a_dead_worker(tmp_path):

@@ -93,6 +93,8 @@ def test_glossary_merges_day_files_and_knows_plurals(tmp_path):
     ({"glossary.yaml": "warp: {aliases: [w]}\n"}, "'warp' has no definition"),
     ({"glossary.yaml": "- warp\n"}, "expected a mapping of term -> definition"),
     ({"glossary.yaml": "warp: [\n"}, "glossary.yaml is not valid YAML"),
+    ({"glossary.yaml": "warp: a\nwarp: b\n"}, "'warp' is defined twice"),
+    ({"glossary.yaml": "block: a\nblocks: b\n"}, "the term 'blocks' is already defined in glossary.yaml (as 'block')"),
 ])
 def test_glossary_errors_name_the_file_and_term(tmp_path, files, message):
     from grader.site.glossary import load_glossary
@@ -293,18 +295,15 @@ def test_every_day_has_a_page_and_planned_days_say_so(built, course):
         assert (built.site / name).is_file()
 
 
-def test_build_has_no_warnings_and_needs_no_network(built):
+def test_build_has_no_warnings_and_needs_no_network(built, course):
     from grader.site.build import external_links, remote_resources
 
     assert built.warnings == []
     assert remote_resources(built.site) == []
     sources = "".join(p.read_text() for p in [ROOT / "README.md", ROOT / "syllabus.md", *ROOT.glob("tracks/*.md"),
                                               *ROOT.glob("days/*/README.md")])
-    import yaml
-
-    repo = yaml.safe_load((ROOT / "course.yaml").read_text())["repository"]
     for url, pages in external_links(built.site).items():
-        assert url.startswith(repo) or url in sources, (url, sorted(pages)[:3])
+        assert url.startswith(course.repository) or url in sources, (url, sorted(pages)[:3])
 
 
 def test_day01_uses_the_features(built, course):
@@ -319,11 +318,11 @@ def test_day01_uses_the_features(built, course):
         assert f"assets/course/{js}" in html
 
 
-def test_glossary_page_lists_every_term_alphabetically(built):
+def test_glossary_page_lists_every_term_alphabetically(built, course):
     from grader.site.glossary import load_glossary
 
     html = (built.site / "glossary" / "index.html").read_text()
-    g = load_glossary(ROOT, [p.parent.name for p in ROOT.glob("days/day*/glossary.yaml")])
+    g = load_glossary(ROOT, [d.id for d in course.days])
     pos = [html.index(f'<dt id="{t.anchor}">') for t in g.sorted()]
     assert pos == sorted(pos) and len(pos) == len(g.terms) >= 30
     assert 'class="gloss' not in html.split('<dl class="glossary')[1]  # no hover links inside definitions

@@ -14,14 +14,17 @@ import numpy as np
 import torch
 
 _KERNELS = {torch.float32: "softmax_rows_f32", torch.float16: "softmax_rows_f16", torch.bfloat16: "softmax_rows_bf16"}
-_modules: dict[int, cupy.RawModule] = {}  # one per device: a compiled module belongs to one CUDA context
+_cache: dict[tuple[int, torch.dtype], cupy.RawKernel] = {}  # per device (a module belongs to one CUDA context)
 
 
 def _kernel(dtype: torch.dtype, device: int):
-    if device not in _modules:
-        source = Path(__file__).with_name("softmax_cupy.cu").read_text()
-        _modules[device] = cupy.RawModule(code=source, options=("--std=c++17",))
-    return _modules[device].get_function(_KERNELS[dtype])
+    # Looked up once: the op is timed, and get_function on every call is host time spent on nothing.
+    key = (device, dtype)
+    if key not in _cache:
+        # #line: NVRTC's errors then name softmax_cupy.cu and its lines, not a temporary file.
+        source = '#line 1 "softmax_cupy.cu"\n' + Path(__file__).with_name("softmax_cupy.cu").read_text()
+        _cache[key] = cupy.RawModule(code=source, options=("--std=c++17",)).get_function(_KERNELS[dtype])
+    return _cache[key]
 
 
 def _threads(cols: int) -> int:

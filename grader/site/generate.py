@@ -29,6 +29,7 @@ ASSETS = HERE / "assets"
 THEME = HERE / "theme"
 COPY_EXT = {".png", ".svg", ".jpg", ".jpeg", ".gif", ".webp"}
 JS = ["feedback.js", "grid.js", "steps.js", "sidenotes.js"]
+BRANCH = "main"  # the branch that links to repository files point at
 SLUGIFY = "!!python/name:grader.site.transform.github_slug"
 
 
@@ -39,7 +40,6 @@ class Generated:
     config: Path
     site: Path
     pages: dict[str, str] = field(default_factory=dict)  # docs path -> repository source
-    copied: list[str] = field(default_factory=list)
     glossary: gl.Glossary | None = None
 
 
@@ -70,7 +70,7 @@ def _front_matter(meta: dict) -> list[str]:
     return ["---", *yaml.safe_dump(meta, sort_keys=False, allow_unicode=True).strip().splitlines(), "---", ""]
 
 
-def _day_header(day: Day, course: Course) -> list[str]:
+def _day_header(day: Day) -> list[str]:
     """The line under a day's title: track, status, prerequisites, what is graded."""
     after = ", ".join(f"[{p}](/{day_page(p)})" for p in day.prerequisites) or "nothing: start here"
     bits = [f"**{day.track}** track", "mandatory" if day.mandatory else None,
@@ -81,8 +81,8 @@ def _day_header(day: Day, course: Course) -> list[str]:
     return ['<p class="day-meta no-gloss" markdown>' + " · ".join(b for b in bits if b) + "</p>"]
 
 
-def _planned_day(day: Day, course: Course) -> list[str]:
-    lines = [f"# Day {day.id[3:]} — {day.title}", ""] + _day_header(day, course) + [""]
+def _planned_day(day: Day) -> list[str]:
+    lines = [f"# Day {day.id[3:]} — {day.title}", ""] + _day_header(day) + [""]
     state = "is planned: its" if day.status != "ready" else "is in the course, but its"
     lines += ['!!! info "Not written yet"', f"    This day {state} lesson is not written yet. It will appear here "
               f"as soon as `days/{day.id}/README.md` exists.", ""]
@@ -99,24 +99,22 @@ def generate(root: Path, course: Course, out: Path) -> Generated:
     g.docs.mkdir(parents=True)
     repo = course.repository.rstrip("/")
     pages = page_map(root, course)
-    days = {d.id: d for d in course.days}
+    lessons = {f"days/{d.id}/README.md": d for d in course.days}  # a day's lesson file -> the day
 
     def resolve(path: str) -> str | None:
         if path in pages:
             return "/" + pages[path]
-        m = re.fullmatch(r"days/(day\d\d)/README\.md", path)
-        if m and m.group(1) in days:  # a day whose lesson is not written yet still has its page
-            return "/" + day_page(m.group(1))
+        if path in lessons:  # a day whose lesson is not written yet still has its page
+            return "/" + day_page(lessons[path].id)
         f = root / path
         if f.is_file() and f.suffix.lower() in COPY_EXT:
             dest = g.docs / "files" / path
             if not dest.exists():
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(f, dest)
-                g.copied.append(path)
             return f"/files/{path}"
         if f.exists():
-            return f"{repo}/{'tree' if f.is_dir() else 'blob'}/main/{path}"
+            return f"{repo}/{'tree' if f.is_dir() else 'blob'}/{BRANCH}/{path}"
         return None
 
     def write(docs_path: str, lines: list[str], source: str) -> None:
@@ -129,19 +127,18 @@ def generate(root: Path, course: Course, out: Path) -> Generated:
         text = (root / source).read_text(encoding="utf-8")
         lines = transform.convert(text, source, resolve)
         meta = {"source": source}
-        m = re.fullmatch(r"days/(day\d\d)/README\.md", source)
-        if m:
-            day = days[m.group(1)]
+        day = lessons.get(source)
+        if day:
             if day.status != "ready":  # inserted first, so it ends up under the day's header line
                 lines = transform.insert_after_title(lines, [
                     '!!! info "Planned"', "    This day is still planned in course.yaml: the lesson below is a "
                     "draft and there is nothing to grade yet."])
-            lines = transform.insert_after_title(lines, _day_header(day, course))
+            lines = transform.insert_after_title(lines, _day_header(day))
             meta["day"] = day.id
         write(docs_path, _front_matter(meta) + lines, source)
     for d in course.days:
         if day_page(d.id) not in g.pages:
-            write(day_page(d.id), _front_matter({"source": "course.yaml", "day": d.id}) + _planned_day(d, course),
+            write(day_page(d.id), _front_matter({"source": "course.yaml", "day": d.id}) + _planned_day(d),
                   "course.yaml")
 
     # The glossary: its page, and the terms file the term_links extension reads.
@@ -190,7 +187,7 @@ def mkdocs_config(root: Path, course: Course, g: Generated, terms_file: Path) ->
     nav.append({"Days": [{nav_title(d): day_page(d.id)} for d in course.days]})
     return {
         "site_name": course.title,
-        "site_description": "Lessons, exercises and an autograder: from a naive softmax to FlashAttention-2.",
+        "site_description": f"{course.title}: lessons, exercises and an autograder.",
         "docs_dir": "docs",
         "site_dir": "html",
         "use_directory_urls": True,
@@ -223,7 +220,7 @@ def mkdocs_config(root: Path, course: Course, g: Generated, terms_file: Path) ->
         "plugins": ["search"],
         "extra_css": ["assets/course/course.css"],
         "extra_javascript": [f"assets/course/{j}" for j in JS],
-        "extra": {"generator": False, "course": {"repository": course.repository.rstrip("/"), "branch": "main"}},
+        "extra": {"generator": False, "course": {"repository": course.repository.rstrip("/"), "branch": BRANCH}},
         "validation": {"absolute_links": "relative_to_docs", "unrecognized_links": "warn", "anchors": "warn",
                        "omitted_files": "warn"},
         "nav": nav,

@@ -63,11 +63,26 @@ def plural(word: str) -> str:
     return word + "s"
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """safe_load, except that a key repeated in one mapping is an error (YAML would keep the last silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"{key!r} is defined twice", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
 def _entries(path: Path, rel: str) -> list[tuple[str, str, tuple[str, ...]]]:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)
     except yaml.YAMLError as e:
         raise GraderError(f"{rel} is not valid YAML: {e}") from None
+    except UnicodeDecodeError as e:
+        raise GraderError(f"{rel} is not UTF-8 text: {e}") from None
     if data is None:
         return []
     if not isinstance(data, dict):
@@ -108,11 +123,11 @@ def load_glossary(root: Path, day_ids: list[str]) -> Glossary:
         g.files.append(rel)
         for term, definition, aliases in _entries(path, rel):
             t = Term(term, definition, aliases, rel, day)
-            for spelling in (term, *aliases):
+            for spelling in t.forms():  # plurals too: a page matches them, so they must name one term
                 key = spelling.casefold()
-                if key in owner:
+                if key in owner and owner[key][0] != term:
                     other_term, other_file = owner[key]
-                    what = "the term" if spelling == term else f"the alias {spelling!r} of"
+                    what = "the term" if spelling == term else f"the spelling {spelling!r} of"
                     raise GraderError(f"{rel}: {what} {term!r} is already defined in {other_file} (as "
                                       f"{other_term!r}): define each term once")
                 owner[key] = (term, rel)

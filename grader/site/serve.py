@@ -28,12 +28,14 @@ def make_server(site: Path, host: str = "127.0.0.1", port: int = 0) -> Threading
 
 def sources(root: Path) -> list[Path]:
     """The files the site is made from (their changes trigger a rebuild)."""
-    files = [root / "course.yaml", root / "syllabus.md", root / "README.md", root / "glossary.yaml"]
+    from .generate import ASSETS, THEME
+    from .glossary import GLOSSARY
+
+    files = [root / "course.yaml", root / "syllabus.md", root / "README.md", root / GLOSSARY]
     files += sorted((root / "tracks").glob("*.md")) + sorted((root / "days").glob("*/README.md"))
-    files += sorted((root / "days").glob("*/glossary.yaml"))
-    here = Path(__file__).resolve().parent
-    files += sorted(p for p in (here / "assets").rglob("*") if p.is_file())
-    files += sorted(p for p in (here / "theme").rglob("*") if p.is_file())
+    files += sorted((root / "days").glob(f"*/{GLOSSARY}"))
+    files += sorted(p for p in ASSETS.rglob("*") if p.is_file())
+    files += sorted(p for p in THEME.rglob("*") if p.is_file())
     return files
 
 

@@ -35,6 +35,13 @@ CODE_SPAN = re.compile(r"(`+)(?:.*?[^`])?\1(?!`)")
 SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 
 
+def _closes(fence: str, m, line: str) -> bool:
+    """Whether `line` (m: its FENCE match, or None) closes a block opened by `fence`: the same character, at least
+    as many, and nothing after them."""
+    return bool(m) and m.group(2)[0] == fence[0] and len(m.group(2)) >= len(fence) and \
+        not line.strip()[len(m.group(2)):].strip()
+
+
 def github_slug(value: str, separator: str = "-") -> str:
     """Heading anchors as GitHub makes them (lowercase; drop all but letters, digits, `_`, `-` and spaces;
     spaces become `-`, runs are kept), so `README.md#some-heading` links work on GitHub and on the site alike."""
@@ -55,8 +62,7 @@ def code_mask(lines: list[str]) -> list[bool]:
             mask.append(False)
         else:
             mask.append(True)
-            if m and m.group(2)[0] == fence[0] and len(m.group(2)) >= len(fence) and \
-                    not line.strip()[len(m.group(2)):].strip():
+            if _closes(fence, m, line):
                 fence = None
     return mask
 
@@ -131,8 +137,7 @@ def gfm_lists(lines: list[str]) -> list[str]:
         if fence is not None:  # inside a fenced block: shift it with its item, parse nothing
             out.append(" " * max(0, n + fence_shift) + expanded.lstrip(" ") if expanded.strip() else "")
             m = FENCE.match(expanded)
-            if m and m.group(2)[0] == fence[0] and len(m.group(2)) >= len(fence) and \
-                    not expanded.strip()[len(m.group(2)):].strip():
+            if _closes(fence, m, expanded):
                 fence = None
             continue
         if not expanded.strip():

@@ -33,7 +33,7 @@
 //     as in global memory), and the fragment wants two k values at one n: the .trans variant delivers each
 //     matrix transposed, which is that. One x4 (non-trans) per 16 x 16 A fragment, one x4.trans per two 8-wide
 //     B fragments.
-//   - cp.async multi-stage pipeline: global -> shared without registers, STAGES (4) tiles in flight; one
+//   - cp.async multi-stage pipeline: global -> shared without registers, STAGES (4) buffers, 3 tiles in flight; one
 //     cp.async.wait_group + one __syncthreads per K-tile. K-tile kt+3 is copied while kt is computed.
 //   - XOR swizzle of 16-byte chunks in shared memory: chunk c of row r is stored at chunk c ^ f(r). Without it, an
 //     ldmatrix phase (8 lanes, 8 rows, the same chunk column) hits one bank group 8 times (B rows are 256 bytes
@@ -53,7 +53,7 @@
 //     kernel with guarded scalar loads that write the same swizzled layout (kAsync = false), and guarded stores.
 //
 // Where it stands (H200, `grader check day11 --solution`): kernel 1 at 95-110 TFLOP/s, 2.2x day 09's CUDA-core
-// kernel; kernel 2 at 250-410 TFLOP/s, 0.41-0.54x cuBLAS (geometric mean 0.50x). mma.sync does not reach
+// kernel; kernel 2 at 275-410 TFLOP/s, 0.44-0.55x cuBLAS (geometric mean 0.51x). mma.sync does not reach
 // cuBLAS on Hopper, which runs wgmma: kernel 3. days/day11/README.md ("Measured") has the tables.
 
 #include <cuda_bf16.h>

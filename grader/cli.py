@@ -17,11 +17,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from . import release, report, results
-from .build import relative_path
-from .compile_check import compile_sources
-from .course import Course, find_course_file, load_course
-from .errors import GraderError
+from grader.authoring import release
+from grader.check import report
+from grader import results
+from grader.check.build import relative_path
+from grader.check.compile_check import compile_sources
+from grader.course import Course, find_course_file, load_course
+from grader.errors import GraderError
 
 FAIL, ENV = 1, 2
 # Not a terminal (CI logs, pipes): wider than 80 columns so tables and paths stay on one line.
@@ -35,7 +37,7 @@ def _load(args) -> tuple[Path, Path, Course]:
 
 # -- check --------------------------------------------------------------------------------------------------
 def _source_dir(args, root: Path, day_id: str) -> tuple[Path, str]:
-    from .build import variant_for_dir
+    from grader.check.build import variant_for_dir
 
     if args.solution and args.dir:
         raise GraderError("give either --solution or --dir, not both")
@@ -90,8 +92,8 @@ class Progress:
 
 
 def cmd_check(args) -> int:
-    from .plan import plan
-    from .runner import run_exercise
+    from grader.check.plan import plan
+    from grader.check.runner import run_exercise
 
     root, course_path, course = _load(args)
     day = course.day(args.day)
@@ -140,7 +142,7 @@ def cmd_check(args) -> int:
 
 # -- profile ------------------------------------------------------------------------------------------------
 def cmd_profile(args) -> int:
-    from .profile import run_profile
+    from grader.profile.command import run_profile
 
     root, course_path, course = _load(args)
     day = course.day(args.day)
@@ -179,7 +181,7 @@ def cmd_list(args) -> int:
 
 
 def cmd_doctor(args) -> int:
-    from .doctor import checks
+    from grader.doctor import checks
 
     cs = checks()
     for c in cs:
@@ -214,7 +216,7 @@ def cmd_release(args) -> int:
 
 
 def cmd_syllabus(args) -> int:
-    from .syllabus import render
+    from grader.authoring.syllabus import render
 
     root, _, course = _load(args)
     path, text = root / "syllabus.md", render(course)
@@ -233,7 +235,7 @@ def cmd_syllabus(args) -> int:
 
 # -- site ---------------------------------------------------------------------------------------------------
 def cmd_site(args) -> int:
-    from .site.build import build, require
+    from grader.site.build import build, require
 
     require()  # before loading anything else: a missing extra gets its own message
     root, _, course = _load(args)
@@ -248,7 +250,7 @@ def cmd_site(args) -> int:
         return 0
     import threading
 
-    from .site.serve import make_server, watch
+    from grader.site.serve import make_server, watch
 
     try:
         server = make_server(res.site, args.host, args.port)

@@ -11,7 +11,7 @@ from typing import Literal, Optional
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .errors import GraderError
+from grader.errors import GraderError
 
 DTYPES = ("fp32", "fp16", "bf16")
 Dtype = Literal["fp32", "fp16", "bf16"]

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from .compile_check import nvcc_path
+from grader.check.compile_check import nvcc_path
 
 
 @dataclass

@@ -59,7 +59,7 @@ def inputs(shape, dn, causal):
 def timer():
     import torch
 
-    from grader.timing import CudaTimer
+    from grader.check.timing import CudaTimer
 
     return CudaTimer(torch, warmup=3, min_reps=10, max_reps=60, budget_s=0.4, rel_stderr=0.005)
 

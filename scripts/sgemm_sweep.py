@@ -45,7 +45,7 @@ def main():
     prebuild(build, args.configs, workers=4)
     import torch
 
-    from grader.timing import CudaTimer
+    from grader.check.timing import CudaTimer
 
     torch.backends.cuda.matmul.allow_tf32 = False
     timer = CudaTimer(torch, warmup=3, min_reps=10, max_reps=100, budget_s=0.5, rel_stderr=0.005)

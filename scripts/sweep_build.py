@@ -14,7 +14,7 @@ def build_variant(prefix: str, sources: list[Path], flags: list[str]):
     share a build (or a loaded module)."""
     import torch
 
-    from grader.build import build_extension
+    from grader.check.build import build_extension
 
     tag = hashlib.sha1(" ".join(map(str, [*sources, *flags])).encode()).hexdigest()[:8]
     mod, _, _ = build_extension(name=f"{prefix}_{tag}", sources=sources, include_dirs=[ROOT / "common"],

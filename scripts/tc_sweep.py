@@ -50,7 +50,7 @@ def main():
         return
     import torch
 
-    from grader.timing import CudaTimer
+    from grader.check.timing import CudaTimer
 
     timer = CudaTimer(torch, warmup=3, min_reps=10, max_reps=100, budget_s=0.3, rel_stderr=0.005)
     mods = {}

@@ -9,9 +9,9 @@ import triton.testing
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from grader.build import build_extension, extension_name  # noqa: E402
+from grader.check.build import build_extension, extension_name  # noqa: E402
 from grader.course import load_course  # noqa: E402
-from grader.worker import make_timer  # noqa: E402
+from grader.check.worker import make_timer  # noqa: E402
 
 CASES = [("day02", "fp32", (4096, 4096)), ("day03", "fp16", (4096, 4096)), ("day04", "bf16", (1024, 32768)),
          ("day05", "fp32", (4096, 4096)), ("day05", "bf16", (8192, 8192)), ("day05", "fp16", (64, 262144)),

@@ -1,4 +1,4 @@
-"""A stand-in for grader.worker that follows a script instead of touching a GPU, so the runner's handling of
+"""A stand-in for grader.check.worker that follows a script instead of touching a GPU, so the runner's handling of
 crashes, hangs and restarts is tested on any machine. The script is the exercise's case list: for case i it does
 BEHAVIOUR[i % len(BEHAVIOUR)] where the behaviour string comes from the environment (FAKE_WORKER)."""
 import json
@@ -23,7 +23,7 @@ def main():
     emit("phase", name="build", target="exercise")
     emit("build", target="exercise", ok=True, seconds=0.1)
     from grader.course import load_course
-    from grader.plan import plan as make_plan
+    from grader.check.plan import plan as make_plan
     from pathlib import Path
 
     ex = next(e for e in load_course(Path(spec["course"])).day(spec["day"]).exercises if e.name == spec["exercise"])

@@ -1,7 +1,7 @@
 
 import pytest
-from grader.build import arch_list, build_lock, extension_name, parse_diagnostics, variant_for_dir
-from grader.plan import plan
+from grader.check.build import arch_list, build_lock, extension_name, parse_diagnostics, variant_for_dir
+from grader.check.plan import plan
 
 
 def test_diagnostics_point_into_the_students_file(root):
@@ -48,7 +48,7 @@ def test_plan_orders_cases_and_seeds_them_independently(course):
 
 # -- Python exercises (build: python) --------------------------------------------------------------------------
 def test_python_exercise_module_loads_and_exports_its_op(tmp_path):
-    from grader.build import load_python_module
+    from grader.check.build import load_python_module
 
     f = tmp_path / "op.py"
     f.write_text("import math\n\ndef softmax(x, out):\n    return math.pi\n")
@@ -57,7 +57,7 @@ def test_python_exercise_module_loads_and_exports_its_op(tmp_path):
 
 
 def test_python_exercise_syntax_error_is_a_build_error_at_file_and_line(tmp_path):
-    from grader.build import BuildError, load_python_module
+    from grader.check.build import BuildError, load_python_module
 
     f = tmp_path / "op.py"
     f.write_text("def softmax(x, out):\n    return (\n")
@@ -68,7 +68,7 @@ def test_python_exercise_syntax_error_is_a_build_error_at_file_and_line(tmp_path
 
 
 def test_python_exercise_error_at_import_names_the_student_line(tmp_path):
-    from grader.build import BuildError, load_python_module
+    from grader.check.build import BuildError, load_python_module
 
     f = tmp_path / "op.py"
     f.write_text("X = 1\nY = undefined_name + 1\n")
@@ -79,7 +79,7 @@ def test_python_exercise_error_at_import_names_the_student_line(tmp_path):
 
 
 def test_python_exercise_missing_package_is_the_environment_not_the_student(tmp_path):
-    from grader.build import MissingPackage, load_python_module
+    from grader.check.build import MissingPackage, load_python_module
 
     f = tmp_path / "op.py"
     f.write_text("import surely_not_installed_pkg.sub\n")
@@ -88,7 +88,7 @@ def test_python_exercise_missing_package_is_the_environment_not_the_student(tmp_
 
 
 def test_python_exercise_typo_in_a_submodule_is_the_students_error(tmp_path):
-    from grader.build import BuildError, load_python_module
+    from grader.check.build import BuildError, load_python_module
 
     f = tmp_path / "op.py"
     f.write_text("import os\nimport json.decoderx\n")  # json is installed: the submodule name is the mistake
@@ -99,7 +99,7 @@ def test_python_exercise_typo_in_a_submodule_is_the_students_error(tmp_path):
 
 
 def test_python_sources_compile_check_reports_syntax_errors(tmp_path):
-    from grader.compile_check import compile_sources
+    from grader.check.compile_check import compile_sources
 
     good, bad = tmp_path / "good.py", tmp_path / "bad.py"
     good.write_text("def softmax(x, out):\n    pass\n")
@@ -114,7 +114,7 @@ def test_python_sources_compile_check_reports_syntax_errors(tmp_path):
 
 
 def test_python_exercise_calling_sys_exit_at_import_is_a_build_error_not_a_dead_worker(tmp_path):
-    from grader.build import BuildError, load_python_module
+    from grader.check.build import BuildError, load_python_module
 
     f = tmp_path / "op.py"
     f.write_text("import sys\nsys.exit(3)\n")

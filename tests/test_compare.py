@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from grader.compare import compare, poison, poisoned_mask, same_bits
+from grader.check.compare import compare, poison, poisoned_mask, same_bits
 
 TOL = {  # course.yaml's softmax tolerances
     torch.float32: dict(atol=1e-8, rtol=1e-5, rel_l2=1e-5),

@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from grader.compile_check import compile_sources
+from grader.check.compile_check import compile_sources
 from tests.conftest import ROOT, needs_nvcc
 
 
@@ -37,7 +37,7 @@ def test_compiles_for_sm80_and_sm90_without_spills(day, ex, where):
 
 
 def test_ptxas_report_reads_smem_after_a_stack_size():
-    from grader.compile_check import parse_ptxas
+    from grader.check.compile_check import parse_ptxas
 
     log = ("ptxas info    : Compiling entry function '_Z1kPf' for 'sm_90'\n"
            "ptxas info    : Function properties for _Z1kPf\n"

@@ -109,7 +109,7 @@ def test_baselines_resolve_by_op_or_by_exercise_name(course):
 
 
 def test_variants_multiply_cases_and_label_them(course):
-    from grader.plan import plan
+    from grader.check.plan import plan
 
     ex = course.day("day07").exercises[0].model_copy(update={"variants": [{"causal": False}, {"causal": True}]})
     cases = plan(ex, ["fp32"])

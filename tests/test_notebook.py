@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import notebooks  # imports nbgrader only when it is used
+from grader.authoring import notebooks  # imports nbgrader only when it is used
 
 # Skips a test, not the file: the missing-nbgrader test below runs either way. CI has nbgrader (the test extra).
 needs_nbgrader = pytest.mark.skipif(importlib.util.find_spec("nbgrader") is None,

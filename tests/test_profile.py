@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from grader import ncu, profile_report, roofline
-from grader.profile import analyze, draw, parse_shape, targets
+from grader.profile import ncu, roofline
+from grader.profile import report as profile_report
+from grader.profile.command import analyze, draw, parse_shape, targets
 from tests.conftest import ROOT, has_gpu, run_grader
 
 FIXTURE = (Path(__file__).parent / "data" / "ncu_raw_two_kernels.csv").read_text()
@@ -89,9 +90,9 @@ def test_short_name(name, short):
 
 
 def test_profile_command_filters_on_the_nvtx_range():
-    cmd = ncu.profile_command("/opt/ncu", Path("/tmp/r.ncu-rep"), ["python", "-m", "grader.profile_target", "{}"])
+    cmd = ncu.profile_command("/opt/ncu", Path("/tmp/r.ncu-rep"), ["python", "-m", "grader.profile.target", "{}"])
     joined = " ".join(cmd)
-    assert cmd[0] == "/opt/ncu" and cmd[-4:] == ["python", "-m", "grader.profile_target", "{}"]
+    assert cmd[0] == "/opt/ncu" and cmd[-4:] == ["python", "-m", "grader.profile.target", "{}"]
     assert "--nvtx --nvtx-include grader_op/" in joined and "--clock-control none" in joined
     assert "--target-processes all" in joined and "--export /tmp/r.ncu-rep" in joined
     for s in ("SpeedOfLight", "Occupancy", "LaunchStats", "MemoryWorkloadAnalysis"):
@@ -288,7 +289,7 @@ class FakeProcesses:
         return self.ncu_output
 
     def install(self, monkeypatch):
-        import grader.profile as p
+        import grader.profile.command as p
 
         monkeypatch.setattr(p.ncu, "run_logged", self.run)
         monkeypatch.setattr(p.ncu, "raw_csv", lambda ncu_path, report: FIXTURE)
@@ -298,7 +299,7 @@ class FakeProcesses:
 def _profile(tmp_path, course, day="day05", **kw):
     import argparse
 
-    from grader.profile import run_profile
+    from grader.profile.command import run_profile
 
     d = course.day(day)
     args = argparse.Namespace(**{"dtype": None, "shape": None, "ncu": None, "remeasure_ceilings": False, "json": None,
@@ -380,7 +381,7 @@ def test_ptxas_resources_come_from_the_image_this_gpu_runs(monkeypatch, tmp_path
     import subprocess
     from types import SimpleNamespace
 
-    from grader import ptxas_report
+    from grader.profile import ptxas_report
 
     def entry(arch, regs):
         return (f"ptxas info    : Compiling entry function '_Z1kPf' for '{arch}'\n"
@@ -400,7 +401,7 @@ def test_ptxas_resources_come_from_the_image_this_gpu_runs(monkeypatch, tmp_path
 def test_tensor_core_work_is_named_not_called_memory_bound():
     """A wgmma GEMM shows (almost) no FP32/FP16 FLOPs: with the task's FLOP count the profile says where they went
     instead of placing the kernel on the memory side."""
-    from grader.profile import tensor_core_note
+    from grader.profile.command import tensor_core_note
 
     soft, mm = analyze(FIXTURE, CEILINGS, PTXAS)
     counted = soft["summary"]["flops"] + mm["summary"]["flops"]

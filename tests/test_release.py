@@ -1,6 +1,6 @@
 import pytest
 
-from grader import release
+from grader.authoring import release
 from grader.errors import GraderError
 from tests.conftest import run_grader
 

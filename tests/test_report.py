@@ -1,8 +1,8 @@
 """What a student reads: the verdict, the numbers and a hint, rendered from a result."""
 from rich.console import Console
 
-from grader import report
-from grader.runner import ExerciseResult
+from grader.check import report
+from grader.check.runner import ExerciseResult
 
 
 def render(res, ex) -> str:

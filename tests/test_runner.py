@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from grader.runner import run_exercise
+from grader.check.runner import run_exercise
 from tests.conftest import ROOT
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from grader.errors import GraderError
 
-from .conftest import ROOT, run_grader
+from tests.conftest import ROOT, run_grader
 
 
 def _site_packages_or_skip():

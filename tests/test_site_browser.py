@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/lib/chromium/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]

@@ -3,7 +3,7 @@ import random
 
 import pytest
 
-from grader.timing import geomean, median_stderr, run_until_stable
+from grader.check.timing import geomean, median_stderr, run_until_stable
 
 
 class FakeClock:

@@ -7,8 +7,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..course import Course
-from ..errors import GraderError
+from grader.course import Course
+from grader.errors import GraderError
 
 INSTALL = 'pip install -e ".[site]"'
 # Anything that makes the browser fetch: src/href of resources, CSS url() and @import. Plain <a href> links to
@@ -56,7 +56,7 @@ def build(root: Path, course: Course, out: Path, strict: bool = False) -> BuildR
     from mkdocs.config import load_config
     from mkdocs.exceptions import MkDocsException
 
-    from .generate import generate
+    from grader.site.generate import generate
 
     t0 = time.perf_counter()
     g = generate(root, course, out)

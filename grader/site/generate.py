@@ -20,9 +20,10 @@ from pathlib import Path
 
 import yaml
 
-from ..course import Course, Day
-from . import glossary as gl
-from . import graph, transform
+from grader.course import Course, Day
+from grader.site import glossary as gl
+from grader.site import graph
+from grader.site import transform
 
 HERE = Path(__file__).resolve().parent
 ASSETS = HERE / "assets"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from ..errors import GraderError
+from grader.errors import GraderError
 
 GLOSSARY = "glossary.yaml"
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Callable
 
-from ..course import Course
+from grader.course import Course
 
 NODE_W, NODE_H = 196, 50
 H_GAP, V_GAP = 28, 34

@@ -28,8 +28,8 @@ def make_server(site: Path, host: str = "127.0.0.1", port: int = 0) -> Threading
 
 def sources(root: Path) -> list[Path]:
     """The files the site is made from (their changes trigger a rebuild)."""
-    from .generate import ASSETS, THEME
-    from .glossary import GLOSSARY
+    from grader.site.generate import ASSETS, THEME
+    from grader.site.glossary import GLOSSARY
 
     files = [root / "course.yaml", root / "syllabus.md", root / "README.md", root / GLOSSARY]
     files += sorted((root / "tracks").glob("*.md")) + sorted((root / "days").glob("*/README.md"))

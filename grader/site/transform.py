@@ -89,7 +89,7 @@ def alerts(lines: list[str]) -> list[str]:
 
 def tabs(lines: list[str], where: str = "") -> list[str]:
     """`<!-- tab: Label -->` ... `<!-- /tabs -->` groups -> pymdownx.tabbed."""
-    from ..errors import GraderError
+    from grader.errors import GraderError
 
     out, mask, i = [], code_mask(lines), 0
     while i < len(lines):

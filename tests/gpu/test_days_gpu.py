@@ -72,7 +72,7 @@ def test_stale_build_lock_is_recovered(tmp_path):
     shutil.copytree(ROOT / "solutions" / "day01", src)
     r, _ = _check("day01", "--dir", str(src), tmp_path=tmp_path)
     assert r.returncode == 0
-    from grader.build import variant_for_dir
+    from grader.check.build import variant_for_dir
 
     build = ROOT / ".grader" / "build" / f"day01-softmax-{variant_for_dir(src, ROOT)}"
     (build / "lock").write_text("")  # as left by a build that was killed

@@ -15,7 +15,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .errors import GraderError
+from grader.errors import GraderError
 
 COURSE_ID = "cuda-course"  # the gradebook's course; open it with Gradebook(db_url, COURSE_ID)
 INSTALL_HINT = ("nbgrader is needed to release or grade the course's notebooks: pip install nbgrader "

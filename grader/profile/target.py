@@ -16,11 +16,11 @@ import sys
 import traceback
 from pathlib import Path
 
-from .build import BuildError, MissingPackage, build_dir, build_exercise, extension_name, load_python_module
-from .course import load_course
-from .ncu import RANGE
-from .results import write_json
-from .worker import TORCH_DTYPES, _place, _short_error
+from grader.check.build import BuildError, MissingPackage, build_dir, build_exercise, extension_name, load_python_module
+from grader.course import load_course
+from grader.profile.ncu import RANGE
+from grader.results import write_json
+from grader.check.worker import TORCH_DTYPES, _place, _short_error
 
 SEED = 0  # inputs do not change a kernel's speed; a fixed seed makes two profiles comparable
 
@@ -37,8 +37,8 @@ def _case(torch, task, spec):
 
 
 def prepare(spec: dict, torch, ex, task, root: Path) -> dict:
-    from .ceilings import load_cached, measure
-    from .compare import poison, poisoned_mask
+    from grader.profile.ceilings import load_cached, measure
+    from grader.check.compare import poison, poisoned_mask
 
     props, cap = torch.cuda.get_device_properties(0), torch.cuda.get_device_capability(0)
     info = {"gpu": props.name, "capability": f"{cap[0]}.{cap[1]}", "sms": props.multi_processor_count}

@@ -1,7 +1,7 @@
 """syllabus.md, rendered from course.yaml (never edited by hand; CI checks it is current)."""
 from __future__ import annotations
 
-from .course import Course
+from grader.course import Course
 
 HEADER = """# Syllabus
 

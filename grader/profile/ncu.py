@@ -16,7 +16,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from .errors import GraderError
+from grader.errors import GraderError
 
 RANGE = "grader_op"
 SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "MemoryWorkloadAnalysis")

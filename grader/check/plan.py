@@ -6,7 +6,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Optional
 
-from .course import Case, Exercise
+from grader.course import Case, Exercise
 
 
 @dataclass(frozen=True)

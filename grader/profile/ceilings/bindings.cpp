@@ -1,4 +1,4 @@
-// Python side of the FFMA peak microbenchmark (grader/ceilings/ffma_peak.cu). The course's narrow headers keep the
+// Python side of the FFMA peak microbenchmark (grader/profile/ceilings/ffma_peak.cu). The course's narrow headers keep the
 // cold build of this file to a few seconds.
 #include "course_glue.h"
 

@@ -11,9 +11,9 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
-from .build import BASE_CUDA_FLAGS, TORCH_CUDA_DEFINES
-from .compile_check import demangle, nvcc_path, parse_ptxas
-from .ncu import short_name
+from grader.check.build import BASE_CUDA_FLAGS, TORCH_CUDA_DEFINES
+from grader.check.compile_check import demangle, nvcc_path, parse_ptxas
+from grader.profile.ncu import short_name
 
 
 def kernel_resources(sources: list[Path], include_dirs: list[Path], extra_flags: list[str],

@@ -14,15 +14,15 @@ import sys
 import traceback
 from pathlib import Path
 
-from .build import BuildError, MissingPackage, build_exercise
+from grader.check.build import BuildError, MissingPackage, build_exercise
 
 
 class CourseConfigError(Exception):
     """course.yaml asks for something its task cannot do: the course's problem, not the student's."""
-from .compare import compare, poison, same_bits
-from .course import load_course
-from .plan import plan
-from .results import write_json
+from grader.check.compare import compare, poison, same_bits
+from grader.course import load_course
+from grader.check.plan import plan
+from grader.results import write_json
 
 TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 CONTEXT_LOST = 3
@@ -201,7 +201,7 @@ def run(spec: dict, emit: Emitter) -> int:
 
 
 def make_timer(torch, course):
-    from .timing import CudaTimer
+    from grader.check.timing import CudaTimer
 
     t = course.defaults.timing
     return CudaTimer(torch, t.warmup, t.min_reps, t.max_reps, t.budget_s, t.rel_stderr)

@@ -23,13 +23,15 @@ from typing import Callable
 from rich.console import Console
 from rich.markup import escape
 
-from . import ncu, profile_report, roofline
-from .ceilings import cache_path
-from .compile_check import demangle
-from .course import Course, Day, Exercise
-from .errors import GraderError
-from .ptxas_report import kernel_resources, match
-from .results import write_json
+from grader.profile import ncu
+from grader.profile import report as profile_report
+from grader.profile import roofline
+from grader.profile.ceilings import cache_path
+from grader.check.compile_check import demangle
+from grader.course import Course, Day, Exercise
+from grader.errors import GraderError
+from grader.profile.ptxas_report import kernel_resources, match
+from grader.results import write_json
 
 PREPARE_S = 600.0  # on top of the build limit: the first profile on a GPU also measures its ceilings (~20 s)
 
@@ -181,7 +183,7 @@ def _target_error(res: dict, day: Day, ex: Exercise, log: Path, placeholders: Ca
 
 
 def _target_cmd(spec: dict) -> list[str]:
-    return [sys.executable, "-m", "grader.profile_target", json.dumps(spec)]
+    return [sys.executable, "-m", "grader.profile.target", json.dumps(spec)]
 
 
 def profile_exercise(*, root: Path, course_path: Path, course: Course, day: Day, t: Target, src_dir: Path,

@@ -18,9 +18,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from .course import Course, Day, Exercise
-from .plan import plan
-from .timing import geomean
+from grader.course import Course, Day, Exercise
+from grader.check.plan import plan
+from grader.check.timing import geomean
 
 MAX_RESTARTS = 3
 STARTUP_S = 120.0  # importing torch and loading a built extension; generous for a cold disk
@@ -70,7 +70,7 @@ def _kill(proc: subprocess.Popen):
 def run_exercise(*, course: Course, course_path: Path, root: Path, day: Day, ex: Exercise, src_dir: Path,
                  variant: str, seed: int, dtypes: Optional[list[str]] = None, correctness_only: bool = False,
                  case_s: Optional[float] = None, on_event: Callable[[dict], None] = lambda ev: None,
-                 worker: str = "grader.worker") -> ExerciseResult:
+                 worker: str = "grader.check.worker") -> ExerciseResult:
     res = ExerciseResult(day.id, ex.name, variant, str(src_dir), seed, threshold=ex.threshold)
     planned = plan(ex, dtypes, benchmark=not correctness_only)
     results: dict[int, dict] = {}

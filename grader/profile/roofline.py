@@ -9,8 +9,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Optional
 
-from .errors import GraderError
-from .ncu import FLOP_WEIGHTS
+from grader.errors import GraderError
+from grader.profile.ncu import FLOP_WEIGHTS
 
 # Kernel markers: none of the roofs' colours.
 KERNEL_COLORS = ("tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan", "tab:gray")

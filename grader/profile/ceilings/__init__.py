@@ -15,8 +15,8 @@ import re
 import time
 from pathlib import Path
 
-from ..build import BuildError, build_extension
-from ..results import write_json
+from grader.check.build import BuildError, build_extension
+from grader.results import write_json
 
 HERE = Path(__file__).resolve().parent
 COPY_BYTES = 1 << 30  # per direction: far beyond any L2, so no flush is needed
@@ -40,7 +40,7 @@ def load_cached(root: Path, gpu: str) -> dict | None:
 
 
 def _timer(torch):
-    from ..timing import CudaTimer
+    from grader.check.timing import CudaTimer
 
     return CudaTimer(torch, warmup=2, min_reps=5, max_reps=30, budget_s=2.0, rel_stderr=0.005)
 
@@ -54,7 +54,7 @@ def _build_ffma(root: Path, cap: tuple[int, int]):
                                     capability=cap, root=root)
     except BuildError as e:
         why = "; ".join(map(str, e.diagnostics[:3])) or e.log[-2000:]
-        raise RuntimeError(f"the FFMA microbenchmark (grader/ceilings) does not build: {why}") from None
+        raise RuntimeError(f"the FFMA microbenchmark (grader/profile/ceilings) does not build: {why}") from None
     return mod
 
 

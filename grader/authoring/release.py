@@ -11,9 +11,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .course import Course
-from .errors import GraderError
-from .notebooks import release_notebook
+from grader.course import Course
+from grader.errors import GraderError
+from grader.authoring.notebooks import release_notebook
 
 BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"
 PLACEHOLDER = "YOUR CODE HERE"

@@ -6,7 +6,7 @@ from collections import defaultdict
 from rich.console import Console
 from rich.table import Table
 
-from .hints import hint_for
+from grader.hints import hint_for
 
 STYLE = {"pass": "bold green", "fail": "bold red", "not_implemented": "bold yellow", "build_error": "bold red",
          "no_gpu": "bold yellow", "env_error": "bold red"}

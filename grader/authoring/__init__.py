@@ -1,0 +1,1 @@
+"""Instructor tools: stubs from solutions (release), nbgrader notebooks, the syllabus."""

@@ -1,0 +1,1 @@
+"""Checking an exercise: build -> run (worker) -> compare -> time -> verdict."""

@@ -1,0 +1,1 @@
+"""`grader profile`: Nsight Compute on the student's kernels, ptxas resources and a roofline."""

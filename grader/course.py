@@ -12,6 +12,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from grader.errors import GraderError
+from grader.verdicts import Category
 
 DTYPES = ("fp32", "fp16", "bf16")
 Dtype = Literal["fp32", "fp16", "bf16"]
@@ -96,10 +97,50 @@ class Baseline(Strict):
         return "library" if self.library else "ceiling"
 
 
+class OutputSpec(Strict):
+    """One output of the op, by the name the task gives it, with its own tolerances where they differ from the
+    exercise's (an fp32 logsumexp beside a bf16 output; a dq looser than dk and dv)."""
+    name: str = Field(pattern=r"^[A-Za-z_]\w*$")
+    tolerances: dict[Dtype, Tolerance] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, v):
+        return {"name": v} if isinstance(v, str) else v
+
+
+class Edit(Strict):
+    """One find/replace in a file of the day (a bug planted in a released stub)."""
+    file: str
+    find: str = Field(min_length=1)
+    replace: str
+
+
+class Stub(Strict):
+    """How the student's version of an exercise is made from the solution, beyond clearing the marked holes."""
+    plant: list[Edit] = Field([], description="edits applied to the solution: the student gets a bug to fix")
+    fails_as: Optional[str] = Field(None, description="the category the released stub must fail with")
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        if self.plant and self.fails_as is None:
+            raise ValueError("a stub with planted bugs says which category it fails with (`fails_as:`)")
+        if self.fails_as is not None and self.fails_as not in Category.HINTABLE:
+            raise ValueError(f"fails_as {self.fails_as!r} is not a verdict category ({', '.join(Category.HINTABLE)})")
+        return self
+
+
+class ExerciseLimits(Strict):
+    """Overrides of the course-wide limits for one exercise (a slow reference, a long build)."""
+    build_s: Optional[float] = Field(None, gt=0)
+    case_s: Optional[float] = Field(None, gt=0)
+
+
 class Exercise(Strict):
     name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
     task: str = Field(pattern=r"^[A-Za-z_][\w.]*$", description="Python module under tasks/")
-    op: str = Field(pattern=r"^[A-Za-z_]\w*$", description="the function the extension exports")
+    op: str = Field(pattern=r"^(?:[A-Za-z_]\w*::)?[A-Za-z_]\w*$",
+                    description="the function the built module exports, or `namespace::name` for torch.ops")
     signature: str
     build: Literal["torch_extension", "python"] = Field(
         "torch_extension", description="torch_extension: the sources are compiled with ninja into a module that "
@@ -107,29 +148,61 @@ class Exercise(Strict):
     sources: list[str] = Field(min_length=1)
     include_dirs: list[str] = []
     extra_cuda_cflags: list[str] = []
+    call: Literal["out", "returns"] = Field(
+        "out", description="out: the op writes into output tensors it is given; returns: it returns its outputs. "
+        "A task can define its own `call` (e.g. through autograd) instead")
+    args: list[str] = Field([], description="the op's arguments by name (inputs, outputs, params), in order; "
+                                            "default: inputs, then outputs (call: out), then params")
+    outputs: list[OutputSpec] = Field([], description="the outputs compared, by name (default: all the task's)")
     dtypes: list[Dtype] = Field(min_length=1)
     correctness: list[Case] = Field(min_length=1)
-    benchmark: list[Case] = Field(min_length=1)
-    tolerances: dict[Dtype, Tolerance]
+    benchmark: list[Case] = Field([], description="timed shapes; none: the exercise passes on correctness alone")
+    tolerances: dict[Dtype, Tolerance] = {}
+    determinism: Literal["required", "allowed"] = Field(
+        "allowed", description="required: two calls on one input must give the same bits, else the case fails")
+    checks: list[str] = Field([], description="extra checks by name, e.g. opcheck, torch_compile (grader.protocol "
+                                              "or the task's CHECKS)")
     probes: list[str] = []
     probe_shapes: list[Case] = []
     variants: list[dict[str, Param]] = Field(
         [], description="every case runs once per variant (its params merged in), e.g. [{causal: false}, {causal: true}]")
-    baseline: Baseline
-    threshold: float = Field(gt=0, description="needed speedup over the baseline (geometric mean)")
+    baseline: Optional[Baseline] = None
+    threshold: Optional[float] = Field(None, gt=0, description="needed speedup over the baseline (geometric mean)")
+    limits: ExerciseLimits = ExerciseLimits()
+    stub: Stub = Stub()
     points: int = Field(ge=0)
     hints: dict[str, str] = {}
 
     @model_validator(mode="after")
     def _consistent(self):
-        missing = [d for d in self.dtypes if d not in self.tolerances]
-        if missing:
-            raise ValueError(f"tolerances missing for dtype(s) {missing}")
+        for d in self.dtypes:
+            for o in self.outputs or [None]:
+                if d not in self.tolerances and (o is None or d not in o.tolerances):
+                    which = f"output {o.name!r}" if o else "the outputs"
+                    raise ValueError(f"tolerances missing for dtype {d} ({which}): give them under `tolerances:` or "
+                                     "the output's own `tolerances:`")
+        names = [o.name for o in self.outputs]
+        if len(set(names)) != len(names):
+            raise ValueError(f"output names must be unique, got {names}")
+        if len(set(self.args)) != len(self.args):
+            raise ValueError(f"argument names must be unique, got {self.args}")
+        timed = bool(self.benchmark)
+        if timed and (self.baseline is None or self.threshold is None):
+            raise ValueError("a timed exercise (benchmark shapes) needs a `baseline:` and a `threshold:`")
+        if not timed and (self.baseline is not None or self.threshold is not None):
+            raise ValueError("`baseline:` and `threshold:` need benchmark shapes to time")
+        bad = sorted(set(self.hints) - set(Category.HINTABLE))
+        if bad:
+            raise ValueError(f"hints for unknown categor{'y' if len(bad) == 1 else 'ies'} {bad}: use "
+                             f"{', '.join(Category.HINTABLE)}")
         if self.probes and not self.probe_shapes:
             raise ValueError("probes are listed but probe_shapes is empty")
         for s in self.sources:
             if Path(s).is_absolute() or ".." in Path(s).parts:
                 raise ValueError(f"source {s!r} must be a file name inside the day's folder")
+        for e in self.stub.plant:
+            if e.file not in self.sources:
+                raise ValueError(f"stub.plant edits {e.file!r}, which is not one of the sources {self.sources}")
         py = [s for s in self.sources if s.endswith(".py")]
         if self.build == "python":
             if not self.sources[0].endswith(".py"):
@@ -141,6 +214,21 @@ class Exercise(Strict):
         elif py:
             raise ValueError(f"Python source(s) {py} in a torch extension: set `build: python`")
         return self
+
+    @property
+    def timed(self) -> bool:
+        return bool(self.benchmark)
+
+    def tolerance(self, output: str, dtype: str) -> Tolerance:
+        spec = next((o for o in self.outputs if o.name == output), None)
+        if spec is not None and dtype in spec.tolerances:
+            return spec.tolerances[dtype]
+        return self.tolerances[dtype]
+
+    def limit(self, course_limits: "Limits") -> "Limits":
+        """The course-wide limits with this exercise's overrides."""
+        return Limits(build_s=self.limits.build_s or course_limits.build_s,
+                      case_s=self.limits.case_s or course_limits.case_s)
 
 
 class Day(Strict):
@@ -176,9 +264,19 @@ class Course(Strict):
 
     title: str
     repository: str
+    pitch: str = Field("", description="the syllabus's opening paragraph (markdown)")
     limits: Limits = Limits()
     defaults: Defaults = Defaults()
+    hints: dict[str, str] = Field({}, description="default hints by failure category; an exercise's own win")
     days: list[Day] = Field(min_length=1)
+
+    @field_validator("hints")
+    @classmethod
+    def _hint_keys(cls, v):
+        bad = sorted(set(v) - set(Category.HINTABLE))
+        if bad:
+            raise ValueError(f"hints for unknown categories {bad}: use {', '.join(Category.HINTABLE)}")
+        return v
 
     @model_validator(mode="after")
     def _cross_refs(self):
@@ -194,7 +292,7 @@ class Course(Strict):
                 if index[p] >= i:
                     raise ValueError(f"{d.id}: prerequisite {p!r} must come before it")
             for e in d.exercises:
-                b = e.baseline.solution
+                b = e.baseline.solution if e.baseline else None
                 if b is None:
                     continue
                 if b not in index or self.days[index[b]].status != "ready":
@@ -215,7 +313,7 @@ class Course(Strict):
         raise GraderError(f"no day {day_id!r} in course.yaml (days are day01 … {self.days[-1].id})")
 
     def baseline_exercise(self, ex: Exercise) -> Optional[tuple[Day, Exercise]]:
-        if ex.baseline.solution is None:
+        if ex.baseline is None or ex.baseline.solution is None:
             return None
         d = self.day(ex.baseline.solution)
         return d, _find_baseline(d, ex)

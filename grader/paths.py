@@ -1,0 +1,68 @@
+"""Where things live in a course repository, defined once: the student's and the instructor's folders and the
+grader's own state under `.grader/` (builds, logs, results, caches, backups, profiles, the site)."""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+
+class Paths:
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    # the course's own folders
+    def days(self) -> Path:
+        return self.root / "days"
+
+    def day(self, day_id: str) -> Path:
+        """The student's folder: stubs released from the solutions, filled in by the student."""
+        return self.days() / day_id
+
+    def solutions(self) -> Path:
+        return self.root / "solutions"
+
+    def solution(self, day_id: str) -> Path:
+        return self.solutions() / day_id
+
+    # the grader's state (ignored by git)
+    @property
+    def state(self) -> Path:
+        return self.root / ".grader"
+
+    def builds(self) -> Path:
+        return self.state / "build"
+
+    def logs(self) -> Path:
+        return self.state / "logs"
+
+    def results(self) -> Path:
+        return self.state / "results"
+
+    def cache(self) -> Path:
+        return self.state / "cache"
+
+    def backups(self) -> Path:
+        return self.state / "backup"
+
+    def profiles(self) -> Path:
+        return self.state / "profile"
+
+    def site(self) -> Path:
+        return self.state / "site"
+
+    def variant(self, src_dir: Path) -> str:
+        """Whose code a folder holds, for results and logs: student or solution for the course's own folders,
+        else a short hash of the folder (--dir)."""
+        src_dir = Path(src_dir).resolve()
+        for name, base in (("student", self.days()), ("solution", self.solutions())):
+            if src_dir.parent == base.resolve():
+                return name
+        return "dir" + hashlib.sha1(str(src_dir).encode()).hexdigest()[:10]
+
+
+def relative_path(path: Path, root: Path) -> str:
+    """path relative to the course root where it is inside it (for messages), else as given."""
+    try:
+        return str(Path(path).resolve().relative_to(Path(root).resolve()))
+    except ValueError:
+        return str(path)

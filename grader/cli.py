@@ -17,15 +17,15 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from grader import results
 from grader.authoring import release
 from grader.check import report
-from grader import results
-from grader.check.build import relative_path
-from grader.check.compile_check import compile_sources
-from grader.course import Course, find_course_file, load_course
+from grader.course import DTYPES, Course, find_course_file, load_course
 from grader.errors import GraderError
-
-FAIL, ENV = 1, 2
+from grader.paths import Paths, relative_path
+from grader.verdicts import EXIT_ENV as ENV
+from grader.verdicts import EXIT_FAIL as FAIL
+from grader.verdicts import exit_code
 # Not a terminal (CI logs, pipes): wider than 80 columns so tables and paths stay on one line.
 console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
 
@@ -37,15 +37,13 @@ def _load(args) -> tuple[Path, Path, Course]:
 
 # -- check --------------------------------------------------------------------------------------------------
 def _source_dir(args, root: Path, day_id: str) -> tuple[Path, str]:
-    from grader.check.build import variant_for_dir
-
+    paths = Paths(root)
     if args.solution and args.dir:
         raise GraderError("give either --solution or --dir, not both")
-    d = (root / "solutions" / day_id) if args.solution else Path(args.dir).resolve() if args.dir else (
-        root / "days" / day_id)
+    d = paths.solution(day_id) if args.solution else Path(args.dir).resolve() if args.dir else paths.day(day_id)
     if not d.is_dir():
         raise GraderError(f"{d} does not exist" + ("" if args.dir else ": run `grader release` to create it"))
-    return d, variant_for_dir(d, root)
+    return d, paths.variant(d)
 
 
 def _exercises(args, day, src_dir: Path, root: Path) -> list:
@@ -92,8 +90,11 @@ class Progress:
 
 
 def cmd_check(args) -> int:
-    from grader.check.plan import plan
-    from grader.check.runner import run_exercise
+    from grader.check.compile_check import compile_sources
+    from grader.check.job import make_job
+    from grader.check.runner import run_job
+    from grader.check.verdict import compiled_only, hint, note_placeholders
+    from grader.verdicts import Status
 
     root, course_path, course = _load(args)
     day = course.day(args.day)
@@ -102,42 +103,30 @@ def cmd_check(args) -> int:
     src_dir, variant = _source_dir(args, root, day.id)
     exercises = _exercises(args, day, src_dir, root)
     if args.dtype:
-        bad = [d for d in args.dtype if d not in ("fp32", "fp16", "bf16")]
+        bad = [d for d in args.dtype if d not in DTYPES]
         if bad:
-            raise GraderError(f"unknown dtype(s) {bad}: use fp32, fp16 or bf16")
+            raise GraderError(f"unknown dtype(s) {bad}: use {', '.join(DTYPES)}")
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     console.print(f"seed {seed} (rerun with --seed {seed} to get the same inputs)", style="dim")
-    out, worst = [], 0
+    out = []
     for ex in exercises:
-        total = len(plan(ex, args.dtype, benchmark=not args.correctness_only))
+        job = make_job(course=course, root=root, day=day, ex=ex, src_dir=src_dir, seed=seed, dtypes=args.dtype,
+                       correctness_only=args.correctness_only)
         with console.status(f"starting {day.id}.{ex.name}…") as status:
-            res = run_exercise(course=course, course_path=course_path, root=root, day=day, ex=ex, src_dir=src_dir,
-                               variant=variant, seed=seed, dtypes=args.dtype, correctness_only=args.correctness_only,
-                               case_s=args.timeout, on_event=Progress(status, total))
-        if res.status == "no_gpu":
-            reports = compile_sources([src_dir / s for s in ex.sources], [root / i for i in ex.include_dirs],
-                                      ex.extra_cuda_cflags, root)
-            res.compile = [r.as_dict() for r in reports]
-            if not all(r.ok for r in reports):
-                res.status, res.message = "build_error", "the code does not compile"
-            else:
-                what = ("Python syntax checked (its kernels compile only on a GPU)" if ex.build == "python" else
-                        "compiled for sm_80 and sm_90")
-                res.message = (f"{what}; no CUDA GPU here, so correctness and speed were not checked: run "
-                               "`grader check` on a GPU machine")
-        if res.status == "not_implemented":
-            spots = _placeholders(src_dir, ex.sources, root)
-            if spots:
-                res.message += f" ({release.PLACEHOLDER} still at {', '.join(spots[:3])})"
-        report.render(console, res, ex)
+            res = run_job(job, variant=variant, case_s=args.timeout, correctness_only=args.correctness_only,
+                          on_event=Progress(status, len(job.cases)))
+        if res.status == Status.NO_GPU:
+            res = compiled_only(res, ex, compile_sources([src_dir / s for s in ex.sources],
+                                                         [root / i for i in ex.include_dirs], ex.extra_cuda_cflags,
+                                                         root))
+        res = note_placeholders(res, _placeholders(src_dir, ex.sources, root), release.PLACEHOLDER)
+        report.render(console, res, ex, hint(res, ex, course.hints))
         out.append(res.as_dict())
-        worst = max(worst, {"pass": 0, "no_gpu": ENV, "env_error": ENV}.get(res.status, FAIL))
     results.save(root, day.id, variant, out)
     if args.json:
         Path(args.json).write_text(json.dumps({"day": day.id, "variant": variant, "seed": seed, "exercises": out},
                                               indent=1))
-    # A failure outranks an environment problem: 1 if anything failed, else 2 if grading was impossible.
-    return FAIL if any(r["status"] not in ("pass", "no_gpu", "env_error") for r in out) else worst
+    return exit_code([r["status"] for r in out])
 
 
 # -- profile ------------------------------------------------------------------------------------------------
@@ -205,7 +194,7 @@ def cmd_release(args) -> int:
             return FAIL
         console.print(f"days/ is up to date ({len(plan)} files)")
         return 0
-    backup = root / ".grader" / "backup" / time.strftime("%Y%m%d-%H%M%S")
+    backup = Paths(root).backups() / time.strftime("%Y%m%d-%H%M%S")
     written, saved = release.write(plan, backup)
     for p in written:
         console.print(f"wrote {relative_path(p, root)}")
@@ -239,7 +228,7 @@ def cmd_site(args) -> int:
 
     require()  # before loading anything else: a missing extra gets its own message
     root, _, course = _load(args)
-    out = Path(args.out).resolve() if args.out else root / ".grader" / "site"
+    out = Path(args.out).resolve() if args.out else Paths(root).site()
     with console.status("building the course website (MkDocs, Material theme)…"):
         res = build(root, course, out, strict=args.strict)
     for w in res.warnings:

@@ -6,6 +6,8 @@ import os
 import time
 from pathlib import Path
 
+from grader.paths import Paths
+
 
 def write_json(path: Path, data) -> None:
     """Write-then-rename, so a reader (or a crash mid-write) never sees half a file."""
@@ -16,7 +18,7 @@ def write_json(path: Path, data) -> None:
 
 
 def results_path(root: Path, day: str) -> Path:
-    return root / ".grader" / "results" / f"{day}.json"
+    return Paths(root).results() / f"{day}.json"
 
 
 def save(root: Path, day: str, variant: str, exercises: list[dict]) -> None:

@@ -2,12 +2,16 @@
 from rich.console import Console
 
 from grader.check import report
-from grader.check.runner import ExerciseResult
+from grader.check.verdict import ExerciseResult, hint
+from grader.course import load_course
+from tests.conftest import ROOT
+
+COURSE = load_course(ROOT / "course.yaml")
 
 
 def render(res, ex) -> str:
     console = Console(record=True, width=160)
-    report.render(console, res, ex)
+    report.render(console, res, ex, hint(res, ex, COURSE.hints))
     return console.export_text()
 
 

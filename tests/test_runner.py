@@ -4,7 +4,8 @@ import time
 
 import pytest
 
-from grader.check.runner import run_exercise
+from grader.check.job import make_job
+from grader.check.runner import run_job
 from tests.conftest import ROOT
 
 
@@ -12,9 +13,9 @@ def run(course, monkeypatch, behaviour, **kw):
     monkeypatch.setenv("FAKE_WORKER", behaviour)
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     day = course.day("day01")
-    return run_exercise(course=course, course_path=ROOT / "course.yaml", root=ROOT, day=day, ex=day.exercises[0],
-                        src_dir=ROOT / "solutions" / "day01", variant="fake", seed=1, correctness_only=True,
-                        worker="tests.fake_worker", **kw)
+    job = make_job(course=course, root=ROOT, day=day, ex=day.exercises[0], src_dir=ROOT / "solutions" / "day01",
+                   seed=1, correctness_only=True)
+    return run_job(job, variant="fake", correctness_only=True, worker="tests.fake_worker", **kw)
 
 
 def test_all_good(course, monkeypatch):

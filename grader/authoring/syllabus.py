@@ -7,15 +7,12 @@ HEADER = """# Syllabus
 
 <!-- Generated from course.yaml by `grader syllabus`: edit course.yaml, not this file. -->
 
-{title}: twenty days from a one-thread-per-row softmax to the FlashAttention-2 backward pass. Days 10 and 20
-are mandatory milestones. Each ready day has a lesson (`days/dayNN/README.md`), a stub to complete and a
-grader verdict: correct in every dtype against an fp64 reference, then fast enough against a baseline timed in
-the same run (`grader check dayNN`).
+{pitch}
 """
 
 
 def render(course: Course) -> str:
-    out = [HEADER.format(title=course.title).rstrip(), ""]
+    out = [HEADER.format(pitch=course.pitch.replace("{title}", course.title)).rstrip(), ""]
     out.append("| day | title | track | status | after | topics |")
     out.append("|---|---|---|---|---|---|")
     for d in course.days:
@@ -28,7 +25,8 @@ def render(course: Course) -> str:
     out.append("|---|---|---|---|---:|---:|")
     for d in course.days:
         for e in d.exercises:
-            base = e.baseline.describe()
+            base = e.baseline.describe() if e.baseline else "not timed"
+            need = f"{e.threshold:g}x" if e.threshold else "-"
             out.append(f"| {d.id} | `{e.signature.split('#')[0].strip()}` | {', '.join(e.dtypes)} | {base} | "
-                       f"{e.threshold:g}x | {e.points} |")
+                       f"{need} | {e.points} |")
     return "\n".join(out) + "\n"

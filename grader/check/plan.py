@@ -1,18 +1,20 @@
 """The cases one check runs, in order: correctness (every dtype × shape, then the stability probes), then
-timing (every dtype × benchmark shape). The parent and the worker derive the same list from the exercise."""
+timing (every dtype × benchmark shape). Planned once, by the runner; the worker receives the list in its job."""
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
-from typing import Optional
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict
 
 from grader.course import Case, Exercise
 
 
-@dataclass(frozen=True)
-class PlannedCase:
+class PlannedCase(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     index: int
-    kind: str  # "correctness" | "benchmark"
+    kind: Literal["correctness", "benchmark"]
     dtype: str
     case: Case
     probe: Optional[str] = None
@@ -37,4 +39,4 @@ def plan(ex: Exercise, dtypes: Optional[list[str]] = None, benchmark: bool = Tru
     items += [("correctness", d, c, p) for d in chosen for p in ex.probes for c in expand(ex.probe_shapes)]
     if benchmark:
         items += [("benchmark", d, c, None) for d in chosen for c in expand(ex.benchmark)]
-    return [PlannedCase(i, *it) for i, it in enumerate(items)]
+    return [PlannedCase(index=i, kind=k, dtype=d, case=c, probe=p) for i, (k, d, c, p) in enumerate(items)]

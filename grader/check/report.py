@@ -6,7 +6,7 @@ from collections import defaultdict
 from rich.console import Console
 from rich.table import Table
 
-from grader.hints import hint_for
+from grader.verdicts import Category, Status
 
 STYLE = {"pass": "bold green", "fail": "bold red", "not_implemented": "bold yellow", "build_error": "bold red",
          "no_gpu": "bold yellow", "env_error": "bold red"}
@@ -19,7 +19,8 @@ def _us(ms: float) -> str:
     return f"{ms * 1000:,.1f}"
 
 
-def render(console: Console, res, ex) -> None:
+def render(console: Console, res, ex, hint: str | None = None) -> None:
+    """The result for people: builds, the correctness and speed tables, the verdict line and the hint."""
     info = res.info
     where = f"{info.get('gpu', '?')} (sm_{info.get('capability', '?').replace('.', '')})" if info else ""
     console.print(f"[bold]{res.day} · {res.exercise}[/] · {res.variant} ({res.source}) · seed {res.seed}"
@@ -42,15 +43,9 @@ def render(console: Console, res, ex) -> None:
         render_benchmark(console, bench, ex)
     style = STYLE.get(res.status, "bold")
     console.print(f"[{style}]{LABEL.get(res.status, res.status)}[/]  {res.message}", highlight=False)
-    failed = [c for c in res.cases if not c["ok"] and c["category"] not in ("skipped", "not_run")]
-    cat = ("build_error" if res.status == "build_error" else
-           "slow" if res.status == "fail" and not failed else
-           res.status if res.status == "not_implemented" else
-           (failed[0].get("hint_category") or failed[0]["category"]) if failed else None)
-    hint = hint_for(cat, ex.hints) if cat and res.status != "pass" else None
     if hint:
         console.print(f"[cyan]hint:[/] {hint}", highlight=False)
-    if res.status in ("fail", "build_error", "env_error"):
+    if res.status in (Status.FAIL, Status.BUILD_ERROR, Status.ENV_ERROR):
         console.print(f"[dim]full log: {res.log} · reproduce with --seed {res.seed}[/]")
 
 
@@ -70,7 +65,7 @@ def render_correctness(console: Console, cases: list[dict]) -> None:
                   status)
     console.print(t)
     bad = [c for c in cases if not c["ok"]]
-    if all(c["category"] == "not_implemented" for c in bad):
+    if all(c["category"] == Category.NOT_IMPLEMENTED for c in bad):
         return  # the verdict line says it once
     for c in bad[:MAX_LISTED_FAILURES]:
         console.print(f"  [red]✗[/] {c['dtype']} {c['label']}: {c['message']}", highlight=False)
@@ -79,7 +74,7 @@ def render_correctness(console: Console, cases: list[dict]) -> None:
 
 
 def render_benchmark(console: Console, cases: list[dict], ex) -> None:
-    t = Table(title=f"speed (median; baseline: {ex.baseline.describe()})", title_justify="left", box=None,
+    t = Table(title=f"speed (median; baseline: {ex.baseline.describe() if ex.baseline else '-'})", title_justify="left", box=None,
               pad_edge=False)
     cols = ["shape", "dtype", "time µs"]
     has_bw = any("gbps" in c for c in cases)
@@ -102,7 +97,8 @@ def render_benchmark(console: Console, cases: list[dict], ex) -> None:
             row += [f"{c['pct_of_ceiling']:.0%}" if "pct_of_ceiling" in c else "-"]  # e.g. no cuDNN for fp32
         if has_mem:
             row += [f"{c.get('scratch_bytes', 0) / 2**20:,.1f}"]
-        row += [_us(c["baseline_time"]["median_ms"]), f"{c['speedup']:.2f}x", f"{c['vs_library']:.2f}x"]
+        vs_lib = f"{c['vs_library']:.2f}x" if "vs_library" in c else "-"
+        row += [_us(c["baseline_time"]["median_ms"]), f"{c['speedup']:.2f}x", vs_lib]
         t.add_row(*row)
     console.print(t)
 

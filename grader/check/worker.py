@@ -1,12 +1,14 @@
-"""The process that touches the GPU. The CLI starts it with a JSON spec and reads its events (JSON lines on a
-dedicated pipe, so a kernel's printf cannot corrupt them); if a kernel crashes the CUDA context or hangs, only
-this process dies and the CLI starts another for the remaining cases.
+"""The process that touches the GPU. The runner starts it with a resolved job (grader/check/job.py) and reads its
+events (JSON lines on a dedicated pipe, so a kernel's printf cannot corrupt them); if a kernel crashes the CUDA
+context or hangs, only this process dies and the runner starts another for the remaining cases.
 
-Exit codes: 0 done, 3 the CUDA context was lost (the CLI restarts from the next case), 2 environment error.
+    python -m grader.check.worker JOB.json [--start N] [--had-failure] [--fd FD]
+
+Exit codes: 0 done, 3 the CUDA context was lost (the runner restarts from the next case), 2 environment error.
 """
 from __future__ import annotations
 
-import importlib
+import argparse
 import json
 import os
 import re
@@ -15,48 +17,67 @@ import traceback
 from pathlib import Path
 
 from grader.check.build import BuildError, MissingPackage, build_exercise
-
-
-class CourseConfigError(Exception):
-    """course.yaml asks for something its task cannot do: the course's problem, not the student's."""
-from grader.check.compare import compare, poison, same_bits
-from grader.course import load_course
-from grader.check.plan import plan
+from grader.check.compare import poison, same_bits
+from grader.check.job import Job, Target
+from grader.paths import Paths
+from grader.protocol import CaseData, CheckContext, CourseConfigError, OpContractError, Result, Task
 from grader.results import write_json
+from grader.verdicts import Category
 
-TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 CONTEXT_LOST = 3
 
 
 class Emitter:
-    def __init__(self, fd: int):
-        self._f = os.fdopen(fd, "w", buffering=1)
+    def __init__(self, fd: int | None):
+        self._f = os.fdopen(fd, "w", buffering=1) if fd is not None else sys.stdout
 
     def __call__(self, ev: str, **kw):
         self._f.write(json.dumps({"ev": ev, **kw}, default=str) + "\n")
         self._f.flush()
 
 
-def _place(torch, t, offset: int):
-    """The same values, `offset` elements past an aligned allocation (rows start unaligned)."""
-    if offset == 0:
-        return t.contiguous()
-    buf = torch.empty(t.numel() + offset, dtype=t.dtype, device=t.device)
-    view = buf[offset:].view(t.shape)
-    view.copy_(t)
-    return view
+class Device:
+    """What differs between a CUDA run and the CPU run the protocol's own tests use."""
+
+    def __init__(self, torch, kind: str):
+        self.torch, self.kind = torch, kind
+        self.cuda = kind == "cuda"
+        self.side = torch.cuda.Stream() if self.cuda else None
+
+    def sync(self):
+        if self.cuda:
+            self.torch.cuda.synchronize()
+
+    def alive(self) -> bool:
+        if not self.cuda:
+            return True
+        try:
+            self.torch.cuda.synchronize()
+            return self.torch.ones(1, device="cuda").add_(1).item() == 2.0
+        except Exception:
+            return False
+
+    def on_side_stream(self, thunk):
+        """Runs thunk on a stream that is not the default one: an op must launch on the caller's current stream."""
+        if not self.cuda:
+            return thunk()
+        with self.torch.cuda.stream(self.side):
+            got = thunk()
+        self.side.synchronize()
+        return got
+
+    def peak_scratch(self, thunk) -> tuple[object, int]:
+        """thunk's result and the memory it allocated beyond what existed (e.g. a materialized score matrix)."""
+        if not self.cuda:
+            return thunk(), 0
+        self.torch.cuda.reset_peak_memory_stats()
+        base = self.torch.cuda.memory_allocated()
+        got = thunk()
+        return got, max(0, self.torch.cuda.max_memory_allocated() - base)
 
 
-def _context_alive(torch) -> bool:
-    try:
-        torch.cuda.synchronize()
-        return torch.ones(1, device="cuda").add_(1).item() == 2.0
-    except Exception:
-        return False
-
-
-def _short_error(e: BaseException) -> str:
-    lines = [l for l in str(e).strip().splitlines() if l.strip()]
+def short_error(e: BaseException) -> str:
+    lines = [ln for ln in str(e).strip().splitlines() if ln.strip()]
     # TORCH_CHECK appends a C++ frame list; the first line is the message that matters.
     msg = lines[0] if lines else type(e).__name__
     return re.sub(r"^CUDA error: ", "", msg)
@@ -65,9 +86,9 @@ def _short_error(e: BaseException) -> str:
 class CopyBandwidthCache:
     """Time of a device-to-device copy of N bytes on this GPU, measured once and kept in .grader/cache."""
 
-    def __init__(self, root: Path, gpu_name: str, torch, timer):
+    def __init__(self, paths: Paths, gpu_name: str, torch, timer):
         safe = re.sub(r"\W+", "-", gpu_name).strip("-")
-        self.path = root / ".grader" / "cache" / f"copy-{safe}.json"
+        self.path = paths.cache() / f"copy-{safe}.json"
         self.torch, self.timer = torch, timer
         try:
             self.data = json.loads(self.path.read_text())
@@ -85,111 +106,213 @@ class CopyBandwidthCache:
         return self.data[key]
 
 
-def run(spec: dict, emit: Emitter) -> int:
-    root = Path(spec["root"])
-    course = load_course(Path(spec["course"]))
-    day = course.day(spec["day"])
-    ex = next(e for e in day.exercises if e.name == spec["exercise"])
-    src_dir = Path(spec["src_dir"])
-    sys.path.insert(0, str(root))
+# -- judging one case -----------------------------------------------------------------------------------------
+def judge(task: Task, fn, case: CaseData, ex, dev: Device, *, extra_checks: bool) -> dict:
+    """One call on poisoned outputs and pristine inputs, on a non-default stream; the named comparisons; a second
+    call on the same inputs (a correct kernel gives the same bits twice); then the exercise's extra checks."""
+    before = {k: v.clone() for k, v in case.inputs.items()}
+    thunk = task.call(fn, case, ex)
 
+    def one_call():
+        for o in case.outputs.values():
+            poison(o)
+        dev.sync()
+        return dev.on_side_stream(thunk)
+
+    got, scratch_bytes = dev.peak_scratch(one_call)
+    changed = [k for k in case.inputs if not same_bits(case.inputs[k], before[k])]
+    if changed:
+        return summarize([Result("inputs", False, Category.INPUT_MODIFIED,
+                                 f"the op modified its input(s) {changed}: inputs must be read-only")], [])
+    results = task.check(got, case, ex)
+    first = {k: v.clone() for k, v in got.items()}
+    again = one_call()
+    differ = [k for k in first if k not in again or not same_bits(first[k], again[k])]
+    if differ:
+        where = f" in {', '.join(differ)}" if len(first) > 1 else ""
+        msg = f"two calls on the same input gave different bits{where}: a race (missing __syncthreads?) or atomics"
+        results.append(Result("determinism", ex.determinism == "allowed", Category.NONDETERMINISTIC, msg))
+    if extra_checks and all(r.ok for r in results):
+        ctx = CheckContext(task, fn, case, ex, thunk)
+        for name in ex.checks:
+            r = task.extra_check(name)(ctx)
+            if r is not None:
+                results.append(r)
+    res = summarize(results, [o.name for o in ex.outputs] or list(case.outputs))
+    res["deterministic"] = not differ
+    res["scratch_bytes"] = scratch_bytes
+    return res
+
+
+def summarize(results: list[Result], outputs: list[str]) -> dict:
+    """A case's verdict from its named results: the first failure decides its category and message (which names
+    the output when there are several); an allowed nondeterminism is a note on a pass."""
+    failed = [r for r in results if not r.ok]
+    top = failed[0] if failed else next((r for r in results if r.category == Category.PASS), results[0])
+    name_it = failed and len(outputs) > 1 and top.name in outputs
+    res = {**top.stats, "ok": not failed, "category": top.category,
+           "message": f"{top.name}: {top.message}" if name_it else top.message,
+           "checks": [r.as_dict() for r in results]}
+    if not failed:
+        # The numbers of the worst-matching output, for the correctness table.
+        comps = [r for r in results if "rel_l2" in r.stats]
+        if comps:
+            worst = max(comps, key=lambda r: r.stats["rel_l2"])
+            res.update(worst.stats)
+        note = next((r for r in results if r.category == Category.NONDETERMINISTIC), None)
+        if note:
+            res["message"], res["hint_category"] = note.message, Category.NONDETERMINISTIC
+    return res
+
+
+# -- timing ---------------------------------------------------------------------------------------------------
+def benchmark(task: Task, timer, copies, fn, base, job: Job, case: CaseData) -> dict:
+    """Times the op, the library op, the task's ceiling (if it has one) and the baseline, in this run.
+
+    A memory-bound task (bytes_moved) is also put against a device copy of the same bytes; a compute-bound task
+    (flops) against its ceiling op, e.g. cuBLAS fp32 GEMM of the same shape."""
+    torch, ex = timer.torch, job.exercise
+    scratch = {k: torch.empty_like(v) for k, v in case.outputs.items()}
+    # The ceiling prepares its own operands outside the timed region; None: it cannot run these inputs (checked
+    # before anything is timed).
+    got = task.ceiling(case)
+    if job.baseline == "ceiling" and got is None:
+        raise CourseConfigError("timed against the task's ceiling, which cannot run these inputs")
+    kernel = timer.time(task.call(fn, case, ex))
+    res = {"time": kernel.as_dict()}
+    lib = None
+    if task.has("library"):
+        lib = timer.time(task.library(case, scratch))
+        res.update(library_time=lib.as_dict(), vs_library=lib.median_ms / kernel.median_ms)
+    ceil = None
+    if got is not None:
+        label, thunk = got
+        ceil = timer.time(thunk)
+        res.update(ceiling=label, ceiling_time=ceil.as_dict(), pct_of_ceiling=ceil.median_ms / kernel.median_ms)
+    if job.baseline == "library" and lib is None:
+        raise CourseConfigError("timed against the library, but the task defines no library()")
+    if job.baseline == "solution":
+        base_fn, base_ex = base
+        bt = timer.time(task.call(base_fn, case.with_outputs(scratch), base_ex))
+    else:
+        bt = lib if job.baseline == "library" else ceil
+    res.update(baseline_time=bt.as_dict(), speedup=bt.median_ms / kernel.median_ms)
+    nbytes = task.bytes_moved(case)
+    if nbytes is not None:
+        copy_ms = copies.time_ms(nbytes)
+        res.update(bytes=nbytes, gbps=nbytes / kernel.median_ms / 1e6, copy_ms=copy_ms,
+                   pct_of_copy=copy_ms / kernel.median_ms)
+    fl = task.flops(case)
+    if fl is not None:
+        res.update(flops=fl, tflops=fl / kernel.median_ms / 1e9)
+        if ceil is not None:
+            res["ceiling_tflops"] = fl / ceil.median_ms / 1e9
+    return res
+
+
+def make_timer(torch, timing):
+    from grader.check.timing import CudaTimer
+
+    return CudaTimer(torch, timing.warmup, timing.min_reps, timing.max_reps, timing.budget_s, timing.rel_stderr)
+
+
+# -- the run --------------------------------------------------------------------------------------------------
+def run(job: Job, emit: Emitter, *, start: int = 0, had_failure: bool = False) -> int:
+    root, ex, paths = Path(job.root), job.exercise, Paths(Path(job.root))
+    sys.path.insert(0, str(root))
     try:
         import torch
     except ImportError:
         emit("env_error", message="PyTorch is not installed in this Python: install a CUDA build of torch")
         return 2
-    if not torch.cuda.is_available():
-        emit("no_gpu", torch=torch.__version__, cuda=torch.version.cuda)
-        return 0
-    if torch.version.cuda is None:
-        emit("env_error", message="this torch has no CUDA support")
+    if job.device == "cuda":
+        if torch.version.cuda is None or not torch.cuda.is_available():
+            emit("no_gpu", torch=torch.__version__, cuda=torch.version.cuda)
+            return 0
+        props = torch.cuda.get_device_properties(0)
+        cap = torch.cuda.get_device_capability(0)
+        emit("info", gpu=props.name, capability=f"{cap[0]}.{cap[1]}", sms=props.multi_processor_count,
+             torch=torch.__version__, cuda=torch.version.cuda, seed=job.seed)
+    else:
+        props, cap = None, (0, 0)
+        emit("info", gpu="CPU", capability="-", torch=torch.__version__, seed=job.seed)
+    try:
+        task = Task.load(ex.task)
+    except CourseConfigError as e:
+        emit("env_error", message=f"course.yaml: {job.target.day}.{ex.name}: {e}")
         return 2
 
-    task = importlib.import_module(ex.task)
-    props = torch.cuda.get_device_properties(0)
-    cap = torch.cuda.get_device_capability(0)
-    emit("info", gpu=props.name, capability=f"{cap[0]}.{cap[1]}", sms=props.multi_processor_count,
-         torch=torch.__version__, cuda=torch.version.cuda, seed=spec["seed"])
-
-    def build(target: str, e, d: Path, day_id: str, variant: str):
-        emit("phase", name="build", target=target)
+    def build(which: str, t: Target):
+        emit("phase", name="build", target=which)
         try:
-            mod, secs, recovered = build_exercise(e, src_dir=d, root=root, day_id=day_id, variant=variant,
+            mod, secs, recovered = build_exercise(t.exercise, src_dir=Path(t.src_dir), root=root, day_id=t.day,
                                                   capability=cap)
         except BuildError as err:
-            emit("build", target=target, ok=False, log=err.log[-20000:], diagnostics=[str(x) for x in err.diagnostics])
+            emit("build", target=which, ok=False, log=err.log[-20000:], diagnostics=[str(x) for x in err.diagnostics])
             return None
         except MissingPackage as err:
-            emit("env_error", message=f"{day_id}.{e.name} needs the Python package `{err}`, which this Python "
-                                      f"lacks: install it (see the day's README) and run again")
+            emit("env_error", message=f"{t.day}.{t.exercise.name} needs the Python package `{err}`, which this "
+                                      "Python lacks: install it (see the day's README) and run again")
             return False
-        emit("build", target=target, ok=True, seconds=round(secs, 2), recovered_lock=recovered)
+        emit("build", target=which, ok=True, seconds=round(secs, 2), recovered_lock=recovered)
         return mod
 
-    base = course.baseline_exercise(ex)
-    module = build("exercise", ex, src_dir, day.id, spec["variant"])
+    module = build("exercise", job.target)
     if module is False:
         return 2
     if module is None:
         return 0
-    fn = getattr(module, ex.op, None)
+    fn = task.resolve(module, ex)
     if fn is None:
         emit("missing_op", op=ex.op)
         return 0
-    if ex.baseline.ceiling and not hasattr(task, "ceiling"):
-        emit("env_error", message=f"course.yaml: {day.id}.{ex.name} is timed against the ceiling, but {ex.task} "
-                                  "defines no ceiling()")
+    if job.baseline == "ceiling" and not task.has("ceiling"):
+        emit("env_error", message=f"course.yaml: {job.target.day}.{ex.name} is timed against the ceiling, but "
+                                  f"{ex.task} defines no ceiling()")
         return 2
 
-    cases = plan(ex, spec.get("dtypes"), benchmark=not spec.get("correctness_only"))
-    failed = spec.get("had_failure", False)
-    need_bench = any(c.kind == "benchmark" and c.index >= spec["start"] for c in cases)
-
-    base_fn = None  # None: the baseline is the library or the ceiling, timed anyway
-    if need_bench and not failed and base is not None:
-        base_day, base_ex = base[0].id, base[1]
-        bmod = build("baseline", base_ex, root / "solutions" / base_day, base_day, "solution")
+    failed = had_failure
+    need_bench = any(c.kind == "benchmark" and c.index >= start for c in job.cases)
+    base = None  # (fn, exercise) of a solution baseline; the library and the ceiling are the task's
+    if need_bench and not failed and job.baseline == "solution":
+        bt = job.baseline_target
+        bmod = build("baseline", bt)
         if bmod is False:
             return 2
-        if bmod is None:
-            emit("env_error", message=f"the baseline ({base_day}.{base_ex.name}'s solution) does not build")
+        bfn = task.resolve(bmod, bt.exercise) if bmod is not None else None
+        if bfn is None:
+            emit("env_error", message=f"the baseline ({bt.day}.{bt.exercise.name}'s solution) does not build or "
+                                      f"lacks `{bt.exercise.op}`")
             return 2
-        base_fn = getattr(bmod, base_ex.op)
+        base = (bfn, bt.exercise)
 
-    timer = None
-    side = torch.cuda.Stream()
-    for c in cases:
-        if c.index < spec["start"]:
+    dev = Device(torch, job.device)
+    timer = copies = None
+    for c in job.cases:
+        if c.index < start:
             continue
         if c.kind == "benchmark" and failed:
             break
         emit("case_start", index=c.index, kind=c.kind, dtype=c.dtype, label=c.label)
-        dtype = getattr(torch, TORCH_DTYPES[c.dtype])
-        gen = torch.Generator(device="cuda").manual_seed(c.seed(spec["seed"]))
-        params = dict(c.case.params)
-        tol = ex.tolerances[c.dtype]
         try:
-            inputs = {k: _place(torch, v, c.case.offset)
-                      for k, v in task.make_inputs(c.case.shape, dtype, gen, "cuda", **params).items()}
-            if c.probe:
-                inputs = {k: _place(torch, v, c.case.offset) for k, v in task.probes[c.probe](inputs, gen).items()}
-            refs = task.reference(**inputs, **params)
-            outputs = {k: _place(torch, v, c.case.offset) for k, v in task.make_outputs(inputs, **params).items()}
-            result = check_once(torch, fn, inputs, outputs, refs, tol, side, params)
+            case = task.materialize(torch, shape=c.case.shape, dtype=c.dtype, params=dict(c.case.params),
+                                    seed=c.seed(job.seed), offset=c.case.offset, probe=c.probe, device=job.device)
+            result = judge(task, fn, case, ex, dev, extra_checks=c.kind == "correctness" and c.probe is None)
             if c.kind == "benchmark" and result["ok"]:
                 if timer is None:
-                    timer = make_timer(torch, course)
-                    copies = CopyBandwidthCache(root, props.name, torch, timer)
-                result.update(benchmark(torch, timer, copies, task, fn, base_fn, ex.baseline, inputs, outputs,
-                                        params))
+                    timer = make_timer(torch, job.timing)
+                    copies = CopyBandwidthCache(paths, props.name, torch, timer)
+                result.update(benchmark(task, timer, copies, fn, base, job, case))
         except CourseConfigError as e:
-            emit("env_error", message=f"course.yaml: {day.id}.{ex.name}: {e}")
+            emit("env_error", message=f"course.yaml: {job.target.day}.{ex.name}: {e}")
             return 2
         except Exception as e:  # the student's op raised, or the CUDA context died under it
-            alive = _context_alive(torch)
-            category = "error" if alive else "crash"
+            alive = dev.alive()
+            category = Category.ERROR if alive else Category.CRASH
+            if isinstance(e, OpContractError):
+                category = Category.ERROR
             emit("case", index=c.index, kind=c.kind, dtype=c.dtype, label=c.label, ok=False, category=category,
-                 message=_short_error(e), detail=traceback.format_exc(limit=3)[-4000:])
+                 message=short_error(e), detail=traceback.format_exc(limit=3)[-4000:])
             if not alive:
                 return CONTEXT_LOST
             failed = True
@@ -200,95 +323,16 @@ def run(spec: dict, emit: Emitter) -> int:
     return 0
 
 
-def make_timer(torch, course):
-    from grader.check.timing import CudaTimer
-
-    t = course.defaults.timing
-    return CudaTimer(torch, t.warmup, t.min_reps, t.max_reps, t.budget_s, t.rel_stderr)
-
-
-def check_once(torch, fn, inputs, outputs, refs, tol, side, params=None) -> dict:
-    """One call on poisoned outputs and pristine inputs, on a non-default stream; then a second call on the
-    same inputs to catch races (a correct kernel gives the same bits twice)."""
-    before = {k: v.clone() for k, v in inputs.items()}
-    outs = list(outputs.values())
-    extra = list((params or {}).values())  # a case's params (e.g. causal) follow the outputs, in order
-
-    def call():
-        for o in outs:
-            poison(o)
-        torch.cuda.synchronize()
-        with torch.cuda.stream(side):
-            ret = fn(*inputs.values(), *outs, *extra)
-        side.synchronize()
-        return ret
-
-    # Memory the op allocates for itself during a call (e.g. a materialized score matrix), beyond its outputs.
-    torch.cuda.reset_peak_memory_stats()
-    base_bytes = torch.cuda.memory_allocated()
-    call()
-    scratch_bytes = max(0, torch.cuda.max_memory_allocated() - base_bytes)
-    changed = [k for k in inputs if not same_bits(inputs[k], before[k])]
-    if changed:
-        return dict(ok=False, category="input_modified",
-                    message=f"the op modified its input(s) {changed}: inputs must be read-only")
-    comps = [compare(o, r, atol=tol.atol, rtol=tol.rtol, rel_l2=tol.rel_l2) for o, r in zip(outs, refs)]
-    first = [o.clone() for o in outs]
-    call()
-    deterministic = all(same_bits(a, b) for a, b in zip(first, outs))
-    worst = next((c for c in comps if not c.ok), comps[0])
-    res = worst.as_dict()
-    res["deterministic"] = deterministic
-    res["scratch_bytes"] = scratch_bytes
-    if not deterministic:
-        note = "two calls on the same input gave different bits: a race (missing __syncthreads?) or atomics"
-        res["message"] = f"{res['message']}; {note}" if not res["ok"] else note
-        res["hint_category"] = "nondeterministic"
-    return res
-
-
-def benchmark(torch, timer, copies, task, fn, base_fn, baseline, inputs, outputs, params=None) -> dict:
-    """Times the op, the library op, the task's ceiling (if it has one) and the baseline, in this run.
-
-    A memory-bound task (bytes_moved) is also put against a device copy of the same bytes; a compute-bound task
-    (flops) against its ceiling op, e.g. cuBLAS fp32 GEMM of the same shape."""
-    params = params or {}
-    ins, outs, extra = list(inputs.values()), list(outputs.values()), list(params.values())
-    scratch = [torch.empty_like(o) for o in outs]
-    # The ceiling prepares its own operands outside the timed region; None: it cannot run these inputs (checked
-    # before anything is timed).
-    got = task.ceiling(**inputs, **params) if hasattr(task, "ceiling") else None
-    if baseline.ceiling and got is None:
-        raise CourseConfigError("timed against the task's ceiling, which cannot run these inputs")
-    kernel = timer.time(lambda: fn(*ins, *outs, *extra))
-    lib = timer.time(lambda: task.library(*ins, *scratch, **params))
-    res = {"time": kernel.as_dict(), "library_time": lib.as_dict(), "vs_library": lib.median_ms / kernel.median_ms}
-    ceil = None
-    if got is not None:
-        label, call = got
-        ceil = timer.time(call)
-        res.update(ceiling=label, ceiling_time=ceil.as_dict(), pct_of_ceiling=ceil.median_ms / kernel.median_ms)
-    base = (lib if baseline.library else ceil if baseline.ceiling else
-            timer.time(lambda: base_fn(*ins, *scratch, *extra)))
-    res.update(baseline_time=base.as_dict(), speedup=base.median_ms / kernel.median_ms)
-    if hasattr(task, "bytes_moved"):
-        nbytes = task.bytes_moved(**inputs, **params)
-        copy_ms = copies.time_ms(nbytes)
-        res.update(bytes=nbytes, gbps=nbytes / kernel.median_ms / 1e6, copy_ms=copy_ms,
-                   pct_of_copy=copy_ms / kernel.median_ms)
-    if hasattr(task, "flops"):
-        fl = task.flops(**inputs, **params)
-        res.update(flops=fl, tflops=fl / kernel.median_ms / 1e9)
-        if ceil is not None:
-            res["ceiling_tflops"] = fl / ceil.median_ms / 1e9
-    return res
-
-
-def main() -> int:
-    spec = json.loads(sys.argv[1])
-    emit = Emitter(spec["fd"])
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m grader.check.worker")
+    p.add_argument("job", help="the job's JSON file (written by the runner)")
+    p.add_argument("--start", type=int, default=0, help="the first case to run (after a crash)")
+    p.add_argument("--had-failure", action="store_true", help="an earlier case failed: time nothing")
+    p.add_argument("--fd", type=int, help="write events to this file descriptor (default: stdout)")
+    a = p.parse_args(argv)
+    emit = Emitter(a.fd)
     try:
-        return run(spec, emit)
+        return run(Job.read(Path(a.job)), emit, start=a.start, had_failure=a.had_failure)
     except Exception as e:
         emit("internal_error", message=f"{type(e).__name__}: {e}", detail=traceback.format_exc()[-4000:])
         return 2

@@ -12,6 +12,7 @@ The grader process itself never touches the GPU.
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 import tempfile
@@ -30,6 +31,7 @@ from grader.profile.ceilings import cache_path
 from grader.check.compile_check import demangle
 from grader.course import Course, Day, Exercise
 from grader.errors import GraderError
+from grader.paths import Paths
 from grader.profile.ptxas_report import kernel_resources, match
 from grader.results import write_json
 
@@ -55,8 +57,9 @@ class Target:
 
 def parse_shape(text: str, ex: Exercise) -> tuple[int, ...]:
     """'4096,4096,4096' (or 4096x4096x4096) with the rank of the exercise's shapes."""
-    rank = len(ex.benchmark[0].shape)
-    example = ",".join(map(str, ex.benchmark[0].shape))
+    first = (ex.benchmark or ex.correctness)[0]
+    rank = len(first.shape)
+    example = ",".join(map(str, first.shape))
     parts = [p for p in re.split(r"[,x\s]+", text.strip().lower()) if p]
     if len(parts) != rank or not all(p.isdigit() and int(p) > 0 for p in parts):
         raise GraderError(f"--shape {text!r}: {ex.name} takes {rank} positive sizes separated by commas, "
@@ -70,7 +73,9 @@ def targets(day: Day, exercises: list[Exercise], dtype: str | None, shape: str |
     for ex in exercises:
         if dtype and dtype not in ex.dtypes:
             raise GraderError(f"{day.id}.{ex.name} runs in {', '.join(ex.dtypes)}, not {dtype}")
-        case = ex.benchmark[0].with_params(ex.variants[0] if ex.variants else {})
+        # an untimed exercise: its largest correctness shape
+        first = ex.benchmark[0] if ex.benchmark else max(ex.correctness, key=lambda c: math.prod(c.shape))
+        case = first.with_params(ex.variants[0] if ex.variants else {})
         out.append(Target(ex, dtype or ex.dtypes[0], parse_shape(shape, ex) if shape else case.shape,
                           0 if shape else case.offset, dict(case.params)))
     return out
@@ -190,11 +195,10 @@ def profile_exercise(*, root: Path, course_path: Path, course: Course, day: Day,
                      variant: str, ncu_path: str, remeasure: bool, status,
                      placeholders: Callable[[Exercise], list[str]]) -> dict:
     ex, stem = t.ex, f"{day.id}-{t.ex.name}-{variant}"
-    out_dir, logs = root / ".grader" / "profile", root / ".grader" / "logs"
+    out_dir, logs = Paths(root).profiles(), Paths(root).logs()
     out_dir.mkdir(parents=True, exist_ok=True)
-    spec = {"root": str(root), "course": str(course_path), "day": day.id, "exercise": ex.name,
-            "src_dir": str(src_dir), "variant": variant, "dtype": t.dtype, "shape": list(t.shape), "offset": t.offset, "params": t.params,
-            "remeasure": remeasure}
+    spec = {"root": str(root), "day": day.id, "exercise": ex.model_dump(mode="json"), "src_dir": str(src_dir),
+            "dtype": t.dtype, "shape": list(t.shape), "offset": t.offset, "params": t.params, "remeasure": remeasure}
     with tempfile.TemporaryDirectory() as tmp:
         status.update(f"{day.id}.{ex.name}: building (or reusing `grader check`'s build); the first profile on a "
                       "GPU also measures its ceilings…")

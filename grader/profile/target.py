@@ -9,31 +9,25 @@ The outcome goes to the JSON file named by spec["result"]: under ncu, stdout is 
 """
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 import sys
 import traceback
 from pathlib import Path
 
-from grader.check.build import BuildError, MissingPackage, build_dir, build_exercise, extension_name, load_python_module
-from grader.course import load_course
+from grader.check.build import BuildError, MissingPackage, build_exercise, load_built
+from grader.check.worker import short_error
+from grader.course import Exercise
 from grader.profile.ncu import RANGE
+from grader.protocol import CourseConfigError, Task
 from grader.results import write_json
-from grader.check.worker import TORCH_DTYPES, _place, _short_error
 
 SEED = 0  # inputs do not change a kernel's speed; a fixed seed makes two profiles comparable
 
 
-def _case(torch, task, spec):
-    dtype = getattr(torch, TORCH_DTYPES[spec["dtype"]])
-    gen = torch.Generator(device="cuda").manual_seed(SEED)
-    off, params = spec.get("offset", 0), spec.get("params", {})
-    inputs = {k: _place(torch, v, off)
-              for k, v in task.make_inputs(tuple(spec["shape"]), dtype, gen, "cuda", **params).items()}
-    outputs = {k: _place(torch, v, off) for k, v in task.make_outputs(inputs, **params).items()}
-    # The op takes the case's params (e.g. causal) after its outputs, as in `grader check`.
-    return inputs, list(outputs.values()), list(params.values())
+def _case(torch, task: Task, spec):
+    """The case `grader check` would make for this shape (the same protocol code), without its reference."""
+    return task.materialize(torch, shape=spec["shape"], dtype=spec["dtype"], params=spec.get("params", {}),
+                            seed=SEED, offset=spec.get("offset", 0), reference=False)
 
 
 def prepare(spec: dict, torch, ex, task, root: Path) -> dict:
@@ -44,28 +38,27 @@ def prepare(spec: dict, torch, ex, task, root: Path) -> dict:
     info = {"gpu": props.name, "capability": f"{cap[0]}.{cap[1]}", "sms": props.multi_processor_count}
     try:
         module, secs, _ = build_exercise(ex, src_dir=Path(spec["src_dir"]), root=root, day_id=spec["day"],
-                                         variant=spec["variant"], capability=cap)
+                                         capability=cap)
     except MissingPackage as e:
         return {"status": "env_error", "message": f"{spec['day']}.{ex.name} needs the Python package `{e}`", **info}
     except BuildError as e:
         return {"status": "build_error", "diagnostics": [str(d) for d in e.diagnostics], "log": e.log[-20000:], **info}
-    fn = getattr(module, ex.op, None)
+    fn = task.resolve(module, ex)
     if fn is None:
         return {"status": "missing_op", "op": ex.op, **info}
-    inputs, outs, extra = _case(torch, task, spec)
-    ins = list(inputs.values())
+    case = _case(torch, task, spec)
     # The work the op must do (e.g. 2MNK for a GEMM): tensor-core FLOPs are not in ncu's FP32/FP16 counters.
-    task_flops = int(task.flops(**inputs, **spec.get("params", {}))) if hasattr(task, "flops") else None
-    for o in outs:
+    task_flops = task.flops(case)
+    for o in case.outputs.values():
         poison(o)
     try:
-        fn(*ins, *outs, *extra)
+        got = task.call(fn, case, ex)()
         torch.cuda.synchronize()
     except Exception as e:  # the op raised, or its kernel crashed the context
-        return {"status": "op_error", "message": _short_error(e), **info}
-    if all(bool(poisoned_mask(o).all()) for o in outs):
+        return {"status": "op_error", "message": short_error(e), **info}
+    if all(bool(poisoned_mask(o).all()) for o in got.values()):
         return {"status": "not_implemented", **info}
-    del inputs, ins, outs
+    del case, got
     ceilings = None if spec.get("remeasure") else load_cached(root, props.name)
     measured = ceilings is None
     if measured:
@@ -77,51 +70,39 @@ def prepare(spec: dict, torch, ex, task, root: Path) -> dict:
             "task_flops": task_flops, **info}
 
 
-def _load_built(root: Path, spec: dict, ex):
-    """The module `prepare` just built, imported without cpp_extension.load: that would run ninja, and every
-    process started under ncu is instrumented. A Python exercise is simply imported again (its JIT compiles in
-    the warm-up call, outside the profiled range)."""
-    name = extension_name(spec["day"], ex.name, spec["variant"])
-    if ex.build == "python":
-        return load_python_module(name=name, path=Path(spec["src_dir"]) / ex.sources[0], root=root)[0]
-    path = build_dir(root, spec["day"], ex.name, spec["variant"]) / f"{name}.so"
-    s = importlib.util.spec_from_file_location(name, path)
-    if s is None or not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: the build did not finish")
-    module = importlib.util.module_from_spec(s)
-    s.loader.exec_module(module)
-    return module
-
-
-def profile(spec: dict, torch, ex, task, root: Path) -> dict:
-    fn = getattr(_load_built(root, spec, ex), ex.op)
-    inputs, outs, extra = _case(torch, task, spec)
-    ins = list(inputs.values())
+def profile(spec: dict, torch, ex, task: Task, root: Path) -> dict:
+    # The module `prepare` just built, imported without cpp_extension.load: that would run ninja, and every
+    # process started under ncu is instrumented.
+    module = load_built(ex, src_dir=Path(spec["src_dir"]), root=root, day_id=spec["day"])
+    call = task.call(task.resolve(module, ex), _case(torch, task, spec), ex)
     try:
-        fn(*ins, *outs, *extra)  # warm-up, outside the range: lazy loading and first-launch costs stay out of the profile
+        call()  # warm-up, outside the range: lazy loading and first-launch costs stay out of the profile
         torch.cuda.synchronize()
         torch.cuda.nvtx.range_push(RANGE)
         try:
-            fn(*ins, *outs, *extra)
+            call()
         finally:
             torch.cuda.nvtx.range_pop()
         torch.cuda.synchronize()
     except Exception as e:
-        return {"status": "op_error", "message": _short_error(e)}
+        return {"status": "op_error", "message": short_error(e)}
     return {"status": "ok"}
 
 
 def run(spec: dict) -> dict:
     root = Path(spec["root"])
     sys.path.insert(0, str(root))
-    ex = next(e for e in load_course(Path(spec["course"])).day(spec["day"]).exercises if e.name == spec["exercise"])
+    ex = Exercise.model_validate(spec["exercise"])  # resolved by `grader profile`: course.yaml is not read here
     try:
         import torch
     except ImportError:
         return {"status": "env_error", "message": "PyTorch is not installed in this Python: install a CUDA build"}
     if torch.version.cuda is None or not torch.cuda.is_available():
         return {"status": "no_gpu", "torch": torch.__version__, "cuda": torch.version.cuda}
-    task = importlib.import_module(ex.task)
+    try:
+        task = Task.load(ex.task)
+    except CourseConfigError as e:
+        return {"status": "env_error", "message": f"course.yaml: {spec['day']}.{ex.name}: {e}"}
     return (prepare if spec["mode"] == "prepare" else profile)(spec, torch, ex, task, root)
 
 

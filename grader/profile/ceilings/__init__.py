@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from grader.check.build import BuildError, build_extension
+from grader.paths import Paths
 from grader.results import write_json
 
 HERE = Path(__file__).resolve().parent
@@ -27,7 +28,7 @@ THREADS = 256
 
 def cache_path(root: Path, gpu: str) -> Path:
     safe = re.sub(r"\W+", "-", gpu).strip("-")
-    return root / ".grader" / "cache" / f"ceilings-{safe}.json"
+    return Paths(root).cache() / f"ceilings-{safe}.json"
 
 
 def load_cached(root: Path, gpu: str) -> dict | None:
@@ -50,7 +51,7 @@ def _build_ffma(root: Path, cap: tuple[int, int]):
     try:
         mod, _, _ = build_extension(name=f"grader_ceilings_{arch}", sources=[HERE / "ffma_peak.cu",
                                     HERE / "bindings.cpp"], include_dirs=[root / "common"],
-                                    build_dir=root / ".grader" / "build" / f"ceilings-{arch}", extra_cuda_cflags=[],
+                                    build_dir=Paths(root).builds() / f"ceilings-{arch}", extra_cuda_cflags=[],
                                     capability=cap, root=root)
     except BuildError as e:
         why = "; ".join(map(str, e.diagnostics[:3])) or e.log[-2000:]

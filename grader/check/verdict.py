@@ -1,0 +1,117 @@
+"""The verdict on one exercise, assembled in one place: from the worker's case results (or the event that ended
+the run early), the compile-only report on a machine without a GPU, and the placeholders still in the stub.
+The report renders it; the CLI turns the statuses into an exit code (grader/verdicts.py)."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Optional
+
+from grader.check.timing import geomean
+from grader.verdicts import Category, Status
+
+
+@dataclass
+class ExerciseResult:
+    day: str
+    exercise: str
+    variant: str
+    source: str
+    seed: int
+    status: str = Status.FAIL
+    message: str = ""
+    threshold: Optional[float] = None
+    speedup: Optional[float] = None  # geometric mean over benchmark cases
+    points: int = 0
+    info: dict = field(default_factory=dict)
+    builds: list = field(default_factory=list)
+    cases: list = field(default_factory=list)
+    log: str = ""
+    compile: list = field(default_factory=list)  # compile-only reports when there is no GPU
+
+    def as_dict(self):
+        return asdict(self)
+
+
+def decide(res: ExerciseResult, ex, terminal: Optional[dict], correctness_only: bool) -> ExerciseResult:
+    """Status and message from how the run ended (terminal: build failure, missing op, no GPU, env error) or
+    from the cases."""
+    if terminal is not None:
+        kind = terminal["ev"]
+        if kind == "build":
+            res.status, res.message = Status.BUILD_ERROR, "the code does not compile"
+        elif kind == "missing_op":
+            res.status = Status.NOT_IMPLEMENTED
+            res.message = f"the built module has no `{terminal['op']}`: not implemented yet"
+        elif kind == "no_gpu":
+            res.status, res.message = Status.NO_GPU, "no CUDA GPU here: correctness and speed need a GPU"
+        else:
+            res.status, res.message = Status.ENV_ERROR, terminal.get("message", "environment error")
+        return res
+    failures = [c for c in res.cases if not c["ok"] and c["category"] != Category.SKIPPED]
+    if any(c["ok"] for c in res.cases):
+        # Some case passed, so the kernel exists: an output left entirely unwritten is a bug in it (a launch that
+        # skips this shape, say), not a missing implementation.
+        for c in failures:
+            if c["category"] == Category.NOT_IMPLEMENTED:
+                c["category"], c["message"] = Category.UNWRITTEN, "no output element was written for this shape"
+    elif failures and all(c["category"] in (Category.NOT_IMPLEMENTED, *Category.NOT_COUNTED) for c in failures):
+        res.status, res.message = Status.NOT_IMPLEMENTED, "the output is never written: not implemented yet"
+        return res
+    if failures:
+        first = failures[0]
+        res.status = Status.FAIL
+        res.message = f"{len(failures)} case(s) failed; first: {first['dtype']} {first['label']}: {first['message']}"
+        return res
+    if not ex.timed:
+        res.status, res.points = Status.PASS, ex.points
+        res.message = "correct in every case (this exercise is not timed)"
+        return res
+    if correctness_only:
+        res.status, res.message = Status.PASS, "correct in every case (speed not checked)"
+        return res
+    res.speedup = geomean([c["speedup"] for c in res.cases if c["kind"] == "benchmark"])
+    if res.speedup >= ex.threshold:
+        res.status, res.points = Status.PASS, ex.points
+        res.message = f"correct, and {res.speedup:.2f}x the baseline (needs {ex.threshold:g}x)"
+    else:
+        res.status = Status.FAIL
+        res.message = f"correct, but {res.speedup:.2f}x the baseline: needs {ex.threshold:g}x"
+    return res
+
+
+def compiled_only(res: ExerciseResult, ex, reports: list) -> ExerciseResult:
+    """No GPU: the verdict is what the compilers said."""
+    res.compile = [r.as_dict() for r in reports]
+    if not all(r.ok for r in reports):
+        res.status, res.message = Status.BUILD_ERROR, "the code does not compile"
+    else:
+        what = ("Python syntax checked (its kernels compile only on a GPU)" if ex.build == "python" else
+                "compiled for sm_80 and sm_90")
+        res.message = (f"{what}; no CUDA GPU here, so correctness and speed were not checked: run "
+                       "`grader check` on a GPU machine")
+    return res
+
+
+def note_placeholders(res: ExerciseResult, spots: list[str], placeholder: str) -> ExerciseResult:
+    if res.status == Status.NOT_IMPLEMENTED and spots:
+        res.message += f" ({placeholder} still at {', '.join(spots[:3])})"
+    return res
+
+
+def hint_category(res: ExerciseResult) -> Optional[str]:
+    """Which hint fits this result: the first failed case's, or the exercise's status."""
+    if res.status == Status.PASS:
+        return None
+    failed = [c for c in res.cases if not c["ok"] and c["category"] not in Category.NOT_COUNTED]
+    if res.status == Status.BUILD_ERROR:
+        return Category.BUILD_ERROR
+    if res.status == Status.NOT_IMPLEMENTED:
+        return Category.NOT_IMPLEMENTED
+    if res.status == Status.FAIL:
+        return (failed[0].get("hint_category") or failed[0]["category"]) if failed else Category.SLOW
+    return None
+
+
+def hint(res: ExerciseResult, ex, course_hints: dict[str, str]) -> Optional[str]:
+    cat = hint_category(res)
+    return (ex.hints.get(cat) or course_hints.get(cat)) if cat else None

@@ -1,0 +1,153 @@
+"""The task protocol end to end on the CPU: a new task added as one task module plus YAML (nothing under grader/),
+with two named outputs, per-output tolerances, `determinism: required` and no timing, checked by the real runner
+and worker against a correct op, a racy one, and one wrong only in its second output."""
+import textwrap
+
+import pytest
+
+from grader.check.job import make_job
+from grader.check.runner import run_job
+from grader.course import load_course
+from grader.protocol import CaseData, arg_values, check
+from grader.verdicts import Category, Status
+
+TASK = '''
+"""Row statistics: the mean of each row (in the input's dtype) and its sum of squares (always fp32)."""
+import torch
+
+
+def make_inputs(shape, dtype, generator, device):
+    return {"x": torch.randn(shape, generator=generator, device=device, dtype=torch.float32).to(dtype)}
+
+
+def make_outputs(inputs):
+    x = inputs["x"]
+    return {"mean": torch.empty(x.shape[:-1], dtype=x.dtype, device=x.device),
+            "sumsq": torch.empty(x.shape[:-1], dtype=torch.float32, device=x.device)}
+
+
+def reference(x):
+    return {"mean": x.double().mean(-1), "sumsq": (x.double() ** 2).sum(-1)}
+'''
+
+COURSE = '''
+title: Protocol test
+repository: https://example.invalid/course
+days:
+  - id: day01
+    title: Row statistics
+    track: tools
+    status: ready
+    exercises:
+      - name: rowstats
+        task: mytasks.rowstats
+        op: rowstats
+        signature: "rowstats(x, sumsq, mean) -> None"
+        build: python
+        sources: [rowstats.py]
+        args: [x, sumsq, mean]          # not the task's order: the op's own
+        dtypes: [fp32, bf16]
+        correctness: [[1, 1], [7, 33], [64, 1000]]
+        determinism: required
+        tolerances:                     # the mean, in the input's dtype
+          fp32: {atol: 1.0e-6, rtol: 1.0e-5, rel_l2: 1.0e-5}
+          bf16: {atol: 1.0e-2, rtol: 1.6e-2, rel_l2: 8.0e-3}
+        outputs:
+          - mean
+          - name: sumsq                 # fp32 whatever the input: tighter in bf16 than the mean
+            tolerances:
+              bf16: {atol: 1.0e-4, rtol: 1.0e-5, rel_l2: 1.0e-5}
+        points: 5
+'''
+
+OPS = {
+    "correct": "mean.copy_(x.float().mean(-1).to(mean.dtype)); sumsq.copy_((x.float() ** 2).sum(-1))",
+    # Right to within a few ulps, but a different few every call: a race's signature.
+    "racy": "mean.copy_(x.float().mean(-1).to(mean.dtype)); "
+            "sumsq.copy_((x.float() ** 2).sum(-1) * (1 + torch.rand(sumsq.shape) * 1e-6))",
+    "second_output_wrong": "mean.copy_(x.float().mean(-1).to(mean.dtype)); sumsq.copy_((x.float() ** 2).sum(-1) * 1.01)",
+}
+
+
+def _course(tmp_path, op: str):
+    (tmp_path / "course.yaml").write_text(COURSE)
+    (tmp_path / "mytasks").mkdir()
+    (tmp_path / "mytasks" / "__init__.py").write_text("")
+    (tmp_path / "mytasks" / "rowstats.py").write_text(TASK)
+    src = tmp_path / "solutions" / "day01"
+    src.mkdir(parents=True)
+    (src / "rowstats.py").write_text(textwrap.dedent(f"""\
+        import torch
+
+
+        def rowstats(x, sumsq, mean):
+            {OPS[op]}
+        """))
+    return load_course(tmp_path / "course.yaml"), src
+
+
+def _check(tmp_path, op: str):
+    course, src = _course(tmp_path, op)
+    day = course.day("day01")
+    job = make_job(course=course, root=tmp_path, day=day, ex=day.exercises[0], src_dir=src, seed=3, device="cpu")
+    return run_job(job, variant="solution")
+
+
+def test_a_correct_op_passes_on_correctness_alone(tmp_path):
+    res = _check(tmp_path, "correct")
+    assert res.status == Status.PASS, (res.message, res.cases[:2])
+    assert res.points == 5 and "not timed" in res.message and res.speedup is None
+    assert len(res.cases) == 6 and all(c["kind"] == "correctness" for c in res.cases)
+    assert {ch["name"] for ch in res.cases[0]["checks"]} == {"mean", "sumsq"}
+
+
+def test_a_racy_op_fails_as_nondeterministic(tmp_path):
+    res = _check(tmp_path, "racy")
+    assert res.status == Status.FAIL
+    bad = [c for c in res.cases if not c["ok"]]
+    assert bad and all(c["category"] == Category.NONDETERMINISTIC for c in bad)
+    assert "two calls on the same input gave different bits in sumsq" in bad[0]["message"]
+
+
+def test_an_op_wrong_only_in_its_second_output_is_named(tmp_path):
+    res = _check(tmp_path, "second_output_wrong")
+    assert res.status == Status.FAIL
+    bad = [c for c in res.cases if not c["ok"]]
+    assert bad and all(c["category"] == Category.MISMATCH for c in bad)
+    assert all(c["message"].startswith("sumsq: wrong values") for c in bad), bad[0]["message"]
+    checks = {ch["name"]: ch["ok"] for ch in bad[0]["checks"]}
+    assert checks == {"mean": True, "sumsq": False}
+    assert "sumsq: wrong values" in res.message
+
+
+def test_per_output_tolerances_apply_by_name(tmp_path):
+    course, _ = _course(tmp_path, "correct")
+    ex = course.day("day01").exercises[0]
+    assert ex.tolerance("sumsq", "bf16").atol == 1e-4 and ex.tolerance("mean", "bf16").atol == 1e-2
+    assert ex.tolerance("sumsq", "fp32") == ex.tolerance("mean", "fp32")  # falls back to the exercise's
+
+
+def test_arguments_follow_args_by_name_and_unknown_names_are_the_courses_error(tmp_path):
+    import torch
+
+    from grader.protocol import CourseConfigError
+
+    course, _ = _course(tmp_path, "correct")
+    ex = course.day("day01").exercises[0]
+    x, m, s = torch.ones(2, 3), torch.empty(2), torch.empty(2)
+    case = CaseData("fp32", {}, {"x": x}, {"mean": m, "sumsq": s})
+    assert [id(a) for a in arg_values(case, ex)] == [id(x), id(s), id(m)]
+    with pytest.raises(CourseConfigError, match="names 'y'"):
+        arg_values(case, ex.model_copy(update={"args": ["x", "y"]}))
+
+
+def test_a_returned_output_of_the_wrong_shape_is_a_mismatch_not_a_crash(tmp_path):
+    import torch
+
+    course, _ = _course(tmp_path, "correct")
+    ex = course.day("day01").exercises[0]
+    case = CaseData("fp32", {}, {"x": torch.ones(2, 3)}, {"mean": torch.empty(2), "sumsq": torch.empty(2)},
+                    {"mean": torch.ones(2, dtype=torch.float64), "sumsq": torch.full((2,), 3.0, dtype=torch.float64)})
+    got = {"mean": torch.ones(3), "sumsq": torch.full((2,), 3.0)}
+    r = {x.name: x for x in check(got, case, ex)}
+    assert not r["mean"].ok and "expected a tensor (2,)" in r["mean"].message and r["sumsq"].ok

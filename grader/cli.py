@@ -55,7 +55,8 @@ def _exercises(args, day, src_dir: Path, root: Path) -> list:
     for ex in exercises:
         missing = [s for s in ex.sources if not (src_dir / s).is_file()]
         if missing:
-            raise GraderError(f"{relative_path(src_dir, root)} lacks {', '.join(missing)} (sources of {day.id}.{ex.name})")
+            raise GraderError(f"{relative_path(src_dir, root)} lacks {', '.join(missing)} "
+                              f"(sources of {day.id}.{ex.name})")
     return exercises
 
 
@@ -199,7 +200,8 @@ def cmd_release(args) -> int:
     for p in written:
         console.print(f"wrote {relative_path(p, root)}")
     if saved:
-        console.print(f"[yellow]the previous versions of {len(saved)} file(s) are saved in {relative_path(backup, root)}[/]")
+        console.print(f"[yellow]the previous versions of {len(saved)} file(s) are saved in "
+                      f"{relative_path(backup, root)}[/]")
     console.print(f"{len(written)} of {len(plan)} stub files changed")
     return 0
 

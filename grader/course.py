@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -73,13 +73,13 @@ class Case(Strict):
             s += f" {k}" if v is True else "" if v is False else f" {k}={v}"
         return s
 
-    def with_params(self, extra: dict) -> "Case":
+    def with_params(self, extra: dict) -> Case:
         return self.model_copy(update={"params": {**extra, **self.params}})
 
 
 class Baseline(Strict):
-    solution: Optional[str] = Field(None, description="a ready day whose solution is the baseline")
-    exercise: Optional[str] = Field(None, description="which exercise of that day (default: the one with this op)")
+    solution: str | None = Field(None, description="a ready day whose solution is the baseline")
+    exercise: str | None = Field(None, description="which exercise of that day (default: the one with this op)")
     library: bool = Field(False, description="time against the task's library op (e.g. torch.softmax)")
     ceiling: bool = Field(False, description="time against the task's ceiling op (e.g. cuBLAS fp32 GEMM)")
 
@@ -119,7 +119,7 @@ class Edit(Strict):
 class Stub(Strict):
     """How the student's version of an exercise is made from the solution, beyond clearing the marked holes."""
     plant: list[Edit] = Field([], description="edits applied to the solution: the student gets a bug to fix")
-    fails_as: Optional[str] = Field(None, description="the category the released stub must fail with")
+    fails_as: str | None = Field(None, description="the category the released stub must fail with")
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -132,8 +132,8 @@ class Stub(Strict):
 
 class ExerciseLimits(Strict):
     """Overrides of the course-wide limits for one exercise (a slow reference, a long build)."""
-    build_s: Optional[float] = Field(None, gt=0)
-    case_s: Optional[float] = Field(None, gt=0)
+    build_s: float | None = Field(None, gt=0)
+    case_s: float | None = Field(None, gt=0)
 
 
 class Exercise(Strict):
@@ -165,9 +165,10 @@ class Exercise(Strict):
     probes: list[str] = []
     probe_shapes: list[Case] = []
     variants: list[dict[str, Param]] = Field(
-        [], description="every case runs once per variant (its params merged in), e.g. [{causal: false}, {causal: true}]")
-    baseline: Optional[Baseline] = None
-    threshold: Optional[float] = Field(None, gt=0, description="needed speedup over the baseline (geometric mean)")
+        [], description="every case runs once per variant (its params merged in), "
+                        "e.g. [{causal: false}, {causal: true}]")
+    baseline: Baseline | None = None
+    threshold: float | None = Field(None, gt=0, description="needed speedup over the baseline (geometric mean)")
     limits: ExerciseLimits = ExerciseLimits()
     stub: Stub = Stub()
     points: int = Field(ge=0)
@@ -225,7 +226,7 @@ class Exercise(Strict):
             return spec.tolerances[dtype]
         return self.tolerances[dtype]
 
-    def limit(self, course_limits: "Limits") -> "Limits":
+    def limit(self, course_limits: Limits) -> Limits:
         """The course-wide limits with this exercise's overrides."""
         return Limits(build_s=self.limits.build_s or course_limits.build_s,
                       case_s=self.limits.case_s or course_limits.case_s)
@@ -312,14 +313,14 @@ class Course(Strict):
                 return d
         raise GraderError(f"no day {day_id!r} in course.yaml (days are day01 … {self.days[-1].id})")
 
-    def baseline_exercise(self, ex: Exercise) -> Optional[tuple[Day, Exercise]]:
+    def baseline_exercise(self, ex: Exercise) -> tuple[Day, Exercise] | None:
         if ex.baseline is None or ex.baseline.solution is None:
             return None
         d = self.day(ex.baseline.solution)
         return d, _find_baseline(d, ex)
 
 
-def _find_baseline(day: Day, ex: Exercise) -> Optional[Exercise]:
+def _find_baseline(day: Day, ex: Exercise) -> Exercise | None:
     """The exercise of `day` that `ex` is timed against: the named one, else the one with the same op."""
     for x in day.exercises:
         if x.task == ex.task and (x.name == ex.baseline.exercise if ex.baseline.exercise else x.op == ex.op):
@@ -366,15 +367,15 @@ def load_course(path: Path) -> Course:
     try:
         raw = yaml.safe_load(path.read_text())
     except FileNotFoundError:
-        raise GraderError(f"{path} not found: run the grader inside the course repository or pass --course")
+        raise GraderError(f"{path} not found: run the grader inside the course repository or pass --course") from None
     except yaml.YAMLError as e:
-        raise GraderError(f"{path} is not valid YAML:\n  {e}")
+        raise GraderError(f"{path} is not valid YAML:\n  {e}") from None
     if not isinstance(raw, dict):
         raise GraderError(f"{path}: expected a mapping at the top level, got {type(raw).__name__}")
     try:
         return Course.model_validate(raw)
     except ValidationError as e:
-        raise GraderError(f"{path} does not match the course schema:\n{_format_errors(e, raw)}")
+        raise GraderError(f"{path} does not match the course schema:\n{_format_errors(e, raw)}") from None
 
 
 def find_course_file(start: Path) -> Path:

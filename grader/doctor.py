@@ -52,7 +52,7 @@ def checks() -> list[Check]:
     nvcc = nvcc_path()
     if nvcc:
         ver = (_run([nvcc, "--version"]) or "").splitlines()
-        rel = next((l.split("release")[1].split(",")[0].strip() for l in ver if "release" in l), "?")
+        rel = next((ln.split("release")[1].split(",")[0].strip() for ln in ver if "release" in ln), "?")
         ok: bool | None = True
         detail = f"{nvcc} (CUDA {rel})"
         if torch is not None and torch.version.cuda and rel.split(".")[0] != torch.version.cuda.split(".")[0]:

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any
+from collections.abc import Callable
 
 from grader.check.compare import compare, poison
 from grader.verdicts import Category
@@ -59,14 +60,14 @@ class CaseData:
     outputs: dict
     reference: dict = field(default_factory=dict)
 
-    def with_outputs(self, outputs: dict) -> "CaseData":
+    def with_outputs(self, outputs: dict) -> CaseData:
         return CaseData(self.dtype, self.params, self.inputs, outputs, self.reference)
 
 
 @dataclass
 class CheckContext:
     """What an extra check sees: the op, the case, the exercise, and one call of the op."""
-    task: "Task"
+    task: Task
     fn: Any
     case: CaseData
     exercise: Any
@@ -137,11 +138,13 @@ def check(got: dict, case: CaseData, exercise) -> list[Result]:
     out = []
     for name in names:
         if name not in case.reference:
-            raise CourseConfigError(f"output {name!r} has no reference (the task's outputs: {', '.join(case.reference)})")
+            raise CourseConfigError(f"output {name!r} has no reference (the task's outputs: "
+                                    f"{', '.join(case.reference)})")
         t, ref, want = got.get(name), case.reference[name], case.outputs.get(name)
         shape_ok = t is not None and hasattr(t, "shape") and tuple(t.shape) == tuple(ref.shape)
         if not shape_ok or (want is not None and t.dtype != want.dtype):
-            what = "nothing" if t is None else (f"{tuple(t.shape)} {t.dtype}" if hasattr(t, "shape") else type(t).__name__)
+            what = ("nothing" if t is None else f"{tuple(t.shape)} {t.dtype}" if hasattr(t, "shape")
+                    else type(t).__name__)
             expected = f"{tuple(ref.shape)} {want.dtype if want is not None else ''}".strip()
             out.append(Result(name, False, Category.MISMATCH, f"got {what}, expected a tensor {expected}"))
             continue
@@ -153,7 +156,7 @@ def check(got: dict, case: CaseData, exercise) -> list[Result]:
 
 
 # -- extra checks any exercise can name -----------------------------------------------------------------------
-def _opcheck(ctx: CheckContext) -> Optional[Result]:
+def _opcheck(ctx: CheckContext) -> Result | None:
     import torch
 
     if not isinstance(ctx.fn, (torch._ops.OpOverloadPacket, torch._ops.OpOverload)):
@@ -166,7 +169,7 @@ def _opcheck(ctx: CheckContext) -> Optional[Result]:
     return Result("opcheck", True, Category.PASS, "torch.library.opcheck passed")
 
 
-def _torch_compile(ctx: CheckContext) -> Optional[Result]:
+def _torch_compile(ctx: CheckContext) -> Result | None:
     import torch
 
     torch._dynamo.reset()
@@ -185,7 +188,7 @@ def _torch_compile(ctx: CheckContext) -> Optional[Result]:
     return Result("torch_compile", True, Category.PASS, "same results under torch.compile(fullgraph=True)")
 
 
-CHECKS: dict[str, Callable[[CheckContext], Optional[Result]]] = {"opcheck": _opcheck, "torch_compile": _torch_compile}
+CHECKS: dict[str, Callable[[CheckContext], Result | None]] = {"opcheck": _opcheck, "torch_compile": _torch_compile}
 
 
 def _first_line(e: BaseException) -> str:
@@ -211,7 +214,7 @@ class Task:
         self.library_name = getattr(module, "LIBRARY", "library")
 
     @classmethod
-    def load(cls, name: str) -> "Task":
+    def load(cls, name: str) -> Task:
         try:
             module = importlib.import_module(name)
         except ImportError as e:
@@ -233,7 +236,7 @@ class Task:
 
     # -- making a case --------------------------------------------------------------------------------------
     def materialize(self, torch, *, shape, dtype: str, params: dict, seed: int, offset: int = 0,
-                    probe: Optional[str] = None, device: str = "cuda", reference: bool = True) -> CaseData:
+                    probe: str | None = None, device: str = "cuda", reference: bool = True) -> CaseData:
         """The case's tensors: seeded random inputs (a probe's variant of them), outputs to write, `offset`
         elements past an aligned allocation; and the fp64 reference by output name."""
         tdtype = getattr(torch, TORCH_DTYPES[dtype])
@@ -258,7 +261,7 @@ class Task:
         return case
 
     # -- named-argument calls of the data hooks -------------------------------------------------------------
-    def kwargs(self, case: CaseData, outputs: Optional[dict] = None) -> dict:
+    def kwargs(self, case: CaseData, outputs: dict | None = None) -> dict:
         return {**case.inputs, **(case.outputs if outputs is None else outputs), **case.params}
 
     def library(self, case: CaseData, outputs: dict) -> Callable[[], Any]:
@@ -268,10 +271,10 @@ class Task:
     def ceiling(self, case: CaseData):
         return self.module.ceiling(**case.inputs, **case.params) if self.has("ceiling") else None
 
-    def flops(self, case: CaseData) -> Optional[int]:
+    def flops(self, case: CaseData) -> int | None:
         return int(self.module.flops(**case.inputs, **case.params)) if self.has("flops") else None
 
-    def bytes_moved(self, case: CaseData) -> Optional[int]:
+    def bytes_moved(self, case: CaseData) -> int | None:
         return int(self.module.bytes_moved(**case.inputs, **case.params)) if self.has("bytes_moved") else None
 
 

@@ -126,7 +126,7 @@ def main():
         except RuntimeError:
             tc = float("nan")
         base[(shape, dn, causal)] = (flop / tf / 1e9, flop / tc / 1e9)
-    del inp, q, k, v
+    inp = q = k = v = None  # free the operands before the configs run
 
     results = []
     for cfg in args.configs:

@@ -30,7 +30,8 @@ def test_bad_arguments_exit_2():
 def test_malformed_course_file(tmp_path):
     (tmp_path / "course.yaml").write_text("title: x\nrepository: y\ndays:\n  - id: day1\n")
     r = run_grader("list", cwd=tmp_path)
-    assert r.returncode == 2 and "does not match the course schema" in r.stdout and "days[0] (day1).id: day id must look like day01" in r.stdout
+    assert r.returncode == 2 and "does not match the course schema" in r.stdout
+    assert "days[0] (day1).id: day id must look like day01" in r.stdout
     assert_clean(r)
 
 

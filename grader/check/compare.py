@@ -3,7 +3,6 @@ tolerance and a relative L2 bound, with the numbers a student needs to find the 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Optional
 
 # Signalling-NaN bit patterns with a payload no arithmetic produces (arithmetic on NaN gives a quiet NaN), so
 # "this element still holds the poison" means "nothing wrote it".
@@ -41,9 +40,9 @@ class Comparison:
     rel_l2: float = 0.0
     mismatches: int = 0
     mismatch_frac: float = 0.0
-    worst_index: Optional[list[int]] = None
-    worst_out: Optional[float] = None
-    worst_ref: Optional[float] = None
+    worst_index: list[int] | None = None
+    worst_out: float | None = None
+    worst_ref: float | None = None
     extra: dict = field(default_factory=dict)
 
     def as_dict(self):

@@ -6,7 +6,7 @@ as one JSON file written next to the run's log (so a run can be replayed: `pytho
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -30,7 +30,7 @@ class Job(BaseModel):
     root: str
     target: Target
     baseline: Literal["solution", "library", "ceiling", "none"]
-    baseline_target: Optional[Target] = None  # baseline: solution
+    baseline_target: Target | None = None  # baseline: solution
     cases: list[PlannedCase]
     seed: int
     timing: Timing
@@ -47,12 +47,12 @@ class Job(BaseModel):
         return path
 
     @classmethod
-    def read(cls, path: Path) -> "Job":
+    def read(cls, path: Path) -> Job:
         return cls.model_validate_json(Path(path).read_text())
 
 
 def make_job(*, course: Course, root: Path, day: Day, ex: Exercise, src_dir: Path, seed: int,
-             dtypes: Optional[list[str]] = None, correctness_only: bool = False, device: str = "cuda") -> Job:
+             dtypes: list[str] | None = None, correctness_only: bool = False, device: str = "cuda") -> Job:
     b = ex.baseline
     kind = "none" if b is None else "solution" if b.solution else "library" if b.library else "ceiling"
     base = None

@@ -3,7 +3,7 @@ timing (every dtype × benchmark shape). Planned once, by the runner; the worker
 from __future__ import annotations
 
 import hashlib
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -17,7 +17,7 @@ class PlannedCase(BaseModel):
     kind: Literal["correctness", "benchmark"]
     dtype: str
     case: Case
-    probe: Optional[str] = None
+    probe: str | None = None
 
     @property
     def label(self) -> str:
@@ -29,7 +29,7 @@ class PlannedCase(BaseModel):
         return int.from_bytes(h[:6], "little")
 
 
-def plan(ex: Exercise, dtypes: Optional[list[str]] = None, benchmark: bool = True) -> list[PlannedCase]:
+def plan(ex: Exercise, dtypes: list[str] | None = None, benchmark: bool = True) -> list[PlannedCase]:
     chosen = [d for d in ex.dtypes if dtypes is None or d in dtypes]
 
     def expand(cases):  # each case once per variant (an exercise without variants has one, empty)

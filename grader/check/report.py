@@ -74,7 +74,8 @@ def render_correctness(console: Console, cases: list[dict]) -> None:
 
 
 def render_benchmark(console: Console, cases: list[dict], ex) -> None:
-    t = Table(title=f"speed (median; baseline: {ex.baseline.describe() if ex.baseline else '-'})", title_justify="left", box=None,
+    base = ex.baseline.describe() if ex.baseline else "-"
+    t = Table(title=f"speed (median; baseline: {base})", title_justify="left", box=None,
               pad_edge=False)
     cols = ["shape", "dtype", "time µs"]
     has_bw = any("gbps" in c for c in cases)

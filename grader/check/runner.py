@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from grader.check.job import Job
 from grader.check.verdict import ExerciseResult, decide
@@ -45,7 +45,7 @@ def _kill(proc: subprocess.Popen):
     proc.wait()
 
 
-def run_job(job: Job, *, variant: str, case_s: Optional[float] = None, correctness_only: bool = False,
+def run_job(job: Job, *, variant: str, case_s: float | None = None, correctness_only: bool = False,
             on_event: Callable[[dict], None] = lambda ev: None, worker: str = "grader.check.worker") -> ExerciseResult:
     """Runs the job in worker processes (a new one after each crash) and returns the exercise's verdict."""
     ex, day_id, root = job.exercise, job.target.day, Path(job.root)
@@ -133,7 +133,8 @@ def run_job(job: Job, *, variant: str, case_s: Optional[float] = None, correctne
             if current is not None and current not in results:
                 code = proc.returncode
                 why = f"killed by signal {-code}" if code and code < 0 else f"exit code {code}"
-                results[current] = dict(ok=False, category=Category.CRASH, message=f"the process running the kernel died "
+                results[current] = dict(ok=False, category=Category.CRASH,
+                                        message=f"the process running the kernel died "
                                         f"({why}); see {log_path}")
             last = max(results) if results else -1
             if restarts >= MAX_RESTARTS or last < 0:

@@ -10,7 +10,7 @@ import math
 import statistics
 import time
 from dataclasses import asdict, dataclass
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # several times any current L2 (H100 50 MB, H200 60 MB)
 

@@ -4,7 +4,6 @@ The report renders it; the CLI turns the statuses into an exit code (grader/verd
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Optional
 
 from grader.check.timing import geomean
 from grader.verdicts import Category, Status
@@ -19,8 +18,8 @@ class ExerciseResult:
     seed: int
     status: str = Status.FAIL
     message: str = ""
-    threshold: Optional[float] = None
-    speedup: Optional[float] = None  # geometric mean over benchmark cases
+    threshold: float | None = None
+    speedup: float | None = None  # geometric mean over benchmark cases
     points: int = 0
     info: dict = field(default_factory=dict)
     builds: list = field(default_factory=list)
@@ -32,7 +31,7 @@ class ExerciseResult:
         return asdict(self)
 
 
-def decide(res: ExerciseResult, ex, terminal: Optional[dict], correctness_only: bool) -> ExerciseResult:
+def decide(res: ExerciseResult, ex, terminal: dict | None, correctness_only: bool) -> ExerciseResult:
     """Status and message from how the run ended (terminal: build failure, missing op, no GPU, env error) or
     from the cases."""
     if terminal is not None:
@@ -98,7 +97,7 @@ def note_placeholders(res: ExerciseResult, spots: list[str], placeholder: str) -
     return res
 
 
-def hint_category(res: ExerciseResult) -> Optional[str]:
+def hint_category(res: ExerciseResult) -> str | None:
     """Which hint fits this result: the first failed case's, or the exercise's status."""
     if res.status == Status.PASS:
         return None
@@ -112,6 +111,6 @@ def hint_category(res: ExerciseResult) -> Optional[str]:
     return None
 
 
-def hint(res: ExerciseResult, ex, course_hints: dict[str, str]) -> Optional[str]:
+def hint(res: ExerciseResult, ex, course_hints: dict[str, str]) -> str | None:
     cat = hint_category(res)
     return (ex.hints.get(cat) or course_hints.get(cat)) if cat else None

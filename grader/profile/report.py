@@ -8,7 +8,8 @@ from rich.table import Table
 
 # ncu metric names behind the table's rows (JSON keeps every metric ncu reported).
 # Older Nsight Compute versions name it dram__throughput; 2025.x (on our H200) gpu__dram_throughput.
-DRAM_PCT = ("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "dram__throughput.avg.pct_of_peak_sustained_elapsed")
+DRAM_PCT = ("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+            "dram__throughput.avg.pct_of_peak_sustained_elapsed")
 MEM_PCT = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"
 SM_PCT = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
 OCC_ACHIEVED = "sm__warps_active.avg.pct_of_peak_sustained_active"

@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Optional
 
 from grader.errors import GraderError
 from grader.profile.ncu import FLOP_WEIGHTS
@@ -22,7 +21,7 @@ class Ceilings:
     gpu: str
     memory_Bps: float  # device-to-device copy of a large buffer, bytes read + written per second
     ffma_flops: float  # FP32 FFMA microbenchmark
-    cublas_flops: Optional[float] = None  # cuBLAS fp32 GEMM, 8192^3, TF32 off: a practical compute line
+    cublas_flops: float | None = None  # cuBLAS fp32 GEMM, 8192^3, TF32 off: a practical compute line
 
     @property
     def ridge(self) -> float:
@@ -33,23 +32,23 @@ class Ceilings:
         return min(self.ffma_flops, ai * self.memory_Bps)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Ceilings":
+    def from_dict(cls, d: dict) -> Ceilings:
         return cls(d["gpu"], float(d["memory_Bps"]), float(d["ffma_flops"]), d.get("cublas_flops"))
 
 
 @dataclass
 class Summary:
-    duration_s: Optional[float]
-    flops: Optional[float]
-    dram_bytes: Optional[float]
-    flop_per_s: Optional[float]
-    dram_Bps: Optional[float]
-    ai: Optional[float]  # FLOP per DRAM byte; inf when the kernel touched no DRAM
+    duration_s: float | None
+    flops: float | None
+    dram_bytes: float | None
+    flop_per_s: float | None
+    dram_Bps: float | None
+    ai: float | None  # FLOP per DRAM byte; inf when the kernel touched no DRAM
     bound: str  # memory | compute | unknown: the side of the ridge the kernel is on
-    pct_of_roof: Optional[float]  # achieved FLOP/s over the roof at its intensity
-    pct_of_memory: Optional[float]  # DRAM bandwidth over the measured copy bandwidth
-    pct_of_ffma: Optional[float]
-    pct_of_cublas: Optional[float]
+    pct_of_roof: float | None  # achieved FLOP/s over the roof at its intensity
+    pct_of_memory: float | None  # DRAM bandwidth over the measured copy bandwidth
+    pct_of_ffma: float | None
+    pct_of_cublas: float | None
 
     def as_dict(self):
         d = asdict(self)
@@ -58,12 +57,12 @@ class Summary:
         return d
 
 
-def _get(metrics: dict, name: str) -> Optional[float]:
+def _get(metrics: dict, name: str) -> float | None:
     v = metrics.get(name)
     return None if v is None else float(v)
 
 
-def flops_of(metrics: dict) -> Optional[float]:
+def flops_of(metrics: dict) -> float | None:
     """FP32 and FP16 FLOPs from the SASS instruction counters (None when ncu reported none of them)."""
     parts = [(w, _get(metrics, m)) for m, w in FLOP_WEIGHTS.items()]
     if all(v is None for _, v in parts):
@@ -71,7 +70,7 @@ def flops_of(metrics: dict) -> Optional[float]:
     return float(sum(w * v for w, v in parts if v is not None))
 
 
-def dram_bytes_of(metrics: dict) -> Optional[float]:
+def dram_bytes_of(metrics: dict) -> float | None:
     total = _get(metrics, "dram__bytes.sum")
     if total is not None:
         return total
@@ -122,15 +121,15 @@ def verdict(s: Summary, c: Ceilings) -> str:
     return line
 
 
-def _pct(x: Optional[float]) -> str:
+def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:.0%}"
 
 
-def _gbps(x: Optional[float]) -> str:
+def _gbps(x: float | None) -> str:
     return "-" if x is None else f"{x / 1e9:,.0f} GB/s"
 
 
-def _tflops(x: Optional[float]) -> str:
+def _tflops(x: float | None) -> str:
     return "-" if x is None else f"{x / 1e12:.2f} TFLOP/s"
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from html import escape
-from typing import Callable
+from collections.abc import Callable
 
 from grader.course import Course
 
@@ -87,7 +87,7 @@ def _crossings(layers, nodes) -> int:
 
 def _order(layers, nodes) -> None:
     """Barycenter sweeps, down then up; keeps the order with the fewest crossings."""
-    best, best_c = [list(l) for l in layers], _crossings(layers, nodes)
+    best, best_c = [list(layer) for layer in layers], _crossings(layers, nodes)
     for sweep in range(8):
         rng = range(1, len(layers)) if sweep % 2 == 0 else range(len(layers) - 2, -1, -1)
         for k in rng:
@@ -95,13 +95,13 @@ def _order(layers, nodes) -> None:
             pos = {n: i for i, n in enumerate(ref)}
             here = {n: i for i, n in enumerate(layers[k])}
 
-            def bary(n, pos=pos, here=here):
-                nb = nodes[n].up if sweep % 2 == 0 else nodes[n].down
+            def bary(n, pos=pos, here=here, down=sweep % 2 == 0):
+                nb = nodes[n].up if down else nodes[n].down
                 return sum(pos[m] for m in nb) / len(nb) if nb else here[n]
             layers[k].sort(key=bary)  # stable: ties keep their order
         c = _crossings(layers, nodes)
         if c < best_c:
-            best, best_c = [list(l) for l in layers], c
+            best, best_c = [list(layer) for layer in layers], c
     layers[:] = best
 
 
@@ -121,12 +121,12 @@ def _place(layers, nodes) -> float:
 
     # Alternate sweeps: down (each node under its prerequisites), up (each node over what needs it), and
     # finish with down sweeps so chains of single prerequisites come out straight.
-    for it in range(10):
+    for _ in range(10):
         for layer in layers[1:]:
             pull(layer, "up")
         for layer in reversed(layers[:-1]):
             pull(layer, "down")
-    for it in range(2):
+    for _ in range(2):
         for layer in layers[1:]:
             pull(layer, "up")
     lo = min(nodes[n].x - nodes[n].width / 2 for layer in layers for n in layer)

@@ -5,7 +5,7 @@ import functools
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 
 class _Quiet(SimpleHTTPRequestHandler):

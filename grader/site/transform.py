@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Callable
+from collections.abc import Callable
 
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})")
 ALERT = re.compile(r"^\s{0,3}>\s*\[!(NOTE|TIP|IMPORTANT|WARNING|CAUTION)\]\s*$", re.I)

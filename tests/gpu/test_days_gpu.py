@@ -1,5 +1,7 @@
-"""GPU tests: every solution is correct, every stub says "not implemented", every known-wrong kernel fails with
-the right message. Timing targets live in scripts/device_run.sh (benchmarks), not here."""
+"""GPU tests: every solution is correct, every stub says "not implemented" (or, where course.yaml plants a bug in
+it, fails with the category it declares), every known-wrong kernel fails with the right message. Timing targets
+live in scripts/device_run.sh (benchmarks), not here. Builds are keyed by the content of their sources, so the
+suite runs in parallel (pytest -n) and a known-wrong copy recompiles only the file its edit changes."""
 import json
 import re
 import shutil
@@ -36,11 +38,20 @@ def test_solution_is_correct_in_every_dtype_and_shape(day, tmp_path):
 
 
 @pytest.mark.parametrize("day", _ready_days())
-def test_stub_reports_not_implemented(day, tmp_path):
+def test_stub_reports_not_implemented_or_its_planted_bug(day, tmp_path):
+    from grader.course import load_course
+
+    planted = {e.name: e.stub.fails_as for e in load_course(ROOT / "course.yaml").day(day).exercises}
     r, data = _check(day, tmp_path=tmp_path)
     assert r.returncode == 1, r.stdout
-    assert "NOT IMPLEMENTED" in r.stdout and "YOUR CODE HERE still at" in r.stdout
-    assert all(ex["status"] == "not_implemented" for ex in data["exercises"])
+    for ex in data["exercises"]:
+        want = planted[ex["exercise"]]
+        if want is None:
+            assert ex["status"] == "not_implemented" and "YOUR CODE HERE still at" in ex["message"], ex["message"]
+        else:  # a "fix the bug" stub: it runs, and fails as declared
+            assert ex["status"] == "fail", ex["message"]
+            cats = {c["category"] for c in ex["cases"]} | {c.get("hint_category") for c in ex["cases"]}
+            assert want in cats, (want, sorted(c for c in cats if c))
 
 
 KNOWN_WRONG = yaml.safe_load((ROOT / "tests" / "known_wrong.yaml").read_text())

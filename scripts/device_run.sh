@@ -2,7 +2,8 @@
 # Everything the GPU must verify, in one call (the device lease is short: batch, never poll).
 #   1. install (carried wheels for what the image lacks, then the project, no downloads)
 #   2. build times: cold, unchanged re-check, after editing only the kernel
-#   3. the GPU test suite (solutions pass, stubs "not implemented", known-wrong kernels fail correctly)
+#   3. the GPU test suite in parallel (solutions pass, stubs "not implemented" or fail as planted, known-wrong
+#      kernels fail correctly), with its wall time
 #   4. `grader check dayNN --solution` for every ready day, with timing: the evidence tables
 #   5. the grader's timer against triton.testing.do_bench
 #   6. the day-09 configuration sweep against cuBLAS (scripts/sgemm_sweep.py)
@@ -28,7 +29,11 @@ SKIP=${SKIP:-}
 skip() { [[ " $SKIP " == *" $1 "* ]]; }
 
 skip build || { echo "== build times"; python3 scripts/build_times.py "$LOG" 2>&1 | tee "$LOG/build_times.txt"; }
-skip pytest || { echo "== GPU tests"; timeout ${PYTEST_S:-480} python3 -m pytest -m gpu -q -p no:cacheprovider ${PYTEST_K:+-k "$PYTEST_K"} tests 2>&1 | tee "$LOG/pytest_gpu.txt" | tail -25; }
+# The GPU suite in parallel: builds are keyed by content, so workers share them (PYTEST_N workers, default 12).
+skip pytest || { echo "== GPU tests"; t0=$(date +%s)
+  timeout ${PYTEST_S:-560} python3 -m pytest -m gpu -q -p no:cacheprovider -n ${PYTEST_N:-12} ${PYTEST_K:+-k "$PYTEST_K"} tests \
+    2>&1 | tee "$LOG/pytest_gpu.txt" | tail -40
+  echo "GPU suite wall time: $(( $(date +%s) - t0 )) s (-n ${PYTEST_N:-12})" | tee -a "$LOG/pytest_gpu.txt"; }
 skip sweep || { echo "== sgemm sweep"; timeout 400 python3 scripts/sgemm_sweep.py ${SWEEP_ARGS:-} 2>&1 | tee "$LOG/sgemm_sweep.txt" | grep -v "^ptxas\|^    "; }
 skip checks && days=""
 for d in $days; do

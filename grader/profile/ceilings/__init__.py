@@ -50,7 +50,7 @@ def _build_ffma(root: Path, cap: tuple[int, int]):
     arch = f"sm_{cap[0]}{cap[1]}"
     try:
         mod, _, _ = build_extension(name=f"grader_ceilings_{arch}", sources=[HERE / "ffma_peak.cu",
-                                    HERE / "bindings.cpp"], include_dirs=[root / "common"],
+                                    HERE / "bindings.cpp"], include_dirs=[],
                                     build_dir=Paths(root).builds() / f"ceilings-{arch}", extra_cuda_cflags=[],
                                     capability=cap, root=root)
     except BuildError as e:

@@ -9,7 +9,7 @@ import triton.testing
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from grader.check.build import build_extension, extension_name  # noqa: E402
+from grader.check.build import build_exercise  # noqa: E402
 from grader.course import load_course  # noqa: E402
 from grader.check.worker import make_timer  # noqa: E402
 
@@ -34,12 +34,8 @@ def main():
         else:
             if day not in mods:
                 ex = course.day(day).exercises[0]
-                d = ROOT / "solutions" / day
-                mods[day] = build_extension(name=extension_name(day, ex.name, "solution"),
-                                            sources=[d / s for s in ex.sources],
-                                            include_dirs=[ROOT / i for i in ex.include_dirs],
-                                            build_dir=ROOT / ".grader" / "build" / f"{day}-{ex.name}-solution",
-                                            extra_cuda_cflags=ex.extra_cuda_cflags, capability=cap, root=ROOT)[0]
+                mods[day] = build_exercise(ex, src_dir=ROOT / "solutions" / day, root=ROOT, day_id=day,
+                                           capability=cap)[0]
             f = mods[day].softmax
             fn = lambda: f(x, out)  # noqa: E731
         ours = timer.time(fn).median_ms

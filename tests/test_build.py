@@ -1,7 +1,13 @@
+import os
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
-from grader.check.build import arch_list, build_lock, extension_name, parse_diagnostics, variant_for_dir
+from grader.check.build import (BuildError, arch_list, build_exercise, build_folder, build_key, build_lock, extension_name,
+                                load_built, map_paths, parse_diagnostics, sync_sources, workspace)
 from grader.check.plan import plan
+from grader.paths import Paths
 
 
 def test_diagnostics_point_into_the_students_file(root):
@@ -14,6 +20,19 @@ def test_diagnostics_point_into_the_students_file(root):
                                    "days/day01/bindings.cpp:10: error: expected ';' before '}' token"]
 
 
+def test_diagnostics_from_the_builds_copy_name_the_students_file(root):
+    # The compiler sees the workspace's copy of the sources; the student must read their own file's name.
+    copy, student = workspace(root, "day01", "softmax") / "src", root / "days" / "day01"
+    log = (f"{copy}/softmax.cu(42): error: identifier \"rowz\" is undefined\n"
+           f"{copy}/helpers.cuh:7:3: error: 'x' was not declared in this scope\n"
+           f"{root}/common/float_convert.cuh(3): warning: a warning in a shared header\n")
+    d = parse_diagnostics(log, root, folders={copy: student})
+    assert [str(x) for x in d] == ["days/day01/softmax.cu:42: error: identifier \"rowz\" is undefined",
+                                   "days/day01/helpers.cuh:7: error: 'x' was not declared in this scope",
+                                   "common/float_convert.cuh:3: warning: a warning in a shared header"]
+    assert str(copy) not in map_paths(log, {copy: student}) and f"{student}/softmax.cu(42)" in map_paths(log, {copy: student})
+
+
 def test_stale_torch_lock_is_recovered(tmp_path):
     (tmp_path / "lock").write_text("")  # what a killed torch build leaves behind
     with build_lock(tmp_path) as recovered:
@@ -22,13 +41,226 @@ def test_stale_torch_lock_is_recovered(tmp_path):
         assert not recovered
 
 
-def test_names_and_variants(root, tmp_path):
+def test_names(root, tmp_path):
     assert arch_list((9, 0)) == "9.0"
-    assert extension_name("day03", "softmax", "dir1a2b") == "day03_softmax_dir1a2b"
-    assert variant_for_dir(root / "days" / "day03", root) == "student"
-    assert variant_for_dir(root / "solutions" / "day03", root) == "solution"
-    other = variant_for_dir(tmp_path, root)
-    assert other.startswith("dir") and other == variant_for_dir(tmp_path, root)
+    # one name for every version of an exercise's code: the build commands define it, and must not change
+    assert extension_name("day03", "softmax") == "day03_softmax"
+    assert extension_name("day11", "matmul-mma") == "day11_matmul_mma"
+    paths = Paths(root)
+    assert paths.variant(root / "days" / "day03") == "student"
+    assert paths.variant(root / "solutions" / "day03") == "solution"
+    other = paths.variant(tmp_path)
+    assert other.startswith("dir") and other == paths.variant(tmp_path)
+
+
+# -- builds keyed by content -----------------------------------------------------------------------------------
+CAP = (9, 0)
+
+
+def _exercise(**kw):
+    return SimpleNamespace(**{"name": "softmax", "build": "torch_extension", "sources": ["softmax.cu", "bindings.cpp"],
+                              "include_dirs": ["common"], "extra_cuda_cflags": [], **kw})
+
+
+def _course(tmp_path) -> Path:
+    """A course root with a shared header and a student's folder day01 (a kernel, bindings, a local header)."""
+    root = tmp_path / "course"
+    (root / "common").mkdir(parents=True)
+    (root / "common" / "float_convert.cuh").write_text("// shared\n")
+    d = root / "days" / "day01"
+    d.mkdir(parents=True)
+    (d / "softmax.cu").write_text('#include "helpers.cuh"\n__global__ void k() {}\n')
+    (d / "bindings.cpp").write_text("#include <torch/extension.h>\n")
+    (d / "helpers.cuh").write_text("// local\n")
+    (d / "notes.txt").write_text("not part of the build\n")
+    return root
+
+
+def test_same_code_in_two_folders_shares_one_build_and_any_edit_makes_another(tmp_path):
+    root, ex = _course(tmp_path), _exercise()
+    a = root / "days" / "day01"
+    b = tmp_path / "elsewhere" / "day01"
+    shutil.copytree(a, b)
+    fa = build_folder(ex, a, root, "day01", CAP)
+    assert fa == build_folder(ex, b, root, "day01", CAP)
+    assert fa.parent == Paths(root).builds() and fa.name.startswith("day01-softmax-")
+    key = build_key(ex, a, root, CAP)
+    (b / "notes.txt").write_text("edited\n")  # not a source, not a header: same build
+    assert build_key(ex, b, root, CAP) == key
+
+    def changed(edit) -> bool:
+        edit()
+        k = build_key(ex, b, root, CAP)
+        shutil.rmtree(b)
+        shutil.copytree(a, b)
+        return k != key
+
+    assert changed(lambda: (b / "softmax.cu").write_text("// an edit\n"))
+    assert changed(lambda: (b / "helpers.cuh").write_text("// an edit\n"))  # a header beside the sources
+    assert changed(lambda: (b / "extra.h").write_text("// a new one\n"))
+    assert build_key(_exercise(extra_cuda_cflags=["-DX=1"]), a, root, CAP) != key
+    assert build_key(ex, a, root, (8, 0)) != key
+    assert build_key(_exercise(name="softmax2"), a, root, CAP) == key  # the key is the code; the folder adds the name
+    (root / "common" / "float_convert.cuh").write_text("// edited\n")  # a shared header: every build that includes it
+    assert build_key(ex, a, root, CAP) != key
+    with pytest.raises(BuildError) as e:
+        build_key(_exercise(sources=["softmax.cu", "missing.cpp"]), a, root, CAP)
+    assert e.value.log == "days/day01/missing.cpp: file not found"
+
+
+def test_sync_writes_only_the_files_whose_bytes_changed(tmp_path):
+    dst = tmp_path / "src"
+    assert sorted(sync_sources({"a.cu": b"A", "b.cpp": b"B", "h.cuh": b"H"}, dst)) == ["a.cu", "b.cpp", "h.cuh"]
+    old = {p.name: p.stat().st_mtime_ns for p in dst.iterdir()}
+    for p in dst.iterdir():  # an old mtime: a rewrite would show
+        os.utime(p, ns=(old[p.name] - 10**9, old[p.name] - 10**9))
+    old = {p.name: p.stat().st_mtime_ns for p in dst.iterdir()}
+    assert sync_sources({"a.cu": b"A2", "b.cpp": b"B"}, dst) == ["a.cu"]
+    assert sorted(p.name for p in dst.iterdir()) == ["a.cu", "b.cpp"]  # a header no longer there is gone
+    assert (dst / "b.cpp").stat().st_mtime_ns == old["b.cpp"] and (dst / "a.cu").stat().st_mtime_ns > old["a.cu"]
+
+
+class FakeTorchBuild:
+    """cpp_extension.load as far as the grader sees it: writes <build_dir>/<name>.so, records each call; the
+    module import is faked too (it would need a real library)."""
+
+    def __init__(self, monkeypatch, fail_with=None):
+        from torch.utils import cpp_extension
+
+        import grader.check.build as build
+
+        self.calls, self.imports, self.fail_with = [], [], fail_with
+        monkeypatch.setattr(cpp_extension, "load", self.load)
+        monkeypatch.setattr(build, "_import_library", lambda name, folder: self.imports.append(folder) or
+                            SimpleNamespace(name=name, folder=folder))
+
+    def load(self, *, name, sources, build_directory, **kw):
+        srcs = {Path(s).name: Path(s).read_bytes() for s in sources}
+        self.calls.append(dict(name=name, sources=sources, build_directory=build_directory, **kw))
+        if self.fail_with:
+            raise self.fail_with
+        (Path(build_directory) / f"{name}.so").write_bytes(repr(sorted(srcs.items())).encode())
+
+
+def test_an_edited_copy_compiles_in_the_workspace_rewriting_only_the_edited_source(tmp_path, monkeypatch):
+    fake = FakeTorchBuild(monkeypatch)
+    root, ex = _course(tmp_path), _exercise()
+    a = root / "days" / "day01"
+    mod, _, recovered = build_exercise(ex, src_dir=a, root=root, day_id="day01", capability=CAP)
+    work = workspace(root, "day01", "softmax")
+    (call,) = fake.calls
+    assert call["name"] == "day01_softmax" and call["build_directory"] == str(work)
+    assert call["sources"] == [str(work / "src" / "softmax.cu"), str(work / "src" / "bindings.cpp")]
+    assert call["extra_include_paths"] == [str(root / "common")] and not recovered
+    assert sorted(p.name for p in (work / "src").iterdir()) == ["bindings.cpp", "helpers.cuh", "softmax.cu"]
+    folder = build_folder(ex, a, root, "day01", CAP)
+    assert mod.folder == folder and (folder / "day01_softmax.so").is_file()
+
+    # the same code elsewhere: the keyed build, no compile
+    b = tmp_path / "copy" / "day01"
+    shutil.copytree(a, b)
+    assert build_exercise(ex, src_dir=b, root=root, day_id="day01", capability=CAP)[0].folder == folder
+    assert len(fake.calls) == 1
+
+    # one edit: compiled in the same workspace, only the edited file rewritten (ninja recompiles only that one)
+    before = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in (work / "src").iterdir()}
+    (b / "softmax.cu").write_text((b / "softmax.cu").read_text() + "// an edit\n")
+    mod_b = build_exercise(ex, src_dir=b, root=root, day_id="day01", capability=CAP)[0]
+    assert len(fake.calls) == 2 and fake.calls[1]["sources"] == call["sources"]  # same commands for ninja
+    after = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in (work / "src").iterdir()}
+    assert after["bindings.cpp"] == before["bindings.cpp"] and after["helpers.cuh"] == before["helpers.cuh"]
+    assert after["softmax.cu"][1] == (b / "softmax.cu").read_bytes()
+    assert mod_b.folder == build_folder(ex, b, root, "day01", CAP) != folder
+    assert b"an edit" in (mod_b.folder / "day01_softmax.so").read_bytes()  # each key keeps its own module
+    assert b"an edit" not in (folder / "day01_softmax.so").read_bytes()
+
+    # back to the first version: a hit, no compile
+    assert build_exercise(ex, src_dir=a, root=root, day_id="day01", capability=CAP)[0].folder == folder
+    assert len(fake.calls) == 2
+
+
+def test_a_stale_torch_lock_in_the_workspace_is_recovered_by_the_next_build(tmp_path, monkeypatch):
+    FakeTorchBuild(monkeypatch)
+    root, ex = _course(tmp_path), _exercise()
+    work = workspace(root, "day01", "softmax")
+    work.mkdir(parents=True)
+    (work / "lock").write_text("")  # a killed build's
+    _, _, recovered = build_exercise(ex, src_dir=root / "days" / "day01", root=root, day_id="day01", capability=CAP)
+    assert recovered and not (work / "lock").exists()
+
+
+def test_load_built_imports_the_keyed_build_without_ninja(tmp_path, monkeypatch):
+    fake = FakeTorchBuild(monkeypatch)
+    root, ex = _course(tmp_path), _exercise()
+    a = root / "days" / "day01"
+    build_exercise(ex, src_dir=a, root=root, day_id="day01", capability=CAP)
+    fake.calls.clear()
+    mod = load_built(ex, src_dir=a, root=root, day_id="day01", capability=CAP)
+    assert mod.folder == build_folder(ex, a, root, "day01", CAP) and fake.calls == []
+    (a / "softmax.cu").write_text("// not built yet\n")
+    with pytest.raises(FileNotFoundError, match="build it first"):
+        load_built(ex, src_dir=a, root=root, day_id="day01", capability=CAP)
+    assert fake.calls == []
+
+
+def test_a_failed_build_names_the_students_file_and_publishes_nothing(tmp_path, monkeypatch):
+    root, ex = _course(tmp_path), _exercise()
+    src = workspace(root, "day01", "softmax") / "src"
+    FakeTorchBuild(monkeypatch, fail_with=RuntimeError(
+        f"Error building extension 'day01_softmax': [1/3] nvcc ... -c {src}/softmax.cu -o softmax.cuda.o\n"
+        f"FAILED: softmax.cuda.o\n{src}/softmax.cu(2): error: expected a \";\"\n"))
+    a = root / "days" / "day01"
+    with pytest.raises(BuildError) as e:
+        build_exercise(ex, src_dir=a, root=root, day_id="day01", capability=CAP)
+    assert [str(d) for d in e.value.diagnostics] == ['days/day01/softmax.cu:2: error: expected a ";"']
+    assert str(src) not in e.value.log and f"{a}/softmax.cu(2)" in e.value.log
+    assert not build_folder(ex, a, root, "day01", CAP).exists()
+
+
+def test_compiler_output_that_is_not_utf8_is_still_a_readable_build_error(tmp_path, monkeypatch):
+    root, ex = _course(tmp_path), _exercise()
+    src = workspace(root, "day01", "softmax") / "src"
+    out = f"{src}/softmax.cu(2): error: bad character \"".encode() + b"\xe9\"\n"
+    # what torch raises when it decodes that output as UTF-8
+    FakeTorchBuild(monkeypatch, fail_with=UnicodeDecodeError("utf-8", out, len(out) - 3, len(out) - 2, "invalid"))
+    with pytest.raises(BuildError) as e:
+        build_exercise(ex, src_dir=root / "days" / "day01", root=root, day_id="day01", capability=CAP)
+    (d,) = e.value.diagnostics
+    assert (d.file, d.line) == ("days/day01/softmax.cu", 2) and "\ufffd" in d.message
+
+
+def _have_host_compiler() -> bool:
+    return shutil.which("ninja") is not None and (shutil.which("c++") or shutil.which("g++")) is not None
+
+
+@pytest.mark.skipif(not _have_host_compiler(), reason="needs ninja and a C++ compiler")
+def test_real_build_of_an_edited_copy_recompiles_only_the_edited_file(tmp_path):
+    """cpp_extension.load for real (C++ only: no GPU or CUDA torch needed): an edit to one source recompiles that
+    source's object alone, and each version's module is its own, even in one process."""
+    root = tmp_path / "course"
+    (root / "common").mkdir(parents=True)
+    (root / "common" / "twice.h").write_text("inline int twice(int x) { return 2 * x; }\n")
+    a = root / "days" / "day01"
+    a.mkdir(parents=True)
+    (a / "op.cpp").write_text('#include "twice.h"\nint op(int x) { return twice(x) + 1; }\n')
+    # pybind11 alone keeps this test quick; the exercises' bindings include torch/extension.h
+    (a / "bindings.cpp").write_text("#include <pybind11/pybind11.h>\nint op(int);\n"
+                                    "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(\"op\", &op); }\n")
+    ex = _exercise(name="twice", sources=["op.cpp", "bindings.cpp"])
+    mod, _, _ = build_exercise(ex, src_dir=a, root=root, day_id="day01", capability=CAP)
+    assert mod.op(5) == 11
+    work = workspace(root, "day01", "twice")
+    objects = {p.name: p.stat().st_mtime_ns for p in work.glob("*.o")}
+    assert sorted(objects) == ["bindings.o", "op.o"]
+
+    b = tmp_path / "copy" / "day01"
+    shutil.copytree(a, b)
+    (b / "op.cpp").write_text((b / "op.cpp").read_text().replace("+ 1", "+ 100"))
+    mod_b, _, _ = build_exercise(ex, src_dir=b, root=root, day_id="day01", capability=CAP)
+    assert mod_b.op(5) == 110 and mod.op(5) == 11
+    now = {p.name: p.stat().st_mtime_ns for p in work.glob("*.o")}
+    assert now["bindings.o"] == objects["bindings.o"] and now["op.o"] > objects["op.o"]
+    assert load_built(ex, src_dir=a, root=root, day_id="day01", capability=CAP).op(5) == 11
 
 
 def test_plan_orders_cases_and_seeds_them_independently(course):

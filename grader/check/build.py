@@ -1,5 +1,17 @@
-"""Building an exercise as a torch extension (ninja, one build folder per day and variant), and making build
-errors readable: file:line in the student's own file, the compiler's noise dropped."""
+"""Building an exercise as a torch extension, and making build errors readable: file:line in the student's own
+file, the compiler's noise dropped.
+
+A build is keyed by what goes into it, not by the folder that holds the sources: the content key (the sources, the
+headers beside them and in the include folders, the flags, the GPU and torch) names a folder under
+`.grader/build/` that keeps the built module. The same code in any folder is built once; a hit imports the module
+with no ninja run at all.
+
+A miss compiles in one workspace per exercise (`<day>-<exercise>-work`, one build at a time, under an flock): the
+sources are copied into its `src/`, rewriting only the files whose bytes changed, and torch's ninja build runs
+there. Its commands name the workspace's fixed paths and a fixed module name, so they never change between
+versions of the code, and ninja recompiles only the files that changed since the workspace's previous build (a
+kernel edit does not recompile the bindings, which include all of torch). The module is then copied into its
+keyed folder, and imported from there."""
 from __future__ import annotations
 
 import fcntl
@@ -7,6 +19,7 @@ import hashlib
 import importlib.util
 import os
 import re
+import shutil
 import sys
 import time
 import traceback
@@ -14,10 +27,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.paths import Paths, relative_path
+
 # PyTorch compiles with these; kernels must build the same way everywhere (the compile-only check too).
 TORCH_CUDA_DEFINES = ["-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
                       "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__"]
 BASE_CUDA_FLAGS = ["-O3", "-std=c++17", "-lineinfo"]
+CXX_FLAGS = ["-O3"]
+# Headers beside the sources are copied with them (and key the build): `#include "helpers.cuh"` must find them.
+HEADER_SUFFIXES = (".h", ".cuh", ".hpp")
+LIB_SUFFIX = ".so"
+USED_MARKER = ".grader-used"  # touched on every use of a keyed build (its mtime: when it was last used)
 
 # nvcc: "/abs/file.cu(42): error: ..."; gcc/clang: "/abs/file.cpp:42:7: error: ..."
 _NVCC_DIAG = re.compile(r"^(?P<file>[^\s(][^(]*)\((?P<line>\d+)\): (?P<kind>error|warning)[^:]*: (?P<msg>.*)$")
@@ -36,15 +56,42 @@ class Diagnostic:
         return f"{self.file}:{self.line}: {self.kind}: {self.message}"
 
 
-def parse_diagnostics(log: str, root: Path) -> list[Diagnostic]:
-    """Compiler diagnostics from a build log, paths made relative to the course root, duplicates dropped."""
+def _folder_pairs(folders: dict[Path, Path] | None) -> list[tuple[str, str]]:
+    """(prefix as the compiler may print it, folder it stands for): absolute and symlink-free spellings."""
+    pairs = []
+    for built, real in (folders or {}).items():
+        for spelling in {os.path.abspath(built), os.path.realpath(built)}:
+            pairs.append((spelling.rstrip(os.sep) + os.sep, str(real).rstrip(os.sep) + os.sep))
+    return sorted(pairs, key=lambda p: -len(p[0]))
+
+
+def map_paths(text: str, folders: dict[Path, Path] | None) -> str:
+    """text with every path inside a folder we compiled from (a workspace's src/) naming the folder it was
+    copied from (the student's) instead."""
+    for built, real in _folder_pairs(folders):
+        text = text.replace(built, real)
+    return text
+
+
+def parse_diagnostics(log: str, root: Path, folders: dict[Path, Path] | None = None) -> list[Diagnostic]:
+    """Compiler diagnostics from a build log, paths made relative to the course root, duplicates dropped.
+
+    folders maps a folder the compiler saw (the build's copy of the sources) to the one the sources came from, so
+    that a diagnostic names the student's own file."""
+    pairs = _folder_pairs(folders)
     seen, out = set(), []
     for raw in log.splitlines():
         line = raw.strip()
         m = _NVCC_DIAG.match(line) or _GCC_DIAG.match(line)
         if not m:
             continue
-        d = Diagnostic(relative_path(Path(m["file"]), root), int(m["line"]), "error" if "error" in m["kind"] else "warning", m["msg"].strip())
+        file = m["file"]
+        for built, real in pairs:
+            if file.startswith(built):
+                file = real + file[len(built):]
+                break
+        d = Diagnostic(relative_path(Path(file), root), int(m["line"]), "error" if "error" in m["kind"] else "warning",
+                       m["msg"].strip())
         if d not in seen:
             seen.add(d)
             out.append(d)
@@ -56,17 +103,10 @@ def arch_list(capability: tuple[int, int]) -> str:
     return f"{capability[0]}.{capability[1]}"
 
 
-def extension_name(day: str, exercise: str, variant: str) -> str:
-    return re.sub(r"\W", "_", f"{day}_{exercise}_{variant}")
-
-
-def variant_for_dir(src_dir: Path, root: Path) -> str:
-    """student / solution for the course's own folders, else a short hash of the folder (--dir)."""
-    src_dir = src_dir.resolve()
-    for name, base in (("student", root / "days"), ("solution", root / "solutions")):
-        if src_dir.parent == base.resolve():
-            return name
-    return "dir" + hashlib.sha1(str(src_dir).encode()).hexdigest()[:10]
+def extension_name(day: str, exercise: str) -> str:
+    """The module name of an exercise's extension: the same for every version of its code, so that the build
+    commands (which define TORCH_EXTENSION_NAME) do not change when the code does."""
+    return re.sub(r"\W", "_", f"{day}_{exercise}")
 
 
 @contextmanager
@@ -96,24 +136,233 @@ class BuildError(Exception):
         self.log, self.diagnostics = log, diagnostics
 
 
-def build_extension(*, name: str, sources: list[Path], include_dirs: list[Path], build_dir: Path,
-                    extra_cuda_cflags: list[str], capability: tuple[int, int], root: Path):
-    """Build (or reuse) and import the extension; returns (module, seconds, recovered_lock)."""
+def _error_log(e: BaseException) -> str:
+    """What a failed cpp_extension.load said. torch decodes the compiler's output as strict UTF-8, so a source
+    with another encoding fails in that decode: the bytes are in the error, decoded here with replacement."""
+    if isinstance(e, UnicodeDecodeError) and isinstance(e.object, (bytes, bytearray)):
+        return "Error building extension:\n" + bytes(e.object).decode("utf-8", errors="replace")
+    return str(e)
+
+
+def _load(*, name: str, sources: list[Path], include_dirs: list[Path], build_dir: Path,
+          extra_cuda_cflags: list[str], capability: tuple[int, int], root: Path,
+          folders: dict[Path, Path] | None = None):
+    """cpp_extension.load, its failures as BuildError (paths mapped back through folders). The caller holds
+    build_lock(build_dir)."""
     from torch.utils import cpp_extension
 
     os.environ["TORCH_CUDA_ARCH_LIST"] = arch_list(capability)
     os.environ.setdefault("MAX_JOBS", str(os.cpu_count() or 4))
+    # torch renames a module it already built in this process from other sources (name_v1, ...), which changes
+    # every command and the library's name: a fresh build of the same name each time.
+    versions = getattr(getattr(cpp_extension, "JIT_EXTENSION_VERSIONER", None), "entries", None)
+    if isinstance(versions, dict):
+        versions.pop(name, None)
+    try:
+        return cpp_extension.load(
+            name=name, sources=[str(s) for s in sources], build_directory=str(build_dir),
+            extra_include_paths=[str(p) for p in include_dirs],
+            extra_cflags=list(CXX_FLAGS), extra_cuda_cflags=BASE_CUDA_FLAGS + list(extra_cuda_cflags), verbose=False)
+    except (RuntimeError, OSError, ImportError, UnicodeDecodeError) as e:
+        log = map_paths(_error_log(e), folders)
+        raise BuildError(log, parse_diagnostics(log, root)) from None
+
+
+def build_extension(*, name: str, sources: list[Path], include_dirs: list[Path], build_dir: Path,
+                    extra_cuda_cflags: list[str], capability: tuple[int, int], root: Path):
+    """Build (or reuse) and import an extension in a folder of the caller's choosing (not keyed by content: the
+    ceilings' benchmark, the sweeps); returns (module, seconds, recovered_lock)."""
     t0 = time.perf_counter()
     with build_lock(build_dir) as recovered:
-        try:
-            module = cpp_extension.load(
-                name=name, sources=[str(s) for s in sources], build_directory=str(build_dir),
-                extra_include_paths=[str(p) for p in include_dirs],
-                extra_cflags=["-O3"], extra_cuda_cflags=BASE_CUDA_FLAGS + list(extra_cuda_cflags), verbose=False)
-        except (RuntimeError, OSError, ImportError) as e:
-            log = str(e)
-            raise BuildError(log, parse_diagnostics(log, root)) from None
+        module = _load(name=name, sources=sources, include_dirs=include_dirs, build_dir=build_dir,
+                       extra_cuda_cflags=extra_cuda_cflags, capability=capability, root=root)
     return module, time.perf_counter() - t0, recovered
+
+
+# -- exercises: builds keyed by content ----------------------------------------------------------------------------
+def _local_headers(src_dir: Path) -> list[str]:
+    try:
+        return sorted(p.name for p in src_dir.iterdir() if p.suffix in HEADER_SUFFIXES and p.is_file())
+    except FileNotFoundError:
+        return []
+
+
+def _read_files(ex, src_dir: Path, root: Path) -> dict[str, bytes]:
+    """name -> bytes of what a build compiles from src_dir: the sources (in their order), then the headers beside
+    them. Read once: the key and the copy that is compiled come from the same bytes."""
+    files = {}
+    for name in [*ex.sources, *_local_headers(src_dir)]:
+        if name in files:
+            continue
+        try:
+            files[name] = (src_dir / name).read_bytes()
+        except FileNotFoundError:
+            if name in ex.sources:
+                rel = relative_path(src_dir / name, root)
+                raise BuildError(f"{rel}: file not found", [Diagnostic(rel, 1, "error", "file not found")]) from None
+    return files
+
+
+def _key(ex, files: dict[str, bytes], root: Path, capability: tuple[int, int]) -> str:
+    import torch
+
+    h = hashlib.sha256()
+
+    def add(*parts):
+        for part in parts:
+            data = part if isinstance(part, bytes) else str(part).encode()
+            h.update(len(data).to_bytes(8, "little"))
+            h.update(data)
+
+    add("sources", len(files))
+    for name, data in files.items():
+        add(name, data)
+    # The shared headers (common/) are in every build's includes: an edit to one must not reuse an old module.
+    for inc in ex.include_dirs:
+        add("include", inc)
+        base = root / inc
+        headers = sorted(p for p in base.rglob("*") if p.suffix in HEADER_SUFFIXES and p.is_file()) \
+            if base.is_dir() else []
+        for p in headers:
+            add(p.relative_to(base).as_posix(), p.read_bytes())
+    add("flags", *ex.extra_cuda_cflags, "base", *BASE_CUDA_FLAGS, "cxx", *CXX_FLAGS)
+    add("capability", *capability, "torch", torch.__version__, torch.version.cuda)
+    return h.hexdigest()
+
+
+def build_key(ex, src_dir: Path, root: Path, capability: tuple[int, int]) -> str:
+    """sha256 of everything that goes into the exercise's build from src_dir."""
+    return _key(ex, _read_files(ex, Path(src_dir), Path(root)), Path(root), capability)
+
+
+def _keyed_folder(root: Path, day_id: str, ex_name: str, key: str) -> Path:
+    return Paths(root).builds() / f"{day_id}-{ex_name}-{key[:16]}"
+
+
+def build_folder(ex, src_dir: Path, root: Path, day_id: str, capability: tuple[int, int]) -> Path:
+    """The folder that keeps the module built from src_dir's code (`<day>-<exercise>-<key>`): the same for the
+    same code in any folder."""
+    return _keyed_folder(Path(root), day_id, ex.name, build_key(ex, src_dir, root, capability))
+
+
+def workspace(root: Path, day_id: str, ex_name: str) -> Path:
+    """The folder where every version of one exercise is compiled, one build at a time (ninja's state lives
+    there); the sources it compiled are in its src/."""
+    return Paths(root).builds() / f"{day_id}-{ex_name}-work"
+
+
+def sync_sources(files: dict[str, bytes], dst: Path) -> list[str]:
+    """Make dst hold exactly `files`, writing only those whose bytes differ (a file left alone keeps its mtime,
+    so ninja does not recompile what it feeds); files no longer there are removed. Returns the names written."""
+    dst.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, data in files.items():
+        target = dst / name
+        try:
+            if target.read_bytes() == data:
+                continue
+        except OSError:
+            pass
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
+        written.append(name)
+    for p in sorted(dst.rglob("*"), reverse=True):
+        rel = p.relative_to(dst).as_posix()
+        if p.is_file() and rel not in files:
+            p.unlink()
+        elif p.is_dir() and not any(p.iterdir()):
+            p.rmdir()
+    return written
+
+
+def _publish(built: Path, dst: Path) -> None:
+    """Copy a built module into its keyed folder, atomically: a module that is there is whole."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+    shutil.copy2(built, tmp)
+    os.replace(tmp, dst)
+
+
+def _mark_used(folder: Path) -> None:
+    try:
+        (folder / USED_MARKER).touch()
+    except OSError:
+        pass
+
+
+def _import_library(name: str, folder: Path):
+    """Import a keyed build's module from its file, without cpp_extension.load (which would run ninja).
+
+    The import name is qualified by the folder (`<folder>.<name>`; the init function is still found by the last
+    part): pybind11 keeps one module per import name in a process, so every build of one exercise imported under
+    the bare name would be the first one imported."""
+    import torch  # noqa: F401 -- the module links against torch's libraries, which importing torch loads
+
+    path = folder / f"{name}{LIB_SUFFIX}"
+    qualifier = re.sub(r"\W", "_", folder.name)
+    spec = importlib.util.spec_from_file_location(f"{qualifier}.{name}", path)
+    if spec is None or not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: this code has not been built (run `grader check` first)")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def build_exercise(ex, *, src_dir: Path, root: Path, day_id: str, capability: tuple[int, int]):
+    """The exercise's op module, built the way course.yaml says (`build:`); returns (module, seconds, recovered).
+    torch_extension: the sources compiled with ninja (reused when the same code was built before, in any
+    folder); python: the first source imported as a module."""
+    src_dir, root = Path(src_dir), Path(root)
+    name = extension_name(day_id, ex.name)
+    if ex.build == "python":
+        module, secs = load_python_module(name=name, path=src_dir / ex.sources[0], root=root)
+        return module, secs, False
+    t0 = time.perf_counter()
+    files = _read_files(ex, src_dir, root)
+    folder = _keyed_folder(root, day_id, ex.name, _key(ex, files, root, capability))
+    lib = folder / f"{name}{LIB_SUFFIX}"
+    recovered = False
+    if not lib.is_file():
+        work = workspace(root, day_id, ex.name)
+        with build_lock(work) as recovered:
+            if not lib.is_file():  # not built by another process while we waited
+                src = work / "src"
+                sync_sources(files, src)
+                _load(name=name, sources=[src / s for s in ex.sources],
+                      include_dirs=[root / i for i in ex.include_dirs], build_dir=work,
+                      extra_cuda_cflags=ex.extra_cuda_cflags, capability=capability, root=root,
+                      folders={src: src_dir})
+                _publish(work / f"{name}{LIB_SUFFIX}", lib)
+    _mark_used(folder)
+    try:
+        module = _import_library(name, folder)
+    except ImportError as e:  # e.g. an undefined symbol: a function declared and never defined
+        raise BuildError(str(e), []) from None
+    return module, time.perf_counter() - t0, recovered
+
+
+def load_built(ex, *, src_dir: Path, root: Path, day_id: str, capability: tuple[int, int] | None = None):
+    """The module build_exercise built from src_dir's code, imported without running ninja (`grader profile` runs
+    this under Nsight Compute, which instruments every process started). capability: the GPU's, asked of torch
+    when not given. A Python exercise is simply imported again (its JIT compiles when first called).
+    FileNotFoundError when that code has not been built."""
+    src_dir, root = Path(src_dir), Path(root)
+    name = extension_name(day_id, ex.name)
+    if ex.build == "python":
+        return load_python_module(name=name, path=src_dir / ex.sources[0], root=root)[0]
+    if capability is None:
+        import torch
+
+        capability = tuple(torch.cuda.get_device_capability(0))
+    folder = build_folder(ex, src_dir, root, day_id, capability)
+    lib = folder / f"{name}{LIB_SUFFIX}"
+    if not lib.is_file():
+        raise FileNotFoundError(f"no build of {relative_path(src_dir, root)}'s {day_id}.{ex.name} as it is now "
+                                f"({relative_path(lib, root)} is missing): build it first (grader check)")
+    _mark_used(folder)
+    return _import_library(name, folder)
 
 
 class MissingPackage(Exception):
@@ -139,7 +388,7 @@ def load_python_module(*, name: str, path: Path, root: Path):
         if top and importlib.util.find_spec(top) is None and not (path.parent / f"{top}.py").exists():
             raise MissingPackage(top) from None
         raise BuildError(traceback.format_exc(), _python_diagnostics(e, path, root)) from None
-    except (Exception, SystemExit) as e:  # SyntaxError, NameError, sys.exit() at import: the file does not load
+    except (Exception, SystemExit) as e:  # noqa: BLE001 -- SyntaxError, NameError, sys.exit() at import: the file does not load
         sys.modules.pop(name, None)
         raise BuildError(traceback.format_exc(), _python_diagnostics(e, path, root)) from None
     return module, time.perf_counter() - t0
@@ -153,29 +402,3 @@ def _python_diagnostics(e: BaseException, path: Path, root: Path) -> list[Diagno
     frames = [f for f in traceback.extract_tb(e.__traceback__) if Path(f.filename).resolve() == path.resolve()]
     line = frames[-1].lineno if frames else 1
     return [Diagnostic(rel, line or 1, "error", f"{type(e).__name__}: {e}")]
-
-
-def relative_path(path: Path, root: Path) -> str:
-    """path relative to the course root where it is inside it (for messages), else as given."""
-    try:
-        return str(path.resolve().relative_to(root.resolve()))
-    except ValueError:
-        return str(path)
-
-
-def build_dir(root: Path, day_id: str, ex_name: str, variant: str) -> Path:
-    """The folder an exercise's extension is built in (`grader profile` loads the module from there)."""
-    return root / ".grader" / "build" / f"{day_id}-{ex_name}-{variant}"
-
-
-def build_exercise(ex, *, src_dir: Path, root: Path, day_id: str, variant: str, capability: tuple[int, int]):
-    """The exercise's op module, built the way course.yaml says (`build:`); returns (module, seconds, recovered).
-    torch_extension: the sources compiled with ninja; python: the first source imported as a module."""
-    name = extension_name(day_id, ex.name, variant)
-    if ex.build == "python":
-        module, secs = load_python_module(name=name, path=src_dir / ex.sources[0], root=root)
-        return module, secs, False
-    return build_extension(name=name, sources=[src_dir / s for s in ex.sources],
-                           include_dirs=[root / i for i in ex.include_dirs],
-                           build_dir=build_dir(root, day_id, ex.name, variant),
-                           extra_cuda_cflags=ex.extra_cuda_cflags, capability=capability, root=root)

@@ -11,7 +11,8 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from grader.check.build import BASE_CUDA_FLAGS, TORCH_CUDA_DEFINES, parse_diagnostics, relative_path
+from grader.check.build import BASE_CUDA_FLAGS, TORCH_CUDA_DEFINES, parse_diagnostics
+from grader.paths import relative_path
 
 ARCHS = ("80", "90")
 _ENTRY = re.compile(r"Compiling entry function '(?P<fn>[^']+)' for 'sm_(?P<arch>\w+)'")

@@ -83,9 +83,10 @@ def test_stale_build_lock_is_recovered(tmp_path):
     shutil.copytree(ROOT / "solutions" / "day01", src)
     r, _ = _check("day01", "--dir", str(src), tmp_path=tmp_path)
     assert r.returncode == 0
-    from grader.check.build import variant_for_dir
+    from grader.check.build import workspace
 
-    build = ROOT / ".grader" / "build" / f"day01-softmax-{variant_for_dir(src, ROOT)}"
-    (build / "lock").write_text("")  # as left by a build that was killed
+    (workspace(ROOT, "day01", "softmax") / "lock").write_text("")  # as left by a build that was killed
+    with open(src / "softmax.cu", "a") as f:  # new content: a build, not a cache hit, so the lock is met
+        f.write("\n// a comment that changes the build key\n")
     r, _ = _check("day01", "--dir", str(src), tmp_path=tmp_path)
     assert r.returncode == 0 and "recovered a stale build lock" in r.stdout

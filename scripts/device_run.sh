@@ -10,7 +10,8 @@
 #   7. `grader profile` (Nsight Compute + roofline) on the solutions of PROFILE_DAYS; PNGs and reports to $OUT
 #   8. compute-sanitizer memcheck over the correctness cases of SANITIZE_DAYS, every dtype (default: none)
 # Knobs for a partial run: DAYS="day06 day09" (default: every ready day), SKIP="build pytest checks timer sweep
-# profile", PYTEST_K (a pytest -k expression), SWEEP_ARGS (for sgemm_sweep.py), PROFILE_DAYS, SANITIZE_DAYS.
+# profile", PYTEST_K (a pytest -k expression), PYTEST_N, SWEEP_ARGS (for sgemm_sweep.py), PROFILE_DAYS,
+# SANITIZE_DAYS, DEADLINE_S (start no new `grader check` after this many seconds).
 # Full logs go to $OUT/logs.tar.gz, results to $OUT/results.json; a short table is printed last.
 set -uo pipefail
 OUT=${OUT:-$(mktemp -d)}
@@ -37,6 +38,8 @@ skip pytest || { echo "== GPU tests"; t0=$(date +%s)
 skip sweep || { echo "== sgemm sweep"; timeout 400 python3 scripts/sgemm_sweep.py ${SWEEP_ARGS:-} 2>&1 | tee "$LOG/sgemm_sweep.txt" | grep -v "^ptxas\|^    "; }
 skip checks && days=""
 for d in $days; do
+  # DEADLINE_S: start no new check after this many seconds of the script (a device call is limited to 10 min)
+  if [ -n "${DEADLINE_S:-}" ] && [ "$SECONDS" -ge "$DEADLINE_S" ]; then echo "== $d: skipped (DEADLINE_S)"; continue; fi
   echo "== $d"; python3 -m grader check "$d" --solution --seed 1 --json "$LOG/$d.json" >"$LOG/$d.txt" 2>&1
   echo "exit $?" >>"$LOG/$d.txt"; tail -4 "$LOG/$d.txt"
 done

@@ -2,7 +2,7 @@
 events (JSON lines on a dedicated pipe, so a kernel's printf cannot corrupt them); if a kernel crashes the CUDA
 context or hangs, only this process dies and the runner starts another for the remaining cases.
 
-    python -m grader.check.worker JOB.json [--start N] [--had-failure] [--fd FD]
+    python -m grader.check.worker JOB.json [--start N] [--had-failure] [--only N] [--fd FD]
 
 Exit codes: 0 done, 3 the CUDA context was lost (the runner restarts from the next case), 2 environment error.
 """
@@ -217,7 +217,7 @@ def make_timer(torch, timing):
 
 
 # -- the run --------------------------------------------------------------------------------------------------
-def run(job: Job, emit: Emitter, *, start: int = 0, had_failure: bool = False) -> int:
+def run(job: Job, emit: Emitter, *, start: int = 0, had_failure: bool = False, only: int | None = None) -> int:
     root, ex, paths = Path(job.root), job.exercise, Paths(Path(job.root))
     sys.path.insert(0, str(root))
     try:
@@ -289,7 +289,7 @@ def run(job: Job, emit: Emitter, *, start: int = 0, had_failure: bool = False) -
     dev = Device(torch, job.device)
     timer = copies = None
     for c in job.cases:
-        if c.index < start:
+        if c.index < start or (only is not None and c.index != only):
             continue
         if c.kind == "benchmark" and failed:
             break
@@ -328,11 +328,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("job", help="the job's JSON file (written by the runner)")
     p.add_argument("--start", type=int, default=0, help="the first case to run (after a crash)")
     p.add_argument("--had-failure", action="store_true", help="an earlier case failed: time nothing")
+    p.add_argument("--only", type=int, help="run this case alone (e.g. again, under compute-sanitizer)")
     p.add_argument("--fd", type=int, help="write events to this file descriptor (default: stdout)")
     a = p.parse_args(argv)
     emit = Emitter(a.fd)
     try:
-        return run(Job.read(Path(a.job)), emit, start=a.start, had_failure=a.had_failure)
+        return run(Job.read(Path(a.job)), emit, start=a.start, had_failure=a.had_failure, only=a.only)
     except Exception as e:
         emit("internal_error", message=f"{type(e).__name__}: {e}", detail=traceback.format_exc()[-4000:])
         return 2

@@ -162,6 +162,8 @@ class Exercise(Strict):
         "allowed", description="required: two calls on one input must give the same bits, else the case fails")
     checks: list[str] = Field([], description="extra checks by name, e.g. opcheck, torch_compile (grader.protocol "
                                               "or the task's CHECKS)")
+    allow: list[str] = Field([], description="GPU work the op may launch besides kernels compiled from its sources: "
+                                             "memset, memcpy, or part of a kernel's name")
     probes: list[str] = []
     probe_shapes: list[Case] = []
     variants: list[dict[str, Param]] = Field(

@@ -59,9 +59,10 @@ class CaseData:
     inputs: dict
     outputs: dict
     reference: dict = field(default_factory=dict)
+    shape: tuple = ()
 
     def with_outputs(self, outputs: dict) -> CaseData:
-        return CaseData(self.dtype, self.params, self.inputs, outputs, self.reference)
+        return CaseData(self.dtype, self.params, self.inputs, outputs, self.reference, self.shape)
 
 
 @dataclass
@@ -248,17 +249,30 @@ class Task:
                 raise CourseConfigError(f"the task has no probe {probe!r} (it has: {', '.join(self.probes) or '-'})")
             inputs = {k: place(torch, v, offset) for k, v in self.probes[probe](inputs, gen).items()}
         outputs = {k: place(torch, v, offset) for k, v in self.module.make_outputs(inputs, **params).items()}
-        case = CaseData(dtype, dict(params), inputs, outputs)
+        case = CaseData(dtype, dict(params), inputs, outputs, shape=tuple(shape))
         if reference:
-            refs = self.module.reference(**inputs, **params)
-            if not isinstance(refs, dict):
-                refs = tuple(refs) if isinstance(refs, (tuple, list)) else (refs,)
-                if len(refs) != len(outputs):
-                    raise CourseConfigError(f"{self.module.__name__}.reference returned {len(refs)} tensor(s) for "
-                                            f"{len(outputs)} output(s) ({', '.join(outputs)})")
-                refs = dict(zip(outputs, refs))
-            case.reference = refs
+            case.reference = self.reference(case)
         return case
+
+    def reference(self, case: CaseData) -> dict:
+        """The fp64 reference of the case's current inputs, by output name."""
+        refs = self.module.reference(**case.inputs, **case.params)
+        if isinstance(refs, dict):
+            return refs
+        refs = tuple(refs) if isinstance(refs, (tuple, list)) else (refs,)
+        if len(refs) != len(case.outputs):
+            raise CourseConfigError(f"{self.module.__name__}.reference returned {len(refs)} tensor(s) for "
+                                    f"{len(case.outputs)} output(s) ({', '.join(case.outputs)})")
+        return dict(zip(case.outputs, refs))
+
+    def refill(self, torch, case: CaseData, generator) -> None:
+        """New random values in the case's input tensors, in place (same addresses): a timed call never sees an
+        input it has seen before, so a result cached from an earlier call cannot be replayed."""
+        device = next(iter(case.inputs.values())).device
+        fresh = self.module.make_inputs(case.shape, getattr(torch, TORCH_DTYPES[case.dtype]), generator, device,
+                                        **case.params)
+        for k, v in fresh.items():
+            case.inputs[k].copy_(v)
 
     # -- named-argument calls of the data hooks -------------------------------------------------------------
     def kwargs(self, case: CaseData, outputs: dict | None = None) -> dict:

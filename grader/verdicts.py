@@ -37,6 +37,11 @@ class Category:
     TORCH_COMPILE = "torch_compile"  # the op under torch.compile(fullgraph=True)
     SANITIZER = "sanitizer"  # compute-sanitizer found an error
     CHECK_FAILED = "check_failed"  # any other extra check of a task
+    # integrity: what an honest op cannot do (grader/check/attribution.py, the timing checks in the worker)
+    FOREIGN_KERNEL = "foreign_kernel"  # GPU work not compiled from the student's sources (the library, say)
+    SIDE_STREAM = "side_stream"  # work on a stream other than the caller's current one
+    STALE_OUTPUT = "stale_output"  # a timed call's output is wrong: a cached or replayed result
+    IMPOSSIBLE_TIMING = "impossible_timing"  # faster than the memory or the arithmetic units allow
     # the exercise as a whole
     BUILD_ERROR = "build_error"
     SLOW = "slow"  # correct, below the threshold
@@ -45,7 +50,8 @@ class Category:
     NOT_RUN = "not_run"  # a hang or repeated crashes stopped the run
 
     ALL = (PASS, NOT_IMPLEMENTED, UNWRITTEN, NONFINITE, MISMATCH, INPUT_MODIFIED, NONDETERMINISTIC, CRASH, TIMEOUT,
-           ERROR, OPCHECK, TORCH_COMPILE, SANITIZER, CHECK_FAILED, BUILD_ERROR, SLOW, SKIPPED, NOT_RUN)
+           ERROR, OPCHECK, TORCH_COMPILE, SANITIZER, CHECK_FAILED, FOREIGN_KERNEL, SIDE_STREAM, STALE_OUTPUT,
+           IMPOSSIBLE_TIMING, BUILD_ERROR, SLOW, SKIPPED, NOT_RUN)
     # Not failures of their own: a case that did not run because of another.
     NOT_COUNTED = (SKIPPED, NOT_RUN)
     HINTABLE: tuple[str, ...] = ()  # every failure a student can act on (set below)

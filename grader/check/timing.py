@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from collections.abc import Callable, Sequence
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # several times any current L2 (H100 50 MB, H200 60 MB)
@@ -23,6 +23,7 @@ class Stats:
     min_ms: float
     reps: int
     stable: bool  # False when the budget ended before the median settled
+    host_ms_per_rep: float | None = None  # host clock over the batches, the whole device fenced at their end
 
     def as_dict(self):
         return asdict(self)
@@ -61,7 +62,9 @@ def run_until_stable(sample: Callable[[int], list[float]], *, min_reps: int, max
 
 
 class CudaTimer:
-    """Times fn() on the current stream: for each rep, flush L2, record start, call, record end."""
+    """Times fn() on the current stream: for each rep, prepare (e.g. fresh inputs, outside the timed region), flush
+    L2, record start, call, record end. Each batch of reps ends with a device-wide synchronize, so work left on any
+    stream is finished before the next batch; the host's clock over the batch is kept beside the events'."""
 
     def __init__(self, torch, warmup: int, min_reps: int, max_reps: int, budget_s: float, rel_stderr: float):
         self.torch = torch
@@ -72,24 +75,33 @@ class CudaTimer:
     def flush_l2(self):
         self._flush_buf.zero_()
 
-    def time(self, fn: Callable[[], object]) -> Stats:
+    def time(self, fn: Callable[[], object], prepare: Callable[[], object] | None = None) -> Stats:
         torch = self.torch
         for _ in range(self.warmup):
+            if prepare:
+                prepare()
             fn()
         torch.cuda.synchronize()
+        host = [0.0, 0]
 
         def sample(k: int) -> list[float]:
             events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(k)]
+            t0 = time.perf_counter()
             for start, end in events:
+                if prepare:
+                    prepare()
                 self.flush_l2()
                 start.record()
                 fn()
                 end.record()
             torch.cuda.synchronize()
+            host[0] += (time.perf_counter() - t0) * 1e3
+            host[1] += k
             return [s.elapsed_time(e) for s, e in events]
 
-        return run_until_stable(sample, min_reps=self.min_reps, max_reps=self.max_reps,
-                                budget_s=self.budget_s, rel_stderr=self.rel_stderr)
+        stats = run_until_stable(sample, min_reps=self.min_reps, max_reps=self.max_reps,
+                                 budget_s=self.budget_s, rel_stderr=self.rel_stderr)
+        return replace(stats, host_ms_per_rep=host[0] / host[1])
 
 
 def geomean(xs: Sequence[float]) -> float:

@@ -13,12 +13,15 @@ import json
 import os
 import re
 import sys
+import time
 import traceback
 from pathlib import Path
 
+from grader.check import attribution
 from grader.check.build import BuildError, MissingPackage, build_exercise
 from grader.check.compare import poison, same_bits
 from grader.check.job import Job, Target
+from grader.check.physical import max_sm_clock_ghz, peak_tflops, too_fast
 from grader.paths import Paths
 from grader.protocol import CaseData, CheckContext, CourseConfigError, OpContractError, Result, Task
 from grader.results import write_json
@@ -166,23 +169,35 @@ def summarize(results: list[Result], outputs: list[str]) -> dict:
 
 
 # -- timing ---------------------------------------------------------------------------------------------------
-def benchmark(task: Task, timer, copies, fn, base, job: Job, case: CaseData) -> dict:
+def benchmark(task: Task, timer, copies, fn, base, job: Job, case: CaseData, seed: int, peak: float | None) -> dict:
     """Times the op, the library op, the task's ceiling (if it has one) and the baseline, in this run.
 
+    Every timed call gets inputs it has never seen (refilled in place outside the timed region), and the output of
+    the op's last timed call is checked against the reference of its inputs: a cached or replayed result fails.
     A memory-bound task (bytes_moved) is also put against a device copy of the same bytes; a compute-bound task
-    (flops) against its ceiling op, e.g. cuBLAS fp32 GEMM of the same shape."""
+    (flops) against its ceiling op, e.g. cuBLAS fp32 GEMM of the same shape. A rate no kernel can reach on this
+    GPU fails as impossible."""
     torch, ex = timer.torch, job.exercise
     scratch = {k: torch.empty_like(v) for k, v in case.outputs.items()}
+    gen = torch.Generator(device="cuda").manual_seed(seed ^ 0x5EED)
+    refill = lambda: task.refill(torch, case, gen)  # noqa: E731
     # The ceiling prepares its own operands outside the timed region; None: it cannot run these inputs (checked
     # before anything is timed).
     got = task.ceiling(case)
     if job.baseline == "ceiling" and got is None:
         raise CourseConfigError("timed against the task's ceiling, which cannot run these inputs")
-    kernel = timer.time(task.call(fn, case, ex))
+    call, last = task.call(fn, case, ex), {}
+    kernel = timer.time(lambda: last.update(out=call()), prepare=refill)
+    torch.cuda.synchronize()
+    stale = [r for r in task.check(last["out"], _with_reference(task, case), ex) if not r.ok]
+    if stale:
+        return {"ok": False, "category": Category.STALE_OUTPUT, "time": kernel.as_dict(),
+                "message": f"the output of a timed call was wrong ({stale[0].name}: {stale[0].message}): a cached or "
+                           "stale result? Every call must compute from the inputs it is given"}
     res = {"time": kernel.as_dict()}
     lib = None
     if task.has("library"):
-        lib = timer.time(task.library(case, scratch))
+        lib = timer.time(task.library(case, scratch), prepare=refill)
         res.update(library_time=lib.as_dict(), vs_library=lib.median_ms / kernel.median_ms)
     ceil = None
     if got is not None:
@@ -193,7 +208,7 @@ def benchmark(task: Task, timer, copies, fn, base, job: Job, case: CaseData) -> 
         raise CourseConfigError("timed against the library, but the task defines no library()")
     if job.baseline == "solution":
         base_fn, base_ex = base
-        bt = timer.time(task.call(base_fn, case.with_outputs(scratch), base_ex))
+        bt = timer.time(task.call(base_fn, case.with_outputs(scratch), base_ex), prepare=refill)
     else:
         bt = lib if job.baseline == "library" else ceil
     res.update(baseline_time=bt.as_dict(), speedup=bt.median_ms / kernel.median_ms)
@@ -207,7 +222,36 @@ def benchmark(task: Task, timer, copies, fn, base, job: Job, case: CaseData) -> 
         res.update(flops=fl, tflops=fl / kernel.median_ms / 1e9)
         if ceil is not None:
             res["ceiling_tflops"] = fl / ceil.median_ms / 1e9
+    why = too_fast(pct_of_copy=res.get("pct_of_copy"), tflops=res.get("tflops"), peak=peak)
+    if why:
+        res.update(ok=False, category=Category.IMPOSSIBLE_TIMING, message=f"impossible timing: {why}")
     return res
+
+
+def _with_reference(task: Task, case: CaseData) -> CaseData:
+    """The case with the reference of its current (refilled) inputs."""
+    return CaseData(case.dtype, case.params, case.inputs, case.outputs, task.reference(case), case.shape)
+
+
+def _owner(ex, module, src_dir: Path) -> attribution.Owner:
+    """What counts as the student's GPU work: the kernels of the built library, or, for a Python exercise, the
+    functions its files define."""
+    if ex.build == "python":
+        return attribution.Owner(identifiers=attribution.python_kernel_names([src_dir / s for s in ex.sources]),
+                                 allow=ex.allow)
+    return attribution.Owner(attribution.library_kernels(Path(module.__file__)), allow=ex.allow)
+
+
+def attribute(torch, task: Task, fn, case: CaseData, ex, dev: Device, owner) -> dict:
+    """One call recorded by the profiler (outside any timed loop): foreign kernels or another stream fail."""
+    t0 = time.perf_counter()
+    launches, stream = attribution.record(torch, task.call(fn, case, ex), dev.side)
+    out = {"gpu_work": sorted({attribution.qualified(x.name) if x.kind == "kernel" else x.kind for x in launches}),
+           "attribution_s": round(time.perf_counter() - t0, 3)}
+    problem = attribution.verdict(launches, stream, owner)
+    if problem:
+        out.update(ok=False, category=problem[0], message=problem[1])
+    return out
 
 
 def make_timer(torch, timing):
@@ -288,6 +332,10 @@ def run(job: Job, emit: Emitter, *, start: int = 0, had_failure: bool = False, o
 
     dev = Device(torch, job.device)
     timer = copies = None
+    owner = _owner(ex, module, Path(job.target.src_dir)) if dev.cuda else None
+    peak = {d: peak_tflops(cap, props.multi_processor_count, max_sm_clock_ghz(), d) for d in ex.dtypes} if dev.cuda \
+        else {}
+    attributed: set[str] = set()  # dtypes whose first correctness case was attributed
     for c in job.cases:
         if c.index < start or (only is not None and c.index != only):
             continue
@@ -298,11 +346,16 @@ def run(job: Job, emit: Emitter, *, start: int = 0, had_failure: bool = False, o
             case = task.materialize(torch, shape=c.case.shape, dtype=c.dtype, params=dict(c.case.params),
                                     seed=c.seed(job.seed), offset=c.case.offset, probe=c.probe, device=job.device)
             result = judge(task, fn, case, ex, dev, extra_checks=c.kind == "correctness" and c.probe is None)
+            # Whose work is it: once per dtype on a correctness case, and on every timed shape before it is timed.
+            first = c.kind == "correctness" and c.probe is None and c.dtype not in attributed
+            if owner is not None and result["ok"] and (first or c.kind == "benchmark"):
+                attributed.add(c.dtype)
+                result.update(attribute(torch, task, fn, case, ex, dev, owner))
             if c.kind == "benchmark" and result["ok"]:
                 if timer is None:
                     timer = make_timer(torch, job.timing)
                     copies = CopyBandwidthCache(paths, props.name, torch, timer)
-                result.update(benchmark(task, timer, copies, fn, base, job, case))
+                result.update(benchmark(task, timer, copies, fn, base, job, case, c.seed(job.seed), peak.get(c.dtype)))
         except CourseConfigError as e:
             emit("env_error", message=f"course.yaml: {job.target.day}.{ex.name}: {e}")
             return 2

@@ -20,9 +20,9 @@ def _ready_days():
     return [d.id for d in load_course(ROOT / "course.yaml").days if d.status == "ready"]
 
 
-def _check(*args, tmp_path):
+def _check(*args, tmp_path, timed=False):
     out = tmp_path / "result.json"
-    r = run_grader("check", *args, "--correctness-only", "--seed", "7", "--json", str(out))
+    r = run_grader("check", *args, *([] if timed else ["--correctness-only"]), "--seed", "7", "--json", str(out))
     assert "Traceback" not in r.stdout + r.stderr, r.stdout + r.stderr
     data = json.loads(out.read_text()) if out.exists() else None
     return r, data
@@ -61,14 +61,16 @@ KNOWN_WRONG = yaml.safe_load((ROOT / "tests" / "known_wrong.yaml").read_text())
 def test_known_wrong_kernel_fails_with_the_right_message(bug, tmp_path):
     src = tmp_path / bug["day"]
     shutil.copytree(ROOT / "solutions" / bug["day"], src)
-    f = src / bug["file"]
-    text = f.read_text()
-    assert text.count(bug["find"]) >= 1, f"{bug['name']}: the text to replace is no longer in the solution"
-    f.write_text(text.replace(bug["find"], bug["replace"]))
+    for edit in bug.get("edits") or [bug]:
+        f = src / edit["file"]
+        text = f.read_text()
+        assert text.count(edit["find"]) >= 1, f"{bug['name']}: the text to replace is no longer in the solution"
+        f.write_text(text.replace(edit["find"], edit["replace"]))
     args = [bug["day"], "--dir", str(src)]
     args += (["--timeout", str(bug["timeout"])] if "timeout" in bug else [])
     args += (["--exercise", bug["exercise"]] if "exercise" in bug else [])
-    r, data = _check(*args, tmp_path=tmp_path)
+    args += (["--dtype", bug["dtype"]] if "dtype" in bug else [])
+    r, data = _check(*args, tmp_path=tmp_path, timed=bug.get("timed", False))
     assert r.returncode == 1, r.stdout
     cases = [c for ex in data["exercises"] for c in ex["cases"]]
     want = bug["category"] if isinstance(bug["category"], list) else [bug["category"]]

@@ -1,0 +1,174 @@
+"""Whose GPU work is it? One call of the op, recorded with torch.profiler outside any timed loop: every kernel,
+memcpy and memset it launched, with its stream. The student's kernels are those compiled from the day's sources
+(a torch extension: the kernels in its built library; a Python exercise: kernels named after functions defined in
+the student's files). Anything else (ATen, cuBLAS, cuDNN, CUTLASS, flash-attention, another module), work on a
+stream other than the caller's, and memcpy/memset the exercise does not allow are reported by name."""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+# Names that only libraries give their kernels: a kernel of the student's own cannot carry these.
+LIBRARY_MARKS = re.compile(r"(^|[^\w])(at|c10|cub|cub_\w+|thrust|cutlass|cute|flash|pytorch_flash|cudnn\w*|cublas\w*|"
+                           r"cublasLt\w*)::|^(sm\d+_xmma|xmma_|nvjet_|ampere_(s|h|bf)gemm|cutlass_|cudnn_|gemv2[TN]_|"
+                           r"gemmSN_|gemmk1_|cublas)", re.I)
+
+
+@dataclass(frozen=True)
+class Launch:
+    kind: str  # kernel | memcpy | memset
+    name: str
+    stream: int
+
+
+def qualified(name: str) -> str:
+    """`void ns::k<float>(float const*, int)` -> `ns::k<float>`: the name without return type and parameters,
+    spaces removed, so demanglers that space or order things differently still agree."""
+    n = name.strip()
+    for prefix in ("void ", "__global__ "):
+        n = n.removeprefix(prefix)
+    depth = 0
+    for i, ch in enumerate(n):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch == "(" and depth == 0 and not n.startswith("(anonymous", i):
+            n = n[:i]
+            break
+    return n.replace(" ", "")
+
+
+def path(name: str) -> str:
+    """The kernel's namespaces and identifier, template arguments dropped: `ns::k<float>` -> `ns::k`."""
+    return re.sub(r"<.*$", "", qualified(name))
+
+
+def _tool(name: str) -> str | None:
+    import os
+
+    found = shutil.which(name)
+    if found:
+        return found
+    for home in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+        if home and Path(home, "bin", name).exists():
+            return str(Path(home, "bin", name))
+    nvcc = shutil.which("nvcc")
+    if nvcc and Path(nvcc).with_name(name).exists():
+        return str(Path(nvcc).with_name(name))
+    return None
+
+
+def _demangle(names: list[str]) -> list[str]:
+    tool = shutil.which("c++filt") or _tool("cu++filt")
+    if not tool or not names:
+        return names
+    p = subprocess.run([tool], input="\n".join(names), capture_output=True, text=True, errors="replace")
+    out = p.stdout.splitlines()
+    return out if len(out) == len(names) else names
+
+
+def library_kernels(path: Path) -> set[str]:
+    """The kernels compiled into a built library, qualified names: from cuobjdump's per-function listing, else
+    (no cuobjdump) from the mangled names the library registers with the CUDA runtime."""
+    names: list[str] = []
+    tool = _tool("cuobjdump")
+    if tool:
+        p = subprocess.run([tool, "-res-usage", str(path)], capture_output=True, text=True, errors="replace")
+        names = re.findall(r"^\s*Function ([^\s:]+):", p.stdout, re.M)
+    if not names:
+        data = Path(path).read_bytes()
+        names = sorted({m.decode() for m in re.findall(rb"_Z[\w$]{3,}", data)})
+    return {qualified(n) for n in _demangle(names)}
+
+
+def python_kernel_names(files: list[Path]) -> set[str]:
+    """Identifiers a Python exercise's kernels can carry: functions and __global__ kernels its files define."""
+    found: set[str] = set()
+    for f in files:
+        try:
+            text = f.read_text(errors="replace")
+        except OSError:
+            continue
+        found |= set(re.findall(r"^\s*def\s+([A-Za-z_]\w*)", text, re.M))
+        found |= set(re.findall(r"__global__\s+(?:[\w:<>,\s*&]+?\s+)?([A-Za-z_]\w*)\s*\(", text))
+    return found
+
+
+class Owner:
+    """Decides whether a kernel name is the student's."""
+
+    def __init__(self, qualified_names: set[str] = frozenset(), identifiers: set[str] = frozenset(),
+                 allow: list[str] = ()):
+        self.qualified = set(qualified_names)
+        self.paths = {path(q) for q in self.qualified}
+        self.identifiers = set(identifiers)
+        self.allow = list(allow)
+
+    def owns(self, launch: Launch) -> bool:
+        if launch.kind != "kernel":
+            return launch.kind in self.allow
+        if any(a in launch.name for a in self.allow if a not in ("memset", "memcpy")):
+            return True
+        if LIBRARY_MARKS.search(qualified(launch.name)):
+            return False
+        # Demanglers may print template arguments differently: the same namespaces and identifier are enough.
+        if qualified(launch.name) in self.qualified or path(launch.name) in self.paths:
+            return True
+        # JIT-compiled kernels carry the function's name: as it is (Triton, CuPy's extern "C" kernels) or mangled
+        # by numba (`_ZN6cudapy8__main__18softmax_kernel$241E...`: length, name, `$`, a counter).
+        return any(qualified(launch.name) == i or re.search(rf"\d{re.escape(i)}\$\d+", launch.name)
+                   for i in self.identifiers)
+
+
+def record(torch, thunk, stream) -> tuple[list[Launch], int | None]:
+    """Every GPU activity of one call of thunk on `stream`, and the profiler's id of `stream` (from marker kernels
+    launched on it just before and after, which are left out of the list)."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    marker = torch.zeros(1, device="cuda")
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        with torch.cuda.stream(stream):
+            marker.add_(1)
+            thunk()
+            marker.add_(1)
+        torch.cuda.synchronize()
+    events = sorted((e for e in prof.events() if e.device_type == DeviceType.CUDA),
+                    key=lambda e: e.time_range.start)
+    if len(events) < 2:
+        return [], None
+    first, last = events[0], events[-1]
+    mine = first.device_resource_id if first.device_resource_id == last.device_resource_id else None
+    out = []
+    for e in events[1:-1]:
+        name = e.name
+        kind = "memcpy" if name.startswith("Memcpy") else "memset" if name.startswith("Memset") else "kernel"
+        out.append(Launch(kind, name, e.device_resource_id))
+    return out, mine
+
+
+def verdict(launches: list[Launch], stream: int | None, owner: Owner) -> tuple[str, str] | None:
+    """(category, message) for the first problem: foreign work, then work on another stream; None if clean."""
+    from grader.verdicts import Category
+
+    foreign = [x for x in launches if not owner.owns(x)]
+    if foreign:
+        names = sorted({_short(x) for x in foreign})
+        return (Category.FOREIGN_KERNEL, f"the op launched GPU work that is not compiled from your sources: "
+                f"{'; '.join(names[:4])}{' …' if len(names) > 4 else ''} (calling the library instead of your kernel "
+                "does not count)")
+    if stream is not None:
+        off = [x for x in launches if x.stream != stream]
+        if off:
+            return (Category.SIDE_STREAM, f"{_short(off[0])} ran on stream {off[0].stream}, not the caller's current "
+                    f"stream ({stream}): launch on the stream PyTorch gives you (at::cuda::getCurrentCUDAStream())")
+    return None
+
+
+def _short(x: Launch) -> str:
+    return x.kind if x.kind != "kernel" else (qualified(x.name)[:90] or x.name[:90])

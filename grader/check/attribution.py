@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # Names that only libraries give their kernels: a kernel of the student's own cannot carry these.
-LIBRARY_MARKS = re.compile(r"(^|[^\w])(at|c10|cub|cub_\w+|thrust|cutlass|cute|flash|pytorch_flash|cudnn\w*|cublas\w*|"
+LIBRARY_MARKS = re.compile(r"(^|[^\w])(at|c10|cub|cub_\w+|thrust|cutlass|cute|pytorch_flash|cudnn\w*|cublas\w*|"
                            r"cublasLt\w*)::|^(sm\d+_xmma|xmma_|nvjet_|ampere_(s|h|bf)gemm|cutlass_|cudnn_|gemv2[TN]_|"
                            r"gemmSN_|gemmk1_|cublas)", re.I)
 
@@ -45,6 +45,11 @@ def qualified(name: str) -> str:
 def path(name: str) -> str:
     """The kernel's namespaces and identifier, template arguments dropped: `ns::k<float>` -> `ns::k`."""
     return re.sub(r"<.*$", "", qualified(name))
+
+
+def identifier(name: str) -> str:
+    """The kernel's own name: `mod::_softmax_rows[abi:...]` (numba) -> `_softmax_rows`."""
+    return re.sub(r"\[abi:.*$", "", path(name)).rsplit("::", 1)[-1]
 
 
 def _tool(name: str) -> str | None:
@@ -113,42 +118,45 @@ class Owner:
             return launch.kind in self.allow
         if any(a in launch.name for a in self.allow if a not in ("memset", "memcpy")):
             return True
-        if LIBRARY_MARKS.search(qualified(launch.name)):
+        q = qualified(launch.name)
+        if q in self.qualified:
+            return True
+        if LIBRARY_MARKS.search(q):  # a library's namespace: only an exact match above makes it the student's
             return False
         # Demanglers may print template arguments differently: the same namespaces and identifier are enough.
-        if qualified(launch.name) in self.qualified or path(launch.name) in self.paths:
+        if path(launch.name) in self.paths:
             return True
-        # JIT-compiled kernels carry the function's name: as it is (Triton, CuPy's extern "C" kernels) or mangled
-        # by numba (`_ZN6cudapy8__main__18softmax_kernel$241E...`: length, name, `$`, a counter).
-        return any(qualified(launch.name) == i or re.search(rf"\d{re.escape(i)}\$\d+", launch.name)
+        # JIT-compiled kernels carry the Python or CUDA function's name: as it is (Triton, CuPy's extern "C"
+        # kernels), under the module's name (numba: `mod::_rows[abi:...]`) or mangled (`...18softmax_kernel$241E`).
+        return any(identifier(launch.name) == i or re.search(rf"\d{re.escape(i)}\$\d+", launch.name)
                    for i in self.identifiers)
 
 
+MARKER = "spin_kernel"  # torch.cuda._sleep's kernel: launched on the caller's stream around the call
+
+
 def record(torch, thunk, stream) -> tuple[list[Launch], int | None]:
-    """Every GPU activity of one call of thunk on `stream`, and the profiler's id of `stream` (from marker kernels
-    launched on it just before and after, which are left out of the list)."""
+    """Every GPU activity of one call of thunk on `stream`, and the profiler's id of `stream` (the stream of the
+    marker kernels launched on it just before and after the call; they are left out of the list)."""
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
-    marker = torch.zeros(1, device="cuda")
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         with torch.cuda.stream(stream):
-            marker.add_(1)
+            torch.cuda._sleep(1)
             thunk()
-            marker.add_(1)
+            torch.cuda._sleep(1)
         torch.cuda.synchronize()
-    events = sorted((e for e in prof.events() if e.device_type == DeviceType.CUDA),
-                    key=lambda e: e.time_range.start)
-    if len(events) < 2:
-        return [], None
-    first, last = events[0], events[-1]
-    mine = first.device_resource_id if first.device_resource_id == last.device_resource_id else None
+    events = [e for e in prof.events() if e.device_type == DeviceType.CUDA]
+    markers = {e.device_resource_id for e in events if MARKER in e.name}
+    mine = next(iter(markers)) if len(markers) == 1 else None
     out = []
-    for e in events[1:-1]:
-        name = e.name
-        kind = "memcpy" if name.startswith("Memcpy") else "memset" if name.startswith("Memset") else "kernel"
-        out.append(Launch(kind, name, e.device_resource_id))
+    for e in events:
+        if MARKER in e.name and e.device_resource_id == mine:
+            continue
+        kind = "memcpy" if e.name.startswith("Memcpy") else "memset" if e.name.startswith("Memset") else "kernel"
+        out.append(Launch(kind, e.name, e.device_resource_id))
     return out, mine
 
 

@@ -191,7 +191,7 @@ def benchmark(task: Task, timer, copies, fn, base, job: Job, case: CaseData, see
     torch.cuda.synchronize()
     stale = [r for r in task.check(last["out"], _with_reference(task, case), ex) if not r.ok]
     if stale:
-        return {"ok": False, "category": Category.STALE_OUTPUT, "time": kernel.as_dict(),
+        return {"ok": False, "category": Category.STALE_OUTPUT,
                 "message": f"the output of a timed call was wrong ({stale[0].name}: {stale[0].message}): a cached or "
                            "stale result? Every call must compute from the inputs it is given"}
     res = {"time": kernel.as_dict()}

@@ -1,0 +1,65 @@
+"""The integrity rules that need no GPU: whose kernel a profiler name is, work on another stream, and rates no
+GPU can reach. (The exploits themselves run as known-wrong tests on the GPU: tests/known_wrong.yaml.)"""
+from grader.check.attribution import Launch, Owner, python_kernel_names, qualified, verdict
+from grader.check.physical import peak_tflops, too_fast
+from grader.verdicts import Category
+
+# What cuobjdump + c++filt give for a student's library, and how the profiler (CUPTI) prints the same kernels.
+STUDENT = {qualified(n) for n in ("void softmax_kernel<float>(float const*, float*, int, int)",
+                                  "void flash::flash_kernel<float, 64, true>(float const*, float*, int)",
+                                  "(anonymous namespace)::helper(float*)", "cfun")}
+ATEN_FILL = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul> >(int)"
+ATEN_SOFTMAX = "void (anonymous namespace)::softmax_warp_forward<float, float, float, 10, false, false>(float*, int)"
+CUBLAS = "sm90_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x16_warpgroupsize1x1x1_execute_segment_k_off_kernel"
+SDPA_FLASH = "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::half_t>>(Params)"
+
+
+def k(name, stream=7):
+    return Launch("kernel", name, stream)
+
+
+def test_the_students_kernels_are_recognised_whatever_the_demangler_spacing():
+    o = Owner(STUDENT)
+    assert o.owns(k("void softmax_kernel<float>(const float *, float *, int, int)"))
+    assert o.owns(k("void flash::flash_kernel<__half, 64, true>(__half const*, __half*, int)"))  # other instance
+    assert o.owns(k("(anonymous namespace)::helper(float*)")) and o.owns(k("cfun"))
+
+
+def test_library_kernels_are_foreign_even_with_a_lookalike_name():
+    o = Owner(STUDENT | {qualified("void at::native::vectorized_elementwise_kernel<2, Dummy>(int)")})
+    for name in (ATEN_SOFTMAX, CUBLAS, SDPA_FLASH, "nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NTN", ATEN_FILL):
+        assert not o.owns(k(name)), name
+
+
+def test_memset_and_memcpy_need_the_exercise_to_allow_them():
+    assert not Owner(STUDENT).owns(Launch("memset", "Memset (Device)", 7))
+    assert Owner(STUDENT, allow=["memset"]).owns(Launch("memset", "Memset (Device)", 7))
+    assert not Owner(STUDENT, allow=["memset"]).owns(Launch("memcpy", "Memcpy DtoD (Device -> Device)", 7))
+
+
+def test_python_exercises_own_the_functions_their_files_define(tmp_path):
+    f = tmp_path / "softmax_numba.py"
+    f.write_text("from numba import cuda\n@cuda.jit\ndef _softmax_rows(x, y):\n    pass\n\ndef softmax(x, out):\n    pass\n")
+    cu = tmp_path / "k.cu"
+    cu.write_text('extern "C" __global__ void softmax_kernel(const float* x, float* y) {}\n')
+    o = Owner(identifiers=python_kernel_names([f, cu]))
+    assert o.owns(k("day13_softmax_numba::_softmax_rows[abi:cw51cXTLSUwv1sDUaKthqaNgoKmjgEhasCBDCg1bcED]"))
+    assert o.owns(k("_ZN6cudapy8__main__18_softmax_rows$241E5ArrayIfLi2E1C7mutable7alignedE"))
+    assert o.owns(k("softmax_kernel"))
+    assert not o.owns(k(ATEN_SOFTMAX))  # `def softmax` does not make ATen's softmax kernels the student's
+
+
+def test_verdict_names_foreign_work_first_then_another_stream():
+    o = Owner(STUDENT)
+    cat, msg = verdict([k("cfun"), k(CUBLAS)], 7, o)
+    assert cat == Category.FOREIGN_KERNEL and "sm90_xmma_gemm" in msg
+    cat, msg = verdict([k("cfun", stream=13)], 7, o)
+    assert cat == Category.SIDE_STREAM and "stream 13" in msg
+    assert verdict([k("cfun")], 7, o) is None
+
+
+def test_rates_above_what_the_gpu_can_do_are_impossible():
+    h100 = peak_tflops((9, 0), 132, 1.98, "bf16")
+    assert 1000 < h100 < 1100 and peak_tflops((9, 0), 132, 1.98, "fp32") == h100 / 2
+    assert too_fast(pct_of_copy=1.02) is None and "copy" in too_fast(pct_of_copy=27.9)
+    assert too_fast(tflops=600, peak=h100) is None and "peak" in too_fast(tflops=5000, peak=h100)

@@ -3,6 +3,8 @@
 A crashing kernel kills its worker's CUDA context: the case is marked "crash" and a new worker continues with
 the next case. A hanging kernel is killed after the case time limit and the remaining cases are not run (each
 would hang as long). The grader process itself never touches the GPU.
+
+Every worker is started and watched by run_worker.
 """
 from __future__ import annotations
 
@@ -14,8 +16,9 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 from grader.check.job import Job
 from grader.check.verdict import ExerciseResult, decide
@@ -37,12 +40,70 @@ def _reader(fd: int, q: queue.Queue):
     q.put(None)
 
 
-def _kill(proc: subprocess.Popen):
+def _kill(proc: subprocess.Popen, grace_s: float = 0.0):
+    """Ends proc's process group: SIGKILL, after SIGTERM and grace_s seconds where grace_s > 0 (a tool such as
+    compute-sanitizer gets to end the program it runs)."""
+    if grace_s > 0 and proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=grace_s)
+        except (ProcessLookupError, PermissionError, subprocess.TimeoutExpired):
+            pass
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
     proc.wait()
+
+
+@dataclass
+class WorkerEnd:
+    returncode: int | None
+    stalled: bool  # no event came in time (or the run's whole time ran out): the process was killed
+
+
+def run_worker(make_cmd: Callable[[int], list[str]], *, cwd: Path, log, on_event: Callable[[dict], float],
+               first_wait: float, total_s: float | None = None, env: dict[str, str] | None = None,
+               grace_s: float = 0.0) -> WorkerEnd:
+    """Starts make_cmd(fd) (fd: the write end of a pipe of its own for the events, JSON lines; stdout and stderr go
+    to log) in a process group of its own, and passes each event to on_event, which returns how many seconds the
+    next one may take. A process that sends none in time, or runs past total_s in all, is killed (its whole group);
+    so is one left running when the caller is interrupted."""
+    r, w = os.pipe()
+    try:
+        proc = subprocess.Popen(make_cmd(w), pass_fds=[w], stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True, cwd=cwd,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
+    except BaseException:
+        os.close(r)
+        os.close(w)
+        raise
+    os.close(w)
+    q: queue.Queue = queue.Queue()
+    threading.Thread(target=_reader, args=(r, q), daemon=True).start()
+    end = None if total_s is None else time.monotonic() + total_s
+    wait = first_wait
+    try:
+        while True:
+            deadline = time.monotonic() + wait
+            deadline = deadline if end is None else min(deadline, end)
+            try:
+                ev = q.get(timeout=max(0.05, deadline - time.monotonic()))
+            except queue.Empty:
+                _kill(proc, grace_s)
+                return WorkerEnd(proc.returncode, True)
+            if ev is None:
+                break
+            wait = on_event(ev)
+    except BaseException:  # Ctrl-C or a bug here: never leave a worker (and its GPU context) behind
+        _kill(proc)
+        raise
+    if proc.poll() is None:
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            _kill(proc, grace_s)
+    return WorkerEnd(proc.returncode, False)
 
 
 def run_job(job: Job, *, variant: str, case_s: float | None = None, correctness_only: bool = False,
@@ -60,78 +121,59 @@ def run_job(job: Job, *, variant: str, case_s: float | None = None, correctness_
     build_limit = job.limits.build_s
     start, restarts, had_failure, stop_reason = 0, 0, False, None
     terminal = None  # an event that ends the exercise early: build failure, missing op, no GPU, env error
+    current, done, deadline_len = None, False, STARTUP_S  # the running worker's case, end, and current wait
+
+    def command(fd: int) -> list[str]:
+        cmd = [sys.executable, "-m", worker, str(job_path), "--start", str(start)]
+        return cmd + (["--had-failure"] if had_failure else []) + ["--fd", str(fd)]
+
+    def handle(ev: dict) -> float:
+        nonlocal current, done, deadline_len, had_failure, terminal
+        on_event(ev)
+        kind = ev["ev"]
+        if kind == "phase":
+            deadline_len = build_limit
+        elif kind == "case_start":
+            current, deadline_len = ev["index"], case_limit
+        elif kind == "case":
+            results[ev["index"]] = ev
+            had_failure |= not ev["ok"]
+            current, deadline_len = None, STARTUP_S
+        elif kind == "build":
+            res.builds.append(ev)
+            deadline_len = STARTUP_S
+            if not ev["ok"]:
+                terminal = ev
+        elif kind == "info":
+            res.info = ev
+            deadline_len = STARTUP_S
+        elif kind in ("missing_op", "no_gpu", "env_error", "internal_error"):
+            terminal = ev
+            deadline_len = STARTUP_S
+        elif kind == "done":
+            done = True
+            deadline_len = STARTUP_S
+        else:
+            deadline_len = STARTUP_S
+        return deadline_len
 
     with open(log_path, "w") as log:
         while start < len(planned) or not results:
-            r, w = os.pipe()
-            cmd = [sys.executable, "-m", worker, str(job_path), "--start", str(start), "--fd", str(w)]
-            cmd += ["--had-failure"] if had_failure else []
-            env = dict(os.environ, PYTHONUNBUFFERED="1")
-            proc = subprocess.Popen(cmd, pass_fds=[w],
-                                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True, cwd=root, env=env)
-            os.close(w)
-            q: queue.Queue = queue.Queue()
-            threading.Thread(target=_reader, args=(r, q), daemon=True).start()
-            deadline_len = STARTUP_S
-            deadline, current, done = time.monotonic() + deadline_len, None, False
-            try:
-                while True:
-                    try:
-                        ev = q.get(timeout=max(0.05, deadline - time.monotonic()))
-                    except queue.Empty:
-                        _kill(proc)
-                        if current is not None:
-                            results[current] = dict(ok=False, category=Category.TIMEOUT,
-                                                    message=f"timed out after {case_limit:g} s (a hung kernel?)")
-                            stop_reason = "an earlier case timed out"
-                        else:
-                            terminal = dict(ev="env_error", message=f"the worker stopped responding "
-                                            f"(no progress for {deadline_len:g} s); see {log_path}")
-                        break
-                    if ev is None:
-                        break
-                    on_event(ev)
-                    kind = ev["ev"]
-                    now = time.monotonic()
-                    if kind == "phase":
-                        deadline_len = build_limit
-                    elif kind == "case_start":
-                        current, deadline_len = ev["index"], case_limit
-                    elif kind == "case":
-                        results[ev["index"]] = ev
-                        had_failure |= not ev["ok"]
-                        current, deadline_len = None, STARTUP_S
-                    elif kind == "build":
-                        res.builds.append(ev)
-                        deadline_len = STARTUP_S
-                        if not ev["ok"]:
-                            terminal = ev
-                    elif kind == "info":
-                        res.info = ev
-                        deadline_len = STARTUP_S
-                    elif kind in ("missing_op", "no_gpu", "env_error", "internal_error"):
-                        terminal = ev
-                        deadline_len = STARTUP_S
-                    elif kind == "done":
-                        done = True
-                        deadline_len = STARTUP_S
-                    else:
-                        deadline_len = STARTUP_S
-                    deadline = now + deadline_len
-            except BaseException:  # Ctrl-C or a bug here: never leave a worker (and its GPU context) behind
-                _kill(proc)
-                raise
-            if proc.poll() is None:
-                try:
-                    proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    _kill(proc)
+            current, done, deadline_len = None, False, STARTUP_S
+            end = run_worker(command, cwd=root, log=log, on_event=handle, first_wait=STARTUP_S)
+            if end.stalled:
+                if current is not None:
+                    results[current] = dict(ok=False, category=Category.TIMEOUT,
+                                            message=f"timed out after {case_limit:g} s (a hung kernel?)")
+                    stop_reason = "an earlier case timed out"
+                else:
+                    terminal = dict(ev="env_error", message=f"the worker stopped responding "
+                                    f"(no progress for {deadline_len:g} s); see {log_path}")
             if terminal or done or stop_reason:
                 break
             # The worker ended early: the case it was running crashed it (or the worker itself broke).
             if current is not None and current not in results:
-                code = proc.returncode
+                code = end.returncode
                 why = f"killed by signal {-code}" if code and code < 0 else f"exit code {code}"
                 results[current] = dict(ok=False, category=Category.CRASH,
                                         message=f"the process running the kernel died "
@@ -154,4 +196,3 @@ def run_job(job: Job, *, variant: str, case_s: float | None = None, correctness_
         r = {**r, "index": c.index, "kind": c.kind, "dtype": c.dtype, "label": c.label}
         res.cases.append(r)
     return decide(res, ex, terminal, correctness_only)
-

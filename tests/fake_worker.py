@@ -1,6 +1,7 @@
 """A stand-in for grader.check.worker that follows a script instead of touching a GPU, so the runner's handling of
 crashes, hangs and restarts is tested on any machine. The script is the exercise's case list: for case i it does
-BEHAVIOUR[i % len(BEHAVIOUR)] where the behaviour string comes from the environment (FAKE_WORKER)."""
+BEHAVIOUR[i % len(BEHAVIOUR)] where the behaviour string comes from the environment (FAKE_WORKER). Like the real
+worker it takes --start N (from case N on) and --only N (case N alone, as a rerun under compute-sanitizer does)."""
 import json
 import os
 import sys
@@ -8,7 +9,9 @@ import time
 
 
 def main():
-    job_path, start = sys.argv[1], int(sys.argv[sys.argv.index("--start") + 1])
+    job_path = sys.argv[1]
+    start = int(sys.argv[sys.argv.index("--start") + 1]) if "--start" in sys.argv else 0
+    only = int(sys.argv[sys.argv.index("--only") + 1]) if "--only" in sys.argv else None
     out = os.fdopen(int(sys.argv[sys.argv.index("--fd") + 1]), "w", buffering=1)
     job = json.loads(open(job_path).read())
 
@@ -26,7 +29,7 @@ def main():
     from grader.check.plan import PlannedCase
 
     for c in map(PlannedCase.model_validate, job["cases"]):  # the runner's plan, as the real worker gets it
-        if c.index < start:
+        if c.index < start or (only is not None and c.index != only):
             continue
         emit("case_start", index=c.index, kind=c.kind, dtype=c.dtype, label=c.label)
         what = plan[c.index % len(plan)]
@@ -41,6 +44,10 @@ def main():
         if what == "blank":  # the output was left as poisoned: nothing written
             emit("case", index=c.index, kind=c.kind, dtype=c.dtype, label=c.label, ok=False,
                  category="not_implemented", message="output never written: not implemented yet?", numel=64)
+            continue
+        if what == "nan":  # NaN where the reference has none (what a read past the end often gives)
+            emit("case", index=c.index, kind=c.kind, dtype=c.dtype, label=c.label, ok=False, category="nonfinite",
+                 message="NaN/inf where the reference is finite: 3 of 64")
             continue
         emit("case", index=c.index, kind=c.kind, dtype=c.dtype, label=c.label, ok=True, category="pass",
              message="ok", deterministic=True)

@@ -15,6 +15,7 @@ def run(course, monkeypatch, behaviour, **kw):
     day = course.day("day01")
     job = make_job(course=course, root=ROOT, day=day, ex=day.exercises[0], src_dir=ROOT / "solutions" / "day01",
                    seed=1, correctness_only=True)
+    kw.setdefault("sanitize_failures", False)  # the rerun under compute-sanitizer: tests/test_sanitizer.py
     return run_job(job, variant="fake", correctness_only=True, worker="tests.fake_worker", **kw)
 
 

@@ -4,7 +4,9 @@ A crashing kernel kills its worker's CUDA context: the case is marked "crash" an
 the next case. A hanging kernel is killed after the case time limit and the remaining cases are not run (each
 would hang as long). The grader process itself never touches the GPU.
 
-Every worker is started and watched by run_worker.
+When a correctness case fails as a bad memory access would (wrong values, NaN/inf, unwritten outputs, a crash), that
+case runs once more, alone, under compute-sanitizer (grader/check/sanitizer.py), and its message names what the tool
+found at the student's file:line. Every worker, the sanitized one too, is started and watched by run_worker.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.check.job import Job
+from grader.check.sanitizer import find_sanitizer, run_under_sanitizer, summary
 from grader.check.verdict import ExerciseResult, decide
 from grader.paths import Paths
 from grader.verdicts import Category
@@ -28,6 +31,11 @@ from grader.verdicts import Category
 MAX_RESTARTS = 3
 STARTUP_S = 120.0  # importing torch and loading a built extension; generous for a cold disk
 CONTEXT_LOST = 3
+# A failed case that a bad memory access explains runs again under compute-sanitizer (sanitize_first_failure),
+# given the time to start plus SANITIZE_SLOWDOWN case limits, at most SANITIZE_MAX_S.
+SANITIZED = (Category.NONFINITE, Category.MISMATCH, Category.UNWRITTEN, Category.CRASH)
+SANITIZE_SLOWDOWN = 5
+SANITIZE_MAX_S = 300.0
 
 
 def _reader(fd: int, q: queue.Queue):
@@ -107,8 +115,15 @@ def run_worker(make_cmd: Callable[[int], list[str]], *, cwd: Path, log, on_event
 
 
 def run_job(job: Job, *, variant: str, case_s: float | None = None, correctness_only: bool = False,
-            on_event: Callable[[dict], None] = lambda ev: None, worker: str = "grader.check.worker") -> ExerciseResult:
-    """Runs the job in worker processes (a new one after each crash) and returns the exercise's verdict."""
+            on_event: Callable[[dict], None] = lambda ev: None, worker: str = "grader.check.worker",
+            sanitize_failures: bool = True) -> ExerciseResult:
+    """Runs the job in worker processes (a new one after each crash) and returns the exercise's verdict.
+
+    sanitize_failures: when a correctness case failed in a way a bad memory access explains (wrong values, NaN/inf,
+    outputs left unwritten, a crash), the first such case runs again alone under compute-sanitizer (memcheck, then
+    initcheck if memcheck names nothing) where the tool is installed and the job runs on CUDA; what it finds is
+    added to that case's message (`sanitizer` holds every report). GRADER_SANITIZE=0 in the environment turns
+    this off too."""
     ex, day_id, root = job.exercise, job.target.day, Path(job.root)
     res = ExerciseResult(day_id, ex.name, variant, job.target.src_dir, job.seed, threshold=ex.threshold)
     planned = job.cases
@@ -195,4 +210,41 @@ def run_job(job: Job, *, variant: str, case_s: float | None = None, correctness_
                 r = dict(ok=False, category=Category.NOT_RUN, message=f"not run: {stop_reason or 'stopped early'}")
         r = {**r, "index": c.index, "kind": c.kind, "dtype": c.dtype, "label": c.label}
         res.cases.append(r)
-    return decide(res, ex, terminal, correctness_only)
+    verdict = decide(res, ex, terminal, correctness_only)
+    if (sanitize_failures and terminal is None and job.device == "cuda"
+            and os.environ.get("GRADER_SANITIZE", "1") != "0"
+            and sanitize_first_failure(res, job_path, root, case_limit, worker=worker, on_event=on_event)):
+        verdict = decide(res, ex, terminal, correctness_only)  # the first failure's message may now name the bug
+    return verdict
+
+
+def sanitize_first_failure(res: ExerciseResult, job_path: Path, root: Path, case_limit: float, *,
+                           worker: str = "grader.check.worker",
+                           on_event: Callable[[dict], None] = lambda ev: None) -> bool:
+    """Runs the first correctness case that failed as a bad memory access would (SANITIZED) again, alone, under
+    memcheck, and under initcheck if memcheck names nothing; each run is limited to SANITIZE_S. The case gets
+    `sanitizer` (every report, as dicts) and, when one is in the student's code, its message names it. False when
+    nothing ran (no such case, or no compute-sanitizer here)."""
+    case = next((c for c in res.cases if c["kind"] == "correctness" and not c["ok"]
+                 and c["category"] in SANITIZED), None)
+    exe = find_sanitizer() if case is not None else None
+    if exe is None:
+        return False
+    limit = min(SANITIZE_MAX_S, STARTUP_S + SANITIZE_SLOWDOWN * case_limit)
+    found: list[dict] = []
+    named = None
+    for tool in ("memcheck", "initcheck"):
+        on_event(dict(ev="sanitize", tool=tool, index=case["index"], dtype=case["dtype"], label=case["label"]))
+        try:
+            errors, _, code = run_under_sanitizer(job_path, tool, case["index"], root, limit, worker=worker,
+                                                  sanitizer=exe)
+        except OSError:  # the tool would not start: no finding, not a failure of the check
+            break
+        found += [e.as_dict() for e in errors]
+        named = summary(tool, errors)
+        if named or code is None:  # found it; or the tool ran out of time, and the next would too
+            break
+    case["sanitizer"] = found
+    if named:
+        case["message"] = f"{case['message']}; {named}"
+    return True

@@ -70,6 +70,12 @@ class WorkerEnd:
     stalled: bool  # no event came in time (or the run's whole time ran out): the process was killed
 
 
+def _grader_path() -> str:
+    """PYTHONPATH that makes the worker import this very grader (not another install of it), whatever its cwd."""
+    here = str(Path(__file__).resolve().parents[2])
+    return os.pathsep.join([here, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
+
+
 def run_worker(make_cmd: Callable[[int], list[str]], *, cwd: Path, log, on_event: Callable[[dict], float],
                first_wait: float, total_s: float | None = None, env: dict[str, str] | None = None,
                grace_s: float = 0.0) -> WorkerEnd:
@@ -81,7 +87,8 @@ def run_worker(make_cmd: Callable[[int], list[str]], *, cwd: Path, log, on_event
     try:
         proc = subprocess.Popen(make_cmd(w), pass_fds=[w], stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True, cwd=cwd,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
+                                env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": _grader_path(),
+                                     **(env or {})})
     except BaseException:
         os.close(r)
         os.close(w)

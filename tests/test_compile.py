@@ -45,3 +45,45 @@ def test_ptxas_report_reads_smem_after_a_stack_size():
            "ptxas info    : Used 128 registers, used 1 barriers, 72 bytes cumulative stack size, 32768 bytes smem\n")
     (k,) = parse_ptxas(log)
     assert (k.registers, k.smem_bytes, k.stack_bytes, k.spill_stores, k.spill_loads) == (128, 32768, 72, 68, 76)
+
+
+# -- compiler output that is not UTF-8 -------------------------------------------------------------------------
+# The sources below are not UTF-8 on purpose (compile_sources refuses such files before compiling, so the compilers
+# are called directly): the compilers quote the bytes back, and the output is decoded with replacement.
+BAD_BYTES = b'#error caf\xe9 \xff\xfe\nint x = "unterminated \xe9;\n'
+
+
+@needs_nvcc
+def test_nvcc_output_with_invalid_bytes_is_decoded_with_replacement(tmp_path):
+    from grader.check.compile_check import compile_cuda
+
+    src = tmp_path / "k.cu"
+    src.write_bytes(BAD_BYTES)
+    r = compile_cuda(src, [], [], tmp_path)
+    assert not r.ok and r.diagnostics and r.diagnostics[0].startswith("k.cu:1: error")
+    assert "\ufffd" in r.log
+
+
+def test_host_compiler_output_with_invalid_bytes_is_decoded_with_replacement(tmp_path):
+    import shutil
+
+    from grader.check.compile_check import compile_host
+
+    if shutil.which("c++") is None and shutil.which("g++") is None:
+        pytest.skip("no C++ compiler")
+    pytest.importorskip("torch")
+    src = tmp_path / "bindings.cpp"
+    src.write_bytes(BAD_BYTES)
+    r = compile_host(src, [], tmp_path)
+    assert not r.ok and any(d.startswith("bindings.cpp:1:") for d in r.diagnostics), r.diagnostics
+    assert "\ufffd" in r.log
+
+
+@needs_nvcc
+def test_a_compiler_that_runs_too_long_is_stopped_with_a_note(tmp_path):
+    from grader.check.compile_check import compile_sources
+
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void k(float* x) { x[0] = 1; }\n")
+    (r,) = compile_sources([src], [], [], tmp_path, timeout_s=0.01)
+    assert not r.ok and r.note == "nvcc did not finish in 0.01 s"

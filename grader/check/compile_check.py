@@ -11,14 +11,20 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from grader.check.build import BASE_CUDA_FLAGS, TORCH_CUDA_DEFINES, parse_diagnostics
+from grader.check.build import BASE_CUDA_FLAGS, TORCH_CUDA_DEFINES, Diagnostic, parse_diagnostics
 from grader.paths import relative_path
 
 ARCHS = ("80", "90")
+# A source larger than this is refused before any compiler sees it: no exercise comes near it, and a generated or
+# binary file of tens of MB would keep nvcc busy for minutes.
+MAX_SOURCE_BYTES = 2 * 2**20
+COMPILE_TIMEOUT_S = 600.0  # one compiler run, when the caller gives no limit of its own
 _ENTRY = re.compile(r"Compiling entry function '(?P<fn>[^']+)' for 'sm_(?P<arch>\w+)'")
 _FRAME = re.compile(r"(?P<stack>\d+) bytes stack frame, (?P<st>\d+) bytes spill stores, (?P<ld>\d+) bytes spill loads")
 _USED = re.compile(r"Used (?P<regs>\d+) registers")
 _SMEM = re.compile(r"(?P<smem>\d+) bytes smem")  # may follow "N bytes cumulative stack size" on the same line
+# nvcc's error for a file that ends early (truncated mid-function): no file(line) of its own.
+_AT_END = re.compile(r"^At end of source: (?P<kind>error|warning)[^:]*: (?P<msg>.*)$")
 
 
 @dataclass
@@ -65,7 +71,11 @@ def demangle(names: list[str]) -> dict[str, str]:
     tool = shutil.which("cu++filt") or shutil.which("c++filt")
     if not tool or not names:
         return {n: n for n in names}
-    p = subprocess.run([tool], input="\n".join(names), capture_output=True, text=True)
+    try:
+        p = subprocess.run([tool], input="\n".join(names), capture_output=True, timeout=60,
+                           encoding="utf-8", errors="replace")
+    except (OSError, subprocess.TimeoutExpired):
+        return {n: n for n in names}
     pretty = p.stdout.splitlines()
     return dict(zip(names, pretty)) if len(pretty) == len(names) else {n: n for n in names}
 
@@ -76,7 +86,22 @@ def nvcc_path() -> str | None:
                                      else None)
 
 
-def compile_cuda(src: Path, include_dirs: list[Path], extra_flags: list[str], root: Path) -> CompileReport:
+def _run_compiler(cmd: list[str], timeout_s: float | None) -> tuple[int | None, str]:
+    """(exit code, stdout + stderr) of one compiler run; None as the code when it ran past timeout_s."""
+    # Compilers quote the source's bytes, whatever its encoding: decode with replacement, never fail on them.
+    try:
+        p = subprocess.run(cmd, capture_output=True, timeout=timeout_s or COMPILE_TIMEOUT_S, encoding="utf-8",
+                           errors="replace")
+    except subprocess.TimeoutExpired as e:
+        out = [x.decode("utf-8", errors="replace") if isinstance(x, bytes) else x or "" for x in (e.stdout, e.stderr)]
+        return None, "".join(out)
+    except OSError as e:  # the compiler is there but cannot be started
+        return 127, f"cannot run {cmd[0]}: {e.strerror or e}\n"
+    return p.returncode, p.stdout + p.stderr
+
+
+def compile_cuda(src: Path, include_dirs: list[Path], extra_flags: list[str], root: Path,
+                 timeout_s: float | None = None) -> CompileReport:
     nvcc = nvcc_path()
     rel = relative_path(src, root)
     if nvcc is None:
@@ -85,15 +110,28 @@ def compile_cuda(src: Path, include_dirs: list[Path], extra_flags: list[str], ro
         cmd = [nvcc, "-c", str(src), "-o", str(Path(tmp) / "k.o"), *BASE_CUDA_FLAGS, *TORCH_CUDA_DEFINES,
                *[f"-I{d}" for d in include_dirs], "-Xptxas", "-v", *extra_flags,
                *[f"-gencode=arch=compute_{a},code=sm_{a}" for a in ARCHS]]
-        p = subprocess.run(cmd, capture_output=True, text=True)
-    log = p.stdout + p.stderr
+        code, log = _run_compiler(cmd, timeout_s)
+    if code is None:
+        return CompileReport(rel, False, "nvcc", note=f"nvcc did not finish in {timeout_s or COMPILE_TIMEOUT_S:g} s",
+                             log=log[-20000:])
     kernels = parse_ptxas(log)
     names = demangle(sorted({k.function for k in kernels}))
     for k in kernels:
         k.function = names.get(k.function, k.function)
-    diags = parse_diagnostics(log, root)
-    return CompileReport(rel, p.returncode == 0, "nvcc", [str(d) for d in diags], [asdict(k) for k in kernels],
-                         log=log[-20000:])
+    diags = [str(d) for d in parse_diagnostics(log, root)] + _at_end(log, src, rel)
+    return CompileReport(rel, code == 0, "nvcc", diags, [asdict(k) for k in kernels], log=log[-20000:])
+
+
+def _at_end(log: str, src: Path, rel: str) -> list[str]:
+    """nvcc's "At end of source" errors as diagnostics at the file's last line."""
+    found = [m for line in log.splitlines() if (m := _AT_END.match(line.strip()))]
+    if not found:
+        return []
+    try:
+        last = src.read_bytes().rstrip(b"\n").count(b"\n") + 1
+    except OSError:
+        last = 1
+    return list(dict.fromkeys(str(Diagnostic(rel, last, m["kind"], m["msg"].strip())) for m in found))
 
 
 def _cuda_include_dirs() -> list[Path]:
@@ -113,7 +151,7 @@ def _torch_include_paths() -> list[str] | None:
     return cpp_extension.include_paths()
 
 
-def compile_host(src: Path, include_dirs: list[Path], root: Path) -> CompileReport:
+def compile_host(src: Path, include_dirs: list[Path], root: Path, timeout_s: float | None = None) -> CompileReport:
     """Syntax-check a bindings file against torch's headers (no linking, no GPU needed)."""
     rel = relative_path(src, root)
     torch_inc = _torch_include_paths()
@@ -132,10 +170,12 @@ def compile_host(src: Path, include_dirs: list[Path], root: Path) -> CompileRepo
         cmd = [cxx, "-std=c++20", "-fsyntax-only", "-DTORCH_EXTENSION_NAME=compile_check", str(src),
                *[f"-I{p}" for p in torch_inc], f"-I{sysconfig.get_paths()['include']}",
                *[f"-I{p}" for p in cuda_inc], *[f"-I{d}" for d in include_dirs], f"-idirafter{tmp}"]
-        p = subprocess.run(cmd, capture_output=True, text=True)
-    log = p.stdout + p.stderr
+        code, log = _run_compiler(cmd, timeout_s)
+    if code is None:
+        return CompileReport(rel, False, "c++", note=f"the C++ compiler did not finish in "
+                             f"{timeout_s or COMPILE_TIMEOUT_S:g} s", log=log[-20000:])
     diags = [d for d in parse_diagnostics(log, root) if d.kind == "error" or not d.file.startswith("/")]
-    return CompileReport(rel, p.returncode == 0, "c++", [str(d) for d in diags], log=log[-20000:])
+    return CompileReport(rel, code == 0, "c++", [str(d) for d in diags], log=log[-20000:])
 
 
 def compile_python(src: Path, root: Path) -> CompileReport:
@@ -150,16 +190,56 @@ def compile_python(src: Path, root: Path) -> CompileReport:
     return CompileReport(rel, True, "python")
 
 
+def source_problem(src: Path, root: Path) -> CompileReport | None:
+    """Why a source cannot be handed to a compiler at all (missing, unreadable, over MAX_SOURCE_BYTES, empty, with
+    NUL bytes, not UTF-8), as a failed report whose diagnostic names the file and line; None when it can.
+
+    The one place these rules live: the compile-only check and `grader check` (before any build) both ask it."""
+    rel = relative_path(src, root)
+
+    def bad(line: int, message: str) -> CompileReport:
+        return CompileReport(rel, False, "-", [str(Diagnostic(rel, line, "error", message))], note=message)
+
+    try:
+        if not src.is_file():
+            return CompileReport(rel, False, "-", note="file not found" if not src.exists() else "not a regular file")
+        size = src.stat().st_size
+        with open(src, "rb") as f:
+            data = f.read(MAX_SOURCE_BYTES + 1)  # never more: the file may grow while we read
+    except OSError as e:
+        return CompileReport(rel, False, "-", note=f"cannot be read: {e.strerror or e}")
+    if len(data) > MAX_SOURCE_BYTES:
+        size = max(size, len(data))
+        return bad(1, f"the file is {size / 2**20:.1f} MiB; sources over {MAX_SOURCE_BYTES // 2**20} MiB are refused "
+                      "(is it a generated or binary file?)")
+    if not data.strip():
+        return bad(1, "the file is empty: it should hold your code (restore it with `git checkout`, or release the "
+                      "day's stub again)")
+    nul = data.find(b"\0")
+    if nul >= 0:
+        return bad(data.count(b"\n", 0, nul) + 1,
+                   "the file contains NUL bytes (a binary file, or text saved as UTF-16?): save it as UTF-8 text")
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        return bad(line, f"not valid UTF-8 (byte 0x{data[e.start]:02x} at column {col}): save the file as UTF-8")
+    return None
+
+
 def compile_sources(sources: list[Path], include_dirs: list[Path], extra_cuda_flags: list[str],
-                    root: Path) -> list[CompileReport]:
+                    root: Path, timeout_s: float | None = None) -> list[CompileReport]:
+    """Each source through its compiler (timeout_s: the limit of one compiler run); a source that cannot be
+    compiled at all (source_problem) is reported without running one."""
     reports = []
     for s in sources:
-        if not s.is_file():
-            reports.append(CompileReport(relative_path(s, root), False, "-", note="file not found"))
+        if problem := source_problem(s, root):
+            reports.append(problem)
         elif s.suffix in (".cu",):
-            reports.append(compile_cuda(s, include_dirs, extra_cuda_flags, root))
+            reports.append(compile_cuda(s, include_dirs, extra_cuda_flags, root, timeout_s))
         elif s.suffix == ".py":
             reports.append(compile_python(s, root))
         else:
-            reports.append(compile_host(s, include_dirs, root))
+            reports.append(compile_host(s, include_dirs, root, timeout_s))
     return reports

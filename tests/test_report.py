@@ -38,15 +38,85 @@ def test_pass_report_shows_speed_table_and_verdict(course):
     assert "hint" not in text
 
 
-def test_failure_report_lists_cases_and_gives_a_hint(course):
+def test_failure_report_lists_cases_and_gives_a_hint(course, tmp_path):
     ex = course.day("day03").exercises[0]
     bad = dict(index=3, kind="correctness", dtype="bf16", label="3x1025", ok=False, category="unwritten",
                message="5 of 3075 output elements (0.16%) were never written; first at [2, 1020]")
+    log = tmp_path / "x.log"
+    log.write_text("worker output\n")
     res = ExerciseResult("day03", "softmax", "student", "days/day03", 1, status="fail", message="1 case(s) failed",
-                         cases=[bad], log=".grader/logs/x.log")
+                         cases=[bad], log=str(log))
     text = render(res, ex)
     assert "bf16 3x1025: 5 of 3075" in text and "FAIL" in text and "ceil-divide" in text
-    assert "--seed 1" in text and ".grader/logs/x.log" in text
+    assert "--seed 1" in text and f"full log: {log}" in text
+
+
+def test_full_log_only_when_the_log_has_something(course, tmp_path):
+    ex = course.day("day03").exercises[0]
+    bad = dict(index=0, kind="correctness", dtype="fp32", label="1x1", ok=False, category="mismatch", message="off")
+    (tmp_path / "empty.log").write_text("")
+    for log in (tmp_path / "empty.log", tmp_path / "missing.log", ""):
+        res = ExerciseResult("day03", "softmax", "student", "days/day03", 5, status="fail", message="1 case(s) failed",
+                             cases=[bad], log=str(log))
+        text = render(res, ex)
+        assert "full log" not in text and "reproduce with --seed 5" in text
+
+
+def _compile_report(**kw):
+    return {**dict(file="days/day01/softmax.cu", ok=False, tool="nvcc", diagnostics=[], kernels=[], note="", log=""), **kw}
+
+
+def test_compile_only_build_error_shows_the_compiler_and_no_log_file(course, tmp_path):
+    """No GPU: no worker log to point to; the diagnostics are shown, or else the tail of what the compiler said."""
+    ex = course.day("day01").exercises[0]
+    log = tmp_path / "worker.log"
+    log.write_text("the worker found no GPU\n")
+    said = "\n".join(f"nvcc line {i}" for i in range(100)) + "\nnvcc fatal   : something without a file:line"
+    for rep, shown, hidden in [
+        (_compile_report(diagnostics=["days/day01/softmax.cu:7: error: expected a \";\""], log=said),
+         ["softmax.cu:7: error: expected"], ["nvcc line"]),
+        (_compile_report(log=said), ["nvcc fatal   : something without", "nvcc line 99", "nvcc line 71"],
+         ["nvcc line 70\n"]),
+    ]:
+        res = ExerciseResult("day01", "softmax", "student", "days/day01", 3, status="build_error",
+                             message="the code does not compile", compile=[rep], log=str(log))
+        text = render(res, ex)
+        assert "does not compile (nvcc)" in text and "BUILD ERROR" in text
+        assert "full log" not in text and "--seed" not in text  # the inputs do not matter to a build
+        for s in shown:
+            assert s in text, (s, text)
+        for s in hidden:
+            assert s not in text, (s, text)
+
+
+def test_a_source_refused_before_compiling_says_why(course):
+    ex = course.day("day01").exercises[0]
+    msg = "the file is 50.0 MiB; sources over 2 MiB are refused (is it a generated or binary file?)"
+    rep = _compile_report(tool="-", diagnostics=[f"days/day01/softmax.cu:1: error: {msg}"], note=msg)
+    res = ExerciseResult("day01", "softmax", "student", "days/day01", 3, status="build_error",
+                         message="the code does not compile", compile=[rep])
+    text = render(res, ex)
+    assert "softmax.cu: cannot be compiled" in text and f"softmax.cu:1: error: {msg}" in text
+    assert "(-)" not in text
+
+
+def test_a_ranked_report_never_shows_a_seed(course, tmp_path):
+    ex = course.day("day02").exercises[0]
+    log = tmp_path / "x.log"
+    log.write_text("worker output\n")
+    cases = [bench_case(1, "fp32", "4096x4096", 0.08, 2.47, 0.058), bench_case(1, "fp32", "4096x4096", 0.09, 2.4, 0.06),
+             dict(index=0, kind="correctness", dtype="fp32", label="1x1", ok=False, category="mismatch",
+                  message="off by one")]
+    for c, run in zip(cases, (1, 2, 2)):
+        c["run"] = run
+    res = ExerciseResult("day02", "softmax", "student", "days/day02", None, status="fail", message="failed",
+                         cases=cases, log=str(log), info={"gpu": "NVIDIA H200", "capability": "9.0"})
+    console = Console(record=True, width=160)
+    report.render(console, res, ex, None, ranked="1a2b3c4d" + "e" * 56)
+    text = console.export_text()
+    assert "ranked (seed hash 1a2b3c4d…)" in text and "eeee" not in text
+    assert "seed None" not in text and "--seed" not in text and f"full log: {log}" in text
+    assert "4096x4096 (run 1)" in text and "4096x4096 (run 2)" in text and "fp32 1x1 (run 2): off by one" in text
 
 
 def test_not_implemented_is_said_once(course):

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from grader.verdicts import Category, Status
 
@@ -13,18 +15,34 @@ STYLE = {"pass": "bold green", "fail": "bold red", "not_implemented": "bold yell
 LABEL = {"pass": "PASS", "fail": "FAIL", "not_implemented": "NOT IMPLEMENTED", "build_error": "BUILD ERROR",
          "no_gpu": "COMPILED ONLY (no GPU)", "env_error": "ENVIRONMENT ERROR"}
 MAX_LISTED_FAILURES = 8
+LOG_TAIL_LINES = 30  # of a compiler's output that gave no file:line diagnostic
 
 
 def _us(ms: float) -> str:
     return f"{ms * 1000:,.1f}"
 
 
-def render(console: Console, res, ex, hint: str | None = None) -> None:
-    """The result for people: builds, the correctness and speed tables, the verdict line and the hint."""
+def _has_content(path: str) -> bool:
+    try:
+        return bool(path) and Path(path).stat().st_size > 0
+    except OSError:
+        return False
+
+
+def _label(c: dict) -> str:
+    """A case's label, with the run it belongs to in a ranked check (two runs on different inputs)."""
+    return f"{c['label']} (run {c['run']})" if "run" in c else c["label"]
+
+
+def render(console: Console, res, ex, hint: str | None = None, *, ranked: str | None = None) -> None:
+    """The result for people: builds, the correctness and speed tables, the verdict line and the hint.
+
+    ranked: the hash of a ranked run's secret seed; then no seed is printed (the inputs stay secret)."""
     info = res.info
     where = f"{info.get('gpu', '?')} (sm_{info.get('capability', '?').replace('.', '')})" if info else ""
-    console.print(f"[bold]{res.day} · {res.exercise}[/] · {res.variant} ({res.source}) · seed {res.seed}"
-                  + (f" · {where}" if where else ""))
+    seed = f"ranked (seed hash {ranked[:8]}…)" if ranked else f"seed {res.seed}"
+    console.print(f"[bold]{res.day} · {res.exercise}[/] · {res.variant} ({res.source}) · {seed}"
+                  + (f" · {where}" if where else ""), highlight=False)
     for b in res.builds:
         if b["ok"]:
             note = " (recovered a stale build lock)" if b.get("recovered_lock") else ""
@@ -46,7 +64,12 @@ def render(console: Console, res, ex, hint: str | None = None) -> None:
     if hint:
         console.print(f"[cyan]hint:[/] {hint}", highlight=False)
     if res.status in (Status.FAIL, Status.BUILD_ERROR, Status.ENV_ERROR):
-        console.print(f"[dim]full log: {res.log} · reproduce with --seed {res.seed}[/]")
+        # Compile-only (res.compile): what the compilers said is shown above, and no worker log holds more.
+        notes = [f"full log: {res.log}"] if not res.compile and _has_content(res.log) else []
+        if not ranked and res.status != Status.BUILD_ERROR:  # the inputs do not matter to a build
+            notes.append(f"reproduce with --seed {res.seed}")
+        if notes:
+            console.print(" · ".join(notes), style="dim", markup=False, highlight=False)
 
 
 def render_correctness(console: Console, cases: list[dict]) -> None:
@@ -68,7 +91,7 @@ def render_correctness(console: Console, cases: list[dict]) -> None:
     if all(c["category"] == Category.NOT_IMPLEMENTED for c in bad):
         return  # the verdict line says it once
     for c in bad[:MAX_LISTED_FAILURES]:
-        console.print(f"  [red]✗[/] {c['dtype']} {c['label']}: {c['message']}", highlight=False)
+        console.print(f"  [red]✗[/] {c['dtype']} {_label(c)}: {c['message']}", highlight=False)
     if len(bad) > MAX_LISTED_FAILURES:
         console.print(f"  … and {len(bad) - MAX_LISTED_FAILURES} more (see --json)")
 
@@ -89,7 +112,7 @@ def render_benchmark(console: Console, cases: list[dict], ex) -> None:
     for col in cols:
         t.add_column(col, justify="left" if col in ("shape", "dtype") else "right")
     for c in cases:
-        row = [c["label"], c["dtype"], _us(c["time"]["median_ms"])]
+        row = [_label(c), c["dtype"], _us(c["time"]["median_ms"])]
         if has_bw:
             row += [f"{c['gbps']:,.0f}", f"{c['pct_of_copy']:.0%}"]
         if has_fl:
@@ -106,11 +129,20 @@ def render_benchmark(console: Console, cases: list[dict], ex) -> None:
 
 def render_compile(console: Console, reports: list[dict]) -> None:
     for r in reports:
-        mark = "[green]compiles[/]" if r["ok"] else "[red]does not compile[/]"
-        console.print(f"  {r['file']}: {mark} ({r['tool']}){' — ' + r['note'] if r['note'] else ''}",
-                      highlight=False)
+        if r["tool"] == "-":  # refused before any compiler ran (missing, empty, binary, not UTF-8, too large)
+            console.print(Text.assemble(f"  {r['file']}: ", ("cannot be compiled", "red")))
+        else:
+            console.print(Text.assemble(f"  {r['file']}: ", ("compiles", "green") if r["ok"] else
+                                        ("does not compile", "red"), f" ({r['tool']})",
+                                        f" — {r['note']}" if r["note"] else ""))
         for d in r["diagnostics"][:12]:
             console.print(f"    {d}", markup=False, highlight=False)
+        if not r["ok"] and not r["diagnostics"] and r.get("log", "").strip():
+            # No file:line to show: the compiler's own last words are the only clue (there is no other log).
+            for line in r["log"].rstrip().splitlines()[-LOG_TAIL_LINES:]:
+                console.print(f"    {line}", markup=False, highlight=False)
+        elif r["tool"] == "-" and not r["diagnostics"] and r["note"]:
+            console.print(f"    {r['note']}", markup=False, highlight=False)
         if r["kernels"]:
             t = Table(box=None, pad_edge=False)
             for col in ("kernel", "arch", "registers", "smem B", "stack B", "spill st/ld B"):

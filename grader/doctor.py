@@ -18,9 +18,16 @@ class Check:
 
 def _run(cmd: list[str]) -> str | None:
     try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=20).stdout.strip()
+        return subprocess.run(cmd, capture_output=True, encoding="utf-8", errors="replace",
+                              timeout=20).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
         return None
+
+
+# Where a CUDA build of torch comes from (the index matching the GPU machine's CUDA; cu130 for CUDA 13.0).
+CUDA_TORCH = "pip install torch --index-url https://download.pytorch.org/whl/cu130"
+COMPILE_ONLY = ("`grader check` compiles your kernels for sm_80 and sm_90 and shows ptxas's report (registers, "
+                "shared memory, spills); correctness and speed need a GPU")
 
 
 def checks() -> list[Check]:
@@ -31,10 +38,16 @@ def checks() -> list[Check]:
     except ImportError as e:
         out.append(Check("torch", False, f"not importable ({e}): install a CUDA build of PyTorch"))
         torch = None
-    if torch is not None:
-        cuda = torch.version.cuda
-        out.append(Check("torch", cuda is not None, f"{torch.__version__}, built for CUDA {cuda}" if cuda else
-                         f"{torch.__version__} is a CPU-only build: grading needs a CUDA build"))
+    cpu_build = torch is not None and torch.version.cuda is None
+    if cpu_build:
+        # Nothing here can make a CPU-only torch run kernels (CUDA_HOME included): say what this machine can do, and
+        # how to grade on one that has a GPU.
+        out.append(Check("torch", None, f"{torch.__version__} is a CPU-only build: compile-only mode here. To grade, "
+                         f"on a GPU machine: {CUDA_TORCH} (or the cuXYZ index matching its CUDA version)"))
+        out.append(Check("GPU", None, "not usable with a CPU-only torch: correctness and speed are checked on a GPU "
+                                      "machine"))
+    elif torch is not None:
+        out.append(Check("torch", True, f"{torch.__version__}, built for CUDA {torch.version.cuda}"))
         if torch.cuda.is_available():
             cap = torch.cuda.get_device_capability(0)
             p = torch.cuda.get_device_properties(0)
@@ -59,7 +72,12 @@ def checks() -> list[Check]:
             ok, detail = None, detail + f": torch was built with CUDA {torch.version.cuda}; majors should match"
         out.append(Check("nvcc", ok, detail))
     else:
-        out.append(Check("nvcc", False, "not found: install the CUDA toolkit or put its bin/ on PATH"))
+        out.append(Check("nvcc", False, "not found: install the CUDA toolkit or put its bin/ on PATH"
+                         + (" (compile-only mode needs it)" if cpu_build else "")))
     ninja = shutil.which("ninja")
-    out.append(Check("ninja", ninja is not None, ninja or "not found: pip install ninja"))
+    # ninja builds the extensions that run on a GPU; compile-only mode calls nvcc directly.
+    out.append(Check("ninja", True if ninja else None if cpu_build else False,
+                     ninja or "not found: pip install ninja" + (" (needed on a GPU machine)" if cpu_build else "")))
+    if cpu_build and nvcc:
+        out.append(Check("mode", True, f"compile-only: {COMPILE_ONLY}"))
     return out

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import secrets
 import sys
 import time
@@ -28,6 +30,7 @@ from grader.verdicts import EXIT_FAIL as FAIL
 from grader.verdicts import exit_code
 # Not a terminal (CI logs, pipes): wider than 80 columns so tables and paths stay on one line.
 console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+WORKER = "grader.check.worker"  # the module each exercise runs in (the CPU tests substitute a scripted one)
 
 
 def _load(args) -> tuple[Path, Path, Course]:
@@ -61,13 +64,19 @@ def _exercises(args, day, src_dir: Path, root: Path) -> list:
 
 
 def _placeholders(src_dir: Path, sources: list[str], root: Path) -> list[str]:
+    from grader.check.compile_check import MAX_SOURCE_BYTES
+
     found = []
     for s in sources:
         p = src_dir / s
-        if p.is_file():
-            for n, line in enumerate(p.read_text().splitlines(), 1):
-                if release.PLACEHOLDER in line:
-                    found.append(f"{relative_path(p, root)}:{n}")
+        try:
+            with open(p, "rb") as f:
+                text = f.read(MAX_SOURCE_BYTES).decode("utf-8", errors="replace")
+        except OSError:
+            continue
+        for n, line in enumerate(text.splitlines(), 1):
+            if release.PLACEHOLDER in line:
+                found.append(f"{relative_path(p, root)}:{n}")
     return found
 
 
@@ -90,12 +99,44 @@ class Progress:
             self.failed += not ev["ok"]
 
 
-def cmd_check(args) -> int:
-    from grader.check.compile_check import compile_sources
+# -- check: one exercise, then the command ----------------------------------------------------------------
+def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, seed: int,
+                   dtypes: list[str] | None = None, case_s: float | None = None, correctness_only: bool = False):
+    """One exercise's result: its sources read first (one unfit to compile is the student's build error), then the
+    run, compiled only where there is no GPU."""
+    from grader.check.compile_check import compile_sources, source_problem
     from grader.check.job import make_job
     from grader.check.runner import run_job
-    from grader.check.verdict import compiled_only, hint, note_placeholders
+    from grader.check.verdict import ExerciseResult, compiled_only, note_placeholders
     from grader.verdicts import Status
+
+    problems = [p for s in ex.sources if (p := source_problem(src_dir / s, root))]
+    if problems:
+        return compiled_only(ExerciseResult(day.id, ex.name, variant, str(src_dir), seed, threshold=ex.threshold), ex,
+                             problems)
+    job = make_job(course=course, root=root, day=day, ex=ex, src_dir=src_dir, seed=seed, dtypes=dtypes,
+                   correctness_only=correctness_only)
+    with console.status(f"starting {day.id}.{ex.name}…") as status:
+        res = run_job(job, variant=variant, case_s=case_s, correctness_only=correctness_only,
+                      on_event=Progress(status, len(job.cases)), worker=WORKER)
+    if res.status == Status.NO_GPU:
+        res = compiled_only(res, ex, compile_sources([src_dir / s for s in ex.sources],
+                                                     [root / i for i in ex.include_dirs], ex.extra_cuda_cflags,
+                                                     root, timeout_s=job.limits.build_s))
+    if res.status == Status.NOT_IMPLEMENTED:
+        res = note_placeholders(res, _placeholders(src_dir, ex.sources, root), release.PLACEHOLDER)
+    return res
+
+
+def _write_json(path: str, doc: dict) -> None:
+    try:
+        Path(path).write_text(json.dumps(doc, indent=1))
+    except OSError as e:
+        raise GraderError(f"--json: cannot write {path}: {e.strerror or e}") from None
+
+
+def cmd_check(args) -> int:
+    from grader.check.verdict import hint
 
     root, course_path, course = _load(args)
     day = course.day(args.day)
@@ -111,22 +152,13 @@ def cmd_check(args) -> int:
     console.print(f"seed {seed} (rerun with --seed {seed} to get the same inputs)", style="dim")
     out = []
     for ex in exercises:
-        job = make_job(course=course, root=root, day=day, ex=ex, src_dir=src_dir, seed=seed, dtypes=args.dtype,
-                       correctness_only=args.correctness_only)
-        with console.status(f"starting {day.id}.{ex.name}…") as status:
-            res = run_job(job, variant=variant, case_s=args.timeout, correctness_only=args.correctness_only,
-                          on_event=Progress(status, len(job.cases)))
-        if res.status == Status.NO_GPU:
-            res = compiled_only(res, ex, compile_sources([src_dir / s for s in ex.sources],
-                                                         [root / i for i in ex.include_dirs], ex.extra_cuda_cflags,
-                                                         root))
-        res = note_placeholders(res, _placeholders(src_dir, ex.sources, root), release.PLACEHOLDER)
+        res = check_exercise(course=course, root=root, day=day, ex=ex, src_dir=src_dir, variant=variant, seed=seed,
+                             dtypes=args.dtype, case_s=args.timeout, correctness_only=args.correctness_only)
         report.render(console, res, ex, hint(res, ex, course.hints))
         out.append(res.as_dict())
     results.save(root, day.id, variant, out)
     if args.json:
-        Path(args.json).write_text(json.dumps({"day": day.id, "variant": variant, "seed": seed, "exercises": out},
-                                              indent=1))
+        _write_json(args.json, {"day": day.id, "variant": variant, "seed": seed, "exercises": out})
     return exit_code([r["status"] for r in out])
 
 
@@ -272,6 +304,52 @@ def cmd_site(args) -> int:
 
 
 # -- entry --------------------------------------------------------------------------------------------------
+# Option values checked as they are parsed: a bad one is argparse's usage error (exit 2) before anything runs.
+def positive_seconds(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(v) or v <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, not {text}")
+    return v
+
+
+def _int_in(text: str, lo: int, hi: int, what: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not lo <= v <= hi:
+        raise argparse.ArgumentTypeError(f"{what} must be from {lo} to {hi}, not {text}")
+    return v
+
+
+def seed_value(text: str) -> int:
+    return _int_in(text, 0, 2**63 - 1, "a seed")
+
+
+def port_value(text: str) -> int:
+    return _int_in(text, 0, 65535, "a port")
+
+
+def json_path(text: str) -> str:
+    """A file the results can be written to, checked before the run (not after it): "-" is stdout where the option
+    allows it (its const)."""
+    if text == "-":
+        return text
+    p = Path(text).expanduser()
+    if text.endswith(("/", os.sep)) or p.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a folder: give a file name, e.g. {Path(text) / 'results.json'}")
+    parent = p.parent
+    if not parent.is_dir():
+        what = "is not a folder" if parent.exists() else "does not exist"
+        raise argparse.ArgumentTypeError(f"cannot write {text}: the folder {parent} {what} (create it first)")
+    if not os.access(parent, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise argparse.ArgumentTypeError(f"cannot write {text}: permission denied")
+    return str(p)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="grader", description="Build, check and time the course's CUDA exercises.")
     p.add_argument("--course", help="path to course.yaml (default: found from the current folder upwards)")
@@ -282,10 +360,10 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--dir", help="check the files in this folder instead of days/dayNN")
     c.add_argument("--exercise", help="only this exercise of the day")
     c.add_argument("--dtype", action="append", help="only this dtype (repeatable): fp32, fp16, bf16")
-    c.add_argument("--seed", type=int, help="seed for the random inputs (default: a fresh one, printed)")
+    c.add_argument("--seed", type=seed_value, help="seed for the random inputs (default: a fresh one, printed)")
     c.add_argument("--correctness-only", action="store_true", help="skip timing")
-    c.add_argument("--timeout", type=float, help="seconds one case may take before it counts as hung")
-    c.add_argument("--json", metavar="PATH", help="also write the full results as JSON")
+    c.add_argument("--timeout", type=positive_seconds, help="seconds one case may take before it counts as hung")
+    c.add_argument("--json", metavar="PATH", type=json_path, help="also write the full results as JSON")
     c.set_defaults(fn=cmd_check)
     f = sub.add_parser("profile", help="Nsight Compute on your kernels: speed of light, occupancy, spills, and a "
                                        "roofline plot against ceilings measured on this GPU")
@@ -300,7 +378,7 @@ def parser() -> argparse.ArgumentParser:
                                                  "/usr/local/cuda/bin/ncu)")
     f.add_argument("--remeasure-ceilings", action="store_true",
                    help="measure this GPU's memory and compute ceilings again instead of using the cached ones")
-    f.add_argument("--json", nargs="?", const="-", metavar="PATH",
+    f.add_argument("--json", nargs="?", const="-", metavar="PATH", type=json_path,
                    help="also write the results as JSON to PATH, or to stdout without PATH (always saved under "
                         ".grader/profile)")
     f.set_defaults(fn=cmd_profile)
@@ -322,7 +400,7 @@ def parser() -> argparse.ArgumentParser:
         a.add_argument("--strict", action="store_true", help="fail on any MkDocs warning (e.g. a broken link)")
         if name == "serve":
             a.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
-            a.add_argument("--port", type=int, default=8000, help="port (default: 8000; 0 picks a free one)")
+            a.add_argument("--port", type=port_value, default=8000, help="port (default: 8000; 0 picks a free one)")
             a.add_argument("--no-watch", action="store_true", help="do not rebuild when a source changes")
         a.set_defaults(fn=cmd_site)
     return p

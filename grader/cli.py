@@ -6,6 +6,8 @@ Every error reaches the user as a message; an unexpected one also leaves its tra
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import hashlib
 import json
 import math
 import os
@@ -31,6 +33,10 @@ from grader.verdicts import exit_code
 # Not a terminal (CI logs, pipes): wider than 80 columns so tables and paths stay on one line.
 console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
 WORKER = "grader.check.worker"  # the module each exercise runs in (the CPU tests substitute a scripted one)
+# A ranked run's secret, from one of these: never printed, never stored; only its sha256 is.
+RANKED_SEED_ENV, RANKED_SEED_FILE_ENV = "GRADER_RANKED_SEED", "GRADER_RANKED_SEED_FILE"
+MIN_SECRET_BYTES = 16  # its hash is published with the results: a short secret could be guessed back from it
+RANKED_RUNS = 2
 
 
 def _load(args) -> tuple[Path, Path, Course]:
@@ -99,30 +105,136 @@ class Progress:
             self.failed += not ev["ok"]
 
 
+# -- ranked runs ----------------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Ranked:
+    """A ranked run's seeds, derived from a secret that is never kept: only its hash is shown and stored."""
+    seed_sha256: str
+    seeds: tuple[int, ...] = dataclasses.field(repr=False)  # never printed
+
+    @property
+    def short(self) -> str:
+        return f"{self.seed_sha256[:8]}…"
+
+
+def _git_top(root: Path) -> Path:
+    """The repository that holds the course (the nearest folder with .git upwards), else the course's folder."""
+    for d in (root, *root.parents):
+        if (d / ".git").exists():
+            return d
+    return root
+
+
+def ranked_secret(root: Path, environ=None) -> bytes:
+    """The secret of a ranked run: $GRADER_RANKED_SEED, or the content of the file $GRADER_RANKED_SEED_FILE names
+    (outside the course's repository: a secret must never be committed)."""
+    env = os.environ if environ is None else environ
+    value, file = env.get(RANKED_SEED_ENV, ""), env.get(RANKED_SEED_FILE_ENV, "")
+    make = 'python -c "import secrets; print(secrets.token_hex(32))"'
+    if value and file:
+        raise GraderError(f"--ranked: both {RANKED_SEED_ENV} and {RANKED_SEED_FILE_ENV} are set: set only one")
+    if value:
+        secret = value.strip().encode("utf-8", errors="surrogateescape")
+        where = RANKED_SEED_ENV
+    elif file:
+        path = Path(file).expanduser()
+        try:
+            real = path.resolve(strict=True)
+        except (OSError, RuntimeError):
+            raise GraderError(f"--ranked: {RANKED_SEED_FILE_ENV} names {file}, which does not exist") from None
+        top = _git_top(Path(root).resolve())
+        if real == top or top in real.parents:
+            raise GraderError(f"--ranked: the secret seed file {file} is inside the course repository ({top}): a "
+                              "secret seed must not be committed; keep it outside, e.g. in ~/.config")
+        if not real.is_file():
+            raise GraderError(f"--ranked: {RANKED_SEED_FILE_ENV} names {file}, which is not a file")
+        try:
+            secret = real.read_bytes()[:4096].strip()
+        except OSError as e:
+            raise GraderError(f"--ranked: cannot read the secret seed file {file}: {e.strerror or e}") from None
+        where = f"the file {file}"
+    else:
+        raise GraderError(f"--ranked needs a secret seed: set {RANKED_SEED_ENV}, or {RANKED_SEED_FILE_ENV} to a file "
+                          f"outside the repository that holds one (make one with: {make})")
+    if len(secret) < MIN_SECRET_BYTES:
+        raise GraderError(f"--ranked: the secret seed in {where} is shorter than {MIN_SECRET_BYTES} characters, "
+                          f"too short to stay secret once its hash is published; make one with: {make}")
+    return secret
+
+
+def ranked_seeds(secret: bytes, runs: int = RANKED_RUNS) -> Ranked:
+    """Independent seeds for the runs (sha256(secret:k) reduced to 31 bits), and the secret's own sha256."""
+    seeds = tuple(int.from_bytes(hashlib.sha256(secret + f":{k}".encode()).digest()[:8], "big") & (2**31 - 1)
+                  for k in range(1, runs + 1))
+    return Ranked(hashlib.sha256(secret).hexdigest(), seeds)
+
+
+def combine_runs(runs: list, expected: int = RANKED_RUNS):
+    """One ranked result from its runs (the runs after a failure are not made): it passes only if every run passed;
+    it keeps every run's cases, each tagged with its run; its speedup is the lowest of the runs'; its seed is
+    left out (the inputs stay secret)."""
+    from grader.verdicts import Status
+
+    for k, r in enumerate(runs, 1):
+        for c in r.cases:
+            c["run"] = k
+    failed = next((k for k, r in enumerate(runs) if r.status != Status.PASS), None)
+    if failed is not None:
+        base = runs[failed]
+    else:  # the slower run speaks for the exercise
+        base = min(runs, key=lambda r: r.speedup if r.speedup is not None else math.inf)
+    speedups = [r.speedup for r in runs if r.speedup is not None]
+    info = {k: v for k, v in (runs[0].info or base.info).items() if k != "seed"}  # the worker echoes its seed
+    out = dataclasses.replace(
+        base, seed=None, speedup=min(speedups) if speedups else None, info=info,
+        cases=[c for r in runs for c in r.cases],
+        builds=[*runs[0].builds, *(b for r in runs[1:] for b in r.builds if not b.get("ok"))])
+    if failed is not None and failed > 0:
+        out.message = f"run {failed + 1} of {expected} (other inputs) failed: {base.message}"
+    elif failed is None:
+        out.message = f"{base.message} (the lower of {len(runs)} runs on independent inputs)"
+    return out
+
+
 # -- check: one exercise, then the command ----------------------------------------------------------------
-def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, seed: int,
-                   dtypes: list[str] | None = None, case_s: float | None = None, correctness_only: bool = False):
-    """One exercise's result: its sources read first (one unfit to compile is the student's build error), then the
-    run, compiled only where there is no GPU."""
+def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, seeds: tuple[int, ...],
+                   dtypes: list[str] | None = None, case_s: float | None = None, correctness_only: bool = False,
+                   ranked: bool = False):
+    """One exercise's result: its sources read first (one unfit to compile is the student's build error), then one
+    run per seed (a ranked check: two, the second only if the first passed, combined by combine_runs), compiled
+    only where there is no GPU."""
     from grader.check.compile_check import compile_sources, source_problem
     from grader.check.job import make_job
     from grader.check.runner import run_job
     from grader.check.verdict import ExerciseResult, compiled_only, note_placeholders
+    from grader.paths import Paths
     from grader.verdicts import Status
 
     problems = [p for s in ex.sources if (p := source_problem(src_dir / s, root))]
     if problems:
-        return compiled_only(ExerciseResult(day.id, ex.name, variant, str(src_dir), seed, threshold=ex.threshold), ex,
-                             problems)
-    job = make_job(course=course, root=root, day=day, ex=ex, src_dir=src_dir, seed=seed, dtypes=dtypes,
-                   correctness_only=correctness_only)
-    with console.status(f"starting {day.id}.{ex.name}…") as status:
-        res = run_job(job, variant=variant, case_s=case_s, correctness_only=correctness_only,
-                      on_event=Progress(status, len(job.cases)), worker=WORKER)
-    if res.status == Status.NO_GPU:
-        res = compiled_only(res, ex, compile_sources([src_dir / s for s in ex.sources],
-                                                     [root / i for i in ex.include_dirs], ex.extra_cuda_cflags,
-                                                     root, timeout_s=job.limits.build_s))
+        res = ExerciseResult(day.id, ex.name, variant, str(src_dir), None if ranked else seeds[0],
+                             threshold=ex.threshold)
+        return compiled_only(res, ex, problems)
+    runs = []
+    for k, seed in enumerate(seeds, 1):
+        job = make_job(course=course, root=root, day=day, ex=ex, src_dir=src_dir, seed=seed, dtypes=dtypes,
+                       correctness_only=correctness_only)
+        what = f"{day.id}.{ex.name}" + (f" (run {k} of {len(seeds)})" if len(seeds) > 1 else "")
+        try:
+            with console.status(f"starting {what}…") as status:
+                res = run_job(job, variant=variant, case_s=case_s, correctness_only=correctness_only,
+                              on_event=Progress(status, len(job.cases)), worker=WORKER)
+        finally:
+            if ranked:  # the job file names the seed: a ranked run's inputs must not be recoverable from it
+                (Paths(root).logs() / f"{day.id}-{ex.name}-{variant}.job.json").unlink(missing_ok=True)
+        if res.status == Status.NO_GPU:
+            res = compiled_only(res, ex, compile_sources([src_dir / s for s in ex.sources],
+                                                         [root / i for i in ex.include_dirs], ex.extra_cuda_cflags,
+                                                         root, timeout_s=job.limits.build_s))
+        runs.append(res)
+        if res.status != Status.PASS:
+            break  # every run must pass: the first failure decides
+    res = combine_runs(runs, len(seeds)) if ranked else runs[0]
     if res.status == Status.NOT_IMPLEMENTED:
         res = note_placeholders(res, _placeholders(src_dir, ex.sources, root), release.PLACEHOLDER)
     return res
@@ -138,6 +250,10 @@ def _write_json(path: str, doc: dict) -> None:
 def cmd_check(args) -> int:
     from grader.check.verdict import hint
 
+    if args.ranked and args.seed is not None:
+        raise GraderError("--ranked takes its inputs from the secret seed: drop --seed")
+    if args.ranked and args.correctness_only:
+        raise GraderError("--ranked times the code as the leaderboard does: drop --correctness-only")
     root, course_path, course = _load(args)
     day = course.day(args.day)
     if day.status != "ready":
@@ -148,17 +264,28 @@ def cmd_check(args) -> int:
         bad = [d for d in args.dtype if d not in DTYPES]
         if bad:
             raise GraderError(f"unknown dtype(s) {bad}: use {', '.join(DTYPES)}")
-    seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
-    console.print(f"seed {seed} (rerun with --seed {seed} to get the same inputs)", style="dim")
+    ranked = ranked_seeds(ranked_secret(root)) if args.ranked else None
+    if ranked:
+        seeds: tuple[int, ...] = ranked.seeds
+        console.print(f"ranked run (seed hash {ranked.short}): {len(seeds)} runs on independent secret inputs, "
+                      "both must pass", style="dim")
+    else:
+        seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+        seeds = (seed,)
+        console.print(f"seed {seed} (rerun with --seed {seed} to get the same inputs)", style="dim")
+    mark = {"ranked": True, "seed": None, "seed_sha256": ranked.seed_sha256} if ranked else {"ranked": False}
     out = []
     for ex in exercises:
-        res = check_exercise(course=course, root=root, day=day, ex=ex, src_dir=src_dir, variant=variant, seed=seed,
-                             dtypes=args.dtype, case_s=args.timeout, correctness_only=args.correctness_only)
-        report.render(console, res, ex, hint(res, ex, course.hints))
-        out.append(res.as_dict())
-    results.save(root, day.id, variant, out)
+        res = check_exercise(course=course, root=root, day=day, ex=ex, src_dir=src_dir, variant=variant, seeds=seeds,
+                             dtypes=args.dtype, case_s=args.timeout, correctness_only=args.correctness_only,
+                             ranked=bool(ranked))
+        report.render(console, res, ex, hint(res, ex, course.hints), ranked=ranked.seed_sha256 if ranked else None)
+        out.append({**res.as_dict(), **mark})
+    results.save(root, day.id, variant, out, ranked=bool(ranked), seed_sha256=ranked.seed_sha256 if ranked else None)
     if args.json:
-        _write_json(args.json, {"day": day.id, "variant": variant, "seed": seed, "exercises": out})
+        doc = {"day": day.id, "variant": variant, **({"ranked": True, "seed_sha256": ranked.seed_sha256} if ranked
+                                                     else {"ranked": False, "seed": seeds[0]}), "exercises": out}
+        _write_json(args.json, doc)
     return exit_code([r["status"] for r in out])
 
 
@@ -364,6 +491,9 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--correctness-only", action="store_true", help="skip timing")
     c.add_argument("--timeout", type=positive_seconds, help="seconds one case may take before it counts as hung")
     c.add_argument("--json", metavar="PATH", type=json_path, help="also write the full results as JSON")
+    c.add_argument("--ranked", action="store_true",
+                   help=f"for the leaderboard: two runs on inputs from a secret seed (${RANKED_SEED_ENV}, or a file "
+                        f"named by ${RANKED_SEED_FILE_ENV}); both must pass, the lower speedup counts")
     c.set_defaults(fn=cmd_check)
     f = sub.add_parser("profile", help="Nsight Compute on your kernels: speed of light, occupancy, spills, and a "
                                        "roofline plot against ceilings measured on this GPU")

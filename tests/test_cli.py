@@ -1,7 +1,14 @@
-"""The CLI as a student meets it on a machine without a GPU: clear messages, exit codes, no tracebacks."""
+"""The CLI as a student meets it on a machine without a GPU: clear messages, exit codes, no tracebacks; and ranked
+runs (`grader check --ranked`) with the scripted fake worker."""
+import hashlib
+import json
+import os
+import shutil
+
 import pytest
 
-from tests.conftest import has_gpu, needs_nvcc, run_grader
+from grader import cli, results
+from tests.conftest import ROOT, has_gpu, needs_nvcc, run_grader
 
 
 def assert_clean(r):
@@ -58,8 +65,6 @@ def test_check_without_gpu_compiles_and_says_so(tmp_path):
     r = run_grader("check", "day02", "--solution", "--json", str(out))
     assert r.returncode == 2, r.stdout + r.stderr
     assert "COMPILED ONLY" in r.stdout and "correctness and speed" in r.stdout and "registers" in r.stdout
-    import json
-
     data = json.loads(out.read_text())
     ex = data["exercises"][0]
     assert ex["status"] == "no_gpu"
@@ -88,3 +93,186 @@ def test_doctor_reports_and_exits_cleanly():
     r = run_grader("doctor")
     assert r.returncode in (0, 2) and "nvcc" in r.stdout and "torch" in r.stdout
     assert_clean(r)
+
+
+# -- ranked runs (grader check --ranked) -------------------------------------------------------------------------
+SECRET = "leaderboard-secret-0123456789abcdef"
+RANKED_ENV = ("GRADER_RANKED_SEED", "GRADER_RANKED_SEED_FILE")
+# One untimed exercise (the fake worker reports no timings): a course of its own, checked with the scripted worker.
+COURSE = """\
+title: ranked
+repository: r
+days:
+  - id: day01
+    title: Naive softmax
+    track: softmax
+    status: ready
+    exercises:
+      - name: softmax
+        task: tasks.softmax
+        op: softmax
+        signature: "softmax(x, out)"
+        args: [x, out]
+        sources: [softmax.cu, bindings.cpp]
+        dtypes: [fp32]
+        correctness: [[1, 1], [3, 5], [7, 9]]
+        tolerances:
+          fp32: {atol: 1.0e-8, rtol: 1.0e-5, rel_l2: 1.0e-5}
+        points: 10
+"""
+
+
+@pytest.fixture
+def no_secret(monkeypatch):
+    for name in RANKED_ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def fake_course(tmp_path, monkeypatch, no_secret):
+    """A course in tmp_path whose checks run tests/fake_worker.py (no GPU)."""
+    (tmp_path / "course.yaml").write_text(COURSE)
+    shutil.copytree(ROOT / "solutions" / "day01", tmp_path / "solutions" / "day01")
+    monkeypatch.setattr(cli, "WORKER", "tests.fake_worker")
+    # the fake worker is found from the course's root; what the environment had on the path (e.g. wheels) is kept
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv("FAKE_WORKER", "ok")
+    return tmp_path
+
+
+def grade(course_dir, *args):
+    return cli.main(["--course", str(course_dir / "course.yaml"), "check", "day01", "--solution", *args])
+
+
+@pytest.mark.parametrize("args, env, text", [
+    (["--seed", "3"], {"GRADER_RANKED_SEED": SECRET}, "--ranked takes its inputs from the secret seed: drop --seed"),
+    (["--correctness-only"], {"GRADER_RANKED_SEED": SECRET}, "drop --correctness-only"),
+    ([], {}, "--ranked needs a secret seed: set GRADER_RANKED_SEED, or GRADER_RANKED_SEED_FILE"),
+    ([], {"GRADER_RANKED_SEED": SECRET, "GRADER_RANKED_SEED_FILE": "/x"}, "set only one"),
+    ([], {"GRADER_RANKED_SEED": "short"}, "shorter than 16 characters"),
+    ([], {"GRADER_RANKED_SEED_FILE": "/nonexistent/secret"}, "/nonexistent/secret, which does not exist"),
+    ([], {"GRADER_RANKED_SEED_FILE": str(ROOT / "README.md")}, "is inside the course repository"),
+])
+def test_ranked_option_errors(monkeypatch, no_secret, args, env, text):
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    r = run_grader("check", "day01", "--solution", "--ranked", *args)
+    assert r.returncode == 2 and text in r.stdout, r.stdout + r.stderr
+    assert "seed hash" not in r.stdout and "compiles" not in r.stdout  # refused before anything ran
+    assert_clean(r)
+
+
+def test_a_secret_file_reached_through_a_link_into_the_repository_is_refused(tmp_path):
+    link = tmp_path / "secret"
+    link.symlink_to(ROOT / "course.yaml")
+    with pytest.raises(cli.GraderError, match="inside the course repository"):
+        cli.ranked_secret(ROOT, {"GRADER_RANKED_SEED_FILE": str(link)})
+
+
+def test_the_secret_comes_from_the_environment_or_a_file_outside(tmp_path):
+    f = tmp_path / "secret"
+    f.write_text(SECRET + "\n")
+    assert cli.ranked_secret(ROOT, {"GRADER_RANKED_SEED_FILE": str(f)}) == SECRET.encode()
+    assert cli.ranked_secret(ROOT, {"GRADER_RANKED_SEED": f"  {SECRET} "}) == SECRET.encode()
+
+
+def test_ranked_seeds_are_derived_independent_and_hide_the_secret():
+    r = cli.ranked_seeds(SECRET.encode())
+    assert r == cli.ranked_seeds(SECRET.encode())  # the same secret, the same inputs
+    assert len(r.seeds) == 2 and r.seeds[0] != r.seeds[1] and all(0 <= s < 2**31 for s in r.seeds)
+    expect = [int.from_bytes(hashlib.sha256(f"{SECRET}:{k}".encode()).digest()[:8], "big") & (2**31 - 1)
+              for k in (1, 2)]
+    assert list(r.seeds) == expect
+    assert r.seed_sha256 == hashlib.sha256(SECRET.encode()).hexdigest() and r.short == r.seed_sha256[:8] + "…"
+    assert cli.ranked_seeds(SECRET.encode() + b"!").seeds != r.seeds
+    assert SECRET not in repr(r) and not any(str(s) in repr(r) for s in r.seeds)
+
+
+def test_a_ranked_check_runs_twice_and_is_recorded_as_ranked(fake_course, monkeypatch, capsys):
+    monkeypatch.setenv("GRADER_RANKED_SEED", SECRET)
+    out_json = fake_course / "r.json"
+    assert grade(fake_course, "--ranked", "--json", str(out_json)) == 0
+    printed = capsys.readouterr().out
+    ranked = cli.ranked_seeds(SECRET.encode())
+    doc_text = out_json.read_text()
+    stored = (fake_course / ".grader" / "results" / "day01.json").read_text()
+    for text in (printed, doc_text, stored):
+        assert SECRET not in text and not any(str(s) in text for s in ranked.seeds)
+    assert f"ranked run (seed hash {ranked.seed_sha256[:8]}…)" in printed and "PASS" in printed
+    assert "seed " not in printed.replace("seed hash", "")  # no "seed N" line
+    doc = json.loads(doc_text)
+    assert doc["ranked"] is True and doc["seed_sha256"] == ranked.seed_sha256 and "seed" not in doc
+    (ex,) = doc["exercises"]
+    assert ex["ranked"] is True and ex["seed_sha256"] == ranked.seed_sha256 and ex["seed"] is None
+    assert ex["status"] == "pass" and "seed" not in ex["info"]
+    assert sorted({c["run"] for c in ex["cases"]}) == [1, 2] and len(ex["cases"]) == 6  # both runs' cases
+    assert not list((fake_course / ".grader" / "logs").glob("*.job.json"))  # the job file names the seed
+    kept = results.ranked_results(fake_course, "day01")
+    assert list(kept) == ["solution"] and kept["solution"]["seed_sha256"] == ranked.seed_sha256
+
+
+def test_a_ranked_check_stops_at_the_first_failed_run(fake_course, monkeypatch, capsys):
+    monkeypatch.setenv("GRADER_RANKED_SEED", SECRET)
+    monkeypatch.setenv("FAKE_WORKER", "ok,blank")
+    assert grade(fake_course, "--ranked") == 1
+    assert "FAIL" in capsys.readouterr().out
+    entry = results.ranked_results(fake_course, "day01")["solution"]
+    (ex,) = entry["exercises"]
+    assert ex["status"] == "fail" and {c["run"] for c in ex["cases"]} == {1}
+
+
+def test_an_ordinary_check_is_not_ranked_and_does_not_replace_the_ranked_result(fake_course, monkeypatch, capsys):
+    assert grade(fake_course, "--seed", "5") == 0
+    assert "seed 5" in capsys.readouterr().out
+    assert results.ranked_results(fake_course, "day01") == {}
+    assert results.last(fake_course, "day01", "solution")["ranked"] is False
+    monkeypatch.setenv("GRADER_RANKED_SEED", SECRET)
+    assert grade(fake_course, "--ranked") == 0
+    monkeypatch.delenv("GRADER_RANKED_SEED")
+    assert grade(fake_course) == 0
+    last = results.last(fake_course, "day01", "solution")
+    assert last["ranked"] is False and last["exercises"][0]["seed"] is not None
+    kept = results.ranked_results(fake_course, "day01")["solution"]
+    assert kept["ranked"] is True and kept["exercises"][0]["seed"] is None
+
+
+def test_ranked_results_accepts_only_marked_entries(tmp_path):
+    ex = [{"exercise": "softmax", "status": "pass"}]
+    results.save(tmp_path, "day05", "student", ex)
+    assert results.ranked_results(tmp_path, "day05") == {}
+    with pytest.raises(ValueError):
+        results.save(tmp_path, "day05", "student", ex, ranked=True)
+    results.save(tmp_path, "day05", "student", ex, ranked=True, seed_sha256="ab" * 32)
+    got = results.ranked_results(tmp_path, "day05")["student"]
+    assert got["ranked"] is True and got["exercises"][0] == {**ex[0], "ranked": True, "seed_sha256": "ab" * 32}
+    # a hand-edited file: an entry whose exercises are not all marked does not count
+    path = results.results_path(tmp_path, "day05")
+    data = json.loads(path.read_text())
+    data["ranked"]["student"]["exercises"][0]["ranked"] = False
+    data["ranked"]["solution"] = {"ranked": "yes", "seed_sha256": "x", "exercises": ex}
+    path.write_text(json.dumps(data))
+    assert results.ranked_results(tmp_path, "day05") == {}
+    path.write_text("not json")
+    assert results.ranked_results(tmp_path, "day05") == {} and results.last(tmp_path, "day05") is None
+
+
+def _run(status, speedup=None, n=2, message="m"):
+    from grader.check.verdict import ExerciseResult
+
+    cases = [dict(index=i, kind="correctness", dtype="fp32", label=f"{i}x1", ok=status == "pass", category=status,
+                  message="") for i in range(n)]
+    return ExerciseResult("day02", "softmax", "student", "days/day02", 123456, status=status, speedup=speedup,
+                          message=message, cases=cases, info={"gpu": "G", "seed": 123456},
+                          builds=[{"target": "exercise", "ok": True, "seconds": 1.0}])
+
+
+def test_combined_runs_pass_only_together_with_the_lower_speedup():
+    both = cli.combine_runs([_run("pass", 9.5, message="fast"), _run("pass", 8.7, message="slower")])
+    assert both.status == "pass" and both.speedup == 8.7 and both.message.startswith("slower")
+    assert both.seed is None and "seed" not in both.info and len(both.builds) == 1
+    assert [c["run"] for c in both.cases] == [1, 1, 2, 2]
+    second = cli.combine_runs([_run("pass", 9.5), _run("fail", 9.1, message="1 case(s) failed")])
+    assert second.status == "fail" and second.message == "run 2 of 2 (other inputs) failed: 1 case(s) failed"
+    assert second.speedup == 9.1
+    first = cli.combine_runs([_run("fail", message="wrong")])
+    assert first.status == "fail" and first.message == "wrong" and {c["run"] for c in first.cases} == {1}

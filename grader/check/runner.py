@@ -35,7 +35,7 @@ CONTEXT_LOST = 3
 # given the time to start plus SANITIZE_SLOWDOWN case limits, at most SANITIZE_MAX_S.
 SANITIZED = (Category.NONFINITE, Category.MISMATCH, Category.UNWRITTEN, Category.CRASH)
 SANITIZE_SLOWDOWN = 5
-SANITIZE_MAX_S = 300.0
+SANITIZE_MAX_S = 90.0  # a memcheck rerun of a large case can take minutes (day 09: 5); past this, no finding
 
 
 def _reader(fd: int, q: queue.Queue):

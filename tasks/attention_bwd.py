@@ -16,6 +16,8 @@ import math
 
 import torch
 
+from tasks.attention import reference as _forward  # the forward's fp64 o and lse, one batch entry at a time
+
 # SDPA's math backend (matmul, softmax, matmul: the same materialized algorithm as the naive kernels, in cuBLAS),
 # differentiated by autograd. See `library` for what its timing includes.
 LIBRARY = "SDPA math (fwd+bwd)"
@@ -23,21 +25,6 @@ LIBRARY = "SDPA math (fwd+bwd)"
 
 def _mask(n, device):
     return torch.ones((n, n), dtype=torch.bool, device=device).triu(1)
-
-
-def _forward(q, k, v, causal):
-    """fp64 forward of the stored q, k, v: o (fp64) and lse (fp64), one batch entry at a time."""
-    n, d = q.shape[2], q.shape[3]
-    mask = _mask(n, q.device) if causal else None
-    outs, lses = [], []
-    for qb, kb, vb in zip(q.double(), k.double(), v.double()):
-        s = (qb @ kb.transpose(-1, -2)) / math.sqrt(d)
-        if mask is not None:
-            s = s.masked_fill(mask, float("-inf"))
-        lse = torch.logsumexp(s, dim=-1)
-        outs.append(torch.exp(s - lse[..., None]) @ vb)
-        lses.append(lse)
-    return torch.stack(outs), torch.stack(lses)
 
 
 def _saved(q, k, v, causal):

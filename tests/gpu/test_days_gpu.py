@@ -59,6 +59,8 @@ KNOWN_WRONG = yaml.safe_load((ROOT / "tests" / "known_wrong.yaml").read_text())
 
 @pytest.mark.parametrize("bug", KNOWN_WRONG, ids=[f"{b['day']}-{b['name']}" for b in KNOWN_WRONG])  # -k day12 selects a day
 def test_known_wrong_kernel_fails_with_the_right_message(bug, tmp_path):
+    if bug["day"] not in _ready_days():
+        pytest.skip(f"{bug['day']} is planned: its known-wrong kernels run once it is ready")
     src = tmp_path / bug["day"]
     shutil.copytree(ROOT / "solutions" / bug["day"], src)
     for edit in bug.get("edits") or [bug]:

@@ -10,6 +10,8 @@ Data hooks (module-level names in the task):
   ceiling(**inputs, **params) -> (label, thunk) | None  the practical peak for this shape, timed in the same run
   flops(**inputs, **params), bytes_moved(**inputs, **params)   for TFLOP/s, GB/s and % of a copy
   probes = {name: fn(inputs, generator) -> inputs}      adversarial variants of the random inputs
+  refill(inputs, generator, **params)                   new values in place before each timed call (default:
+      make_inputs again, copied in)
   CHECKS = {name: fn(ctx) -> Result | None}             extra checks an exercise can name (besides CHECKS below)
 Protocol hooks (define one in the task to replace the default of the same name below):
   resolve(module, exercise) -> the op, or None if the built module does not define it
@@ -267,7 +269,12 @@ class Task:
 
     def refill(self, torch, case: CaseData, generator) -> None:
         """New random values in the case's input tensors, in place (same addresses): a timed call never sees an
-        input it has seen before, so a result cached from an earlier call cannot be replayed."""
+        input it has seen before, so a result cached from an earlier call cannot be replayed. A task whose inputs
+        are costly to make (a backward's saved forward) defines `refill(inputs, generator, **params)` to change
+        what it can cheaply, in place."""
+        if self.has("refill"):
+            self.module.refill(case.inputs, generator, **case.params)
+            return
         device = next(iter(case.inputs.values())).device
         fresh = self.module.make_inputs(case.shape, getattr(torch, TORCH_DTYPES[case.dtype]), generator, device,
                                         **case.params)

@@ -151,3 +151,17 @@ def test_a_returned_output_of_the_wrong_shape_is_a_mismatch_not_a_crash(tmp_path
     got = {"mean": torch.ones(3), "sumsq": torch.full((2,), 3.0)}
     r = {x.name: x for x in check(got, case, ex)}
     assert not r["mean"].ok and "expected a tensor (2,)" in r["mean"].message and r["sumsq"].ok
+
+
+def test_a_task_can_refill_its_inputs_cheaply_before_timed_calls():
+    """attention_bwd's inputs carry a saved forward: its refill draws a new dout only, in place."""
+    import torch
+
+    from grader.protocol import Task
+
+    t = Task.load("tasks.attention_bwd")
+    c = t.materialize(torch, shape=(1, 2, 37, 64), dtype="bf16", params={"causal": True}, seed=1, device="cpu")
+    dout, q, ptr = c.inputs["dout"].clone(), c.inputs["q"].clone(), c.inputs["dout"].data_ptr()
+    t.refill(torch, c, torch.Generator().manual_seed(3))
+    assert not torch.equal(dout, c.inputs["dout"]) and c.inputs["dout"].data_ptr() == ptr
+    assert torch.equal(q, c.inputs["q"])

@@ -293,7 +293,7 @@ def cmd_check(args) -> int:
 def cmd_profile(args) -> int:
     from grader.profile.command import run_profile
 
-    root, course_path, course = _load(args)
+    root, _, course = _load(args)
     day = course.day(args.day)
     if day.status != "ready":
         raise GraderError(f"{day.id} ({day.title}) is planned, not ready yet: no exercise to profile")
@@ -301,7 +301,7 @@ def cmd_profile(args) -> int:
     exercises = _exercises(args, day, src_dir, root)
     # With the JSON on stdout, everything for people goes to stderr.
     out = Console(stderr=True, highlight=False, soft_wrap=True) if args.json == "-" else console
-    return run_profile(args, out, root=root, course_path=course_path, course=course, day=day, exercises=exercises,
+    return run_profile(args, out, root=root, course=course, day=day, exercises=exercises,
                        src_dir=src_dir, variant=variant, rel=lambda p: relative_path(p, root),
                        placeholders=lambda ex: _placeholders(src_dir, ex.sources, root))
 

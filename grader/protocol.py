@@ -227,9 +227,6 @@ class Task:
     def has(self, hook: str) -> bool:
         return hasattr(self.module, hook)
 
-    def hook(self, name: str):
-        return getattr(self.module, name)
-
     def extra_check(self, name: str):
         found = getattr(self.module, "CHECKS", {}).get(name) or CHECKS.get(name)
         if found is None:

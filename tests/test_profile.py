@@ -305,7 +305,7 @@ def _profile(tmp_path, course, day="day05", **kw):
     args = argparse.Namespace(**{"dtype": None, "shape": None, "ncu": None, "remeasure_ceilings": False, "json": None,
                                  **kw})
     con = Console(record=True, width=200)
-    code = run_profile(args, con, root=tmp_path, course_path=ROOT / "course.yaml", course=course, day=d,
+    code = run_profile(args, con, root=tmp_path, course=course, day=d,
                        exercises=d.exercises, src_dir=ROOT / "solutions" / day, variant="solution",
                        placeholders=lambda ex: ["days/day05/softmax.cu:171"], rel=str)
     return code, con.export_text()

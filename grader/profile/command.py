@@ -191,7 +191,7 @@ def _target_cmd(spec: dict) -> list[str]:
     return [sys.executable, "-m", "grader.profile.target", json.dumps(spec)]
 
 
-def profile_exercise(*, root: Path, course_path: Path, course: Course, day: Day, t: Target, src_dir: Path,
+def profile_exercise(*, root: Path, course: Course, day: Day, t: Target, src_dir: Path,
                      variant: str, ncu_path: str, remeasure: bool, status,
                      placeholders: Callable[[Exercise], list[str]]) -> dict:
     ex, stem = t.ex, f"{day.id}-{t.ex.name}-{variant}"
@@ -273,7 +273,7 @@ def profile_exercise(*, root: Path, course_path: Path, course: Course, day: Day,
     return res
 
 
-def run_profile(args, console: Console, *, root: Path, course_path: Path, course: Course, day: Day,
+def run_profile(args, console: Console, *, root: Path, course: Course, day: Day,
                 exercises: list[Exercise], src_dir: Path, variant: str,
                 placeholders: Callable[[Exercise], list[str]], rel: Callable[[Path], str]) -> int:
     """Profiles every selected exercise; returns the exit code (1 if one does not compile, else 2 if one could not
@@ -285,7 +285,7 @@ def run_profile(args, console: Console, *, root: Path, course_path: Path, course
     for t in todo:
         try:
             with console.status(f"{day.id}.{t.ex.name}…") as status:
-                res = profile_exercise(root=root, course_path=course_path, course=course, day=day, t=t,
+                res = profile_exercise(root=root, course=course, day=day, t=t,
                                        src_dir=src_dir, variant=variant, ncu_path=ncu_path,
                                        remeasure=remeasure, status=status, placeholders=placeholders)
             remeasure = False  # once per run is enough: the next exercise reuses what was just measured

@@ -24,6 +24,8 @@ from rich.text import Text
 from grader import results
 from grader.authoring import release
 from grader.check import report
+from grader.check.sanitizer import TOOLS as SANITIZER_TOOLS
+from grader.check.sanitizer import find_sanitizer
 from grader.course import DTYPES, Course, find_course_file, load_course
 from grader.errors import GraderError
 from grader.paths import Paths, relative_path
@@ -289,6 +291,42 @@ def cmd_check(args) -> int:
     return exit_code([r["status"] for r in out])
 
 
+# -- sanitize -----------------------------------------------------------------------------------------------
+def cmd_sanitize(args) -> int:
+    from grader.check import sanitize_command as sc
+
+    root, _, course = _load(args)
+    day = course.day(args.day)
+    if day.status != "ready":
+        raise GraderError(f"{day.id} ({day.title}) is planned, not ready yet: no exercise to sanitize")
+    src_dir, variant = _source_dir(args, root, day.id)
+    exercises = _exercises(args, day, src_dir, root)
+    exe = find_sanitizer()
+    if exe is None:
+        raise GraderError(sc.missing_tool_message())
+    bad = [d for d in args.dtype or [] if d not in DTYPES]
+    if bad:
+        raise GraderError(f"unknown dtype(s) {bad}: use {', '.join(DTYPES)}")
+    seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+    console.print(f"seed {seed} (rerun with --seed {seed} to get the same inputs)", style="dim")
+    runs = []
+    for ex in exercises:
+        dtypes = [d for d in (args.dtype or ex.dtypes[:1]) if d in ex.dtypes]
+        if not dtypes:
+            console.print(f"{day.id}.{ex.name}: no {', '.join(args.dtype)} cases (it has {', '.join(ex.dtypes)})",
+                          style="yellow", highlight=False)
+            continue
+        for tool in sc.tools_for(ex, args.tool):
+            with console.status(f"{day.id}.{ex.name} under compute-sanitizer {tool}…"):
+                runs.append(sc.run_tool(course=course, root=root, day=day, ex=ex, src_dir=src_dir, variant=variant,
+                                        tool=tool, seed=seed, dtypes=dtypes, timeout_s=args.timeout,
+                                        sanitizer=exe))
+    if not runs:
+        raise GraderError("nothing to run: no exercise of the day has the dtype(s) asked for")
+    sc.render(console, runs)
+    return sc.exit_code(runs)
+
+
 # -- profile ------------------------------------------------------------------------------------------------
 def cmd_profile(args) -> int:
     from grader.profile.command import run_profile
@@ -495,6 +533,19 @@ def parser() -> argparse.ArgumentParser:
                    help=f"for the leaderboard: two runs on inputs from a secret seed (${RANKED_SEED_ENV}, or a file "
                         f"named by ${RANKED_SEED_FILE_ENV}); both must pass, the lower speedup counts")
     c.set_defaults(fn=cmd_check)
+    z = sub.add_parser("sanitize", help="a day's correctness cases under compute-sanitizer (memcheck, racecheck, "
+                                        "initcheck, synccheck), errors named at your file:line")
+    z.add_argument("day", help="day01, day1 or 1")
+    z.add_argument("--tool", choices=list(SANITIZER_TOOLS),
+                   help="default: the tools the exercise requires (course.yaml `sanitize:`), else memcheck")
+    z.add_argument("--solution", action="store_true", help="the instructor's solution instead of days/")
+    z.add_argument("--dir", help="the files in this folder instead of days/dayNN")
+    z.add_argument("--exercise", help="only this exercise of the day")
+    z.add_argument("--dtype", action="append", help="these dtypes (repeatable; default: the exercise's first)")
+    z.add_argument("--seed", type=seed_value, help="seed for the random inputs (default: a fresh one, printed)")
+    z.add_argument("--timeout", type=positive_seconds, default=600.0,
+                   help="seconds one tool may run over all the cases (default: 600; the tools slow kernels 10-100x)")
+    z.set_defaults(fn=cmd_sanitize)
     f = sub.add_parser("profile", help="Nsight Compute on your kernels: speed of light, occupancy, spills, and a "
                                        "roofline plot against ceilings measured on this GPU")
     f.add_argument("day", help="day01, day1 or 1")

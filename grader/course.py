@@ -162,6 +162,9 @@ class Exercise(Strict):
         "allowed", description="required: two calls on one input must give the same bits, else the case fails")
     checks: list[str] = Field([], description="extra checks by name, e.g. opcheck, torch_compile (grader.protocol "
                                               "or the task's CHECKS)")
+    sanitize: list[Literal["memcheck", "racecheck", "initcheck", "synccheck"]] = Field(
+        [], description="compute-sanitizer tools the code must be clean under: each runs the correctness cases of "
+                        "the first dtype once more; an error in the student's sources fails the exercise")
     allow: list[str] = Field([], description="GPU work the op may launch besides kernels compiled from its sources: "
                                              "memset, memcpy, or part of a kernel's name")
     probes: list[str] = []

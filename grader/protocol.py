@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 from typing import Any
 from collections.abc import Callable
 
@@ -75,6 +77,9 @@ class CheckContext:
     case: CaseData
     exercise: Any
     call: Callable[[], dict]
+    src_dir: Path | None = None  # the folder the exercise's sources were built from
+    root: Path | None = None  # the course root (include_dirs are relative to it)
+    capability: tuple[int, int] = (0, 0)  # the GPU's compute capability
 
 
 # -- defaults of the protocol hooks ---------------------------------------------------------------------------
@@ -191,7 +196,43 @@ def _torch_compile(ctx: CheckContext) -> Result | None:
     return Result("torch_compile", True, Category.PASS, "same results under torch.compile(fullgraph=True)")
 
 
-CHECKS: dict[str, Callable[[CheckContext], Result | None]] = {"opcheck": _opcheck, "torch_compile": _torch_compile}
+def _no_local_memory(ctx: CheckContext) -> Result | None:
+    """Every kernel of the exercise's .cu files keeps its variables in registers: ptxas reports no stack frame and
+    no spills for this GPU's architecture. A per-thread array indexed by a value known only at run time, or more
+    live values than the registers hold, go to local memory: off-chip, as slow as global memory."""
+    if ctx.src_dir is None or ctx.root is None:
+        return None
+    ex = ctx.exercise
+    sources = tuple(ctx.src_dir / s for s in ex.sources if s.endswith(".cu"))
+    kernels = _ptxas_resources(sources, tuple(ctx.root / d for d in ex.include_dirs), tuple(ex.extra_cuda_cflags),
+                               tuple(ctx.capability))
+    if kernels is None:
+        return Result("no_local_memory", False, Category.CHECK_FAILED, "nvcc is needed to read ptxas's report (its "
+                      "registers, stack and spills) and was not found: put the CUDA toolkit's bin/ on PATH")
+    bad = [k for k in kernels.values() if k["stack_bytes"] or k["spill_stores"] or k["spill_loads"]]
+    if not bad:
+        return Result("no_local_memory", True, Category.PASS,
+                      f"ptxas: no stack frame and no spills in {len(kernels)} kernel(s)")
+    k = bad[0]
+    more = f" (and {len(bad) - 1} more kernel(s))" if len(bad) > 1 else ""
+    return Result("no_local_memory", False, Category.LOCAL_MEMORY,
+                  f"ptxas: {k['demangled'].split('(')[0]} uses local memory: {k['stack_bytes']} bytes of stack, "
+                  f"{k['spill_stores']} bytes of spill stores, {k['spill_loads']} bytes of spill loads, "
+                  f"{k['registers']} registers{more}", {"kernels": len(kernels)})
+
+
+@cache
+def _ptxas_resources(sources: tuple, include_dirs: tuple, flags: tuple, capability: tuple) -> dict | None:
+    from grader.check.compile_check import nvcc_path
+    from grader.profile.ptxas_report import kernel_resources
+
+    if nvcc_path() is None:
+        return None
+    return kernel_resources(list(sources), list(include_dirs), list(flags), capability)
+
+
+CHECKS: dict[str, Callable[[CheckContext], Result | None]] = {"opcheck": _opcheck, "torch_compile": _torch_compile,
+                                                              "no_local_memory": _no_local_memory}
 
 
 def _first_line(e: BaseException) -> str:

@@ -35,7 +35,8 @@ class Category:
     # the task's extra checks (protocol.CHECKS, or a task's own)
     OPCHECK = "opcheck"  # torch.library.opcheck: schema, fake tensor, autograd registration
     TORCH_COMPILE = "torch_compile"  # the op under torch.compile(fullgraph=True)
-    SANITIZER = "sanitizer"  # compute-sanitizer found an error
+    SANITIZER = "sanitizer"  # compute-sanitizer found an error (or could not run where an exercise requires it)
+    LOCAL_MEMORY = "local_memory"  # ptxas: a kernel has a stack frame or spills (the no_local_memory check)
     CHECK_FAILED = "check_failed"  # any other extra check of a task
     # integrity: what an honest op cannot do (grader/check/attribution.py, the timing checks in the worker)
     FOREIGN_KERNEL = "foreign_kernel"  # GPU work not compiled from the student's sources (the library, say)
@@ -50,7 +51,7 @@ class Category:
     NOT_RUN = "not_run"  # a hang or repeated crashes stopped the run
 
     ALL = (PASS, NOT_IMPLEMENTED, UNWRITTEN, NONFINITE, MISMATCH, INPUT_MODIFIED, NONDETERMINISTIC, CRASH, TIMEOUT,
-           ERROR, OPCHECK, TORCH_COMPILE, SANITIZER, CHECK_FAILED, FOREIGN_KERNEL, SIDE_STREAM, STALE_OUTPUT,
+           ERROR, OPCHECK, TORCH_COMPILE, SANITIZER, LOCAL_MEMORY, CHECK_FAILED, FOREIGN_KERNEL, SIDE_STREAM, STALE_OUTPUT,
            IMPOSSIBLE_TIMING, BUILD_ERROR, SLOW, SKIPPED, NOT_RUN)
     # Not failures of their own: a case that did not run because of another.
     NOT_COUNTED = (SKIPPED, NOT_RUN)

@@ -246,7 +246,7 @@ def test_the_command_line():
     assert "--leak-check" not in sanitize_command("racecheck", ["x"], sanitizer="/cs")
     with pytest.raises(ValueError):
         sanitize_command("leakcheck", ["x"])
-    assert worker_command(Path("j.json"), 4)[-4:] == ["grader.check.worker", "j.json", "--only", "4"]
+    assert worker_command(Path("j.json"), 4)[-5:] == ["grader.check.worker", "j.json", "--sanitized", "--only", "4"]
 
 
 def _executable(path: Path, text: str) -> Path:
@@ -421,3 +421,109 @@ def test_a_sanitizer_run_past_its_limit_is_stopped(course, monkeypatch, fake_san
     assert time.monotonic() - t0 < 30
     assert res.cases[1]["message"] == "NaN/inf where the reference is finite: 3 of 64"
     assert res.cases[1]["sanitizer"] == [] and len(calls.read_text().splitlines()) == 1  # initcheck would stall too
+
+
+# -- an exercise that must be clean under a tool (`sanitize:` in course.yaml) ------------------------------------
+def run_required(course, monkeypatch, behaviour, tools=("racecheck",)):
+    monkeypatch.setenv("FAKE_WORKER", behaviour)
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    day = course.day("day01")
+    ex = day.exercises[0].model_copy(update={"sanitize": list(tools)})
+    job = make_job(course=course, root=ROOT, day=day, ex=ex, src_dir=ROOT / "solutions" / "day01", seed=1,
+                   correctness_only=True)
+    return job, run_job(job, variant="fake-required", correctness_only=True, worker="tests.fake_worker")
+
+
+def test_a_required_tool_runs_every_first_dtype_correctness_case_once_and_a_clean_report_passes(
+        course, monkeypatch, fake_sanitizer):
+    reports, calls = fake_sanitizer
+    (reports / "racecheck.txt").write_text(CLEAN)
+    job, res = run_required(course, monkeypatch, "ok")
+    assert res.status == "pass", res.message
+    (check,) = [c for c in res.cases if c["kind"] == "sanitizer"]
+    assert check["ok"] and check["label"] == "racecheck" and "clean under compute-sanitizer racecheck" in check["message"]
+    first = job.cases[0].dtype
+    want = [c.index for c in job.cases if c.kind == "correctness" and c.dtype == first and c.probe is None]
+    (call,) = calls.read_text().splitlines()
+    assert "--tool racecheck" in call and "--sanitized" in call
+    assert f"--only {','.join(map(str, want))} " in call
+
+
+def test_a_required_tool_that_finds_an_error_in_the_students_code_fails_the_exercise(course, monkeypatch,
+                                                                                      fake_sanitizer):
+    reports, _ = fake_sanitizer
+    (reports / "racecheck.txt").write_text(RACECHECK.replace(f"{BUILT}/tile.cu", built(course)))
+    _, res = run_required(course, monkeypatch, "ok")
+    (check,) = [c for c in res.cases if c["kind"] == "sanitizer"]
+    assert res.status == "fail" and not check["ok"] and check["category"] == "sanitizer"
+    assert "compute-sanitizer racecheck: Race reported between Write access and Read access at " \
+           "solutions/day01/softmax.cu:40" in check["message"]
+    assert check["message"] in res.message
+
+
+def test_a_required_tool_runs_even_when_a_case_failed_and_replaces_the_memcheck_rerun(course, monkeypatch,
+                                                                                     fake_sanitizer):
+    reports, calls = fake_sanitizer
+    (reports / "racecheck.txt").write_text(RACECHECK.replace(f"{BUILT}/tile.cu", built(course)))
+    _, res = run_required(course, monkeypatch, "ok,nan")
+    assert {c["category"] for c in res.cases if not c["ok"]} == {"nonfinite", "sanitizer"}
+    assert [ln.split()[1] for ln in calls.read_text().splitlines()] == ["racecheck"]
+
+
+def test_a_required_tool_that_is_missing_fails_the_exercise_with_a_way_out(course, monkeypatch, tmp_path):
+    monkeypatch.setattr(sanitizer, "CUDA_BIN_DIRS", [])
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "none"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    _, res = run_required(course, monkeypatch, "ok", tools=("memcheck", "initcheck"))
+    checks = [c for c in res.cases if c["kind"] == "sanitizer"]
+    assert res.status == "fail" and [c["label"] for c in checks] == ["memcheck", "initcheck"]
+    assert all(not c["ok"] and "compute-sanitizer is not installed" in c["message"] and "CUDA_HOME" in c["message"]
+               for c in checks)
+
+
+def test_a_required_tool_that_runs_out_of_time_is_no_clean_verdict(course, monkeypatch, fake_sanitizer):
+    reports, _ = fake_sanitizer
+    (reports / "synccheck.txt").write_text(CLEAN)
+    monkeypatch.setenv("FAKE_SANITIZER_SLEEP", "60")
+    monkeypatch.setattr(runner, "SANITIZE_CHECK_MAX_S", 1.0)
+    _, res = run_required(course, monkeypatch, "ok", tools=("synccheck",))
+    (check,) = [c for c in res.cases if c["kind"] == "sanitizer"]
+    assert res.status == "fail" and check["category"] == "timeout" and "did not finish" in check["message"]
+
+
+def test_the_worker_takes_a_list_of_cases_and_a_sanitized_run_times_nothing():
+    import argparse
+
+    from grader.check.worker import _indices
+
+    assert _indices("3,5,7") == {3, 5, 7} and _indices("4") == {4}
+    with pytest.raises(argparse.ArgumentTypeError):
+        _indices("3,x")
+    assert worker_command(Path("j.json"), [1, 2])[-3:] == ["--sanitized", "--only", "1,2"]
+    assert worker_command(Path("j.json"), None)[-1] == "--sanitized"
+
+
+# -- grader sanitize ---------------------------------------------------------------------------------------------
+def test_grader_sanitize_without_the_tool_says_where_to_get_it(monkeypatch, tmp_path):
+    from tests.conftest import run_grader
+
+    env_path = str(Path(sys.executable).parent)  # python only: no compute-sanitizer, no nvcc
+    monkeypatch.setenv("PATH", env_path)
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "none"))
+    r = run_grader("sanitize", "day14", "--solution")
+    assert r.returncode == 2 and "Traceback" not in r.stdout + r.stderr
+    assert "compute-sanitizer was not found" in r.stdout and "CUDA_HOME" in r.stdout
+
+
+def test_grader_sanitize_on_a_machine_without_a_gpu_says_so(monkeypatch, tmp_path, fake_sanitizer):
+    pytest.importorskip("torch")
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is here: the GPU suite runs grader sanitize for real")
+    from tests.conftest import run_grader
+
+    r = run_grader("sanitize", "day14", "--solution", "--exercise", "race", "--seed", "3")
+    assert r.returncode == 2 and "Traceback" not in r.stdout + r.stderr, r.stdout + r.stderr
+    assert "race" in r.stdout and "racecheck" in r.stdout and "no CUDA GPU here" in r.stdout

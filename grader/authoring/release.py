@@ -35,6 +35,7 @@ from pathlib import Path
 
 from grader.authoring.notebooks import release_notebook
 from grader.course import Course, Day, Edit
+from grader.check.build import HEADER_SUFFIXES
 from grader.errors import GraderError
 
 BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"
@@ -275,6 +276,13 @@ def release_plan(course: Course, root: Path, day_ids: list[str] | None = None) -
                     raise GraderError(f"{shown} is missing: course.yaml lists it as a source of {day.id}.{ex.name}")
                 stub = make_stub(read_source(src, shown), shown, plants_for(day, name))
                 plan.append(Planned(src, root / "days" / day.id / name, stub))
+        # Headers beside the sources are part of every build of them (build.py copies them along): release them too.
+        for src in sorted(p for p in (root / "solutions" / day.id).glob("*") if p.suffix in HEADER_SUFFIXES):
+            if src.name not in seen:
+                seen.add(src.name)
+                shown = src.relative_to(root)
+                stub = make_stub(read_source(src, shown), shown, plants_for(day, src.name))
+                plan.append(Planned(src, root / "days" / day.id / src.name, stub))
         for name in day.notebooks:
             src = root / "solutions" / day.id / name
             if not src.is_file():

@@ -56,6 +56,9 @@ def render(console: Console, res, ex, hint: str | None = None, *, ranked: str | 
     corr = [c for c in res.cases if c["kind"] == "correctness"]
     if corr:
         render_correctness(console, corr)
+    for c in (c for c in res.cases if c["kind"] == "sanitizer"):
+        mark = "[green]✓[/]" if c["ok"] else "[red]✗[/]"
+        console.print(f"  {mark} {c['message']}", highlight=False)
     bench = [c for c in res.cases if c["kind"] == "benchmark" and "time" in c]
     if bench:
         render_benchmark(console, bench, ex)

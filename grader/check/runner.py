@@ -26,7 +26,7 @@ from grader.check.job import Job
 from grader.check.sanitizer import find_sanitizer, run_under_sanitizer, summary
 from grader.check.verdict import ExerciseResult, decide
 from grader.paths import Paths
-from grader.verdicts import Category
+from grader.verdicts import Category, Status
 
 MAX_RESTARTS = 3
 STARTUP_S = 120.0  # importing torch and loading a built extension; generous for a cold disk
@@ -36,6 +36,7 @@ CONTEXT_LOST = 3
 SANITIZED = (Category.NONFINITE, Category.MISMATCH, Category.UNWRITTEN, Category.CRASH)
 SANITIZE_SLOWDOWN = 5
 SANITIZE_MAX_S = 90.0  # a memcheck rerun of a large case can take minutes (day 09: 5); past this, no finding
+SANITIZE_CHECK_MAX_S = 300.0  # an exercise's required tools (`sanitize:`) run over all its small correctness cases
 
 
 def _reader(fd: int, q: queue.Queue):
@@ -218,11 +219,56 @@ def run_job(job: Job, *, variant: str, case_s: float | None = None, correctness_
         r = {**r, "index": c.index, "kind": c.kind, "dtype": c.dtype, "label": c.label}
         res.cases.append(r)
     verdict = decide(res, ex, terminal, correctness_only)
-    if (sanitize_failures and terminal is None and job.device == "cuda"
+    if ex.sanitize and terminal is None and job.device == "cuda" and verdict.status != Status.NOT_IMPLEMENTED:
+        # The exercise must be clean under these tools: a required check, so GRADER_SANITIZE does not turn it off.
+        sanitize_check(res, job, job_path, root, case_limit, worker=worker, on_event=on_event)
+        verdict = decide(res, ex, terminal, correctness_only)
+    elif (sanitize_failures and terminal is None and job.device == "cuda"
             and os.environ.get("GRADER_SANITIZE", "1") != "0"
             and sanitize_first_failure(res, job_path, root, case_limit, worker=worker, on_event=on_event)):
         verdict = decide(res, ex, terminal, correctness_only)  # the first failure's message may now name the bug
     return verdict
+
+
+def sanitize_check(res: ExerciseResult, job: Job, job_path: Path, root: Path, case_limit: float, *,
+                   worker: str = "grader.check.worker", on_event: Callable[[dict], None] = lambda ev: None) -> None:
+    """The exercise's `sanitize:` tools, each over the correctness cases of the first dtype in one worker (the
+    bugs these tools find do not depend on the element type; every dtype would multiply a slow run). Each tool
+    adds a case of kind "sanitizer": failed when the tool reports an error in the student's sources, cannot be
+    found, or does not finish in time (a clean verdict needs a finished run)."""
+    ex = job.exercise
+    dtype = ex.dtypes[0] if not job.cases else job.cases[0].dtype
+    indices = [c.index for c in job.cases if c.kind == "correctness" and c.dtype == dtype and c.probe is None]
+    exe = find_sanitizer()
+    limit = min(SANITIZE_CHECK_MAX_S, STARTUP_S + SANITIZE_SLOWDOWN * case_limit)
+    for n, tool in enumerate(ex.sanitize):
+        case = dict(index=len(job.cases) + n, kind="sanitizer", dtype=dtype, label=tool, ok=False,
+                    category=Category.SANITIZER, sanitizer=[])
+        if exe is None:
+            case["message"] = (f"compute-sanitizer is not installed here, and this exercise must be clean under "
+                               f"{tool}: put the CUDA toolkit's bin/ on PATH or set CUDA_HOME")
+            res.cases.append(case)
+            continue
+        on_event(dict(ev="sanitize", tool=tool, index=indices[0] if indices else 0, dtype=dtype, label="all"))
+        try:
+            errors, _, code = run_under_sanitizer(job_path, tool, indices, root, limit, worker=worker,
+                                                  sanitizer=exe)
+        except OSError as e:
+            case["message"] = f"compute-sanitizer {tool} would not start: {e}"
+            res.cases.append(case)
+            continue
+        case["sanitizer"] = [e.as_dict() for e in errors]
+        named = summary(tool, errors)
+        if named:
+            case["message"] = named
+        elif code is None:
+            case["category"] = Category.TIMEOUT
+            case["message"] = (f"compute-sanitizer {tool} did not finish in {limit:.0f} s (a hang, e.g. a barrier "
+                               "that part of the block never reaches?)")
+        else:
+            case.update(ok=True, category=Category.PASS,
+                        message=f"clean under compute-sanitizer {tool} ({len(indices)} {dtype} cases)")
+        res.cases.append(case)
 
 
 def sanitize_first_failure(res: ExerciseResult, job_path: Path, root: Path, case_limit: float, *,

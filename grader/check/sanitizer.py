@@ -327,19 +327,25 @@ def summary(tool: str, errors: list[SanitizerError]) -> str | None:
 
 
 # -- running a job's case under the tool ------------------------------------------------------------------------
-def worker_command(job_path: Path, case_index: int | None, *, worker: str = "grader.check.worker") -> list[str]:
-    """The worker's command for one case alone (or the whole job), without its event channel (--fd)."""
-    cmd = [sys.executable, "-m", worker, str(job_path)]
-    return cmd + (["--only", str(case_index)] if case_index is not None else [])
+def worker_command(job_path: Path, cases: int | list[int] | None, *, worker: str = "grader.check.worker") -> list[str]:
+    """The worker's command for these cases alone (None: the job's correctness cases), as a sanitized run (no
+    attribution, no extra checks, nothing timed), without its event channel (--fd)."""
+    cmd = [sys.executable, "-m", worker, str(job_path), "--sanitized"]
+    if cases is None:
+        return cmd
+    cases = [cases] if isinstance(cases, int) else cases
+    return cmd + ["--only", ",".join(str(i) for i in cases)]
 
 
-def run_under_sanitizer(job_path: Path, tool: str, case_index: int | None, root: Path, timeout_s: float, *,
+def run_under_sanitizer(job_path: Path, tool: str, case_index: int | list[int] | None, root: Path, timeout_s: float, *,
                         worker: str = "grader.check.worker", log_path: Path | None = None,
-                        sanitizer: str | None = None) -> tuple[list[SanitizerError], str, int | None]:
-    """Runs the job's case case_index (None: every case) in a worker under compute-sanitizer's tool, at most
+                        sanitizer: str | None = None,
+                        events: list[dict] | None = None) -> tuple[list[SanitizerError], str, int | None]:
+    """Runs the job's case case_index (a list: those cases; None: every correctness case) in a worker under
+    compute-sanitizer's tool, at most
     timeout_s seconds. Returns (errors, the tool's report, its exit code: ERROR_EXITCODE when it found errors,
     None when it was stopped at the time limit). The worker's output, its events and the report go to log_path
-    (default: next to the job, `<job>.<tool>.log`)."""
+    (default: next to the job, `<job>.<tool>.log`); events, when given, receives the worker's events."""
     from grader.check.job import Job
     from grader.check.runner import run_worker  # the runner's process handling, shared
 
@@ -352,14 +358,15 @@ def run_under_sanitizer(job_path: Path, tool: str, case_index: int | None, root:
     report_path = log_path.with_name(log_path.name + ".report")
     report_path.unlink(missing_ok=True)
     base = worker_command(job_path, case_index, worker=worker)
-    events: list[dict] = []
+    events = [] if events is None else events
 
     def on_event(ev: dict) -> float:
         events.append(ev)
         return timeout_s
 
     with open(log_path, "w") as log:
-        log.write(f"== compute-sanitizer {tool}, case {case_index if case_index is not None else 'all'}\n")
+        which = case_index if case_index is not None else "all"
+        log.write(f"== compute-sanitizer {tool}, case(s) {which}\n")
         log.flush()
         end = run_worker(lambda fd: sanitize_command(tool, [*base, "--fd", str(fd)], sanitizer=sanitizer,
                                                      log_file=report_path),

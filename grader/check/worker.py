@@ -2,7 +2,7 @@
 events (JSON lines on a dedicated pipe, so a kernel's printf cannot corrupt them); if a kernel crashes the CUDA
 context or hangs, only this process dies and the runner starts another for the remaining cases.
 
-    python -m grader.check.worker JOB.json [--start N] [--had-failure] [--only N] [--fd FD]
+    python -m grader.check.worker JOB.json [--start N] [--had-failure] [--only N[,N...]] [--sanitized] [--fd FD]
 
 Exit codes: 0 done, 3 the CUDA context was lost (the runner restarts from the next case), 2 environment error.
 """
@@ -110,7 +110,8 @@ class CopyBandwidthCache:
 
 
 # -- judging one case -----------------------------------------------------------------------------------------
-def judge(task: Task, fn, case: CaseData, ex, dev: Device, *, extra_checks: bool) -> dict:
+def judge(task: Task, fn, case: CaseData, ex, dev: Device, *, extra_checks: bool, src_dir: Path | None = None,
+          capability: tuple[int, int] = (0, 0), root: Path | None = None) -> dict:
     """One call on poisoned outputs and pristine inputs, on a non-default stream; the named comparisons; a second
     call on the same inputs (a correct kernel gives the same bits twice); then the exercise's extra checks."""
     before = {k: v.clone() for k, v in case.inputs.items()}
@@ -136,7 +137,7 @@ def judge(task: Task, fn, case: CaseData, ex, dev: Device, *, extra_checks: bool
         msg = f"two calls on the same input gave different bits{where}: a race (missing __syncthreads?) or atomics"
         results.append(Result("determinism", ex.determinism == "allowed", Category.NONDETERMINISTIC, msg))
     if extra_checks and all(r.ok for r in results):
-        ctx = CheckContext(task, fn, case, ex, thunk)
+        ctx = CheckContext(task, fn, case, ex, thunk, src_dir=src_dir, root=root, capability=capability)
         for name in ex.checks:
             r = task.extra_check(name)(ctx)
             if r is not None:
@@ -279,7 +280,11 @@ def make_timer(torch, timing):
 
 
 # -- the run --------------------------------------------------------------------------------------------------
-def run(job: Job, emit: Emitter, *, start: int = 0, had_failure: bool = False, only: int | None = None) -> int:
+def run(job: Job, emit: Emitter, *, start: int = 0, had_failure: bool = False, only: set[int] | None = None,
+        sanitized: bool = False) -> int:
+    """Runs the job's cases from `start` (only those in `only`, when given). sanitized: the process runs under
+    compute-sanitizer, which is there to watch the op's kernels alone: no attribution (the profiler's own
+    instrumentation would be watched too), no extra checks, nothing timed."""
     root, ex, paths = Path(job.root), job.exercise, Paths(Path(job.root))
     sys.path.insert(0, str(root))
     try:
@@ -355,7 +360,7 @@ def run(job: Job, emit: Emitter, *, start: int = 0, had_failure: bool = False, o
         else {}
     attributed: set[str] = set()  # dtypes whose first correctness case was attributed
     for c in job.cases:
-        if c.index < start or (only is not None and c.index != only):
+        if c.index < start or (only is not None and c.index not in only) or (sanitized and c.kind == "benchmark"):
             continue
         if c.kind == "benchmark" and failed:
             break
@@ -363,10 +368,11 @@ def run(job: Job, emit: Emitter, *, start: int = 0, had_failure: bool = False, o
         try:
             case = task.materialize(torch, shape=c.case.shape, dtype=c.dtype, params=dict(c.case.params),
                                     seed=c.seed(job.seed), offset=c.case.offset, probe=c.probe, device=job.device)
-            result = judge(task, fn, case, ex, dev, extra_checks=c.kind == "correctness" and c.probe is None)
+            result = judge(task, fn, case, ex, dev, extra_checks=c.kind == "correctness" and c.probe is None
+                           and not sanitized, src_dir=Path(job.target.src_dir), capability=cap, root=root)
             # Whose work is it: once per dtype on a correctness case, and on every timed shape before it is timed.
             first = c.kind == "correctness" and c.probe is None and c.dtype not in attributed
-            if owner is not None and result["ok"] and (first or c.kind == "benchmark"):
+            if owner is not None and not sanitized and result["ok"] and (first or c.kind == "benchmark"):
                 attributed.add(c.dtype)
                 result.update(attribute(torch, task, fn, case, ex, dev, owner))
             if c.kind == "benchmark" and result["ok"]:
@@ -394,17 +400,28 @@ def run(job: Job, emit: Emitter, *, start: int = 0, had_failure: bool = False, o
     return 0
 
 
+def _indices(text: str) -> set[int]:
+    try:
+        return {int(x) for x in text.split(",") if x.strip()}
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"case indices, comma-separated: {text!r}") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m grader.check.worker")
     p.add_argument("job", help="the job's JSON file (written by the runner)")
     p.add_argument("--start", type=int, default=0, help="the first case to run (after a crash)")
     p.add_argument("--had-failure", action="store_true", help="an earlier case failed: time nothing")
-    p.add_argument("--only", type=int, help="run this case alone (e.g. again, under compute-sanitizer)")
+    p.add_argument("--only", type=_indices, help="run these cases alone (comma-separated indices; e.g. again, under "
+                                                 "compute-sanitizer)")
+    p.add_argument("--sanitized", action="store_true", help="running under compute-sanitizer: no attribution, no "
+                                                            "extra checks, no timing")
     p.add_argument("--fd", type=int, help="write events to this file descriptor (default: stdout)")
     a = p.parse_args(argv)
     emit = Emitter(a.fd)
     try:
-        return run(Job.read(Path(a.job)), emit, start=a.start, had_failure=a.had_failure, only=a.only)
+        return run(Job.read(Path(a.job)), emit, start=a.start, had_failure=a.had_failure, only=a.only,
+                   sanitized=a.sanitized)
     except Exception as e:
         emit("internal_error", message=f"{type(e).__name__}: {e}", detail=traceback.format_exc()[-4000:])
         return 2

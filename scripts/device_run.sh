@@ -9,9 +9,10 @@
 #   6. the day-09 configuration sweep against cuBLAS (scripts/sgemm_sweep.py)
 #   7. `grader profile` (Nsight Compute + roofline) on the solutions of PROFILE_DAYS; PNGs and reports to $OUT
 #   8. compute-sanitizer memcheck over the correctness cases of SANITIZE_DAYS, every dtype (default: none)
+#   9. lesson transcripts (scripts/<name>_transcripts.sh) for each name in TRANSCRIPTS, into $OUT/<name>/
 # Knobs for a partial run: DAYS="day06 day09" (default: every ready day), SKIP="build pytest checks timer sweep
 # profile", PYTEST_K (a pytest -k expression), PYTEST_N, SWEEP_ARGS (for sgemm_sweep.py), PROFILE_DAYS,
-# SANITIZE_DAYS, DEADLINE_S (start no new `grader check` after this many seconds).
+# SANITIZE_DAYS, TRANSCRIPTS (e.g. "day14"), DEADLINE_S (start no new `grader check` after this many seconds).
 # Full logs go to $OUT/logs.tar.gz, results to $OUT/results.json; a short table is printed last.
 set -uo pipefail
 OUT=${OUT:-$(mktemp -d)}
@@ -53,6 +54,10 @@ for d in ${SANITIZE_DAYS:-}; do
   echo "== memcheck $d"; timeout 400 compute-sanitizer --tool memcheck --error-exitcode 99 python3 -m grader check "$d" \
     --solution --correctness-only --timeout 300 >"$LOG/memcheck-$d.txt" 2>&1
   echo "exit $?" >>"$LOG/memcheck-$d.txt"; grep -E "ERROR SUMMARY|exit|passed|failed" "$LOG/memcheck-$d.txt" | tail -5
+done
+for t in ${TRANSCRIPTS:-}; do
+  echo "== transcripts $t"; timeout 400 bash "scripts/${t}_transcripts.sh" "$OUT" >"$LOG/transcripts-$t.txt" 2>&1
+  echo "exit $?" >>"$LOG/transcripts-$t.txt"; tail -15 "$LOG/transcripts-$t.txt"
 done
 if [ -d .grader/profile ]; then  # only when something was profiled
   mkdir -p "$OUT/profile" && cp .grader/profile/*.png "$OUT/profile/" 2>/dev/null

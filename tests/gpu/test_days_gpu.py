@@ -94,3 +94,18 @@ def test_stale_build_lock_is_recovered(tmp_path):
         f.write("\n// a comment that changes the build key\n")
     r, _ = _check("day01", "--dir", str(src), tmp_path=tmp_path)
     assert r.returncode == 0 and "recovered a stale build lock" in r.stdout
+
+
+@pytest.mark.parametrize("ex,tool", [("race", "racecheck"), ("oob", "memcheck"), ("uninit", "initcheck"),
+                                     ("sync", "synccheck")])
+def test_grader_sanitize_names_each_planted_bug_at_its_line(ex, tool):
+    """The day-14 stub under its tool: exit 1, and the first error is in the stub's own file at a line of the
+    kernel; the solution under the same tool is clean (exit 0)."""
+    if "day14" not in _ready_days():
+        pytest.skip("day14 is planned")
+    r = run_grader("sanitize", "day14", "--exercise", ex, "--tool", tool, "--seed", "7")
+    assert "Traceback" not in r.stdout + r.stderr, r.stdout + r.stderr
+    assert r.returncode == 1, r.stdout
+    assert re.search(rf"days/day14/(?:{ex}\.cu|softmax_rows\.cuh):\d+", r.stdout), r.stdout
+    r = run_grader("sanitize", "day14", "--solution", "--exercise", ex, "--tool", tool, "--seed", "7")
+    assert r.returncode == 0 and "clean" in r.stdout, r.stdout

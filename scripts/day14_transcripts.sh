@@ -21,7 +21,7 @@ for pair in race:racecheck oob:memcheck uninit:initcheck sync:synccheck; do
     COLUMNS=120 python3 -m grader sanitize day14 --exercise "$ex" --tool "$tool" --seed 1 2>&1
     echo "(exit code $?)"; } | clean > "$OUT/sanitize-$ex.txt"
   # The tool's own report, as the grader saved it (the first error in full).
-  log=.grader/logs/day14-$ex-days-sanitize.$tool.log
+  log=$(ls .grader/logs/day14-"$ex"-*-sanitize."$tool".log | head -1)
   { note "compute-sanitizer --tool $tool, its report (from $log)"
     sed -n '/^== report/,$p' "$log" | sed -n '2,16p'; } | clean > "$OUT/report-$ex.txt"
 done
@@ -59,7 +59,8 @@ nvcc -G -g -std=c++17 -Icommon -o "$WORK/oob_debug" days/day14/driver.cu days/da
      ./oob_debug 64 1000 --wrong-cols 4096 2>&1; echo "(exit code $?)"; ls -la oob.cudacore 2>&1 | awk '{print $5, $9}')
   echo "---- cuda-gdb"
   (cd "$WORK" && timeout 300 cuda-gdb -q -batch -ex "target cudacore oob.cudacore" -ex "info cuda kernels" \
-     -ex "bt" -ex "print row" -ex "print c" -ex "print cols" ./oob_debug 2>&1) ; } | clean > "$OUT/coredump.txt"
+     -ex "bt" -ex "print row" -ex "print lane" -ex "print k" -ex "print cols" ./oob_debug 2>&1) ; } \
+  | clean > "$OUT/coredump.txt"
 
 # 5. The spill exercise: ptxas's report and the local loads/stores in the SASS, stub against solution; and time.
 for which in days solutions; do
@@ -73,3 +74,5 @@ for which in days solutions; do
 done
 rm -rf "$WORK"
 ls -la "$OUT"
+# One archive: the device tool brings back only a few files per run.
+tar -C "$(dirname "$OUT")" -czf "$OUT.tar.gz" day14 && rm -rf "$OUT"

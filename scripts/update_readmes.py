@@ -30,6 +30,12 @@ def replace_block(path: Path, name: str, body: str) -> bool:
     return True
 
 
+def gpu_slug(name: str) -> str:
+    """"NVIDIA H100 80GB HBM3" -> "h100", "NVIDIA H200" -> "h200": the model, not the memory."""
+    words = [w for w in name.split() if w.upper() not in ("NVIDIA", "TESLA")]
+    return (words[0] if words else name).lower()
+
+
 def correctness_counts(cases):
     corr = {}
     for c in cases:
@@ -140,7 +146,7 @@ def main():
                       day_table(data, {e.name: e for e in spec.exercises}, gpu, when))
         per_track.setdefault((spec.track, gpu), {})[day_id] = data
     for (track, gpu), days in per_track.items():
-        out = ROOT / "measured" / f"{track}-{gpu.split()[-1].lower()}.json"
+        out = ROOT / "measured" / f"{track}-{gpu_slug(gpu)}.json"
         merged = json.loads(out.read_text()) if out.exists() else {}
         merged.update(days)
         out.parent.mkdir(exist_ok=True)

@@ -34,7 +34,8 @@ def test_solution_is_correct_in_every_dtype_and_shape(day, tmp_path):
     assert r.returncode == 0, r.stdout
     for ex in data["exercises"]:
         assert ex["status"] == "pass", ex["message"]
-        assert all(c["ok"] and c["deterministic"] for c in ex["cases"])
+        # every case passed; a correctness case also gave the same bits twice (a sanitizer check has no bits)
+        assert all(c["ok"] and (c["kind"] == "sanitizer" or c["deterministic"]) for c in ex["cases"])
 
 
 @pytest.mark.parametrize("day", _ready_days())

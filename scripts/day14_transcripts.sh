@@ -21,7 +21,7 @@ for pair in race:racecheck oob:memcheck uninit:initcheck sync:synccheck; do
     COLUMNS=120 python3 -m grader sanitize day14 --exercise "$ex" --tool "$tool" --seed 1 2>&1
     echo "(exit code $?)"; } | clean > "$OUT/sanitize-$ex.txt"
   # The tool's own report, as the grader saved it (the first error in full).
-  log=$(ls .grader/logs/day14-"$ex"-*-sanitize."$tool".log | head -1)
+  log=.grader/logs/day14-$ex-student-sanitize.$tool.log  # days/ is the "student" variant
   { note "compute-sanitizer --tool $tool, its report (from $log)"
     sed -n '/^== report/,$p' "$log" | sed -n '2,16p'; } | clean > "$OUT/report-$ex.txt"
 done
@@ -35,10 +35,11 @@ nvcc -O3 -lineinfo -std=c++17 -Icommon -o "$WORK/race_fast" days/day14/driver.cu
 { note "seconds for ./race_fast 1000 4096 (one softmax call, process start to exit)"
   printf "%-12s %8s\n" tool seconds
   for tool in none memcheck racecheck initcheck synccheck; do
-    start=$(date +%s.%N)
+    start=$(date +%s%N)
     if [ "$tool" = none ]; then "$WORK/race_fast" 1000 4096 >/dev/null
     else compute-sanitizer --tool "$tool" "$WORK/race_fast" 1000 4096 >/dev/null 2>&1; fi
-    printf "%-12s %8.2f\n" "$tool" "$(echo "$(date +%s.%N) - $start" | bc)"
+    ms=$(( ($(date +%s%N) - start) / 1000000 ))
+    printf "%-12s %5d.%02d\n" "$tool" $((ms / 1000)) $(( (ms % 1000) / 10 ))
   done; } > "$OUT/tool-cost.txt"
 
 # 3. cuda-gdb on the race stub, built with -G: stop where the block reads the warps' partial results, look at one

@@ -61,9 +61,11 @@ def decide(res: ExerciseResult, ex, terminal: dict | None, correctness_only: boo
         res.status = Status.FAIL
         res.message = f"{len(failures)} case(s) failed; first: {first['dtype']} {first['label']}: {first['message']}"
         return res
+    tools = [c["label"] for c in res.cases if c["kind"] == "sanitizer"]
+    clean = f", clean under {' and '.join(tools)}" if tools else ""
     if not ex.timed:
         res.status, res.points = Status.PASS, ex.points
-        res.message = "correct in every case (this exercise is not timed)"
+        res.message = f"correct in every case{clean} (this exercise is not timed)"
         return res
     if correctness_only:
         res.status, res.message = Status.PASS, "correct in every case (speed not checked)"
@@ -71,7 +73,7 @@ def decide(res: ExerciseResult, ex, terminal: dict | None, correctness_only: boo
     res.speedup = geomean([c["speedup"] for c in res.cases if c["kind"] == "benchmark"])
     if res.speedup >= ex.threshold:
         res.status, res.points = Status.PASS, ex.points
-        res.message = f"correct, and {res.speedup:.2f}x the baseline (needs {ex.threshold:g}x)"
+        res.message = f"correct{clean}, and {res.speedup:.2f}x the baseline (needs {ex.threshold:g}x)"
     else:
         res.status = Status.FAIL
         res.message = f"correct, but {res.speedup:.2f}x the baseline: needs {ex.threshold:g}x"

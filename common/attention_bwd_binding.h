@@ -79,6 +79,23 @@ void attention_bwd_with_scratch_any_float(const at::Tensor& q, const at::Tensor&
       what);
 }
 
+// dK and dV alone (day 16): launch(q, k, v, o, lse, dout, dk, dv, delta, batch, heads, n, d, causal, stream), with
+// delta an fp32 [B, H, N] scratch for D = rowsum(dO ∘ O). The checks are the full backward's, with dk standing in
+// for the dq it does not take (same shape and dtype).
+template <typename Launch>
+void attention_bwd_dkdv_any_float(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& o,
+                                  const at::Tensor& lse, const at::Tensor& dout, at::Tensor& dk, at::Tensor& dv,
+                                  bool causal, Launch launch, const char* what) {
+  attention_bwd_any_float(
+      q, k, v, o, lse, dout, dk, dk, dv, causal,
+      [&](auto qp, auto kp, auto vp, auto op, const float* lsep, auto dop, auto, auto dkp, auto dvp, int batch,
+          int heads, int n, int d, bool c, cudaStream_t stream) {
+        const at::Tensor delta = at::empty({batch, heads, n}, q.options().dtype(at::kFloat));
+        return launch(qp, kp, vp, op, lsep, dop, dkp, dvp, data_as<float>(delta), batch, heads, n, d, c, stream);
+      },
+      what);
+}
+
 }  // namespace course
 
 #define COURSE_ATTENTION_BWD_ARGS                                                                               \
@@ -109,3 +126,15 @@ void attention_bwd_with_scratch_any_float(const at::Tensor& q, const at::Tensor&
                                                      [](auto... args) { return launcher(args...); }, #launcher); \
       },                                                                                                        \
       doc, COURSE_ATTENTION_BWD_ARGS)
+
+// The same for a dK/dV-only launcher (attention_bwd_dkdv_any_float): `name`(q, k, v, o, lse, dout, dk, dv, causal).
+#define COURSE_ATTENTION_BWD_DKDV_OP(m, name, launcher, doc)                                                     \
+  m.def(                                                                                                        \
+      name,                                                                                                     \
+      [](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& o,                    \
+         const at::Tensor& lse, const at::Tensor& dout, at::Tensor& dk, at::Tensor& dv, bool causal) {          \
+        course::attention_bwd_dkdv_any_float(q, k, v, o, lse, dout, dk, dv, causal,                             \
+                                             [](auto... args) { return launcher(args...); }, #launcher);        \
+      },                                                                                                        \
+      doc, py::arg("q"), py::arg("k"), py::arg("v"), py::arg("o"), py::arg("lse"), py::arg("dout"),             \
+      py::arg("dk"), py::arg("dv"), py::arg("causal"))

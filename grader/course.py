@@ -304,8 +304,9 @@ class Course(Strict):
                 if b not in index or self.days[index[b]].status != "ready":
                     raise ValueError(f"{d.id}.{e.name}: baseline solution {b!r} is not a ready day")
                 if _find_baseline(self.days[index[b]], e) is None:
-                    which = f"exercise {e.baseline.exercise!r}" if e.baseline.exercise else f"op {e.op!r}"
-                    raise ValueError(f"{d.id}.{e.name}: baseline {b!r} has no {which} of task {e.task!r}")
+                    which = (f"exercise {e.baseline.exercise!r}" if e.baseline.exercise
+                             else f"op {e.op!r} of task {e.task!r}")
+                    raise ValueError(f"{d.id}.{e.name}: baseline {b!r} has no {which}")
                 if b == d.id and e.baseline.exercise in (None, e.name):
                     raise ValueError(f"{d.id}.{e.name}: an exercise cannot be its own baseline")
         return self
@@ -326,9 +327,11 @@ class Course(Strict):
 
 
 def _find_baseline(day: Day, ex: Exercise) -> Exercise | None:
-    """The exercise of `day` that `ex` is timed against: the named one, else the one with the same op."""
+    """The exercise of `day` that `ex` is timed against: the named one, else the one of the same task and op. A named
+    one may belong to another task: it runs on `ex`'s cases, so its `args` must be among their inputs, outputs and
+    params (day 16's dK/dV op against day 15's full backward, whose dq the dK/dV task also allocates)."""
     for x in day.exercises:
-        if x.task == ex.task and (x.name == ex.baseline.exercise if ex.baseline.exercise else x.op == ex.op):
+        if x.name == ex.baseline.exercise if ex.baseline.exercise else (x.task == ex.task and x.op == ex.op):
             return x
     return None
 

@@ -1,0 +1,208 @@
+// Day 16: FlashAttention-2 backward, dK and dV. The same gradients as day 15's dk and dv, with no N x N matrix in
+// memory: P and dS exist one [kBr x kBc] tile at a time, in shared memory.
+//
+// Changes vs day 15 (six kernels over a materialized [B, H, N, N] scratch):
+//   - One block per (batch·head, tile of kBc keys). It keeps its keys' k and v rows in shared memory and its dK,
+//     dV rows in registers, and walks the query tiles: for each, it recomputes S and P = exp(S - lse) from q, k
+//     and the forward's lse (no max, no sum: the forward already found them), dP = dO Vᵀ and dS = P ∘ (dP - D),
+//     then adds Pᵀ dO to dV and dSᵀ Q to dK. Every product runs over the tile in shared memory.
+//   - D = rowsum(dO ∘ O) comes from a pre-pass into an fp32 [B, H, N] scratch: O(N) memory instead of O(N²).
+//   - Causal: a key tile starts at the first query tile that can see it (queries i < j never see key j), so the
+//     causal backward does about half the work. Within the diagonal tile the mask sets p to 0.
+//   - No atomics, one writer per output element, sums in a fixed order: two calls give the same bits.
+// Still CUDA cores with fp32 arithmetic throughout (tensor cores are day 20's), and no dQ (day 17's).
+//
+// Shared memory per block, fp32: k and v tiles [kBc][D + 1] (the +1 pads each row so that 32 threads reading 32
+// different rows at one column hit 32 different banks), q and dO tiles [kBr][D], the P and dS tiles [kBr][kBc],
+// and lse and D for the kBr queries: 82 KiB at D = 128, over the 48 KiB a kernel gets by default, so the launcher
+// raises the limit (cudaFuncAttributeMaxDynamicSharedMemorySize).
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstddef>
+
+#include "float_convert.cuh"  // to_float(v), from_float<T>(v)
+
+namespace fa2_bwd {
+
+constexpr int kWarpSize = 32;
+constexpr int kThreads = 256;
+constexpr int kBc = 64;  // keys per block
+constexpr int kBr = 16;  // queries per step of the walk
+constexpr int kThreadsPerKey = kThreads / kBc;  // 4: each owns every 4th column of its key's dK and dV rows
+constexpr int kPairsPerThread = kBr * kBc / kThreads;  // 4 (i, j) entries of the S, P, dP, dS tiles per thread
+
+// D[row] = sum_c dout[row][c] · o[row][c] over all B·H·N rows: one warp per row.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    delta_kernel(const T* __restrict__ o, const T* __restrict__ dout, float* __restrict__ delta, int rows, int d) {
+  // BEGIN SOLUTION: D = rowsum(dO ∘ O), one warp per row
+  const int row = blockIdx.x * (kThreads / kWarpSize) + threadIdx.x / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
+  if (row >= rows) return;  // uniform per warp
+  const T* orow = o + static_cast<size_t>(row) * d;
+  const T* grow = dout + static_cast<size_t>(row) * d;
+  float acc = 0.0f;
+  for (int c = lane; c < d; c += kWarpSize) acc = fmaf(to_float(grow[c]), to_float(orow[c]), acc);
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, offset);
+  if (lane == 0) delta[row] = acc;
+  // END SOLUTION
+}
+
+template <int D>
+struct Smem {  // offsets, in floats, into the dynamic shared memory
+  static constexpr int kStride = D + 1;
+  static constexpr int k = 0;
+  static constexpr int v = k + kBc * kStride;
+  static constexpr int q = v + kBc * kStride;
+  static constexpr int dout = q + kBr * D;
+  static constexpr int p = dout + kBr * D;
+  static constexpr int ds = p + kBr * kBc;
+  static constexpr int lse = ds + kBr * kBc;
+  static constexpr int delta = lse + kBr;
+  static constexpr int total = delta + kBr;
+};
+
+// Block (key tile, batch·head). Thread t owns key j = t / 4 of the tile for dK and dV, columns c = t % 4 + 4m.
+template <typename T, int D>
+__global__ void __launch_bounds__(kThreads)
+    dkdv_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+                const float* __restrict__ lse, const T* __restrict__ dout, const float* __restrict__ delta,
+                T* __restrict__ dk, T* __restrict__ dv, int n, float scale, bool causal) {
+  extern __shared__ float smem[];
+  using S = Smem<D>;
+  float* sk = smem + S::k;
+  float* sv = smem + S::v;
+  float* sq = smem + S::q;
+  float* sdo = smem + S::dout;
+  float* sp = smem + S::p;
+  float* sds = smem + S::ds;
+  float* slse = smem + S::lse;
+  float* sdelta = smem + S::delta;
+  const size_t head = static_cast<size_t>(blockIdx.y) * n * D;  // this (batch, head)'s [N, D] matrices
+  const int j0 = blockIdx.x * kBc;
+  constexpr int kCols = D / kThreadsPerKey;  // columns of dK and dV per thread
+  const int my_key = threadIdx.x / kThreadsPerKey;
+  const int my_phase = threadIdx.x % kThreadsPerKey;
+  float acc_dk[kCols];
+  float acc_dv[kCols];
+  // BEGIN SOLUTION: this block's k and v rows into sk, sv (row stride S::kStride, zeros past N); zero acc_dk, acc_dv
+  for (int idx = threadIdx.x; idx < kBc * D; idx += kThreads) {  // rows past N: zeros (their p is masked to 0)
+    const int j = idx / D, c = idx % D;
+    const bool in = j0 + j < n;
+    sk[j * S::kStride + c] = in ? to_float(k[head + static_cast<size_t>(j0 + j) * D + c]) : 0.0f;
+    sv[j * S::kStride + c] = in ? to_float(v[head + static_cast<size_t>(j0 + j) * D + c]) : 0.0f;
+  }
+#pragma unroll
+  for (int m = 0; m < kCols; ++m) acc_dk[m] = acc_dv[m] = 0.0f;
+  // END SOLUTION
+
+  // BEGIN SOLUTION: the walk over query tiles (causal: from the first that sees this tile): load q, dO, lse, D; S, P, dP, dS tiles; acc_dv += Pᵀ dO, acc_dk += dSᵀ Q
+  // Causal: query i sees key j only if j <= i, so no query before j0 sees any key of this tile.
+  const int first = causal ? (j0 / kBr) * kBr : 0;
+  for (int i0 = first; i0 < n; i0 += kBr) {
+    __syncthreads();  // the previous step's readers of sq, sdo, sp, sds are done
+    for (int idx = threadIdx.x; idx < kBr * D; idx += kThreads) {
+      const int i = idx / D, c = idx % D;
+      const bool in = i0 + i < n;
+      sq[idx] = in ? to_float(q[head + static_cast<size_t>(i0 + i) * D + c]) : 0.0f;
+      sdo[idx] = in ? to_float(dout[head + static_cast<size_t>(i0 + i) * D + c]) : 0.0f;
+    }
+    if (threadIdx.x < kBr) {
+      const int i = i0 + threadIdx.x;
+      const size_t row = static_cast<size_t>(blockIdx.y) * n + i;
+      slse[threadIdx.x] = i < n ? lse[row] : 0.0f;
+      sdelta[threadIdx.x] = i < n ? delta[row] : 0.0f;
+    }
+    __syncthreads();
+    // S, P, dP, dS for this thread's (i, j) pairs: j = t % kBc (32 consecutive keys per warp: K and V rows are
+    // padded, so the column reads hit 32 banks), i = t / kBc + 4r (one query per warp: q and dO are broadcasts).
+#pragma unroll
+    for (int r = 0; r < kPairsPerThread; ++r) {
+      const int j = threadIdx.x % kBc;
+      const int i = threadIdx.x / kBc + r * (kThreads / kBc);
+      float s = 0.0f, dp = 0.0f;
+#pragma unroll 8
+      for (int c = 0; c < D; ++c) {
+        s = fmaf(sq[i * D + c], sk[j * S::kStride + c], s);
+        dp = fmaf(sdo[i * D + c], sv[j * S::kStride + c], dp);
+      }
+      const bool visible = i0 + i < n && j0 + j < n && (!causal || j0 + j <= i0 + i);
+      const float p = visible ? expf(s * scale - slse[i]) : 0.0f;
+      sp[i * kBc + j] = p;
+      sds[i * kBc + j] = p * (dp - sdelta[i]);
+    }
+    __syncthreads();
+    // dV[j] += sum_i P[i][j] · dO[i],  dK[j] += sum_i dS[i][j] · Q[i]  (scale once, at the end)
+#pragma unroll 4
+    for (int i = 0; i < kBr; ++i) {
+      const float p = sp[i * kBc + my_key];
+      const float ds = sds[i * kBc + my_key];
+#pragma unroll
+      for (int m = 0; m < kCols; ++m) {
+        const int c = my_phase + kThreadsPerKey * m;
+        acc_dv[m] = fmaf(p, sdo[i * D + c], acc_dv[m]);
+        acc_dk[m] = fmaf(ds, sq[i * D + c], acc_dk[m]);
+      }
+    }
+  }
+  // END SOLUTION
+  // BEGIN SOLUTION: write dK = scale · acc_dk and dV = acc_dv for this thread's key (if j < N) and columns
+  const int j = j0 + my_key;
+  if (j < n) {
+#pragma unroll
+    for (int m = 0; m < kCols; ++m) {
+      const size_t at = head + static_cast<size_t>(j) * D + my_phase + kThreadsPerKey * m;
+      dk[at] = from_float<T>(acc_dk[m] * scale);
+      dv[at] = from_float<T>(acc_dv[m]);
+    }
+  }
+  // END SOLUTION
+}
+
+template <typename T, int D>
+cudaError_t launch_dkdv(const T* q, const T* k, const T* v, const float* lse, const T* dout, const float* delta,
+                        T* dk, T* dv, int bh, int n, bool causal, cudaStream_t stream) {
+  const size_t bytes = sizeof(float) * Smem<D>::total;
+  cudaError_t err = cudaFuncSetAttribute(dkdv_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(bytes));
+  if (err != cudaSuccess) return err;
+  const dim3 grid((n + kBc - 1) / kBc, bh);
+  dkdv_kernel<T, D><<<grid, kThreads, bytes, stream>>>(q, k, v, lse, dout, delta, dk, dv, n,
+                                                       1.0f / sqrtf(static_cast<float>(D)), causal);
+  return cudaGetLastError();
+}
+
+}  // namespace fa2_bwd
+
+// dk, dv of attention; delta is an fp32 [B, H, N] scratch for D (the bindings allocate it).
+template <typename T>
+cudaError_t attention_bwd_dkdv(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout,
+                               T* dk, T* dv, float* delta, int batch, int heads, int n, int d, bool causal,
+                               cudaStream_t stream) {
+  using namespace fa2_bwd;
+  if (batch == 0 || heads == 0 || n == 0) return cudaSuccess;
+  const int rows = batch * heads * n;
+  delta_kernel<T><<<(rows + kThreads / kWarpSize - 1) / (kThreads / kWarpSize), kThreads, 0, stream>>>(
+      o, dout, delta, rows, d);
+  const cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) return err;
+  if (d == 64) return launch_dkdv<T, 64>(q, k, v, lse, dout, delta, dk, dv, batch * heads, n, causal, stream);
+  if (d == 128) return launch_dkdv<T, 128>(q, k, v, lse, dout, delta, dk, dv, batch * heads, n, causal, stream);
+  return cudaErrorInvalidValue;  // the bindings accept d = 64 and 128 only
+}
+
+template cudaError_t attention_bwd_dkdv<float>(const float*, const float*, const float*, const float*, const float*,
+                                               const float*, float*, float*, float*, int, int, int, int, bool,
+                                               cudaStream_t);
+template cudaError_t attention_bwd_dkdv<__half>(const __half*, const __half*, const __half*, const __half*,
+                                                const float*, const __half*, __half*, __half*, float*, int, int, int,
+                                                int, bool, cudaStream_t);
+template cudaError_t attention_bwd_dkdv<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*,
+                                                       const __nv_bfloat16*, const __nv_bfloat16*, const float*,
+                                                       const __nv_bfloat16*, __nv_bfloat16*, __nv_bfloat16*, float*,
+                                                       int, int, int, int, bool, cudaStream_t);

@@ -291,16 +291,21 @@ def cmd_check(args) -> int:
     return exit_code([r["status"] for r in out])
 
 
+def _ready_day(args, verb: str):
+    """(root, course, day, source folder, variant, exercises) of a command on one ready day's code."""
+    root, _, course = _load(args)
+    day = course.day(args.day)
+    if day.status != "ready":
+        raise GraderError(f"{day.id} ({day.title}) is planned, not ready yet: no exercise to {verb}")
+    src_dir, variant = _source_dir(args, root, day.id)
+    return root, course, day, src_dir, variant, _exercises(args, day, src_dir, root)
+
+
 # -- sanitize -----------------------------------------------------------------------------------------------
 def cmd_sanitize(args) -> int:
     from grader.check import sanitize_command as sc
 
-    root, _, course = _load(args)
-    day = course.day(args.day)
-    if day.status != "ready":
-        raise GraderError(f"{day.id} ({day.title}) is planned, not ready yet: no exercise to sanitize")
-    src_dir, variant = _source_dir(args, root, day.id)
-    exercises = _exercises(args, day, src_dir, root)
+    root, course, day, src_dir, variant, exercises = _ready_day(args, "sanitize")
     exe = find_sanitizer()
     if exe is None:
         raise GraderError(sc.missing_tool_message())
@@ -331,12 +336,7 @@ def cmd_sanitize(args) -> int:
 def cmd_profile(args) -> int:
     from grader.profile.command import run_profile
 
-    root, _, course = _load(args)
-    day = course.day(args.day)
-    if day.status != "ready":
-        raise GraderError(f"{day.id} ({day.title}) is planned, not ready yet: no exercise to profile")
-    src_dir, variant = _source_dir(args, root, day.id)
-    exercises = _exercises(args, day, src_dir, root)
+    root, course, day, src_dir, variant, exercises = _ready_day(args, "profile")
     # With the JSON on stdout, everything for people goes to stderr.
     out = Console(stderr=True, highlight=False, soft_wrap=True) if args.json == "-" else console
     return run_profile(args, out, root=root, course=course, day=day, exercises=exercises,

@@ -11,18 +11,6 @@
 
 constexpr int kWarpsPerBlock = 8;
 
-__device__ __forceinline__ float warp_max(float v) {
-#pragma unroll
-  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
-  return v;
-}
-
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
-  return v;
-}
-
 template <typename T>
 __global__ void softmax_warp_kernel(const T* __restrict__ x, T* __restrict__ y, int rows, int cols) {
   const int lane = threadIdx.x % kWarpSize;

@@ -14,8 +14,10 @@ constexpr int kWarps = kThreads / kWarpSize;
 
 // Two-level reduction: a butterfly within each warp, then every thread folds the kWarps warp results that lane 0
 // of each warp left in shared memory. The same `partial` array serves the max and then the sum.
-struct WarpThenBlock {
-  float* partial;  // kWarps floats of shared memory
+struct WarpThenBlock : MaxAndSum<WarpThenBlock> {
+  static constexpr int kSharedFloats = kWarps;
+  float* partial;
+  __device__ explicit WarpThenBlock(float* shared) : partial(shared) {}
 
   template <typename Op>
   __device__ float reduce(float v, Op op) {
@@ -29,23 +31,11 @@ struct WarpThenBlock {
     for (int w = 1; w < kWarps; ++w) v = op(v, partial[w]);
     return v;
   }
-  __device__ float max(float v) { return reduce(v, [](float a, float b) { return fmaxf(a, b); }); }
-  __device__ float sum(float v) { return reduce(v, [](float a, float b) { return a + b; }); }
 };
 
 template <typename T>
-__global__ void softmax_block_kernel(const T* __restrict__ x, T* __restrict__ y, int cols) {
-  __shared__ float partial[kWarps];
-  WarpThenBlock reduce{partial};
-  const size_t row = blockIdx.x;
-  block_softmax_row(x + row * cols, y + row * cols, cols, reduce);
-}
-
-template <typename T>
 cudaError_t softmax_forward(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
-  if (rows == 0 || cols == 0) return cudaSuccess;
-  softmax_block_kernel<T><<<rows, kThreads, 0, stream>>>(x, y, cols);
-  return cudaGetLastError();
+  return launch_block_softmax<WarpThenBlock, kThreads>(x, y, rows, cols, stream);
 }
 
 INSTANTIATE_SOFTMAX_FORWARD();

@@ -13,12 +13,6 @@
 constexpr int kWarpsPerBlock = 8;
 constexpr int kMaxPerLane = 32;  // columns a lane holds: rows up to kMaxPerLane * 32 = 1024 columns
 
-__device__ __forceinline__ float warp_max_all(float v) {
-#pragma unroll
-  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
-  return v;
-}
-
 template <typename T>
 __global__ void softmax_cached_kernel(const T* __restrict__ x, T* __restrict__ y, int rows, int cols) {
   const int lane = threadIdx.x % kWarpSize;
@@ -36,16 +30,14 @@ __global__ void softmax_cached_kernel(const T* __restrict__ x, T* __restrict__ y
     v[k] = c < cols ? to_float(xr[c]) : -INFINITY;
     m = fmaxf(m, v[k]);
   }
-  m = warp_max_all(m);
+  m = warp_max(m);
   float s = 0.0f;
 #pragma unroll
   for (int k = 0; k < steps; ++k) {
     v[k] = expf(v[k] - m);  // exp(-inf) = 0 past the end
     s += v[k];
   }
-#pragma unroll
-  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) s += __shfl_xor_sync(0xffffffffu, s, offset);
-  const float inv_s = 1.0f / s;
+  const float inv_s = 1.0f / warp_sum(s);
 #pragma unroll
   for (int k = 0; k < steps; ++k) {
     const int c = k * kWarpSize + lane;

@@ -12,8 +12,10 @@
 
 constexpr int kThreads = 256;  // a power of two: the tree halves it at each step
 
-struct Tree {
-  float* red;  // kThreads floats of shared memory
+struct Tree : MaxAndSum<Tree> {
+  static constexpr int kSharedFloats = kThreads;
+  float* red;
+  __device__ explicit Tree(float* shared) : red(shared) {}
 
   template <typename Op>
   __device__ float reduce(float v, Op op) {
@@ -27,23 +29,11 @@ struct Tree {
     __syncthreads();  // read by all before the next reduction stores into red
     return result;
   }
-  __device__ float max(float v) { return reduce(v, [](float a, float b) { return fmaxf(a, b); }); }
-  __device__ float sum(float v) { return reduce(v, [](float a, float b) { return a + b; }); }
 };
 
 template <typename T>
-__global__ void softmax_tree_kernel(const T* __restrict__ x, T* __restrict__ y, int cols) {
-  __shared__ float red[kThreads];
-  Tree reduce{red};
-  const size_t row = blockIdx.x;
-  block_softmax_row(x + row * cols, y + row * cols, cols, reduce);
-}
-
-template <typename T>
 cudaError_t softmax_forward(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
-  if (rows == 0 || cols == 0) return cudaSuccess;
-  softmax_tree_kernel<T><<<rows, kThreads, 0, stream>>>(x, y, cols);
-  return cudaGetLastError();
+  return launch_block_softmax<Tree, kThreads>(x, y, rows, cols, stream);
 }
 
 INSTANTIATE_SOFTMAX_FORWARD();

@@ -96,6 +96,26 @@ void attention_bwd_dkdv_any_float(const at::Tensor& q, const at::Tensor& k, cons
       what);
 }
 
+// The complete backward without N x N scratch (day 17): launch(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc,
+// batch, heads, n, d, causal, stream), delta an fp32 [B, H, N] scratch for D, dq_acc an fp32 [B, H, N, d] one for
+// dQ sums that several blocks add into (allocated only when dq_acc_needed; else nullptr).
+template <typename Launch>
+void attention_bwd_tiled_any_float(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& o,
+                                   const at::Tensor& lse, const at::Tensor& dout, at::Tensor& dq, at::Tensor& dk,
+                                   at::Tensor& dv, bool causal, bool dq_acc_needed, Launch launch, const char* what) {
+  attention_bwd_any_float(
+      q, k, v, o, lse, dout, dq, dk, dv, causal,
+      [&](auto qp, auto kp, auto vp, auto op, const float* lsep, auto dop, auto dqp, auto dkp, auto dvp, int batch,
+          int heads, int n, int d, bool c, cudaStream_t stream) {
+        const auto fp32 = q.options().dtype(at::kFloat);
+        const at::Tensor delta = at::empty({batch, heads, n}, fp32);
+        const at::Tensor dq_acc = dq_acc_needed ? at::empty({batch, heads, n, d}, fp32) : at::Tensor();
+        return launch(qp, kp, vp, op, lsep, dop, dqp, dkp, dvp, data_as<float>(delta),
+                      dq_acc_needed ? data_as<float>(dq_acc) : nullptr, batch, heads, n, d, c, stream);
+      },
+      what);
+}
+
 }  // namespace course
 
 #define COURSE_ATTENTION_BWD_ARGS                                                                               \
@@ -138,3 +158,15 @@ void attention_bwd_dkdv_any_float(const at::Tensor& q, const at::Tensor& k, cons
       },                                                                                                        \
       doc, py::arg("q"), py::arg("k"), py::arg("v"), py::arg("o"), py::arg("lse"), py::arg("dout"),             \
       py::arg("dk"), py::arg("dv"), py::arg("causal"))
+
+// The same for a tiled launcher (attention_bwd_tiled_any_float): `name`(q, k, v, o, lse, dout, dq, dk, dv, causal).
+#define COURSE_ATTENTION_BWD_TILED_OP(m, name, launcher, dq_acc_needed, doc)                                     \
+  m.def(                                                                                                        \
+      name,                                                                                                     \
+      [](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& o,                    \
+         const at::Tensor& lse, const at::Tensor& dout, at::Tensor& dq, at::Tensor& dk, at::Tensor& dv,         \
+         bool causal) {                                                                                         \
+        course::attention_bwd_tiled_any_float(q, k, v, o, lse, dout, dq, dk, dv, causal, dq_acc_needed,         \
+                                              [](auto... args) { return launcher(args...); }, #launcher);       \
+      },                                                                                                        \
+      doc, COURSE_ATTENTION_BWD_ARGS)

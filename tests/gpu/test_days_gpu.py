@@ -30,12 +30,17 @@ def _check(*args, tmp_path, timed=False):
 
 @pytest.mark.parametrize("day", _ready_days())
 def test_solution_is_correct_in_every_dtype_and_shape(day, tmp_path):
+    from grader.course import load_course
+
+    allowed = {e.name for e in load_course(ROOT / "course.yaml").day(day).exercises if e.determinism == "allowed"}
     r, data = _check(day, "--solution", tmp_path=tmp_path)
     assert r.returncode == 0, r.stdout
     for ex in data["exercises"]:
         assert ex["status"] == "pass", ex["message"]
-        # every case passed; a correctness case also gave the same bits twice (a sanitizer check has no bits)
-        assert all(c["ok"] and (c["kind"] == "sanitizer" or c["deterministic"]) for c in ex["cases"])
+        # every case passed; a correctness case also gave the same bits twice, unless the exercise allows otherwise
+        # (fp32 atomics, day 17), and a sanitizer check has no bits
+        assert all(c["ok"] and (c["kind"] == "sanitizer" or c["deterministic"] or ex["exercise"] in allowed)
+                   for c in ex["cases"])
 
 
 @pytest.mark.parametrize("day", _ready_days())

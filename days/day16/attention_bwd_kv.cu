@@ -32,8 +32,9 @@ constexpr int kWarpSize = 32;
 constexpr int kThreads = 256;
 constexpr int kBc = 64;  // keys per block
 constexpr int kBr = 16;  // queries per step of the walk
-constexpr int kThreadsPerKey = kThreads / kBc;  // 4: each owns every 4th column of its key's dK and dV rows
-constexpr int kPairsPerThread = kBr * kBc / kThreads;  // 4 (i, j) entries of the S, P, dP, dS tiles per thread
+// (maybe_unused: in the stub, nothing refers to these until the kernel is written)
+[[maybe_unused]] constexpr int kThreadsPerKey = kThreads / kBc;  // 4: each owns every 4th column of a key's rows
+[[maybe_unused]] constexpr int kPairsPerThread = kBr * kBc / kThreads;  // 4 entries of each tile per thread
 
 // D[row] = sum_c dout[row][c] · o[row][c] over all B·H·N rows: one warp per row.
 template <typename T>
@@ -62,24 +63,7 @@ __global__ void __launch_bounds__(kThreads)
     dkdv_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                 const float* __restrict__ lse, const T* __restrict__ dout, const float* __restrict__ delta,
                 T* __restrict__ dk, T* __restrict__ dv, int n, float scale, bool causal) {
-  extern __shared__ float smem[];
-  using S = Smem<D>;
-  float* sk = smem + S::k;
-  float* sv = smem + S::v;
-  float* sq = smem + S::q;
-  float* sdo = smem + S::dout;
-  float* sp = smem + S::p;
-  float* sds = smem + S::ds;
-  float* slse = smem + S::lse;
-  float* sdelta = smem + S::delta;
-  const size_t head = static_cast<size_t>(blockIdx.y) * n * D;  // this (batch, head)'s [N, D] matrices
-  const int j0 = blockIdx.x * kBc;
-  constexpr int kCols = D / kThreadsPerKey;  // columns of dK and dV per thread
-  const int my_key = threadIdx.x / kThreadsPerKey;
-  const int my_phase = threadIdx.x % kThreadsPerKey;
-  float acc_dk[kCols];
-  float acc_dv[kCols];
-  // YOUR CODE HERE: this block's k and v rows into sk, sv (row stride S::kStride, zeros past N); zero acc_dk, acc_dv
+  // YOUR CODE HERE: set up (tiles at Smem<D>'s offsets, the head, key tile j0, this thread's key and columns, acc_dk and acc_dv); load k, v rows (stride S::kStride, zeros past N); zero the accumulators
 
   // YOUR CODE HERE: the walk over query tiles (causal: from the first that sees this tile): load q, dO, lse, D; S, P, dP, dS tiles; acc_dv += Pᵀ dO, acc_dk += dSᵀ Q
   // YOUR CODE HERE: write dK = scale · acc_dk and dV = acc_dv for this thread's key (if j < N) and columns

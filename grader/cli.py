@@ -68,6 +68,13 @@ def _exercises(args, day, src_dir: Path, root: Path) -> list:
         if missing:
             raise GraderError(f"{relative_path(src_dir, root)} lacks {', '.join(missing)} "
                               f"(sources of {day.id}.{ex.name})")
+        from grader.check.build import source_paths
+
+        gone = [p for p in source_paths(ex, src_dir) if not p.is_file()]
+        if gone:
+            raise GraderError(f"{day.id}.{ex.name} compiles your kernels of earlier days from the folders beside "
+                              f"{relative_path(src_dir, root)}, and {relative_path(gone[0], root)} is not there: "
+                              "keep those days' folders next to this one (as in the course repository)")
     return exercises
 
 
@@ -205,6 +212,7 @@ def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, 
     """One exercise's result: its sources read first (one unfit to compile is the student's build error), then one
     run per seed (a ranked check: two, the second only if the first passed, combined by combine_runs), compiled
     only where there is no GPU."""
+    from grader.check.build import source_paths
     from grader.check.compile_check import compile_sources, source_problem
     from grader.check.job import make_job
     from grader.check.runner import run_job
@@ -230,7 +238,8 @@ def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, 
             if ranked:  # the job file names the seed: a ranked run's inputs must not be recoverable from it
                 (Paths(root).logs() / f"{day.id}-{ex.name}-{variant}.job.json").unlink(missing_ok=True)
         if res.status == Status.NO_GPU:
-            res = compiled_only(res, ex, compile_sources([src_dir / s for s in ex.sources],
+            res = compiled_only(res, ex, compile_sources([*(src_dir / s for s in ex.sources if s.endswith(".py")),
+                                                          *source_paths(ex, src_dir)],
                                                          [root / i for i in ex.include_dirs], ex.extra_cuda_cflags,
                                                          root, timeout_s=job.limits.build_s))
         runs.append(res)

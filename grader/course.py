@@ -145,7 +145,12 @@ class Exercise(Strict):
     build: Literal["torch_extension", "python"] = Field(
         "torch_extension", description="torch_extension: the sources are compiled with ninja into a module that "
         "exports `op`; python: the first source is a Python file defining `op` (CuPy, numba, Triton...)")
-    sources: list[str] = Field(min_length=1)
+    sources: list[str] = Field(min_length=1, description="the files of the day's folder the exercise builds from; "
+                               "in a torch extension, .py files are imported after the library is loaded (they "
+                               "register fake and autograd implementations of its torch ops)")
+    uses: list[str] = Field([], description="files of earlier days compiled with the sources, as `dayNN/file`: "
+                            "found in the folder beside this day's (days/dayNN for the student, solutions/dayNN for "
+                            "--solution), so the op runs the student's own kernels from those days")
     include_dirs: list[str] = []
     extra_cuda_cflags: list[str] = []
     call: Literal["out", "returns"] = Field(
@@ -209,7 +214,14 @@ class Exercise(Strict):
         for e in self.stub.plant:
             if e.file not in self.sources:
                 raise ValueError(f"stub.plant edits {e.file!r}, which is not one of the sources {self.sources}")
-        py = [s for s in self.sources if s.endswith(".py")]
+        for u in self.uses:
+            if not re.fullmatch(r"day\d\d/[\w.-]+\.(cu|cpp|cc)", u):
+                raise ValueError(f"uses: {u!r} must be `dayNN/file.cu` (or .cpp): a source file of another day")
+        if self.uses and self.build == "python":
+            raise ValueError("`uses:` compiles other days' files into a torch extension; a `build: python` "
+                             "exercise compiles its kernels itself")
+        if self.build == "torch_extension" and not [s for s in self.sources if not s.endswith(".py")]:
+            raise ValueError("a torch extension needs at least one C++/CUDA source besides its .py files")
         if self.build == "python":
             if not self.sources[0].endswith(".py"):
                 raise ValueError("a `build: python` exercise lists its Python file (the one defining the op) first "
@@ -217,9 +229,12 @@ class Exercise(Strict):
             if self.extra_cuda_cflags:
                 raise ValueError("extra_cuda_cflags apply to torch extensions; a `build: python` exercise compiles "
                                  "its kernels itself")
-        elif py:
-            raise ValueError(f"Python source(s) {py} in a torch extension: set `build: python`")
         return self
+
+    @property
+    def torch_op(self) -> bool:
+        """The op is a registered torch op (`namespace::name`, TORCH_LIBRARY), not a module attribute."""
+        return "::" in self.op
 
     @property
     def timed(self) -> bool:
@@ -298,6 +313,10 @@ class Course(Strict):
                 if index[p] >= i:
                     raise ValueError(f"{d.id}: prerequisite {p!r} must come before it")
             for e in d.exercises:
+                for u in e.uses:
+                    used = u.split("/")[0]
+                    if used not in index or index[used] >= i:
+                        raise ValueError(f"{d.id}.{e.name}: uses {u!r}, but {used} is not a day before {d.id}")
                 b = e.baseline.solution if e.baseline else None
                 if b is None:
                     continue

@@ -131,7 +131,7 @@ class FakeTorchBuild:
 
         self.calls, self.imports, self.fail_with = [], [], fail_with
         monkeypatch.setattr(cpp_extension, "load", self.load)
-        monkeypatch.setattr(build, "_import_library", lambda name, folder: self.imports.append(folder) or
+        monkeypatch.setattr(build, "_import_library", lambda name, folder, torch_op=False: self.imports.append(folder) or
                             SimpleNamespace(name=name, folder=folder))
 
     def load(self, *, name, sources, build_directory, **kw):
@@ -354,3 +354,33 @@ def test_python_exercise_calling_sys_exit_at_import_is_a_build_error_not_a_dead_
         load_python_module(name="t_py_exit", path=f, root=tmp_path)
     (d,) = e.value.diagnostics
     assert (d.file, d.line) == ("op.py", 2) and "SystemExit" in d.message
+
+
+def test_used_files_of_earlier_days_build_from_the_folder_beside_and_key_the_build(tmp_path, monkeypatch):
+    """`uses: [day01/softmax.cu]` in day02: the student's own day01 kernel (and the header beside it) is compiled
+    in a folder of its own in the workspace; .py sources are not compiled; an edit to the used file rebuilds; a
+    missing day01 folder is an error naming the file."""
+    fake = FakeTorchBuild(monkeypatch)
+    imported = []
+    monkeypatch.setattr("grader.check.build.load_python_module",
+                        lambda *, name, path, root: imported.append(Path(path).name) or (None, 0.0))
+    root = _course(tmp_path)
+    d2 = root / "days" / "day02"
+    d2.mkdir()
+    (d2 / "op.cpp").write_text("// TORCH_LIBRARY\n")
+    (d2 / "register.py").write_text("# register_fake\n")
+    ex = _exercise(name="op", op="course::op", sources=["op.cpp", "register.py"], uses=["day01/softmax.cu"])
+    build_exercise(ex, src_dir=d2, root=root, day_id="day02", capability=CAP)
+    work = workspace(root, "day02", "op")
+    (call,) = fake.calls
+    assert call["sources"] == [str(work / "src" / "op.cpp"), str(work / "src" / "day01" / "softmax.cu")]
+    assert call["is_python_module"] is False  # a library of torch ops: loaded, not imported
+    assert (work / "src" / "day01" / "helpers.cuh").is_file() and imported == ["register.py"]
+    key = build_key(ex, d2, root, CAP)
+    (root / "days" / "day01" / "softmax.cu").write_text("// edited day 1\n")
+    assert build_key(ex, d2, root, CAP) != key
+    elsewhere = tmp_path / "alone" / "day02"
+    shutil.copytree(d2, elsewhere)
+    with pytest.raises(BuildError) as e:
+        build_key(ex, elsewhere, root, CAP)
+    assert "day01/softmax.cu: file not found (this exercise also compiles your day01's softmax.cu" in e.value.log

@@ -77,7 +77,11 @@ def _broken(tmp_path, root, mutate):
     (lambda r: r["days"][0].update(exercises=[]), "a ready day must list at least one exercise"),
     (lambda r: r["days"][0]["exercises"][0].update(typo_key=1), "typo_key: Extra inputs are not permitted"),
     (lambda r: r["days"][0]["exercises"][0].update(build="python"), "lists its Python file (the one defining the op) first"),
-    (lambda r: r["days"][0]["exercises"][0].update(sources=["softmax.py"]), "Python source(s) ['softmax.py'] in a torch extension"),
+    (lambda r: r["days"][0]["exercises"][0].update(sources=["softmax.py"]), "at least one C++/CUDA source besides"),
+    (lambda r: r["days"][1]["exercises"][0].update(uses=["../day01/softmax.cu"]), "must be `dayNN/file.cu`"),
+    (lambda r: r["days"][1]["exercises"][0].update(uses=["day03/softmax.cu"]), "day03 is not a day before day02"),
+    (lambda r: r["days"][1]["exercises"][0].update(uses=["day01/softmax.cu"], build="python", sources=["s.py"]),
+     "a `build: python` exercise compiles its kernels itself"),
     (lambda r: r["days"][0]["exercises"][0].update(build="python", sources=["s.py"], extra_cuda_cflags=["-G"]),
      "extra_cuda_cflags apply to torch extensions"),
 ])

@@ -23,6 +23,7 @@ import shutil
 import sys
 import time
 import traceback
+import types
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -146,9 +147,10 @@ def _error_log(e: BaseException) -> str:
 
 def _load(*, name: str, sources: list[Path], include_dirs: list[Path], build_dir: Path,
           extra_cuda_cflags: list[str], capability: tuple[int, int], root: Path,
-          folders: dict[Path, Path] | None = None):
+          folders: dict[Path, Path] | None = None, python_module: bool = True):
     """cpp_extension.load, its failures as BuildError (paths mapped back through folders). The caller holds
-    build_lock(build_dir)."""
+    build_lock(build_dir). python_module=False: the library defines torch ops and no Python module; it is loaded
+    into the process (torch.ops.load_library) and its path returned."""
     from torch.utils import cpp_extension
 
     os.environ["TORCH_CUDA_ARCH_LIST"] = arch_list(capability)
@@ -162,7 +164,8 @@ def _load(*, name: str, sources: list[Path], include_dirs: list[Path], build_dir
         return cpp_extension.load(
             name=name, sources=[str(s) for s in sources], build_directory=str(build_dir),
             extra_include_paths=[str(p) for p in include_dirs],
-            extra_cflags=list(CXX_FLAGS), extra_cuda_cflags=BASE_CUDA_FLAGS + list(extra_cuda_cflags), verbose=False)
+            extra_cflags=list(CXX_FLAGS), extra_cuda_cflags=BASE_CUDA_FLAGS + list(extra_cuda_cflags), verbose=False,
+            is_python_module=python_module)
     except (RuntimeError, OSError, ImportError, UnicodeDecodeError) as e:
         log = map_paths(_error_log(e), folders)
         raise BuildError(log, parse_diagnostics(log, root)) from None
@@ -187,20 +190,63 @@ def _local_headers(src_dir: Path) -> list[str]:
         return []
 
 
+def _uses(ex) -> list[str]:
+    return list(getattr(ex, "uses", None) or [])
+
+
+def _torch_op(ex) -> bool:
+    return "::" in getattr(ex, "op", "")
+
+
+def used_folders(ex, src_dir: Path) -> dict[str, Path]:
+    """The earlier days' folders an exercise's `uses:` reads from: beside src_dir (days/day12 for days/day18)."""
+    return {day: Path(src_dir).parent / day for day in dict.fromkeys(u.split("/")[0] for u in _uses(ex))}
+
+
+def compiled_sources(ex) -> list[str]:
+    """What the compiler builds, as names in the build's copy: the day's C++/CUDA sources, then the used files
+    (`dayNN/file`, in a folder of their own there: two days may both have an attention.cu)."""
+    return [s for s in ex.sources if not s.endswith(".py")] + list(_uses(ex))
+
+
+def source_paths(ex, src_dir: Path) -> list[Path]:
+    """compiled_sources as the files they are read from."""
+    folders = used_folders(ex, src_dir)
+    return [folders[n.split("/")[0]] / n.split("/")[1] if n in _uses(ex) else Path(src_dir) / n
+            for n in compiled_sources(ex)]
+
+
 def _read_files(ex, src_dir: Path, root: Path) -> dict[str, bytes]:
     """name -> bytes of what a build compiles from src_dir: the sources (in their order), then the headers beside
-    them. Read once: the key and the copy that is compiled come from the same bytes."""
+    them, then the used files of earlier days and the headers beside those. Read once: the key and the copy that is
+    compiled come from the same bytes."""
     files = {}
-    for name in [*ex.sources, *_local_headers(src_dir)]:
+    wanted = [(name, src_dir / name, True) for name in ex.sources]
+    wanted += [(name, src_dir / name, False) for name in _local_headers(src_dir)]
+    folders = used_folders(ex, src_dir)
+    wanted += [(u, folders[u.split("/")[0]] / u.split("/")[1], True) for u in _uses(ex)]
+    wanted += [(f"{day}/{h}", folder / h, False) for day, folder in folders.items() for h in _local_headers(folder)]
+    for name, path, required in wanted:
         if name in files:
             continue
         try:
-            files[name] = (src_dir / name).read_bytes()
+            files[name] = path.read_bytes()
         except FileNotFoundError:
-            if name in ex.sources:
-                rel = relative_path(src_dir / name, root)
-                raise BuildError(f"{rel}: file not found", [Diagnostic(rel, 1, "error", "file not found")]) from None
+            if required:
+                rel = relative_path(path, root)
+                why = "file not found"
+                if name in _uses(ex):
+                    why += (f" (this exercise also compiles your {name.split('/')[0]}'s {path.name}, from the folder "
+                            f"beside this day's)")
+                raise BuildError(f"{rel}: {why}", [Diagnostic(rel, 1, "error", why)]) from None
     return files
+
+
+def source_folders(ex, src: Path, src_dir: Path) -> dict[Path, Path]:
+    """The build's copy of the sources (src, with a subfolder per used day) -> the folders they came from."""
+    out = {src / day: folder for day, folder in used_folders(ex, src_dir).items()}
+    out[src] = Path(src_dir)
+    return out
 
 
 def _key(ex, files: dict[str, bytes], root: Path, capability: tuple[int, int]) -> str:
@@ -292,7 +338,20 @@ def _mark_used(folder: Path) -> None:
         pass
 
 
-def _import_library(name: str, folder: Path):
+def _op_library(path: Path):
+    """A library of torch ops (TORCH_LIBRARY, no Python module of its own), loaded into the process; the ops are
+    then in torch.ops. What is returned stands in for a module: it names the library's file."""
+    import types
+
+    import torch
+
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: this code has not been built (run `grader check` first)")
+    torch.ops.load_library(str(path))
+    return types.SimpleNamespace(__file__=str(path), __name__=path.stem)
+
+
+def _import_library(name: str, folder: Path, torch_op: bool = False):
     """Import a keyed build's module from its file, without cpp_extension.load (which would run ninja).
 
     The import name is qualified by the folder (`<folder>.<name>`; the init function is still found by the last
@@ -301,6 +360,8 @@ def _import_library(name: str, folder: Path):
     import torch  # noqa: F401 -- the module links against torch's libraries, which importing torch loads
 
     path = folder / f"{name}{LIB_SUFFIX}"
+    if torch_op:
+        return _op_library(path)
     qualifier = re.sub(r"\W", "_", folder.name)
     spec = importlib.util.spec_from_file_location(f"{qualifier}.{name}", path)
     if spec is None or not path.is_file():
@@ -324,23 +385,38 @@ def build_exercise(ex, *, src_dir: Path, root: Path, day_id: str, capability: tu
     folder = _keyed_folder(root, day_id, ex.name, _key(ex, files, root, capability))
     lib = folder / f"{name}{LIB_SUFFIX}"
     recovered = False
+    module = None
     if not lib.is_file():
         work = workspace(root, day_id, ex.name)
         with build_lock(work) as recovered:
             if not lib.is_file():  # not built by another process while we waited
                 src = work / "src"
                 sync_sources(files, src)
-                _load(name=name, sources=[src / s for s in ex.sources],
-                      include_dirs=[root / i for i in ex.include_dirs], build_dir=work,
-                      extra_cuda_cflags=ex.extra_cuda_cflags, capability=capability, root=root,
-                      folders={src: src_dir})
+                built = _load(name=name, sources=[src / s for s in compiled_sources(ex)],
+                              include_dirs=[root / i for i in ex.include_dirs], build_dir=work,
+                              extra_cuda_cflags=ex.extra_cuda_cflags, capability=capability, root=root,
+                              folders=source_folders(ex, src, src_dir), python_module=not _torch_op(ex))
                 _publish(work / f"{name}{LIB_SUFFIX}", lib)
+                # A library that registers torch ops (TORCH_LIBRARY) is loaded once per process: loading its keyed
+                # copy as well would register the ops again, which torch refuses while loading (an abort).
+                if _torch_op(ex):
+                    module = types.SimpleNamespace(__file__=str(built), __name__=name)
     _mark_used(folder)
-    try:
-        module = _import_library(name, folder)
-    except ImportError as e:  # e.g. an undefined symbol: a function declared and never defined
-        raise BuildError(str(e), []) from None
+    if module is None:
+        try:
+            module = _import_library(name, folder, _torch_op(ex))
+        except (ImportError, OSError) as e:  # e.g. an undefined symbol: a function declared and never defined
+            raise BuildError(str(e), []) from None
+    import_registrations(ex, src_dir, root, name)
     return module, time.perf_counter() - t0, recovered
+
+
+def import_registrations(ex, src_dir: Path, root: Path, name: str) -> None:
+    """A torch extension's .py sources, imported once the library is loaded (they register fake and autograd
+    implementations of the ops it defines), in their order. An error in one is the student's build error."""
+    for s in ex.sources:
+        if s.endswith(".py"):
+            load_python_module(name=f"{name}__{Path(s).stem}", path=Path(src_dir) / s, root=root)
 
 
 def load_built(ex, *, src_dir: Path, root: Path, day_id: str, capability: tuple[int, int] | None = None):
@@ -362,7 +438,9 @@ def load_built(ex, *, src_dir: Path, root: Path, day_id: str, capability: tuple[
         raise FileNotFoundError(f"no build of {relative_path(src_dir, root)}'s {day_id}.{ex.name} as it is now "
                                 f"({relative_path(lib, root)} is missing): build it first (grader check)")
     _mark_used(folder)
-    return _import_library(name, folder)
+    module = _import_library(name, folder, _torch_op(ex))
+    import_registrations(ex, src_dir, root, name)
+    return module
 
 
 class MissingPackage(Exception):

@@ -28,6 +28,7 @@ from grader.profile import ncu
 from grader.profile import report as profile_report
 from grader.profile import roofline
 from grader.profile.ceilings import cache_path
+from grader.check.build import source_paths
 from grader.check.compile_check import demangle
 from grader.course import Course, Day, Exercise
 from grader.errors import GraderError
@@ -220,7 +221,7 @@ def profile_exercise(*, root: Path, course: Course, day: Day, t: Target, src_dir
         report, log = out_dir / f"{stem}.ncu-rep", logs / f"profile-{stem}.log"
         report.unlink(missing_ok=True)  # a report left by an earlier run must not pass for this one's
         with ThreadPoolExecutor(1) as pool:
-            ptxas = pool.submit(kernel_resources, [src_dir / s for s in ex.sources],
+            ptxas = pool.submit(kernel_resources, source_paths(ex, src_dir),
                                 [root / i for i in ex.include_dirs], ex.extra_cuda_cflags, cap)
             status.update(f"{day.id}.{ex.name}: profiling one call under Nsight Compute (each kernel is replayed "
                           "once per group of counters)…")

@@ -10,9 +10,10 @@
 #   7. `grader profile` (Nsight Compute + roofline) on the solutions of PROFILE_DAYS; PNGs and reports to $OUT
 #   8. compute-sanitizer memcheck over the correctness cases of SANITIZE_DAYS, every dtype (default: none)
 #   9. lesson transcripts (scripts/<name>_transcripts.sh) for each name in TRANSCRIPTS, into $OUT/<name>/
+#  10. lesson tables (scripts/<name>_measure.py) for each name in MEASURE, into $OUT/
 # Knobs for a partial run: DAYS="day06 day09" (default: every ready day), SKIP="build pytest checks timer sweep
 # profile", PYTEST_K (a pytest -k expression), PYTEST_N, SWEEP_ARGS (for sgemm_sweep.py), PROFILE_DAYS,
-# SANITIZE_DAYS, TRANSCRIPTS (e.g. "day14"), DEADLINE_S (start no new `grader check` after this many seconds).
+# SANITIZE_DAYS, TRANSCRIPTS (e.g. "day14"), MEASURE (e.g. "day18"), DEADLINE_S (start no new `grader check` after this many seconds).
 # Full logs go to $OUT/logs.tar.gz, results to $OUT/results.json; a short table is printed last.
 set -uo pipefail
 OUT=${OUT:-$(mktemp -d)}
@@ -54,6 +55,10 @@ for d in ${SANITIZE_DAYS:-}; do
   echo "== memcheck $d"; timeout 400 compute-sanitizer --tool memcheck --error-exitcode 99 python3 -m grader check "$d" \
     --solution --correctness-only --timeout 300 >"$LOG/memcheck-$d.txt" 2>&1
   echo "exit $?" >>"$LOG/memcheck-$d.txt"; grep -E "ERROR SUMMARY|exit|passed|failed" "$LOG/memcheck-$d.txt" | tail -5
+done
+for m in ${MEASURE:-}; do  # scripts/<name>_measure.py OUT: a lesson's own measured table (e.g. "day18")
+  echo "== measure $m"; timeout 300 python3 "scripts/${m}_measure.py" "$OUT" >"$LOG/measure-$m.txt" 2>&1
+  echo "exit $?" >>"$LOG/measure-$m.txt"; tail -25 "$LOG/measure-$m.txt"
 done
 for t in ${TRANSCRIPTS:-}; do
   echo "== transcripts $t"; timeout 400 bash "scripts/${t}_transcripts.sh" "$OUT" >"$LOG/transcripts-$t.txt" 2>&1

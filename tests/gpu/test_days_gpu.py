@@ -67,8 +67,13 @@ KNOWN_WRONG = yaml.safe_load((ROOT / "tests" / "known_wrong.yaml").read_text())
 def test_known_wrong_kernel_fails_with_the_right_message(bug, tmp_path):
     if bug["day"] not in _ready_days():
         pytest.skip(f"{bug['day']} is planned: its known-wrong kernels run once it is ready")
+    from grader.course import load_course
+
     src = tmp_path / bug["day"]
     shutil.copytree(ROOT / "solutions" / bug["day"], src)
+    # the earlier days whose files the exercises compile (`uses:`) sit beside the copy, as in the course
+    for used in {u.split("/")[0] for e in load_course(ROOT / "course.yaml").day(bug["day"]).exercises for u in e.uses}:
+        shutil.copytree(ROOT / "solutions" / used, tmp_path / used)
     for edit in bug.get("edits") or [bug]:
         f = src / edit["file"]
         text = f.read_text()

@@ -1,0 +1,64 @@
+// Day 18: attention as a real PyTorch op. Two operators in the `course` namespace, defined by schema, with CUDA
+// implementations that run your own kernels: day 12's tensor-core forward and day 17's deterministic backward
+// (course.yaml's `uses:` compiles days/day12/attention.cu and days/day17/attention_bwd.cu into this library).
+//
+//   course::flash_attention(q, k, v, causal) -> (o, lse)
+//   course::flash_attention_backward(dout, q, k, v, o, lse, causal) -> (dq, dk, dv)
+//
+// The library defines no Python module: the grader loads it (torch.ops.load_library) and finds the ops in
+// torch.ops.course. flash_attention.py then registers what PyTorch needs besides the CUDA code: fake
+// implementations (shapes and dtypes without data, for torch.compile) and the autograd formula.
+#include <torch/library.h>
+
+#include <tuple>
+
+#include "attention_bwd_binding.h"  // check_attention_args, attention_any_float, attention_bwd_tiled_any_float
+
+// Day 12's forward and day 17's second-pass backward, as their .cu files define them.
+template <typename T>
+cudaError_t flash_attention_mma_forward(const T* q, const T* k, const T* v, T* o, float* lse, int batch, int heads,
+                                        int n, int d, bool causal, cudaStream_t stream);
+template <typename T>
+cudaError_t attention_bwd_twopass(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout,
+                                  T* dq, T* dk, T* dv, float* delta, float* dq_acc, int batch, int heads, int n, int d,
+                                  bool causal, cudaStream_t stream);
+
+namespace {
+
+// The forward runs on tensor cores, which take 16-bit inputs only.
+void check_16_bit(const at::Tensor& q, const char* op) {
+  TORCH_CHECK(q.scalar_type() == at::kHalf || q.scalar_type() == at::kBFloat16, op,
+              " runs day 12's tensor-core forward and takes float16 or bfloat16, got ", q.scalar_type());
+}
+
+// o = softmax(q kᵀ / sqrt(d) [+ causal mask]) v, lse = the rows' logsumexp (fp32), on the current stream.
+std::tuple<at::Tensor, at::Tensor> flash_attention_cuda(const at::Tensor& q, const at::Tensor& k,
+                                                        const at::Tensor& v, bool causal) {
+  check_16_bit(q, "course::flash_attention");
+  at::Tensor o, lse;
+  // YOUR CODE HERE: contiguous q, k, v; o like q and lse fp32 [B, H, N], new and contiguous; day 12's forward into them
+  return {o, lse};
+}
+
+// dq, dk, dv of the forward above, from its saved o and lse and the incoming gradient dout.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> flash_attention_backward_cuda(
+    const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& o,
+    const at::Tensor& lse, bool causal) {
+  at::Tensor dq, dk, dv;
+  // YOUR CODE HERE: contiguous inputs (dout often is not); dq, dk, dv new and contiguous; day 17's two-pass backward
+  return {dq, dk, dv};
+}
+
+}  // namespace
+
+// The schemas: what the ops take and return, in PyTorch's schema language. Nothing here is mutated or aliased, so
+// the arguments carry no annotations (a `Tensor(a!)` would say the op writes into that argument).
+TORCH_LIBRARY(course, m) {
+  // YOUR CODE HERE: the two schemas, flash_attention and flash_attention_backward
+}
+
+// The CUDA implementations. The fake ones (flash_attention.py) serve every device-less trace.
+TORCH_LIBRARY_IMPL(course, CUDA, m) {
+  m.impl("flash_attention", &flash_attention_cuda);
+  m.impl("flash_attention_backward", &flash_attention_backward_cuda);
+}

@@ -32,11 +32,13 @@ def _setup_context(ctx, inputs, output):
     o, lse = output
     ctx.save_for_backward(q, k, v, o, lse)
     ctx.causal = causal
-    # lse is an output for the backward's sake; gradients do not flow through it.
+    # lse is an output for the backward's sake; gradients do not flow through it. Without the second line autograd
+    # would hand the backward a gradient for lse anyway, a tensor of zeros it fills on the GPU for nothing.
     ctx.mark_non_differentiable(lse)
+    ctx.set_materialize_grads(False)
 
 
-def _backward(ctx, dout, _dlse):
+def _backward(ctx, dout, _dlse):  # _dlse: None (lse is not differentiable)
     q, k, v, o, lse = ctx.saved_tensors
     dq, dk, dv = torch.ops.course.flash_attention_backward(dout, q, k, v, o, lse, ctx.causal)
     return dq, dk, dv, None  # no gradient for `causal`

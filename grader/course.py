@@ -170,6 +170,8 @@ class Exercise(Strict):
     sanitize: list[Literal["memcheck", "racecheck", "initcheck", "synccheck"]] = Field(
         [], description="compute-sanitizer tools the code must be clean under: each runs the correctness cases of "
                         "the first dtype once more; an error in the student's sources fails the exercise")
+    sanitize_shapes: list[Case] = Field([], description="the correctness shapes the `sanitize:` tools run (default: "
+                                        "all); a few small ones where a tool over every case would take minutes")
     allow: list[str] = Field([], description="GPU work the op may launch besides kernels compiled from its sources: "
                                              "memset, memcpy, or part of a kernel's name")
     probes: list[str] = []
@@ -206,6 +208,11 @@ class Exercise(Strict):
         if bad:
             raise ValueError(f"hints for unknown categor{'y' if len(bad) == 1 else 'ies'} {bad}: use "
                              f"{', '.join(Category.HINTABLE)}")
+        if self.sanitize_shapes and not self.sanitize:
+            raise ValueError("sanitize_shapes lists shapes for the `sanitize:` tools, but there are none")
+        for c in self.sanitize_shapes:
+            if not any(c.shape == k.shape and c.offset == k.offset for k in self.correctness):
+                raise ValueError(f"sanitize_shapes: {c.label()} is not one of the correctness shapes")
         if self.probes and not self.probe_shapes:
             raise ValueError("probes are listed but probe_shapes is empty")
         for s in self.sources:

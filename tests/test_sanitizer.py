@@ -424,11 +424,11 @@ def test_a_sanitizer_run_past_its_limit_is_stopped(course, monkeypatch, fake_san
 
 
 # -- an exercise that must be clean under a tool (`sanitize:` in course.yaml) ------------------------------------
-def run_required(course, monkeypatch, behaviour, tools=("racecheck",)):
+def run_required(course, monkeypatch, behaviour, tools=("racecheck",), **more):
     monkeypatch.setenv("FAKE_WORKER", behaviour)
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     day = course.day("day01")
-    ex = day.exercises[0].model_copy(update={"sanitize": list(tools)})
+    ex = day.exercises[0].model_copy(update={"sanitize": list(tools), **more})
     job = make_job(course=course, root=ROOT, day=day, ex=ex, src_dir=ROOT / "solutions" / "day01", seed=1,
                    correctness_only=True)
     return job, run_job(job, variant="fake-required", correctness_only=True, worker="tests.fake_worker")
@@ -447,6 +447,21 @@ def test_a_required_tool_runs_every_first_dtype_correctness_case_once_and_a_clea
     (call,) = calls.read_text().splitlines()
     assert "--tool racecheck" in call and "--sanitized" in call
     assert f"--only {','.join(map(str, want))} " in call
+
+
+def test_sanitize_shapes_limit_the_tool_to_those_shapes(course, monkeypatch, fake_sanitizer):
+    from grader.course import Case
+
+    reports, calls = fake_sanitizer
+    (reports / "racecheck.txt").write_text(CLEAN)
+    pick = course.day("day01").exercises[0].correctness[1]
+    job, res = run_required(course, monkeypatch, "ok", sanitize_shapes=[Case(shape=pick.shape, offset=pick.offset)])
+    assert res.status == "pass", res.message
+    first = job.cases[0].dtype
+    want = [c.index for c in job.cases if c.kind == "correctness" and c.dtype == first and c.probe is None
+            and c.case.shape == pick.shape and c.case.offset == pick.offset]
+    (call,) = calls.read_text().splitlines()
+    assert want and f"--only {','.join(map(str, want))} " in call
 
 
 def test_a_required_tool_that_finds_an_error_in_the_students_code_fails_the_exercise(course, monkeypatch,

@@ -46,6 +46,34 @@ def correctness_counts(cases):
     return corr
 
 
+def _extra_checks(case: dict) -> dict:
+    """A case's passing extra checks (opcheck, training, ...), name and message: what an untimed table reports."""
+    kept = [{"name": k["name"], "ok": k["ok"], "message": k["message"]} for k in case.get("checks", [])
+            if k["ok"] and "max abs err" not in k["message"] and k["name"] != "determinism"]
+    return {"checks": kept} if kept else {}
+
+
+def untimed_table(data: dict, ex: dict, gpu: str, when: str, several: bool) -> list[str]:
+    lines = [f"**{ex['exercise']}**", ""] if several else []
+    lines += [f"Measured on an {gpu}, {when}, by `grader check {data['day']} --solution` (not timed: correctness "
+              "and checks).", "", "| dtype | cases passed | worst rel L2 | worst max abs |", "|---|---|---:|---:|"]
+    for dt, (ok, n) in correctness_counts(ex["cases"]).items():
+        cases = [c for c in ex["cases"] if c["kind"] == "correctness" and c["dtype"] == dt]
+        rel = max((c.get("rel_l2", 0.0) for c in cases), default=0.0)
+        mx = max((c.get("max_abs", 0.0) for c in cases), default=0.0)
+        lines.append(f"| {dt} | {ok}/{n} | {rel:.1e} | {mx:.1e} |")
+    notes = {}
+    for c in ex["cases"]:  # the first passing report of each extra check, per dtype
+        for k in c.get("checks", []):
+            if k["ok"] and "max abs err" not in k["message"] and k["name"] != "determinism":
+                notes.setdefault((k["name"], c["dtype"]), k["message"])
+    if notes:
+        lines += ["", "| check | dtype | report |", "|---|---|---|"]
+        lines += [f"| {name} | {dt} | {msg.replace('|', chr(92) + '|')} |" for (name, dt), msg in notes.items()]
+    lines += ["", f"Verdict: {ex['status']}.", ""]
+    return lines
+
+
 def day_table(data: dict, exercises: dict, gpu: str, when: str) -> str:
     lines = []
     # Scratch memory is shown for every exercise of a day where any op allocates some (naive vs flash: 256 vs 0).
@@ -53,6 +81,9 @@ def day_table(data: dict, exercises: dict, gpu: str, when: str) -> str:
                   if c["kind"] == "benchmark")
     for ex in data["exercises"]:
         spec = exercises[ex["exercise"]]
+        if spec.baseline is None:  # untimed: correctness per dtype, and what the extra checks reported
+            lines += untimed_table(data, ex, gpu, when, several=len(data["exercises"]) > 1)
+            continue
         lib = getattr(importlib.import_module(spec.task), "LIBRARY", "library")
         base = spec.baseline.describe()
         base = lib if base == "library" else base
@@ -139,7 +170,7 @@ def main():
         gpu = data["exercises"][0]["info"].get("gpu", "unknown GPU")
         when = data.get("date") or "unknown date"
         for ex in data["exercises"]:
-            ex["cases"] = [{k: v for k, v in c.items() if k in KEEP} for c in ex["cases"]]
+            ex["cases"] = [{**{k: v for k, v in c.items() if k in KEEP}, **_extra_checks(c)} for c in ex["cases"]]
             for k in ("compile", "builds", "log", "source"):
                 ex.pop(k, None)
         replace_block(ROOT / "days" / day_id / "README.md", "measured",

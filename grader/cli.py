@@ -263,6 +263,8 @@ def cmd_check(args) -> int:
 
     if args.ranked and args.seed is not None:
         raise GraderError("--ranked takes its inputs from the secret seed: drop --seed")
+    if args.format and not args.results_dir:
+        raise GraderError("--format says which result files to write: give --results-dir DIR too")
     if args.ranked and args.correctness_only:
         raise GraderError("--ranked times the code as the leaderboard does: drop --correctness-only")
     root, course_path, course = _load(args)
@@ -293,10 +295,19 @@ def cmd_check(args) -> int:
         report.render(console, res, ex, hint(res, ex, course.hints), ranked=ranked.seed_sha256 if ranked else None)
         out.append({**res.as_dict(), **mark})
     results.save(root, day.id, variant, out, ranked=bool(ranked), seed_sha256=ranked.seed_sha256 if ranked else None)
+    doc = {"day": day.id, "variant": variant, **({"ranked": True, "seed_sha256": ranked.seed_sha256} if ranked
+                                                 else {"ranked": False, "seed": seeds[0]}), "exercises": out}
     if args.json:
-        doc = {"day": day.id, "variant": variant, **({"ranked": True, "seed_sha256": ranked.seed_sha256} if ranked
-                                                     else {"ranked": False, "seed": seeds[0]}), "exercises": out}
         _write_json(args.json, doc)
+    if args.results_dir:
+        from grader import formats
+
+        try:
+            paths = formats.write(doc, {e.name: e.points for e in day.exercises}, Path(args.results_dir),
+                                  args.format or formats.FORMATS)
+        except OSError as e:
+            raise GraderError(f"--results-dir: cannot write into {args.results_dir}: {e.strerror or e}") from None
+        console.print("results for " + ", ".join(relative_path(p, Path.cwd()) for p in paths), style="dim")
     return exit_code([r["status"] for r in out])
 
 
@@ -538,6 +549,10 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--correctness-only", action="store_true", help="skip timing")
     c.add_argument("--timeout", type=positive_seconds, help="seconds one case may take before it counts as hung")
     c.add_argument("--json", metavar="PATH", type=json_path, help="also write the full results as JSON")
+    c.add_argument("--results-dir", metavar="DIR", help="also write the results for Gradescope (results.json), JUnit "
+                   "(junit.xml) and GitHub Classroom (classroom.json) into DIR")
+    c.add_argument("--format", action="append", choices=["gradescope", "junit", "classroom"],
+                   help="with --results-dir: only this format (repeatable)")
     c.add_argument("--ranked", action="store_true",
                    help=f"for the leaderboard: two runs on inputs from a secret seed (${RANKED_SEED_ENV}, or a file "
                         f"named by ${RANKED_SEED_FILE_ENV}); both must pass, the lower speedup counts")

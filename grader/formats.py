@@ -1,0 +1,111 @@
+"""A check's results in the formats the tools instructors use read: Gradescope's autograder results.json, JUnit XML
+(CI systems, GitHub's test reporters) and GitHub Classroom's autograding result.
+
+One test per exercise × dtype, worth the exercise's points (course.yaml) split evenly over its dtypes. A dtype's test
+passes when every case of that dtype passed and nothing failed the exercise as a whole (a build error, a speedup
+under the threshold, a required tool's report): the course's verdict is per exercise, these formats only split it
+so that a student sees which dtype lost points.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+from grader.verdicts import Status
+
+FORMATS = ("gradescope", "junit", "classroom")
+FILES = {"gradescope": "results.json", "junit": "junit.xml", "classroom": "classroom.json"}
+
+
+def _tests(doc: dict, points: dict[str, int]) -> list[dict]:
+    """[{name, dtype, exercise, passed, score, max_score, output}] for every exercise × dtype of the check."""
+    out = []
+    for ex in doc["exercises"]:
+        cases = ex.get("cases") or []
+        dtypes = list(dict.fromkeys(c["dtype"] for c in cases if c.get("dtype"))) or list(ex.get("dtypes") or [])
+        dtypes = dtypes or ["all"]
+        failing = [c for c in cases if not c.get("ok")]
+        # A failure that belongs to no case: nothing ran (a build error, no GPU), or the speedup missed the threshold.
+        whole = ex["status"] != Status.PASS and not failing
+        max_each = points.get(ex["exercise"], 0) / len(dtypes)
+        for dt in dtypes:
+            mine = [c for c in cases if c.get("dtype") == dt]
+            bad = [c for c in mine if not c.get("ok")]
+            passed = bool(mine) and not bad and not whole
+            if passed:
+                note = f"all {len(mine)} {dt} case(s) passed"
+            elif bad:
+                note = f"{len(bad)} of {len(mine)} {dt} case(s) failed; first: {bad[0].get('label', '?')}: " \
+                       f"{bad[0].get('message', '')}"
+            else:
+                note = ex.get("message", ex["status"])
+            out.append({"name": f"{doc['day']}.{ex['exercise']} [{dt}]", "exercise": ex["exercise"], "dtype": dt,
+                        "passed": passed, "score": round(max_each if passed else 0.0, 4),
+                        "max_score": round(max_each, 4),
+                        "output": f"{ex['status']}: {ex.get('message', '')}\n\n{note}"})
+    return out
+
+
+def gradescope(doc: dict, points: dict[str, int], visibility: str = "visible") -> dict:
+    tests = _tests(doc, points)
+    board = [{"name": f"{doc['day']}.{ex['exercise']} speedup", "value": round(ex["speedup"], 4), "order": "desc"}
+             for ex in doc["exercises"] if ex.get("speedup") is not None]
+    info = next((ex.get("info") for ex in doc["exercises"] if ex.get("info")), {}) or {}
+    lines = [f"**{doc['day']}**: " + ", ".join(f"{ex['exercise']} {ex['status']}" for ex in doc["exercises"])]
+    if info.get("gpu"):
+        lines.append(f"GPU: {info['gpu']}, torch {info.get('torch', '?')}")
+    result = {"score": round(sum(t["score"] for t in tests), 4), "output": "\n\n".join(lines),
+              "output_format": "md", "visibility": visibility,
+              "tests": [{"name": t["name"], "score": t["score"], "max_score": t["max_score"],
+                         "status": "passed" if t["passed"] else "failed", "output": t["output"],
+                         "output_format": "md", "visibility": visibility} for t in tests],
+              "extra_data": {"day": doc["day"], "ranked": bool(doc.get("ranked")),
+                             **({"seed_sha256": doc["seed_sha256"]} if doc.get("seed_sha256") else {})}}
+    if board:
+        result["leaderboard"] = board
+    return result
+
+
+def junit(doc: dict, points: dict[str, int]) -> str:
+    tests = _tests(doc, points)
+    suites = ET.Element("testsuites", name=f"grader check {doc['day']}", tests=str(len(tests)),
+                        failures=str(sum(not t["passed"] for t in tests)), errors="0")
+    for ex in doc["exercises"]:
+        mine = [t for t in tests if t["exercise"] == ex["exercise"]]
+        suite = ET.SubElement(suites, "testsuite", name=f"{doc['day']}.{ex['exercise']}", tests=str(len(mine)),
+                              failures=str(sum(not t["passed"] for t in mine)), errors="0", skipped="0")
+        for t in mine:
+            case = ET.SubElement(suite, "testcase", name=t["name"], classname=f"{doc['day']}.{ex['exercise']}")
+            if not t["passed"]:
+                ET.SubElement(case, "failure", message=t["output"].splitlines()[0][:500],
+                              type=ex["status"]).text = t["output"]
+            ET.SubElement(case, "system-out").text = f"score {t['score']} of {t['max_score']}"
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
+def classroom(doc: dict, points: dict[str, int]) -> dict:
+    tests = _tests(doc, points)
+    return {"version": 1, "status": "pass" if all(t["passed"] for t in tests) else "fail",
+            "max_score": round(sum(t["max_score"] for t in tests), 4),
+            "tests": [{"name": t["name"], "status": "pass" if t["passed"] else "fail", "score": t["score"],
+                       "message": t["output"].splitlines()[0][:500], "line_no": 0, "execution_time": "0s"}
+                      for t in tests]}
+
+
+def write(doc: dict, points: dict[str, int], out_dir: Path, formats=FORMATS) -> list[Path]:
+    """The check's results in each format, into out_dir (results.json, junit.xml, classroom.json)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for fmt in formats:
+        path = out_dir / FILES[fmt]
+        if fmt == "junit":
+            text = junit(doc, points)
+        else:
+            text = json.dumps(gradescope(doc, points) if fmt == "gradescope" else classroom(doc, points), indent=1)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+        written.append(path)
+    return written

@@ -314,7 +314,7 @@ def test_day01_uses_the_features(built, course):
                    f'{course.repository}/issues/new?title=', 'name="course-repository"',
                    'name="course-source" content="days/day01/README.md"'):
         assert needle in html, needle
-    for js in ("grid.js", "steps.js", "feedback.js", "sidenotes.js"):
+    for js in ("grid.js", "steps.js", "feedback.js", "sidenotes.js", "tilewalk.js"):
         assert f"assets/course/{js}" in html
 
 

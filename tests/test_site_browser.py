@@ -235,6 +235,24 @@ def test_grid_figure_slider_and_3d_switch_change_the_drawing(page):
     assert _drawn(page)["rects"] == 4 * 3 * 8 * 4
 
 
+def test_tile_walk_figure_follows_the_block_and_its_steps(page):
+    _goto(page, "/days/day16/")
+    fig = page.locator("div.tile-walk").first
+    fig.scroll_into_view_if_needed()
+    cells = fig.locator("rect.tile-walk-cell")
+    assert cells.count() == 8 * 8 + 4 * 8  # the S tiles, and K, V, Q, dO
+    readout = fig.locator(".tile-walk-readout")
+    assert "key tile 0" in readout.inner_text() and "step 1 of 8" in readout.inner_text()
+    assert fig.locator("rect.skipped").count() == 28  # causal: the tiles above the diagonal
+    sliders = fig.locator("input[type=range]")
+    sliders.nth(0).fill("3")  # the block owning key tile 3 starts at query tile 3: 5 steps
+    assert "step 1 of 5" in readout.inner_text() and "Q[3]" in readout.inner_text()
+    sliders.nth(1).fill("2")
+    assert "Q[5]" in readout.inner_text() and fig.locator("rect.done").count() == 2
+    fig.locator("input[type=checkbox]").uncheck()  # not causal: every query tile, from the first
+    assert "step 1 of 8" in readout.inner_text() and fig.locator("rect.skipped").count() == 0
+
+
 def test_step_figure_steps(page):
     _goto(page, "/days/day02/")
     steps = page.locator("div.steps").first

@@ -29,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 ASSETS = HERE / "assets"
 THEME = HERE / "theme"
 COPY_EXT = {".png", ".svg", ".jpg", ".jpeg", ".gif", ".webp"}
-JS = ["feedback.js", "grid.js", "steps.js", "sidenotes.js"]
+JS = ["feedback.js", "grid.js", "steps.js", "sidenotes.js", "tilewalk.js"]
 BRANCH = "main"  # the branch that links to repository files point at
 SLUGIFY = "!!python/name:grader.site.transform.github_slug"
 

@@ -22,7 +22,7 @@ from markdown.treeprocessors import Treeprocessor
 
 SKIP_TAGS = {"code", "pre", "a", "abbr", "script", "style", "h1", "h2", "h3", "h4", "h5", "h6", "kbd", "label",
              "summary", "svg", "dt", "button", "textarea"}
-SKIP_CLASSES = {"no-gloss", "cuda-grid", "highlight", "md-nav"}
+SKIP_CLASSES = {"no-gloss", "cuda-grid", "tile-walk", "highlight", "md-nav"}
 
 
 def compile_terms(terms: list[dict]) -> tuple[re.Pattern | None, dict[str, dict], dict[str, dict]]:

@@ -24,7 +24,11 @@ For each dtype and output, the script prints the worst relative L2 error and the
 element given rtol (fixed per dtype at about 4 units of the output's rounding, as in the forward's tolerances;
 fp32's rtol is that of the forward). course.yaml's bounds are about twice these.
 
-    python3 solutions/day15/tolerance_model.py [--seeds 8]
+--tensor-cores models a FlashAttention-2 style mma.sync kernel instead (torch's sum order only): P and dS are made
+in fp32 as above but rounded to the input dtype before they enter their products (dV = Pᵀ dout; dQ, dK from dS),
+whose sums stay in fp32; for fp32 inputs that rounding is a no-op.
+
+    python3 solutions/day15/tolerance_model.py [--seeds 8] [--dtypes fp32,fp16,bf16] [--tensor-cores]
 """
 from __future__ import annotations
 
@@ -72,8 +76,9 @@ def _mat_x(m, x, sequential, transpose):
     return acc
 
 
-def simulate(inputs, causal, sequential):
-    """A correct kernel's dq, dk, dv (in the inputs' dtype) for one case."""
+def simulate(inputs, causal, sequential, tensor_cores=False):
+    """A correct kernel's dq, dk, dv (in the inputs' dtype) for one case. tensor_cores: P and dS are rounded to the
+    dtype before the products that use them (the mma operands), as a tensor-core kernel does; torch's order only."""
     dtype = inputs["q"].dtype
     q, k, v, o, dout = (inputs[n].float() for n in ("q", "k", "v", "o", "dout"))
     lse = inputs["lse"]
@@ -88,8 +93,12 @@ def simulate(inputs, causal, sequential):
     p = torch.exp(_rows_dot(q, k, sequential) * scale - lse[..., None])
     if causal:
         p = p.masked_fill(torch.ones((n, n), dtype=torch.bool).triu(1), 0.0)
-    dv = _mat_x(p, dout, sequential, transpose=True)
+    assert not (tensor_cores and sequential), "--tensor-cores models torch's sum order only"
+    p_op = p.to(dtype).float() if tensor_cores else p
+    dv = _mat_x(p_op, dout, sequential, transpose=True)
     ds = p * (_rows_dot(dout, v, sequential) - delta[..., None])
+    if tensor_cores:
+        ds = ds.to(dtype).float()
     dq = _mat_x(ds, k, sequential, transpose=False) * scale
     dk = _mat_x(ds, q, sequential, transpose=True) * scale
     return {"dq": dq.to(dtype), "dk": dk.to(dtype), "dv": dv.to(dtype)}
@@ -120,7 +129,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=8)
     ap.add_argument("--dtypes", default="fp32,fp16,bf16")
+    ap.add_argument("--tensor-cores", action="store_true",
+                    help="model a tensor-core kernel: P and dS rounded to the dtype before their products")
     args = ap.parse_args()
+    orders = (False,) if args.tensor_cores else (True, False)
     for name in args.dtypes.split(","):
         worst: dict = {}  # (output, plain | probe) -> [rel_l2, where, atol, where]
         for shape, probe, seed in cases(args.seeds):
@@ -131,8 +143,8 @@ def main():
                     inputs = task.probes[probe](inputs, gen)
                 ref = dict(zip(OUTPUTS, task.reference(**inputs, causal=causal)))
                 label = f"{'x'.join(map(str, shape))}{' causal' if causal else ''} seed {seed}"
-                for sequential in (True, False):
-                    got = simulate(inputs, causal, sequential)
+                for sequential in orders:
+                    got = simulate(inputs, causal, sequential, args.tensor_cores)
                     for out in OUTPUTS:
                         l2, atol = errors(got[out], ref[out], RTOL[name])
                         w = worst.setdefault((out, probe or "plain"), [0.0, "-", 0.0, "-"])
@@ -140,7 +152,8 @@ def main():
                             w[0], w[1] = l2, label
                         if atol > w[2]:
                             w[2], w[3] = atol, label
-        print(f"{name}: rtol {RTOL[name]:g}, {args.seeds} seeds, both sum orders; atol in units of the reference's RMS")
+        model = "tensor cores (P, dS in the dtype), torch's sum order" if args.tensor_cores else "both sum orders"
+        print(f"{name}: rtol {RTOL[name]:g}, {args.seeds} seeds, {model}; atol in units of the reference's RMS")
         for (out, kind), w in worst.items():
             print(f"  {out} {kind:12s} rel_l2 {w[0]:.3g} ({w[1]})   atol {w[2]:.3g} ({w[3]})")
         for out in OUTPUTS:

@@ -1,0 +1,532 @@
+// Day 20: the fused FlashAttention-2 backward on tensor cores. The op of days 15-17 (from q, k, v, the forward's o
+// and fp32 lse, and dout: dq, dk, dv; [B, H, N, d] contiguous, scale = 1/sqrt(d), d = 64 or 128, causal: query i
+// sees keys j <= i), for __half and __nv_bfloat16: every product on mma.sync with fp32 accumulation, P and dS
+// rounded to 16 bits where they enter a product (as FlashAttention-2 does). fp32 is day 17's.
+//
+// Changes vs day 17 (CUDA cores, fp32 tiles):
+//   - The key-tile walk computes the TRANSPOSED score tile, Sᵀ = K Qᵀ: each warp owns 16 keys of the block's key
+//     tile and its accumulator holds those 16 keys x the query tile. Then Pᵀ and dSᵀ, packed to 16 bits, are
+//     already the A operands of dV += Pᵀ dO and dK += dSᵀ Q (common/ptx.cuh: an accumulator is an A fragment), and
+//     each warp's 16 rows of dK and dV stay in its registers for the whole walk: no shared memory for P, no
+//     reduction across warps.
+//   - dPᵀ = V dOᵀ the same way; dSᵀ = Pᵀ ∘ (dPᵀ − D), with the query's lse (as lse·log2 e, +inf past N) and D read
+//     from shared memory per column.
+//   - dQ (atomic version): dQ needs dS with queries as rows, across all of the block's keys, so dSᵀ goes to shared
+//     memory once (16 bits, swizzled) and the warps compute dQ_tile = dS K (ldmatrix.trans reads both operands
+//     transposed) and add it into an fp32 workspace with atomics: float2 atomics on sm_90 (one instruction per
+//     pair of columns), two scalar ones before. The pre-pass that computes D also zeroes the workspace, and a
+//     last kernel scales and rounds it into dq.
+//   - dQ (deterministic version): the key-tile walk without dQ, then a query-tile walk (the forward's loop
+//     structure: each warp owns 16 queries, Q and dO fragments in registers, K and V tiles double-buffered) that
+//     recomputes S, P, dP and dS and accumulates dQ = dS K in registers. Two more N²·d products (7 instead of 5).
+//   - Q, dO, lse and D of query tile i+1 are fetched (cp.async) while tile i is computed; one barrier per step
+//     (two with the dS exchange).
+// Shared device helpers (ldmatrix, mma, cp.async, the swizzle) come from common/ptx.cuh.
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "float_convert.cuh"  // to_float(v), from_float<T>(v)
+#include "ptx.cuh"
+
+namespace fa2_tc {
+
+using ptx::swz;
+
+// The key-tile walk: kWarps warps x 16 keys = kBc keys per block, query tiles of kBr rows.
+template <int D>
+struct KvCfg {
+  static constexpr int kWarps = 8;
+  static constexpr int kBc = 16 * kWarps;
+  static constexpr int kBr = 64;
+  static constexpr int kThreads = 32 * kWarps;
+  // Shared memory (16-bit elements, then floats): K, V [kBc][D]; Q, dO [2][kBr][D]; dSᵀ [kBc][kBr]; then
+  // lse·log2 e and D [2][kBr] each.
+  static constexpr int kK = 0, kV = kK + kBc * D, kQ = kV + kBc * D, kDO = kQ + 2 * kBr * D, kDS = kDO + 2 * kBr * D;
+  static constexpr int kHalfs = kDS + kBc * kBr;
+  static constexpr size_t kBytes = 2 * static_cast<size_t>(kHalfs) + 4 * sizeof(float) * kBr;
+};
+
+// The query-tile walk for dQ: kWarps warps x 16 queries, key tiles of kBc rows, double-buffered.
+template <int D>
+struct QCfg {
+  static constexpr int kWarps = 4;
+  static constexpr int kBr = 16 * kWarps;
+  static constexpr int kBc = 64;
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kQ = 0, kDO = kQ + kBr * D, kK = kDO + kBr * D, kV = kK + 2 * kBc * D;
+  static constexpr size_t kBytes = 2 * static_cast<size_t>(kV + 2 * kBc * D);
+};
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+// BEGIN SOLUTION
+// kRows x D tile of a [n, D] matrix (src = its first row; rows >= rows_valid become zeros) into swizzled shared
+// memory by nthreads threads. kVec: cp.async, 16 bytes per copy; otherwise 2-byte loads (tensors not 16-byte
+// aligned), completed before return.
+template <typename T, int D, int kRows, int kThreads, bool kVec>
+__device__ __forceinline__ void load_tile(T* dst, const T* src, int rows_valid) {
+  constexpr int kChunks = kRows * D / 8;
+  static_assert(kChunks % kThreads == 0, "whole steps");
+#pragma unroll
+  for (int e = threadIdx.x; e < kChunks; e += kThreads) {
+    const int r = e / (D / 8), c = e % (D / 8);
+    const bool ok = r < rows_valid;
+    if constexpr (kVec) {
+      ptx::cp_async16(ptx::smem_addr(dst + swz<D>(r, c)), ok ? src + r * D + c * 8 : src, ok);
+    } else {
+      const uint16_t* s16 = reinterpret_cast<const uint16_t*>(src) + r * D + c * 8;
+      uint16_t* d16 = reinterpret_cast<uint16_t*>(dst + swz<D>(r, c));
+#pragma unroll
+      for (int x = 0; x < 8; ++x) d16[x] = ok ? s16[x] : uint16_t{0};
+    }
+  }
+}
+
+// Two adjacent 16-bit outputs (row, col), (row, col + 1) from fp32; 4-byte stores when the tensor is aligned.
+template <typename T, bool kVec>
+__device__ __forceinline__ void store_pair(T* dst, float lo, float hi) {
+  if constexpr (kVec) {
+    *reinterpret_cast<uint32_t*>(dst) = ptx::pack2<T>(lo, hi);
+  } else {
+    dst[0] = from_float<T>(lo);
+    dst[1] = from_float<T>(hi);
+  }
+}
+
+// Sᵀ-shaped product for one warp: acc[16 rows of A][kCols] = A_w Bᵀ, A_w the warp's 16 rows of a [.][D] tile in
+// shared memory, B the kCols rows of another (both swizzled, D columns = the reduction).
+template <typename T, int D, int kCols>
+__device__ __forceinline__ void warp_abt(float (&acc)[kCols / 2], const T* a, const T* b) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int i = 0; i < kCols / 2; ++i) acc[i] = 0.0f;
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    uint32_t af[4];
+    ptx::ldmatrix_x4(af, ptx::smem_addr(a + swz<D>(lane % 16, 2 * kk + lane / 16)));
+#pragma unroll
+    for (int np = 0; np < kCols / 16; ++np) {
+      uint32_t bf[4];
+      ptx::ldmatrix_x4(bf, ptx::smem_addr(b + swz<D>(16 * np + lane % 8 + 8 * (lane / 16), 2 * kk + (lane / 8) % 2)));
+      ptx::mma16816<T>(acc + 8 * np, af, bf[0], bf[1]);
+      ptx::mma16816<T>(acc + 8 * np + 4, af, bf[2], bf[3]);
+    }
+  }
+}
+
+// acc[16][kCols] += A (16 x kK, packed 16-bit A fragments: regs 4kk .. 4kk+3 for k-step kk) times B, where B is
+// rows k0 .. k0 + kK of a swizzled [.][D] tile in shared memory and the product's columns are B's columns
+// c0 .. c0 + kCols (ldmatrix.trans: B's rows run along the reduction).
+template <typename T, int D, int kK, int kCols>
+__device__ __forceinline__ void warp_ab(float (&acc)[kCols / 2], const uint32_t (&a)[kK / 4], const T* b, int c0) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int kk = 0; kk < kK / 16; ++kk)
+#pragma unroll
+    for (int dp = 0; dp < kCols / 16; ++dp) {
+      uint32_t bf[4];
+      ptx::ldmatrix_x4_trans(bf, ptx::smem_addr(b + swz<D>(16 * kk + lane % 8 + 8 * ((lane / 8) % 2),
+                                                           c0 / 8 + 2 * dp + lane / 16)));
+      ptx::mma16816<T>(acc + 8 * dp, a + 4 * kk, bf[0], bf[1]);
+      ptx::mma16816<T>(acc + 8 * dp + 4, a + 4 * kk, bf[2], bf[3]);
+    }
+}
+
+template <typename T, int kCols>
+__device__ __forceinline__ void pack(uint32_t (&out)[kCols / 4], const float (&acc)[kCols / 2]) {
+#pragma unroll
+  for (int i = 0; i < kCols / 4; ++i) out[i] = ptx::pack2<T>(acc[2 * i], acc[2 * i + 1]);
+}
+// END SOLUTION
+
+// D = rowsum(dO ∘ O), one warp per row; the atomic version's workspace row is zeroed here too (dq_acc may be null).
+template <typename T, int D>
+__global__ void __launch_bounds__(256) prep_kernel(const T* __restrict__ o, const T* __restrict__ dout,
+                                                   float* __restrict__ delta, float* __restrict__ dq_acc, int rows) {
+  // BEGIN SOLUTION
+  const int row = blockIdx.x * 8 + threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  const T* orow = o + static_cast<size_t>(row) * D;
+  const T* grow = dout + static_cast<size_t>(row) * D;
+  float acc = 0.0f;
+#pragma unroll
+  for (int c = lane; c < D; c += 32) acc = fmaf(to_float(grow[c]), to_float(orow[c]), acc);
+  acc += __shfl_xor_sync(0xffffffffu, acc, 16);
+  acc += __shfl_xor_sync(0xffffffffu, acc, 8);
+  acc += __shfl_xor_sync(0xffffffffu, acc, 4);
+  acc += __shfl_xor_sync(0xffffffffu, acc, 2);
+  acc += __shfl_xor_sync(0xffffffffu, acc, 1);
+  if (lane == 0) delta[row] = acc;
+  if (dq_acc != nullptr)
+#pragma unroll
+    for (int c = lane; c < D; c += 32) dq_acc[static_cast<size_t>(row) * D + c] = 0.0f;
+  // END SOLUTION
+}
+
+// The key-tile walk. One block per (batch·head, tile of kBc keys): blockIdx.x = bh · k_tiles + tile (tile 0 first:
+// with a causal mask it sees the most query tiles). kAtomic: also adds dQ's pieces into dq_acc.
+template <typename T, int D, bool kVec, bool kAtomic>
+__global__ void __launch_bounds__(KvCfg<D>::kThreads, 1)
+    dkdv_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+                const float* __restrict__ lse, const T* __restrict__ dout, const float* __restrict__ delta,
+                T* __restrict__ dk, T* __restrict__ dv, float* __restrict__ dq_acc, int n, int k_tiles, bool causal,
+                float c, float scale) {
+  // BEGIN SOLUTION
+  using Cfg = KvCfg<D>;
+  constexpr int kBc = Cfg::kBc, kBr = Cfg::kBr, kThreads = Cfg::kThreads;
+  extern __shared__ uint4 smem_raw[];
+  T* const Ks = reinterpret_cast<T*>(smem_raw) + Cfg::kK;
+  T* const Vs = reinterpret_cast<T*>(smem_raw) + Cfg::kV;
+  T* const Qs = reinterpret_cast<T*>(smem_raw) + Cfg::kQ;
+  T* const DOs = reinterpret_cast<T*>(smem_raw) + Cfg::kDO;
+  T* const DSs = reinterpret_cast<T*>(smem_raw) + Cfg::kDS;
+  float* const Ls = reinterpret_cast<float*>(reinterpret_cast<T*>(smem_raw) + Cfg::kHalfs);  // [2][kBr]
+  float* const Ds = Ls + 2 * kBr;                                                             // [2][kBr]
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int bh = blockIdx.x / k_tiles;
+  const int k0 = (blockIdx.x % k_tiles) * kBc;
+  const size_t head = static_cast<size_t>(bh) * n * D;
+  const T* const qh = q + head;
+  const T* const doh = dout + head;
+  const float* const lseh = lse + static_cast<size_t>(bh) * n;
+  const float* const deltah = delta + static_cast<size_t>(bh) * n;
+  const int kw = k0 + 16 * warp;       // this warp's first key
+  const int key = kw + lane / 4;       // this thread's keys: key and key + 8
+  const int i_begin = causal ? k0 / kBr : 0;  // query tiles before this one see none of the block's keys
+  const int i_end = (n + kBr - 1) / kBr;
+
+  auto fetch = [&](int i, int buf) {  // Q, dO, lse·log2 e, D of query tile i into buffer buf
+    const int q0 = i * kBr;
+    load_tile<T, D, kBr, kThreads, kVec>(Qs + buf * kBr * D, qh + static_cast<size_t>(q0) * D, n - q0);
+    load_tile<T, D, kBr, kThreads, kVec>(DOs + buf * kBr * D, doh + static_cast<size_t>(q0) * D, n - q0);
+    for (int r = threadIdx.x; r < kBr; r += kThreads) {
+      const bool ok = q0 + r < n;
+      Ls[buf * kBr + r] = ok ? lseh[q0 + r] * kLog2e : INFINITY;  // p = 2^(s·c − lse·log2 e): 0 past N
+      Ds[buf * kBr + r] = ok ? deltah[q0 + r] : 0.0f;
+    }
+  };
+
+  load_tile<T, D, kBc, kThreads, kVec>(Ks, k + head + static_cast<size_t>(k0) * D, n - k0);
+  load_tile<T, D, kBc, kThreads, kVec>(Vs, v + head + static_cast<size_t>(k0) * D, n - k0);
+  if (i_begin < i_end) fetch(i_begin, 0);
+  ptx::cp_async_commit();
+
+  float dk_acc[D / 2], dv_acc[D / 2];  // the warp's 16 keys x D, accumulator layout
+#pragma unroll
+  for (int i = 0; i < D / 2; ++i) dk_acc[i] = dv_acc[i] = 0.0f;
+
+  for (int i = i_begin; i < i_end; ++i) {
+    const int buf = (i - i_begin) & 1;
+    const int q0 = i * kBr;
+    ptx::cp_async_wait<0>();
+    __syncthreads();  // tile i is in for every thread; every warp is done with tile i-1 and its dS
+    if (i + 1 < i_end) fetch(i + 1, buf ^ 1);
+    ptx::cp_async_commit();
+    const T* const Qt = Qs + buf * kBr * D;
+    const T* const DOt = DOs + buf * kBr * D;
+    const float* const Lt = Ls + buf * kBr;
+    const float* const Dt = Ds + buf * kBr;
+
+    // Sᵀ = K_w Qᵀ and dPᵀ = V_w dOᵀ: 16 keys x kBr queries each.
+    float s[kBr / 2], dp[kBr / 2];
+    warp_abt<T, D, kBr>(s, Ks + 16 * warp * D, Qt);
+    warp_abt<T, D, kBr>(dp, Vs + 16 * warp * D, DOt);
+
+    // P and dS, elementwise: element e of column tile j is key `key + 8·(e/2)`, query q0 + 8j + 2(lane%4) + e%2.
+    const bool edge = kw + 15 >= n || (causal && kw + 15 > q0);  // some key is past N or above the diagonal
+#pragma unroll
+    for (int j = 0; j < kBr / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int col = 8 * j + 2 * (lane % 4) + (e & 1);
+        float p = ptx::ex2(fmaf(s[4 * j + e], c, -Lt[col]));
+        if (edge) {
+          const int kr = key + 8 * (e >> 1);
+          if (kr >= n || (causal && kr > q0 + col)) p = 0.0f;
+        }
+        s[4 * j + e] = p;
+        dp[4 * j + e] = p * (dp[4 * j + e] - Dt[col]);
+      }
+    uint32_t pa[kBr / 4], dsa[kBr / 4];
+    pack<T, kBr>(pa, s);
+    pack<T, kBr>(dsa, dp);
+
+    // dV_w += Pᵀ dO and dK_w += dSᵀ Q (the reduction runs over the tile's queries).
+    warp_ab<T, D, kBr, D>(dv_acc, pa, DOt, 0);
+    warp_ab<T, D, kBr, D>(dk_acc, dsa, Qt, 0);
+
+    if constexpr (kAtomic) {
+      // dSᵀ to shared memory ([kBc][kBr], swizzled), then dQ_tile = dS K split over the warps: kBr/16 row groups
+      // x (kWarps·16/kBr) column groups.
+      const int r = 16 * warp + lane / 4;
+#pragma unroll
+      for (int j = 0; j < kBr / 8; ++j) {
+        *reinterpret_cast<uint32_t*>(DSs + swz<kBr>(r, j) + 2 * (lane % 4)) = dsa[2 * j];
+        *reinterpret_cast<uint32_t*>(DSs + swz<kBr>(r + 8, j) + 2 * (lane % 4)) = dsa[2 * j + 1];
+      }
+      __syncthreads();
+      constexpr int kRowGroups = kBr / 16, kColGroups = Cfg::kWarps / kRowGroups, kCols = D / kColGroups;
+      const int mg = warp % kRowGroups, cg = warp / kRowGroups;
+      float dq[kCols / 2];
+#pragma unroll
+      for (int x = 0; x < kCols / 2; ++x) dq[x] = 0.0f;
+#pragma unroll
+      for (int kk = 0; kk < kBc / 16; ++kk) {
+        // A = dS rows 16·mg .., keys 16·kk ..: stored transposed, so ldmatrix.trans of dSᵀ (keys as rows).
+        uint32_t af[4];
+        ptx::ldmatrix_x4_trans(af, ptx::smem_addr(DSs + swz<kBr>(16 * kk + lane % 8 + 8 * (lane / 16),
+                                                                 2 * mg + (lane / 8) % 2)));
+#pragma unroll
+        for (int dp2 = 0; dp2 < kCols / 16; ++dp2) {
+          uint32_t bf[4];
+          ptx::ldmatrix_x4_trans(bf, ptx::smem_addr(Ks + swz<D>(16 * kk + lane % 8 + 8 * ((lane / 8) % 2),
+                                                                cg * kCols / 8 + 2 * dp2 + lane / 16)));
+          ptx::mma16816<T>(dq + 8 * dp2, af, bf[0], bf[1]);
+          ptx::mma16816<T>(dq + 8 * dp2 + 4, af, bf[2], bf[3]);
+        }
+      }
+      const int row = q0 + 16 * mg + lane / 4;
+#pragma unroll
+      for (int j = 0; j < kCols / 8; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int rr = row + 8 * h;
+          if (rr >= n) continue;
+          float* dst = dq_acc + head + static_cast<size_t>(rr) * D + cg * kCols + 8 * j + 2 * (lane % 4);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+          atomicAdd(reinterpret_cast<float2*>(dst), make_float2(dq[4 * j + 2 * h], dq[4 * j + 2 * h + 1]));
+#else
+          atomicAdd(dst, dq[4 * j + 2 * h]);
+          atomicAdd(dst + 1, dq[4 * j + 2 * h + 1]);
+#endif
+        }
+    }
+  }
+  ptx::cp_async_wait<0>();
+
+  // dK = scale · Σ dSᵀ Q; rows past N are not stored.
+#pragma unroll
+  for (int j = 0; j < D / 8; ++j)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int kr = key + 8 * h;
+      if (kr >= n) continue;
+      const size_t at = head + static_cast<size_t>(kr) * D + 8 * j + 2 * (lane % 4);
+      store_pair<T, kVec>(dk + at, scale * dk_acc[4 * j + 2 * h], scale * dk_acc[4 * j + 2 * h + 1]);
+      store_pair<T, kVec>(dv + at, dv_acc[4 * j + 2 * h], dv_acc[4 * j + 2 * h + 1]);
+    }
+  // END SOLUTION
+}
+
+// The deterministic dQ: one block per (batch·head, tile of kBr queries), walking the key tiles; each warp owns 16
+// queries and accumulates their dQ rows in registers. blockIdx.x = bh · q_tiles + (q_tiles - 1 - tile): with a
+// causal mask the last query tiles see the most keys and run first.
+template <typename T, int D, bool kVec>
+__global__ void __launch_bounds__(QCfg<D>::kThreads)
+    dq_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, const float* __restrict__ lse,
+              const T* __restrict__ dout, const float* __restrict__ delta, T* __restrict__ dq, int n, int q_tiles,
+              bool causal, float c, float scale) {
+  // BEGIN SOLUTION
+  using Cfg = QCfg<D>;
+  constexpr int kBc = Cfg::kBc, kBr = Cfg::kBr, kThreads = Cfg::kThreads;
+  extern __shared__ uint4 smem_raw[];
+  T* const Qs = reinterpret_cast<T*>(smem_raw) + Cfg::kQ;
+  T* const DOs = reinterpret_cast<T*>(smem_raw) + Cfg::kDO;
+  T* const Ks = reinterpret_cast<T*>(smem_raw) + Cfg::kK;
+  T* const Vs = reinterpret_cast<T*>(smem_raw) + Cfg::kV;
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int bh = blockIdx.x / q_tiles;
+  const int q0 = (q_tiles - 1 - blockIdx.x % q_tiles) * kBr;
+  const size_t head = static_cast<size_t>(bh) * n * D;
+  const T* const kh = k + head;
+  const T* const vh = v + head;
+  const int wrow = q0 + 16 * warp;
+  const int row = wrow + lane / 4;  // this thread's queries: row and row + 8
+  const int kv_end = causal ? min(n, q0 + kBr) : n;
+  const int tiles = (kv_end + kBc - 1) / kBc;
+
+  load_tile<T, D, kBr, kThreads, kVec>(Qs, q + head + static_cast<size_t>(q0) * D, n - q0);
+  load_tile<T, D, kBr, kThreads, kVec>(DOs, dout + head + static_cast<size_t>(q0) * D, n - q0);
+  load_tile<T, D, kBc, kThreads, kVec>(Ks, kh, n);
+  load_tile<T, D, kBc, kThreads, kVec>(Vs, vh, n);
+  ptx::cp_async_commit();
+
+  float l2[2], dlt[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = row + 8 * h;
+    l2[h] = r < n ? lse[static_cast<size_t>(bh) * n + r] * kLog2e : INFINITY;
+    dlt[h] = r < n ? delta[static_cast<size_t>(bh) * n + r] : 0.0f;
+  }
+  float acc[D / 2];
+#pragma unroll
+  for (int i = 0; i < D / 2; ++i) acc[i] = 0.0f;
+
+  for (int t = 0; t < tiles; ++t) {
+    const int kv0 = t * kBc;
+    ptx::cp_async_wait<0>();
+    __syncthreads();
+    if (t + 1 < tiles) {
+      load_tile<T, D, kBc, kThreads, kVec>(Ks + ((t + 1) & 1) * kBc * D, kh + static_cast<size_t>(kv0 + kBc) * D,
+                                           n - kv0 - kBc);
+      load_tile<T, D, kBc, kThreads, kVec>(Vs + ((t + 1) & 1) * kBc * D, vh + static_cast<size_t>(kv0 + kBc) * D,
+                                           n - kv0 - kBc);
+    }
+    ptx::cp_async_commit();
+    if (causal && kv0 > wrow + 15) continue;  // every key of the tile is above this warp's rows
+    const T* const Kt = Ks + (t & 1) * kBc * D;
+    const T* const Vt = Vs + (t & 1) * kBc * D;
+
+    float s[kBc / 2], dp[kBc / 2];
+    warp_abt<T, D, kBc>(s, Qs + 16 * warp * D, Kt);
+    warp_abt<T, D, kBc>(dp, DOs + 16 * warp * D, Vt);
+    const bool edge = kv0 + kBc > n || (causal && kv0 + kBc - 1 > wrow);
+#pragma unroll
+    for (int j = 0; j < kBc / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int h = e >> 1;
+        float p = ptx::ex2(fmaf(s[4 * j + e], c, -l2[h]));
+        if (edge) {
+          const int col = kv0 + 8 * j + 2 * (lane % 4) + (e & 1);
+          if (col >= n || (causal && col > row + 8 * h)) p = 0.0f;
+        }
+        dp[4 * j + e] = p * (dp[4 * j + e] - dlt[h]);
+      }
+    uint32_t dsa[kBc / 4];
+    pack<T, kBc>(dsa, dp);
+    warp_ab<T, D, kBc, D>(acc, dsa, Kt, 0);  // dQ_w += dS K
+  }
+  ptx::cp_async_wait<0>();
+
+  T* const dqh = dq + head;
+#pragma unroll
+  for (int j = 0; j < D / 8; ++j)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = row + 8 * h;
+      if (r < n)
+        store_pair<T, kVec>(dqh + static_cast<size_t>(r) * D + 8 * j + 2 * (lane % 4), scale * acc[4 * j + 2 * h],
+                            scale * acc[4 * j + 2 * h + 1]);
+    }
+  // END SOLUTION
+}
+
+// dq = scale · dq_acc, rounded to T.
+template <typename T>
+__global__ void __launch_bounds__(256) round_kernel(const float* __restrict__ src, T* __restrict__ dst, size_t count,
+                                                    float scale) {
+  // BEGIN SOLUTION
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    dst[i] = from_float<T>(scale * src[i]);
+  // END SOLUTION
+}
+
+template <typename Kernel>
+cudaError_t allow_smem(Kernel kernel, size_t bytes) {
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+}
+
+template <typename T, int D, bool kVec>
+cudaError_t backward(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout, T* dq, T* dk,
+                     T* dv, float* delta, float* dq_acc, int bh, int n, bool causal, bool atomic,
+                     cudaStream_t stream) {
+  // BEGIN SOLUTION: the pre-pass; the key-tile walk (with dQ atomics, then the rounding, or without, then the dQ walk)
+  const float scale = 1.0f / sqrtf(static_cast<float>(D));
+  const float c = kLog2e * scale;
+  const int rows = bh * n;
+  prep_kernel<T, D><<<(rows + 7) / 8, 256, 0, stream>>>(o, dout, delta, atomic ? dq_acc : nullptr, rows);
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) return err;
+
+  const int k_tiles = (n + KvCfg<D>::kBc - 1) / KvCfg<D>::kBc;
+  if (atomic) {
+    auto kernel = dkdv_kernel<T, D, kVec, true>;
+    if ((err = allow_smem(kernel, KvCfg<D>::kBytes)) != cudaSuccess) return err;
+    kernel<<<bh * k_tiles, KvCfg<D>::kThreads, KvCfg<D>::kBytes, stream>>>(q, k, v, lse, dout, delta, dk, dv, dq_acc,
+                                                                          n, k_tiles, causal, c, scale);
+    const size_t count = static_cast<size_t>(rows) * D;
+    const unsigned blocks = static_cast<unsigned>(std::min<size_t>((count + 255) / 256, 65535u * 8));
+    round_kernel<T><<<blocks, 256, 0, stream>>>(dq_acc, dq, count, scale);
+    return cudaGetLastError();
+  }
+  auto kernel = dkdv_kernel<T, D, kVec, false>;
+  if ((err = allow_smem(kernel, KvCfg<D>::kBytes)) != cudaSuccess) return err;
+  kernel<<<bh * k_tiles, KvCfg<D>::kThreads, KvCfg<D>::kBytes, stream>>>(q, k, v, lse, dout, delta, dk, dv, nullptr,
+                                                                        n, k_tiles, causal, c, scale);
+  auto qkernel = dq_kernel<T, D, kVec>;
+  if ((err = allow_smem(qkernel, QCfg<D>::kBytes)) != cudaSuccess) return err;
+  const int q_tiles = (n + QCfg<D>::kBr - 1) / QCfg<D>::kBr;
+  qkernel<<<bh * q_tiles, QCfg<D>::kThreads, QCfg<D>::kBytes, stream>>>(q, k, v, lse, dout, delta, dq, n, q_tiles,
+                                                                       causal, c, scale);
+  // END SOLUTION
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t attention_bwd(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout, T* dq,
+                          T* dk, T* dv, float* delta, float* dq_acc, int batch, int heads, int n, int d, bool causal,
+                          bool atomic, cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, float>) {
+    return cudaErrorInvalidValue;  // the bindings send fp32 elsewhere (tensor cores take 16-bit inputs)
+  } else {
+    if (batch == 0 || heads == 0 || n == 0) return cudaSuccess;
+    const int bh = batch * heads;
+    // 16-byte alignment of every tensor lets the tiles travel by cp.async; otherwise 2-byte copies.
+    const bool vec = ((reinterpret_cast<uintptr_t>(q) | reinterpret_cast<uintptr_t>(k) |
+                       reinterpret_cast<uintptr_t>(v) | reinterpret_cast<uintptr_t>(dout) |
+                       reinterpret_cast<uintptr_t>(dq) | reinterpret_cast<uintptr_t>(dk) |
+                       reinterpret_cast<uintptr_t>(dv)) % 16) == 0;
+    if (d == 64)
+      return vec ? backward<T, 64, true>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, bh, n, causal, atomic, stream)
+                 : backward<T, 64, false>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, bh, n, causal, atomic,
+                                          stream);
+    if (d == 128)
+      return vec ? backward<T, 128, true>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, bh, n, causal, atomic,
+                                          stream)
+                 : backward<T, 128, false>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, bh, n, causal, atomic,
+                                           stream);
+    return cudaErrorInvalidValue;  // the bindings accept d = 64 and 128 only
+  }
+}
+
+}  // namespace fa2_tc
+
+// The launchers the bindings call (common/attention_bwd_binding.h): delta is an fp32 [B, H, N] scratch for D,
+// dq_acc an fp32 [B, H, N, d] one for the atomic version's dQ sums (nullptr for the deterministic one).
+template <typename T>
+cudaError_t attention_bwd_tc_atomic(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout,
+                                    T* dq, T* dk, T* dv, float* delta, float* dq_acc, int batch, int heads, int n,
+                                    int d, bool causal, cudaStream_t stream) {
+  return fa2_tc::attention_bwd(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, d, causal, true,
+                               stream);
+}
+
+template <typename T>
+cudaError_t attention_bwd_tc_deterministic(const T* q, const T* k, const T* v, const T* o, const float* lse,
+                                           const T* dout, T* dq, T* dk, T* dv, float* delta, float* dq_acc, int batch,
+                                           int heads, int n, int d, bool causal, cudaStream_t stream) {
+  return fa2_tc::attention_bwd(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, d, causal, false,
+                               stream);
+}
+
+#define INSTANTIATE(T)                                                                                              \
+  template cudaError_t attention_bwd_tc_atomic<T>(const T*, const T*, const T*, const T*, const float*, const T*,  \
+                                                  T*, T*, T*, float*, float*, int, int, int, int, bool,            \
+                                                  cudaStream_t);                                                   \
+  template cudaError_t attention_bwd_tc_deterministic<T>(const T*, const T*, const T*, const T*, const float*,     \
+                                                         const T*, T*, T*, T*, float*, float*, int, int, int, int, \
+                                                         bool, cudaStream_t)
+INSTANTIATE(float);
+INSTANTIATE(__half);
+INSTANTIATE(__nv_bfloat16);

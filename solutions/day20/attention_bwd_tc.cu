@@ -66,12 +66,12 @@ struct QCfg {
 
 constexpr float kLog2e = 1.4426950408889634f;
 
-// BEGIN SOLUTION
 // kRows x D tile of a [n, D] matrix (src = its first row; rows >= rows_valid become zeros) into swizzled shared
 // memory by nthreads threads. kVec: cp.async, 16 bytes per copy; otherwise 2-byte loads (tensors not 16-byte
 // aligned), completed before return.
 template <typename T, int D, int kRows, int kThreads, bool kVec>
 __device__ __forceinline__ void load_tile(T* dst, const T* src, int rows_valid) {
+  // BEGIN SOLUTION: rows r < rows_valid from src, zeros after; chunk c of row r at swz<D>(r, c)
   constexpr int kChunks = kRows * D / 8;
   static_assert(kChunks % kThreads == 0, "whole steps");
 #pragma unroll
@@ -87,23 +87,27 @@ __device__ __forceinline__ void load_tile(T* dst, const T* src, int rows_valid) 
       for (int x = 0; x < 8; ++x) d16[x] = ok ? s16[x] : uint16_t{0};
     }
   }
+  // END SOLUTION
 }
 
 // Two adjacent 16-bit outputs (row, col), (row, col + 1) from fp32; 4-byte stores when the tensor is aligned.
 template <typename T, bool kVec>
 __device__ __forceinline__ void store_pair(T* dst, float lo, float hi) {
+  // BEGIN SOLUTION: dst[0] = lo, dst[1] = hi, rounded to T
   if constexpr (kVec) {
     *reinterpret_cast<uint32_t*>(dst) = ptx::pack2<T>(lo, hi);
   } else {
     dst[0] = from_float<T>(lo);
     dst[1] = from_float<T>(hi);
   }
+  // END SOLUTION
 }
 
 // Sᵀ-shaped product for one warp: acc[16 rows of A][kCols] = A_w Bᵀ, A_w the warp's 16 rows of a [.][D] tile in
 // shared memory, B the kCols rows of another (both swizzled, D columns = the reduction).
 template <typename T, int D, int kCols>
 __device__ __forceinline__ void warp_abt(float (&acc)[kCols / 2], const T* a, const T* b) {
+  // BEGIN SOLUTION: zero acc; per 16 columns of the reduction, ldmatrix A_w and B, two mma per 16 rows of B
   const int lane = threadIdx.x % 32;
 #pragma unroll
   for (int i = 0; i < kCols / 2; ++i) acc[i] = 0.0f;
@@ -119,6 +123,7 @@ __device__ __forceinline__ void warp_abt(float (&acc)[kCols / 2], const T* a, co
       ptx::mma16816<T>(acc + 8 * np + 4, af, bf[2], bf[3]);
     }
   }
+  // END SOLUTION
 }
 
 // acc[16][kCols] += A (16 x kK, packed 16-bit A fragments: regs 4kk .. 4kk+3 for k-step kk) times B, where B is
@@ -126,6 +131,7 @@ __device__ __forceinline__ void warp_abt(float (&acc)[kCols / 2], const T* a, co
 // c0 .. c0 + kCols (ldmatrix.trans: B's rows run along the reduction).
 template <typename T, int D, int kK, int kCols>
 __device__ __forceinline__ void warp_ab(float (&acc)[kCols / 2], const uint32_t (&a)[kK / 4], const T* b, int c0) {
+  // BEGIN SOLUTION: per 16 rows of B and 16 columns, ldmatrix.trans of B, two mma
   const int lane = threadIdx.x % 32;
 #pragma unroll
   for (int kk = 0; kk < kK / 16; ++kk)
@@ -137,20 +143,22 @@ __device__ __forceinline__ void warp_ab(float (&acc)[kCols / 2], const uint32_t 
       ptx::mma16816<T>(acc + 8 * dp, a + 4 * kk, bf[0], bf[1]);
       ptx::mma16816<T>(acc + 8 * dp + 4, a + 4 * kk, bf[2], bf[3]);
     }
+  // END SOLUTION
 }
 
 template <typename T, int kCols>
 __device__ __forceinline__ void pack(uint32_t (&out)[kCols / 4], const float (&acc)[kCols / 2]) {
+  // BEGIN SOLUTION: out[i] = acc[2i], acc[2i+1] as two 16-bit values
 #pragma unroll
   for (int i = 0; i < kCols / 4; ++i) out[i] = ptx::pack2<T>(acc[2 * i], acc[2 * i + 1]);
+  // END SOLUTION
 }
-// END SOLUTION
 
 // D = rowsum(dO ∘ O), one warp per row; the atomic version's workspace row is zeroed here too (dq_acc may be null).
 template <typename T, int D>
 __global__ void __launch_bounds__(256) prep_kernel(const T* __restrict__ o, const T* __restrict__ dout,
                                                    float* __restrict__ delta, float* __restrict__ dq_acc, int rows) {
-  // BEGIN SOLUTION
+  // BEGIN SOLUTION: D[row] = Σ_c dout·o in fp32 (one warp per row); zero dq_acc's row when it is not null
   const int row = blockIdx.x * 8 + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (row >= rows) return;
   const T* orow = o + static_cast<size_t>(row) * D;
@@ -178,7 +186,7 @@ __global__ void __launch_bounds__(KvCfg<D>::kThreads, 1)
                 const float* __restrict__ lse, const T* __restrict__ dout, const float* __restrict__ delta,
                 T* __restrict__ dk, T* __restrict__ dv, float* __restrict__ dq_acc, int n, int k_tiles, bool causal,
                 float c, float scale) {
-  // BEGIN SOLUTION
+  // BEGIN SOLUTION: K, V tiles once; per query tile (prefetching the next): Sᵀ = K_w Qᵀ, dPᵀ = V_w dOᵀ, P and dS (masked), dV += Pᵀ dO, dK += dSᵀ Q; kAtomic: dSᵀ to shared memory, dQ_tile = dS K, atomics into dq_acc; then dK (× scale) and dV
   using Cfg = KvCfg<D>;
   constexpr int kBc = Cfg::kBc, kBr = Cfg::kBr, kThreads = Cfg::kThreads;
   extern __shared__ uint4 smem_raw[];
@@ -334,7 +342,7 @@ __global__ void __launch_bounds__(QCfg<D>::kThreads)
     dq_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, const float* __restrict__ lse,
               const T* __restrict__ dout, const float* __restrict__ delta, T* __restrict__ dq, int n, int q_tiles,
               bool causal, float c, float scale) {
-  // BEGIN SOLUTION
+  // BEGIN SOLUTION: per key tile (double-buffered): S = Q_w Kᵀ, dP = dO_w Vᵀ, dS (masked), dQ_w += dS K; then dq = scale · dQ_w
   using Cfg = QCfg<D>;
   constexpr int kBc = Cfg::kBc, kBr = Cfg::kBr, kThreads = Cfg::kThreads;
   extern __shared__ uint4 smem_raw[];
@@ -425,7 +433,7 @@ __global__ void __launch_bounds__(QCfg<D>::kThreads)
 template <typename T>
 __global__ void __launch_bounds__(256) round_kernel(const float* __restrict__ src, T* __restrict__ dst, size_t count,
                                                     float scale) {
-  // BEGIN SOLUTION
+  // BEGIN SOLUTION: dst[i] = scale · src[i] rounded to T, grid-stride
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<size_t>(gridDim.x) * blockDim.x)
     dst[i] = from_float<T>(scale * src[i]);

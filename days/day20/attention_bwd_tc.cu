@@ -1,0 +1,208 @@
+// Day 20: the fused FlashAttention-2 backward on tensor cores. The op of days 15-17 (from q, k, v, the forward's o
+// and fp32 lse, and dout: dq, dk, dv; [B, H, N, d] contiguous, scale = 1/sqrt(d), d = 64 or 128, causal: query i
+// sees keys j <= i), for __half and __nv_bfloat16: every product on mma.sync with fp32 accumulation, P and dS
+// rounded to 16 bits where they enter a product (as FlashAttention-2 does). fp32 is day 17's.
+//
+// Changes vs day 17 (CUDA cores, fp32 tiles):
+//   - The key-tile walk computes the TRANSPOSED score tile, Sᵀ = K Qᵀ: each warp owns 16 keys of the block's key
+//     tile and its accumulator holds those 16 keys x the query tile. Then Pᵀ and dSᵀ, packed to 16 bits, are
+//     already the A operands of dV += Pᵀ dO and dK += dSᵀ Q (common/ptx.cuh: an accumulator is an A fragment), and
+//     each warp's 16 rows of dK and dV stay in its registers for the whole walk: no shared memory for P, no
+//     reduction across warps.
+//   - dPᵀ = V dOᵀ the same way; dSᵀ = Pᵀ ∘ (dPᵀ − D), with the query's lse (as lse·log2 e, +inf past N) and D read
+//     from shared memory per column.
+//   - dQ (atomic version): dQ needs dS with queries as rows, across all of the block's keys, so dSᵀ goes to shared
+//     memory once (16 bits, swizzled) and the warps compute dQ_tile = dS K (ldmatrix.trans reads both operands
+//     transposed) and add it into an fp32 workspace with atomics: float2 atomics on sm_90 (one instruction per
+//     pair of columns), two scalar ones before. The pre-pass that computes D also zeroes the workspace, and a
+//     last kernel scales and rounds it into dq.
+//   - dQ (deterministic version): the key-tile walk without dQ, then a query-tile walk (the forward's loop
+//     structure: each warp owns 16 queries, Q and dO fragments in registers, K and V tiles double-buffered) that
+//     recomputes S, P, dP and dS and accumulates dQ = dS K in registers. Two more N²·d products (7 instead of 5).
+//   - Q, dO, lse and D of query tile i+1 are fetched (cp.async) while tile i is computed; one barrier per step
+//     (two with the dS exchange).
+// Shared device helpers (ldmatrix, mma, cp.async, the swizzle) come from common/ptx.cuh.
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "float_convert.cuh"  // to_float(v), from_float<T>(v)
+#include "ptx.cuh"
+
+namespace fa2_tc {
+
+using ptx::swz;
+
+// The key-tile walk: kWarps warps x 16 keys = kBc keys per block, query tiles of kBr rows.
+template <int D>
+struct KvCfg {
+  static constexpr int kWarps = 8;
+  static constexpr int kBc = 16 * kWarps;
+  static constexpr int kBr = 64;
+  static constexpr int kThreads = 32 * kWarps;
+  // Shared memory (16-bit elements, then floats): K, V [kBc][D]; Q, dO [2][kBr][D]; dSᵀ [kBc][kBr]; then
+  // lse·log2 e and D [2][kBr] each.
+  static constexpr int kK = 0, kV = kK + kBc * D, kQ = kV + kBc * D, kDO = kQ + 2 * kBr * D, kDS = kDO + 2 * kBr * D;
+  static constexpr int kHalfs = kDS + kBc * kBr;
+  static constexpr size_t kBytes = 2 * static_cast<size_t>(kHalfs) + 4 * sizeof(float) * kBr;
+};
+
+// The query-tile walk for dQ: kWarps warps x 16 queries, key tiles of kBc rows, double-buffered.
+template <int D>
+struct QCfg {
+  static constexpr int kWarps = 4;
+  static constexpr int kBr = 16 * kWarps;
+  static constexpr int kBc = 64;
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kQ = 0, kDO = kQ + kBr * D, kK = kDO + kBr * D, kV = kK + 2 * kBc * D;
+  static constexpr size_t kBytes = 2 * static_cast<size_t>(kV + 2 * kBc * D);
+};
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+// kRows x D tile of a [n, D] matrix (src = its first row; rows >= rows_valid become zeros) into swizzled shared
+// memory by nthreads threads. kVec: cp.async, 16 bytes per copy; otherwise 2-byte loads (tensors not 16-byte
+// aligned), completed before return.
+template <typename T, int D, int kRows, int kThreads, bool kVec>
+__device__ __forceinline__ void load_tile(T* dst, const T* src, int rows_valid) {
+  // YOUR CODE HERE: rows r < rows_valid from src, zeros after; chunk c of row r at swz<D>(r, c)
+}
+
+// Two adjacent 16-bit outputs (row, col), (row, col + 1) from fp32; 4-byte stores when the tensor is aligned.
+template <typename T, bool kVec>
+__device__ __forceinline__ void store_pair(T* dst, float lo, float hi) {
+  // YOUR CODE HERE: dst[0] = lo, dst[1] = hi, rounded to T
+}
+
+// Sᵀ-shaped product for one warp: acc[16 rows of A][kCols] = A_w Bᵀ, A_w the warp's 16 rows of a [.][D] tile in
+// shared memory, B the kCols rows of another (both swizzled, D columns = the reduction).
+template <typename T, int D, int kCols>
+__device__ __forceinline__ void warp_abt(float (&acc)[kCols / 2], const T* a, const T* b) {
+  // YOUR CODE HERE: zero acc; per 16 columns of the reduction, ldmatrix A_w and B, two mma per 16 rows of B
+}
+
+// acc[16][kCols] += A (16 x kK, packed 16-bit A fragments: regs 4kk .. 4kk+3 for k-step kk) times B, where B is
+// rows k0 .. k0 + kK of a swizzled [.][D] tile in shared memory and the product's columns are B's columns
+// c0 .. c0 + kCols (ldmatrix.trans: B's rows run along the reduction).
+template <typename T, int D, int kK, int kCols>
+__device__ __forceinline__ void warp_ab(float (&acc)[kCols / 2], const uint32_t (&a)[kK / 4], const T* b, int c0) {
+  // YOUR CODE HERE: per 16 rows of B and 16 columns, ldmatrix.trans of B, two mma
+}
+
+template <typename T, int kCols>
+__device__ __forceinline__ void pack(uint32_t (&out)[kCols / 4], const float (&acc)[kCols / 2]) {
+  // YOUR CODE HERE: out[i] = acc[2i], acc[2i+1] as two 16-bit values
+}
+
+// D = rowsum(dO ∘ O), one warp per row; the atomic version's workspace row is zeroed here too (dq_acc may be null).
+template <typename T, int D>
+__global__ void __launch_bounds__(256) prep_kernel(const T* __restrict__ o, const T* __restrict__ dout,
+                                                   float* __restrict__ delta, float* __restrict__ dq_acc, int rows) {
+  // YOUR CODE HERE: D[row] = Σ_c dout·o in fp32 (one warp per row); zero dq_acc's row when it is not null
+}
+
+// The key-tile walk. One block per (batch·head, tile of kBc keys): blockIdx.x = bh · k_tiles + tile (tile 0 first:
+// with a causal mask it sees the most query tiles). kAtomic: also adds dQ's pieces into dq_acc.
+template <typename T, int D, bool kVec, bool kAtomic>
+__global__ void __launch_bounds__(KvCfg<D>::kThreads, 1)
+    dkdv_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+                const float* __restrict__ lse, const T* __restrict__ dout, const float* __restrict__ delta,
+                T* __restrict__ dk, T* __restrict__ dv, float* __restrict__ dq_acc, int n, int k_tiles, bool causal,
+                float c, float scale) {
+  // YOUR CODE HERE: K, V tiles once; per query tile (prefetching the next): Sᵀ = K_w Qᵀ, dPᵀ = V_w dOᵀ, P and dS (masked), dV += Pᵀ dO, dK += dSᵀ Q; kAtomic: dSᵀ to shared memory, dQ_tile = dS K, atomics into dq_acc; then dK (× scale) and dV
+}
+
+// The deterministic dQ: one block per (batch·head, tile of kBr queries), walking the key tiles; each warp owns 16
+// queries and accumulates their dQ rows in registers. blockIdx.x = bh · q_tiles + (q_tiles - 1 - tile): with a
+// causal mask the last query tiles see the most keys and run first.
+template <typename T, int D, bool kVec>
+__global__ void __launch_bounds__(QCfg<D>::kThreads)
+    dq_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, const float* __restrict__ lse,
+              const T* __restrict__ dout, const float* __restrict__ delta, T* __restrict__ dq, int n, int q_tiles,
+              bool causal, float c, float scale) {
+  // YOUR CODE HERE: per key tile (double-buffered): S = Q_w Kᵀ, dP = dO_w Vᵀ, dS (masked), dQ_w += dS K; then dq = scale · dQ_w
+}
+
+// dq = scale · dq_acc, rounded to T.
+template <typename T>
+__global__ void __launch_bounds__(256) round_kernel(const float* __restrict__ src, T* __restrict__ dst, size_t count,
+                                                    float scale) {
+  // YOUR CODE HERE: dst[i] = scale · src[i] rounded to T, grid-stride
+}
+
+template <typename Kernel>
+cudaError_t allow_smem(Kernel kernel, size_t bytes) {
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+}
+
+template <typename T, int D, bool kVec>
+cudaError_t backward(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout, T* dq, T* dk,
+                     T* dv, float* delta, float* dq_acc, int bh, int n, bool causal, bool atomic,
+                     cudaStream_t stream) {
+  // YOUR CODE HERE: the pre-pass; the key-tile walk (with dQ atomics, then the rounding, or without, then the dQ walk)
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t attention_bwd(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout, T* dq,
+                          T* dk, T* dv, float* delta, float* dq_acc, int batch, int heads, int n, int d, bool causal,
+                          bool atomic, cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, float>) {
+    return cudaErrorInvalidValue;  // the bindings send fp32 elsewhere (tensor cores take 16-bit inputs)
+  } else {
+    if (batch == 0 || heads == 0 || n == 0) return cudaSuccess;
+    const int bh = batch * heads;
+    // 16-byte alignment of every tensor lets the tiles travel by cp.async; otherwise 2-byte copies.
+    const bool vec = ((reinterpret_cast<uintptr_t>(q) | reinterpret_cast<uintptr_t>(k) |
+                       reinterpret_cast<uintptr_t>(v) | reinterpret_cast<uintptr_t>(dout) |
+                       reinterpret_cast<uintptr_t>(dq) | reinterpret_cast<uintptr_t>(dk) |
+                       reinterpret_cast<uintptr_t>(dv)) % 16) == 0;
+    if (d == 64)
+      return vec ? backward<T, 64, true>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, bh, n, causal, atomic, stream)
+                 : backward<T, 64, false>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, bh, n, causal, atomic,
+                                          stream);
+    if (d == 128)
+      return vec ? backward<T, 128, true>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, bh, n, causal, atomic,
+                                          stream)
+                 : backward<T, 128, false>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, bh, n, causal, atomic,
+                                           stream);
+    return cudaErrorInvalidValue;  // the bindings accept d = 64 and 128 only
+  }
+}
+
+}  // namespace fa2_tc
+
+// The launchers the bindings call (common/attention_bwd_binding.h): delta is an fp32 [B, H, N] scratch for D,
+// dq_acc an fp32 [B, H, N, d] one for the atomic version's dQ sums (nullptr for the deterministic one).
+template <typename T>
+cudaError_t attention_bwd_tc_atomic(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout,
+                                    T* dq, T* dk, T* dv, float* delta, float* dq_acc, int batch, int heads, int n,
+                                    int d, bool causal, cudaStream_t stream) {
+  return fa2_tc::attention_bwd(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, d, causal, true,
+                               stream);
+}
+
+template <typename T>
+cudaError_t attention_bwd_tc_deterministic(const T* q, const T* k, const T* v, const T* o, const float* lse,
+                                           const T* dout, T* dq, T* dk, T* dv, float* delta, float* dq_acc, int batch,
+                                           int heads, int n, int d, bool causal, cudaStream_t stream) {
+  return fa2_tc::attention_bwd(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, d, causal, false,
+                               stream);
+}
+
+#define INSTANTIATE(T)                                                                                              \
+  template cudaError_t attention_bwd_tc_atomic<T>(const T*, const T*, const T*, const T*, const float*, const T*,  \
+                                                  T*, T*, T*, float*, float*, int, int, int, int, bool,            \
+                                                  cudaStream_t);                                                   \
+  template cudaError_t attention_bwd_tc_deterministic<T>(const T*, const T*, const T*, const T*, const float*,     \
+                                                         const T*, T*, T*, T*, float*, float*, int, int, int, int, \
+                                                         bool, cudaStream_t)
+INSTANTIATE(float);
+INSTANTIATE(__half);
+INSTANTIATE(__nv_bfloat16);

@@ -8,6 +8,7 @@
 //   mma16816<T>           d[16x8] += a[16x16] b[16x8] on tensor cores, T = __half or __nv_bfloat16, fp32 d
 //   pack2<T>              two floats -> one register of two 16-bit values (round to nearest)
 //   ex2                   2^x in one MUFU instruction
+//   lane_id               the lane, read so that the compiler recomputes what derives from it at each use
 //   quad_sum / quad_max   reductions over the 4 lanes that own one row of an m16n8 accumulator
 //   swz<D>                the XOR swizzle of a [rows][D] tile of 16-bit values (16-byte chunks), which makes
 //                         ldmatrix conflict-free without padding
@@ -29,6 +30,15 @@ namespace ptx {
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// threadIdx.x % 32 lets the compiler hoist every lane-derived shared-memory offset out of a loop and keep it in a
+// register for the loop's whole life; in a kernel whose accumulators already hold nearly every register, those
+// hoisted offsets are what spills. A volatile read of %laneid is recomputed where it is used (one instruction).
+__device__ __forceinline__ int lane_id() {
+  int lane;
+  asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+  return lane;
 }
 
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {

@@ -39,16 +39,19 @@ namespace fa2_tc {
 
 using ptx::swz;
 
-// The key-tile walk: kWarps warps x 16 keys = kBc keys per block, query tiles of kBr rows.
+// The key-tile walk: kBc keys per block, query tiles of kBr rows, 8 warps. Each product gives every warp a 2-D
+// tile of its output (32 x 32 of Sᵀ and dPᵀ, 32 keys x D/2 of dK and dV, 32 queries x D/4 of dQ), so the operands
+// a warp reads from shared memory are shared by twice as many mma as with a 16-row strip per warp.
 template <int D>
 struct KvCfg {
   static constexpr int kWarps = 8;
-  static constexpr int kBc = 16 * kWarps;
+  static constexpr int kBc = 128;
   static constexpr int kBr = 64;
   static constexpr int kThreads = 32 * kWarps;
-  // Shared memory (16-bit elements, then floats): K, V [kBc][D]; Q, dO [2][kBr][D]; dSᵀ [kBc][kBr]; then
+  // Shared memory (16-bit elements, then floats): K, V [kBc][D]; Q, dO [2][kBr][D]; Pᵀ, dSᵀ [kBc][kBr]; then
   // lse·log2 e and D [2][kBr] each.
-  static constexpr int kK = 0, kV = kK + kBc * D, kQ = kV + kBc * D, kDO = kQ + 2 * kBr * D, kDS = kDO + 2 * kBr * D;
+  static constexpr int kK = 0, kV = kK + kBc * D, kQ = kV + kBc * D, kDO = kQ + 2 * kBr * D, kP = kDO + 2 * kBr * D;
+  static constexpr int kDS = kP + kBc * kBr;
   static constexpr int kHalfs = kDS + kBc * kBr;
   static constexpr size_t kBytes = 2 * static_cast<size_t>(kHalfs) + 4 * sizeof(float) * kBr;
 };
@@ -64,7 +67,7 @@ struct QCfg {
   static constexpr size_t kBytes = 2 * static_cast<size_t>(kV + 2 * kBc * D);
 };
 
-constexpr float kLog2e = 1.4426950408889634f;
+[[maybe_unused]] constexpr float kLog2e = 1.4426950408889634f;  // used in your code only
 
 // kRows x D tile of a [n, D] matrix (src = its first row; rows >= rows_valid become zeros) into swizzled shared
 // memory by nthreads threads. kVec: cp.async, 16 bytes per copy; otherwise 2-byte loads (tensors not 16-byte
@@ -80,11 +83,14 @@ __device__ __forceinline__ void store_pair(T* dst, float lo, float hi) {
   // YOUR CODE HERE: dst[0] = lo, dst[1] = hi, rounded to T
 }
 
-// Sᵀ-shaped product for one warp: acc[16 rows of A][kCols] = A_w Bᵀ, A_w the warp's 16 rows of a [.][D] tile in
-// shared memory, B the kCols rows of another (both swizzled, D columns = the reduction).
-template <typename T, int D, int kCols>
-__device__ __forceinline__ void warp_abt(float (&acc)[kCols / 2], const T* a, const T* b) {
-  // YOUR CODE HERE: zero acc; per 16 columns of the reduction, ldmatrix A_w and B, two mma per 16 rows of B
+// acc += A B for one warp, both operands in swizzled shared-memory tiles. The product is kMT m16 tiles x kNT n8
+// tiles, acc[(mt · kNT + nt) · 4 + e] in the accumulator layout; the reduction runs over kK elements from k0.
+// A's rows m0 .. m0 + 16·kMT are stored [m][k] (kATrans = false) or [k][m] (true) in a tile of row width WA; B's
+// columns n0 .. n0 + 8·kNT are stored [n][k] (kBTrans = false) or [k][n] (true), row width WB. The stored
+// orientation only changes the ldmatrix (.trans or not) and its addresses: one helper for all five products.
+template <typename T, int kMT, int kNT, int kK, bool kATrans, int WA, bool kBTrans, int WB>
+__device__ __forceinline__ void warp_mma(float* acc, const T* a, int m0, const T* b, int n0, int k0) {
+  // YOUR CODE HERE: per 16 of the reduction: kMT A fragments (ldmatrix or .trans), then per 16 columns one B ldmatrix, 2·kMT mma
 }
 
 // acc[16][kCols] += A (16 x kK, packed 16-bit A fragments: regs 4kk .. 4kk+3 for k-step kk) times B, where B is

@@ -39,16 +39,19 @@ namespace fa2_tc {
 
 using ptx::swz;
 
-// The key-tile walk: kWarps warps x 16 keys = kBc keys per block, query tiles of kBr rows.
+// The key-tile walk: kBc keys per block, query tiles of kBr rows, 8 warps. Each product gives every warp a 2-D
+// tile of its output (32 x 32 of Sᵀ and dPᵀ, 32 keys x D/2 of dK and dV, 32 queries x D/4 of dQ), so the operands
+// a warp reads from shared memory are shared by twice as many mma as with a 16-row strip per warp.
 template <int D>
 struct KvCfg {
   static constexpr int kWarps = 8;
-  static constexpr int kBc = 16 * kWarps;
+  static constexpr int kBc = 128;
   static constexpr int kBr = 64;
   static constexpr int kThreads = 32 * kWarps;
-  // Shared memory (16-bit elements, then floats): K, V [kBc][D]; Q, dO [2][kBr][D]; dSᵀ [kBc][kBr]; then
+  // Shared memory (16-bit elements, then floats): K, V [kBc][D]; Q, dO [2][kBr][D]; Pᵀ, dSᵀ [kBc][kBr]; then
   // lse·log2 e and D [2][kBr] each.
-  static constexpr int kK = 0, kV = kK + kBc * D, kQ = kV + kBc * D, kDO = kQ + 2 * kBr * D, kDS = kDO + 2 * kBr * D;
+  static constexpr int kK = 0, kV = kK + kBc * D, kQ = kV + kBc * D, kDO = kQ + 2 * kBr * D, kP = kDO + 2 * kBr * D;
+  static constexpr int kDS = kP + kBc * kBr;
   static constexpr int kHalfs = kDS + kBc * kBr;
   static constexpr size_t kBytes = 2 * static_cast<size_t>(kHalfs) + 4 * sizeof(float) * kBr;
 };
@@ -64,7 +67,7 @@ struct QCfg {
   static constexpr size_t kBytes = 2 * static_cast<size_t>(kV + 2 * kBc * D);
 };
 
-constexpr float kLog2e = 1.4426950408889634f;
+[[maybe_unused]] constexpr float kLog2e = 1.4426950408889634f;  // used in your code only
 
 // kRows x D tile of a [n, D] matrix (src = its first row; rows >= rows_valid become zeros) into swizzled shared
 // memory by nthreads threads. kVec: cp.async, 16 bytes per copy; otherwise 2-byte loads (tensors not 16-byte
@@ -74,17 +77,23 @@ __device__ __forceinline__ void load_tile(T* dst, const T* src, int rows_valid) 
   // BEGIN SOLUTION: rows r < rows_valid from src, zeros after; chunk c of row r at swz<D>(r, c)
   constexpr int kChunks = kRows * D / 8;
   static_assert(kChunks % kThreads == 0, "whole steps");
+  if constexpr (kVec) {
 #pragma unroll
-  for (int e = threadIdx.x; e < kChunks; e += kThreads) {
-    const int r = e / (D / 8), c = e % (D / 8);
-    const bool ok = r < rows_valid;
-    if constexpr (kVec) {
+    for (int e = threadIdx.x; e < kChunks; e += kThreads) {
+      const int r = e / (D / 8), c = e % (D / 8);
+      const bool ok = r < rows_valid;
       ptx::cp_async16(ptx::smem_addr(dst + swz<D>(r, c)), ok ? src + r * D + c * 8 : src, ok);
-    } else {
+    }
+  } else {
+    // Not unrolled: this path runs while the walk's accumulators hold nearly every register.
+#pragma unroll 1
+    for (int e = threadIdx.x; e < kChunks; e += kThreads) {
+      const int r = e / (D / 8), c = e % (D / 8);
+      const bool ok = r < rows_valid;
       const uint16_t* s16 = reinterpret_cast<const uint16_t*>(src) + r * D + c * 8;
-      uint16_t* d16 = reinterpret_cast<uint16_t*>(dst + swz<D>(r, c));
-#pragma unroll
-      for (int x = 0; x < 8; ++x) d16[x] = ok ? s16[x] : uint16_t{0};
+      uint32_t* d32 = reinterpret_cast<uint32_t*>(dst + swz<D>(r, c));
+#pragma unroll 1
+      for (int x = 0; x < 4; ++x) d32[x] = ok ? s16[2 * x] | static_cast<uint32_t>(s16[2 * x + 1]) << 16 : 0u;
     }
   }
   // END SOLUTION
@@ -97,30 +106,48 @@ __device__ __forceinline__ void store_pair(T* dst, float lo, float hi) {
   if constexpr (kVec) {
     *reinterpret_cast<uint32_t*>(dst) = ptx::pack2<T>(lo, hi);
   } else {
-    dst[0] = from_float<T>(lo);
-    dst[1] = from_float<T>(hi);
+    const uint32_t w = ptx::pack2<T>(lo, hi);
+    reinterpret_cast<uint16_t*>(dst)[0] = static_cast<uint16_t>(w);
+    reinterpret_cast<uint16_t*>(dst)[1] = static_cast<uint16_t>(w >> 16);
   }
   // END SOLUTION
 }
 
-// Sᵀ-shaped product for one warp: acc[16 rows of A][kCols] = A_w Bᵀ, A_w the warp's 16 rows of a [.][D] tile in
-// shared memory, B the kCols rows of another (both swizzled, D columns = the reduction).
-template <typename T, int D, int kCols>
-__device__ __forceinline__ void warp_abt(float (&acc)[kCols / 2], const T* a, const T* b) {
-  // BEGIN SOLUTION: zero acc; per 16 columns of the reduction, ldmatrix A_w and B, two mma per 16 rows of B
-  const int lane = threadIdx.x % 32;
+// acc += A B for one warp, both operands in swizzled shared-memory tiles. The product is kMT m16 tiles x kNT n8
+// tiles, acc[(mt · kNT + nt) · 4 + e] in the accumulator layout; the reduction runs over kK elements from k0.
+// A's rows m0 .. m0 + 16·kMT are stored [m][k] (kATrans = false) or [k][m] (true) in a tile of row width WA; B's
+// columns n0 .. n0 + 8·kNT are stored [n][k] (kBTrans = false) or [k][n] (true), row width WB. The stored
+// orientation only changes the ldmatrix (.trans or not) and its addresses: one helper for all five products.
+template <typename T, int kMT, int kNT, int kK, bool kATrans, int WA, bool kBTrans, int WB>
+__device__ __forceinline__ void warp_mma(float* acc, const T* a, int m0, const T* b, int n0, int k0) {
+  // BEGIN SOLUTION: per 16 of the reduction: kMT A fragments (ldmatrix or .trans), then per 16 columns one B ldmatrix, 2·kMT mma
+  static_assert(kNT % 2 == 0, "B fragments come in pairs of n8 tiles");
+  const int lane = ptx::lane_id();  // not threadIdx.x % 32: see ptx.cuh
 #pragma unroll
-  for (int i = 0; i < kCols / 2; ++i) acc[i] = 0.0f;
+  for (int kk = 0; kk < kK / 16; ++kk) {
+    const int kb = k0 + 16 * kk;
+    uint32_t af[kMT][4];
 #pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) {
-    uint32_t af[4];
-    ptx::ldmatrix_x4(af, ptx::smem_addr(a + swz<D>(lane % 16, 2 * kk + lane / 16)));
+    for (int mt = 0; mt < kMT; ++mt) {
+      const int mb = m0 + 16 * mt;
+      if constexpr (kATrans)
+        ptx::ldmatrix_x4_trans(af[mt], ptx::smem_addr(a + swz<WA>(kb + lane % 8 + 8 * (lane / 16), mb / 8 + (lane / 8) % 2)));
+      else
+        ptx::ldmatrix_x4(af[mt], ptx::smem_addr(a + swz<WA>(mb + lane % 16, kb / 8 + lane / 16)));
+    }
 #pragma unroll
-    for (int np = 0; np < kCols / 16; ++np) {
+    for (int np = 0; np < kNT / 2; ++np) {
+      const int nb = n0 + 16 * np;
       uint32_t bf[4];
-      ptx::ldmatrix_x4(bf, ptx::smem_addr(b + swz<D>(16 * np + lane % 8 + 8 * (lane / 16), 2 * kk + (lane / 8) % 2)));
-      ptx::mma16816<T>(acc + 8 * np, af, bf[0], bf[1]);
-      ptx::mma16816<T>(acc + 8 * np + 4, af, bf[2], bf[3]);
+      if constexpr (kBTrans)
+        ptx::ldmatrix_x4_trans(bf, ptx::smem_addr(b + swz<WB>(kb + lane % 8 + 8 * ((lane / 8) % 2), nb / 8 + lane / 16)));
+      else
+        ptx::ldmatrix_x4(bf, ptx::smem_addr(b + swz<WB>(nb + lane % 8 + 8 * (lane / 16), kb / 8 + (lane / 8) % 2)));
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) {
+        ptx::mma16816<T>(acc + (mt * kNT + 2 * np) * 4, af[mt], bf[0], bf[1]);
+        ptx::mma16816<T>(acc + (mt * kNT + 2 * np + 1) * 4, af[mt], bf[2], bf[3]);
+      }
     }
   }
   // END SOLUTION
@@ -194,6 +221,7 @@ __global__ void __launch_bounds__(KvCfg<D>::kThreads, 1)
   T* const Vs = reinterpret_cast<T*>(smem_raw) + Cfg::kV;
   T* const Qs = reinterpret_cast<T*>(smem_raw) + Cfg::kQ;
   T* const DOs = reinterpret_cast<T*>(smem_raw) + Cfg::kDO;
+  T* const Ps = reinterpret_cast<T*>(smem_raw) + Cfg::kP;
   T* const DSs = reinterpret_cast<T*>(smem_raw) + Cfg::kDS;
   float* const Ls = reinterpret_cast<float*>(reinterpret_cast<T*>(smem_raw) + Cfg::kHalfs);  // [2][kBr]
   float* const Ds = Ls + 2 * kBr;                                                             // [2][kBr]
@@ -206,10 +234,11 @@ __global__ void __launch_bounds__(KvCfg<D>::kThreads, 1)
   const T* const doh = dout + head;
   const float* const lseh = lse + static_cast<size_t>(bh) * n;
   const float* const deltah = delta + static_cast<size_t>(bh) * n;
-  const int kw = k0 + 16 * warp;       // this warp's first key
-  const int key = kw + lane / 4;       // this thread's keys: key and key + 8
   const int i_begin = causal ? k0 / kBr : 0;  // query tiles before this one see none of the block's keys
   const int i_end = (n + kBr - 1) / kBr;
+  // Warp tiles: Sᵀ/dPᵀ keys 32·ws .. (of the block's) x queries 32·wq ..; dK/dV keys 32·ws .. x columns wd·D/2 ..;
+  // dQ queries 32·wq2 .. x columns wd2·D/4 ...
+  const int ws = warp % 4, wq = warp / 4, wd = warp / 4, wq2 = warp % 2, wd2 = warp / 2;
 
   auto fetch = [&](int i, int buf) {  // Q, dO, lse·log2 e, D of query tile i into buffer buf
     const int q0 = i * kBr;
@@ -227,15 +256,14 @@ __global__ void __launch_bounds__(KvCfg<D>::kThreads, 1)
   if (i_begin < i_end) fetch(i_begin, 0);
   ptx::cp_async_commit();
 
-  float dk_acc[D / 2], dv_acc[D / 2];  // the warp's 16 keys x D, accumulator layout
-#pragma unroll
-  for (int i = 0; i < D / 2; ++i) dk_acc[i] = dv_acc[i] = 0.0f;
+  constexpr int kNTd = D / 2 / 8;          // n8 tiles of a warp's dK/dV columns
+  float dk_acc[2 * kNTd * 4] = {}, dv_acc[2 * kNTd * 4] = {};  // 32 keys x D/2, accumulator layout
 
   for (int i = i_begin; i < i_end; ++i) {
     const int buf = (i - i_begin) & 1;
     const int q0 = i * kBr;
     ptx::cp_async_wait<0>();
-    __syncthreads();  // tile i is in for every thread; every warp is done with tile i-1 and its dS
+    __syncthreads();  // tile i is in for every thread; every warp is done with tile i-1, its Pᵀ and dSᵀ
     if (i + 1 < i_end) fetch(i + 1, buf ^ 1);
     ptx::cp_async_commit();
     const T* const Qt = Qs + buf * kBr * D;
@@ -243,94 +271,87 @@ __global__ void __launch_bounds__(KvCfg<D>::kThreads, 1)
     const float* const Lt = Ls + buf * kBr;
     const float* const Dt = Ds + buf * kBr;
 
-    // Sᵀ = K_w Qᵀ and dPᵀ = V_w dOᵀ: 16 keys x kBr queries each.
-    float s[kBr / 2], dp[kBr / 2];
-    warp_abt<T, D, kBr>(s, Ks + 16 * warp * D, Qt);
-    warp_abt<T, D, kBr>(dp, Vs + 16 * warp * D, DOt);
-
-    // P and dS, elementwise: element e of column tile j is key `key + 8·(e/2)`, query q0 + 8j + 2(lane%4) + e%2.
-    const bool edge = kw + 15 >= n || (causal && kw + 15 > q0);  // some key is past N or above the diagonal
+    {
+      // Sᵀ = K Qᵀ and dPᵀ = V dOᵀ, this warp's 32 keys x 32 queries of each.
+      float s[32] = {}, dp[32] = {};
+      warp_mma<T, 2, 4, D, false, D, false, D>(s, Ks, 32 * ws, Qt, 32 * wq, 0);
+      warp_mma<T, 2, 4, D, false, D, false, D>(dp, Vs, 32 * ws, DOt, 32 * wq, 0);
+      // P and dS, elementwise; element e of tile (mt, nt) is key k0 + 32·ws + 16·mt + lane/4 + 8·(e/2), query
+      // q0 + 32·wq + 8·nt + 2·(lane%4) + e%2. Then Pᵀ and dSᵀ to shared memory in 16 bits, 4 bytes per store.
+      const int kw = k0 + 32 * ws;
+      const bool edge = kw + 31 >= n || (causal && kw + 31 > q0 + 32 * wq);  // some key past N or above the diagonal
 #pragma unroll
-    for (int j = 0; j < kBr / 8; ++j)
+      for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int col = 8 * j + 2 * (lane % 4) + (e & 1);
-        float p = ptx::ex2(fmaf(s[4 * j + e], c, -Lt[col]));
-        if (edge) {
-          const int kr = key + 8 * (e >> 1);
-          if (kr >= n || (causal && kr > q0 + col)) p = 0.0f;
+        for (int nt = 0; nt < 4; ++nt) {
+          float* st = s + (mt * 4 + nt) * 4;
+          float* dt = dp + (mt * 4 + nt) * 4;
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int col = 32 * wq + 8 * nt + 2 * (lane % 4) + (e & 1);
+            float p = ptx::ex2(fmaf(st[e], c, -Lt[col]));
+            if (edge) {
+              const int kr = kw + 16 * mt + lane / 4 + 8 * (e >> 1);
+              if (kr >= n || (causal && kr > q0 + col)) p = 0.0f;
+            }
+            st[e] = p;
+            dt[e] = p * (dt[e] - Dt[col]);
+          }
+          const int r = 32 * ws + 16 * mt + lane / 4, chunk = 4 * wq + nt, at = 2 * (lane % 4);
+          *reinterpret_cast<uint32_t*>(Ps + swz<kBr>(r, chunk) + at) = ptx::pack2<T>(st[0], st[1]);
+          *reinterpret_cast<uint32_t*>(Ps + swz<kBr>(r + 8, chunk) + at) = ptx::pack2<T>(st[2], st[3]);
+          *reinterpret_cast<uint32_t*>(DSs + swz<kBr>(r, chunk) + at) = ptx::pack2<T>(dt[0], dt[1]);
+          *reinterpret_cast<uint32_t*>(DSs + swz<kBr>(r + 8, chunk) + at) = ptx::pack2<T>(dt[2], dt[3]);
         }
-        s[4 * j + e] = p;
-        dp[4 * j + e] = p * (dp[4 * j + e] - Dt[col]);
-      }
-    uint32_t pa[kBr / 4], dsa[kBr / 4];
-    pack<T, kBr>(pa, s);
-    pack<T, kBr>(dsa, dp);
+    }
+    __syncthreads();  // Pᵀ and dSᵀ complete
 
-    // dV_w += Pᵀ dO and dK_w += dSᵀ Q (the reduction runs over the tile's queries).
-    warp_ab<T, D, kBr, D>(dv_acc, pa, DOt, 0);
-    warp_ab<T, D, kBr, D>(dk_acc, dsa, Qt, 0);
+    // dV += Pᵀ dO and dK += dSᵀ Q: 32 keys x D/2 per warp, the reduction over the tile's queries.
+    warp_mma<T, 2, kNTd, kBr, false, kBr, true, D>(dv_acc, Ps, 32 * ws, DOt, wd * D / 2, 0);
+    warp_mma<T, 2, kNTd, kBr, false, kBr, true, D>(dk_acc, DSs, 32 * ws, Qt, wd * D / 2, 0);
 
     if constexpr (kAtomic) {
-      // dSᵀ to shared memory ([kBc][kBr], swizzled), then dQ_tile = dS K split over the warps: kBr/16 row groups
-      // x (kWarps·16/kBr) column groups.
-      const int r = 16 * warp + lane / 4;
+      // dQ_tile = dS K: 32 queries x D/4 per warp, 16 queries at a time (the dK and dV accumulators hold half the
+      // registers); dS is read from dSᵀ (A stored [k][m]), K as [k][n].
+      constexpr int kNTq = D / 4 / 8;
 #pragma unroll
-      for (int j = 0; j < kBr / 8; ++j) {
-        *reinterpret_cast<uint32_t*>(DSs + swz<kBr>(r, j) + 2 * (lane % 4)) = dsa[2 * j];
-        *reinterpret_cast<uint32_t*>(DSs + swz<kBr>(r + 8, j) + 2 * (lane % 4)) = dsa[2 * j + 1];
-      }
-      __syncthreads();
-      constexpr int kRowGroups = kBr / 16, kColGroups = Cfg::kWarps / kRowGroups, kCols = D / kColGroups;
-      const int mg = warp % kRowGroups, cg = warp / kRowGroups;
-      float dq[kCols / 2];
+      for (int mt = 0; mt < 2; ++mt) {
+        float dq[kNTq * 4] = {};
+        warp_mma<T, 1, kNTq, kBc, true, kBr, true, D>(dq, DSs, 32 * wq2 + 16 * mt, Ks, wd2 * D / 4, 0);
 #pragma unroll
-      for (int x = 0; x < kCols / 2; ++x) dq[x] = 0.0f;
+        for (int nt = 0; nt < kNTq; ++nt)
 #pragma unroll
-      for (int kk = 0; kk < kBc / 16; ++kk) {
-        // A = dS rows 16·mg .., keys 16·kk ..: stored transposed, so ldmatrix.trans of dSᵀ (keys as rows).
-        uint32_t af[4];
-        ptx::ldmatrix_x4_trans(af, ptx::smem_addr(DSs + swz<kBr>(16 * kk + lane % 8 + 8 * (lane / 16),
-                                                                 2 * mg + (lane / 8) % 2)));
-#pragma unroll
-        for (int dp2 = 0; dp2 < kCols / 16; ++dp2) {
-          uint32_t bf[4];
-          ptx::ldmatrix_x4_trans(bf, ptx::smem_addr(Ks + swz<D>(16 * kk + lane % 8 + 8 * ((lane / 8) % 2),
-                                                                cg * kCols / 8 + 2 * dp2 + lane / 16)));
-          ptx::mma16816<T>(dq + 8 * dp2, af, bf[0], bf[1]);
-          ptx::mma16816<T>(dq + 8 * dp2 + 4, af, bf[2], bf[3]);
-        }
-      }
-      const int row = q0 + 16 * mg + lane / 4;
-#pragma unroll
-      for (int j = 0; j < kCols / 8; ++j)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int rr = row + 8 * h;
-          if (rr >= n) continue;
-          float* dst = dq_acc + head + static_cast<size_t>(rr) * D + cg * kCols + 8 * j + 2 * (lane % 4);
+          for (int h = 0; h < 2; ++h) {
+            const int rr = q0 + 32 * wq2 + 16 * mt + lane / 4 + 8 * h;
+            if (rr >= n) continue;
+            const float* src = dq + nt * 4 + 2 * h;
+            float* dst = dq_acc + head + static_cast<size_t>(rr) * D + wd2 * D / 4 + 8 * nt + 2 * (lane % 4);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-          atomicAdd(reinterpret_cast<float2*>(dst), make_float2(dq[4 * j + 2 * h], dq[4 * j + 2 * h + 1]));
+            atomicAdd(reinterpret_cast<float2*>(dst), make_float2(src[0], src[1]));
 #else
-          atomicAdd(dst, dq[4 * j + 2 * h]);
-          atomicAdd(dst + 1, dq[4 * j + 2 * h + 1]);
+            atomicAdd(dst, src[0]);
+            atomicAdd(dst + 1, src[1]);
 #endif
-        }
+          }
+      }
     }
   }
   ptx::cp_async_wait<0>();
 
   // dK = scale · Σ dSᵀ Q; rows past N are not stored.
 #pragma unroll
-  for (int j = 0; j < D / 8; ++j)
+  for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int kr = key + 8 * h;
-      if (kr >= n) continue;
-      const size_t at = head + static_cast<size_t>(kr) * D + 8 * j + 2 * (lane % 4);
-      store_pair<T, kVec>(dk + at, scale * dk_acc[4 * j + 2 * h], scale * dk_acc[4 * j + 2 * h + 1]);
-      store_pair<T, kVec>(dv + at, dv_acc[4 * j + 2 * h], dv_acc[4 * j + 2 * h + 1]);
-    }
+    for (int nt = 0; nt < kNTd; ++nt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int kr = k0 + 32 * ws + 16 * mt + lane / 4 + 8 * h;
+        if (kr >= n) continue;
+        const int x = (mt * kNTd + nt) * 4 + 2 * h;
+        const size_t at = head + static_cast<size_t>(kr) * D + wd * D / 2 + 8 * nt + 2 * (lane % 4);
+        store_pair<T, kVec>(dk + at, scale * dk_acc[x], scale * dk_acc[x + 1]);
+        store_pair<T, kVec>(dv + at, dv_acc[x], dv_acc[x + 1]);
+      }
   // END SOLUTION
 }
 
@@ -394,9 +415,9 @@ __global__ void __launch_bounds__(QCfg<D>::kThreads)
     const T* const Kt = Ks + (t & 1) * kBc * D;
     const T* const Vt = Vs + (t & 1) * kBc * D;
 
-    float s[kBc / 2], dp[kBc / 2];
-    warp_abt<T, D, kBc>(s, Qs + 16 * warp * D, Kt);
-    warp_abt<T, D, kBc>(dp, DOs + 16 * warp * D, Vt);
+    float s[kBc / 2] = {}, dp[kBc / 2] = {};
+    warp_mma<T, 1, kBc / 8, D, false, D, false, D>(s, Qs, 16 * warp, Kt, 0, 0);
+    warp_mma<T, 1, kBc / 8, D, false, D, false, D>(dp, DOs, 16 * warp, Vt, 0, 0);
     const bool edge = kv0 + kBc > n || (causal && kv0 + kBc - 1 > wrow);
 #pragma unroll
     for (int j = 0; j < kBc / 8; ++j)

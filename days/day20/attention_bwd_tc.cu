@@ -4,23 +4,21 @@
 // rounded to 16 bits where they enter a product (as FlashAttention-2 does). fp32 is day 17's.
 //
 // Changes vs day 17 (CUDA cores, fp32 tiles):
-//   - The key-tile walk computes the TRANSPOSED score tile, Sᵀ = K Qᵀ: each warp owns 16 keys of the block's key
-//     tile and its accumulator holds those 16 keys x the query tile. Then Pᵀ and dSᵀ, packed to 16 bits, are
-//     already the A operands of dV += Pᵀ dO and dK += dSᵀ Q (common/ptx.cuh: an accumulator is an A fragment), and
-//     each warp's 16 rows of dK and dV stay in its registers for the whole walk: no shared memory for P, no
-//     reduction across warps.
-//   - dPᵀ = V dOᵀ the same way; dSᵀ = Pᵀ ∘ (dPᵀ − D), with the query's lse (as lse·log2 e, +inf past N) and D read
-//     from shared memory per column.
-//   - dQ (atomic version): dQ needs dS with queries as rows, across all of the block's keys, so dSᵀ goes to shared
-//     memory once (16 bits, swizzled) and the warps compute dQ_tile = dS K (ldmatrix.trans reads both operands
-//     transposed) and add it into an fp32 workspace with atomics: float2 atomics on sm_90 (one instruction per
-//     pair of columns), two scalar ones before. The pre-pass that computes D also zeroes the workspace, and a
-//     last kernel scales and rounds it into dq.
+//   - The key-tile walk computes the TRANSPOSED score tiles, Sᵀ = K Qᵀ and dPᵀ = V dOᵀ (keys as rows), so that
+//     Pᵀ and dSᵀ come out in the orientation of the A operands of dV += Pᵀ dO and dK += dSᵀ Q.
+//   - Every product is split over the 8 warps as a 2-D grid of warp tiles (Sᵀ, dPᵀ: 32 keys x 32 queries; dK, dV:
+//     32 keys x d/2; dQ: 32 queries x d/4), all through one helper, warp_mma, whose operands are swizzled shared-
+//     memory tiles read with ldmatrix or ldmatrix.trans. Pᵀ and dSᵀ go to shared memory in 16 bits (one barrier),
+//     and each warp's rows of dK and dV stay in its registers for the whole walk: no reduction across warps.
+//   - dSᵀ = Pᵀ ∘ (dPᵀ − D), with the query's lse (as lse·log2 e, +inf past N) and D read from shared memory per
+//     column.
+//   - dQ (atomic version): dQ_tile = dS K from the dSᵀ already in shared memory, added into an fp32 workspace with
+//     atomics: float2 atomics on sm_90 (one instruction per pair of columns), two scalar ones before. The pre-pass
+//     that computes D also zeroes the workspace, and a last kernel scales and rounds it into dq.
 //   - dQ (deterministic version): the key-tile walk without dQ, then a query-tile walk (the forward's loop
-//     structure: each warp owns 16 queries, Q and dO fragments in registers, K and V tiles double-buffered) that
-//     recomputes S, P, dP and dS and accumulates dQ = dS K in registers. Two more N²·d products (7 instead of 5).
-//   - Q, dO, lse and D of query tile i+1 are fetched (cp.async) while tile i is computed; one barrier per step
-//     (two with the dS exchange).
+//     structure: each warp owns 16 queries, K and V tiles double-buffered) that recomputes S, P, dP and dS and
+//     accumulates dQ = dS K in registers (dS packed is the A fragment). Two more N²·d products (7 instead of 5).
+//   - Q, dO, lse and D of query tile i+1 are fetched (cp.async) while tile i is computed; two barriers per step.
 // Shared device helpers (ldmatrix, mma, cp.async, the swizzle) come from common/ptx.cuh.
 
 #include <cuda_bf16.h>

@@ -5,6 +5,7 @@ Everything day-specific lives in course.yaml and tasks/; this module only knows 
 from __future__ import annotations
 
 import re
+from datetime import date, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -259,6 +260,24 @@ class Exercise(Strict):
                       case_s=self.limits.case_s or course_limits.case_s)
 
 
+ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def _iso_date(v):
+    """A calendar date written as YYYY-MM-DD (YAML reads it as a date; quoted, it is a string). Anything else is an
+    error rather than a guess: pydantic would read the number 20250301 as seconds since 1970."""
+    if isinstance(v, datetime):
+        raise ValueError(f"give a date without a time, as YYYY-MM-DD (got {v.isoformat()})")
+    if v is None or isinstance(v, date):
+        return v
+    if isinstance(v, str) and ISO_DATE.match(v.strip()):
+        try:
+            return date.fromisoformat(v.strip())
+        except ValueError as e:
+            raise ValueError(f"{v!r} is not a date of the calendar ({e})") from None
+    raise ValueError(f"expected a date as YYYY-MM-DD, got {v!r}")
+
+
 class Day(Strict):
     id: str
     title: str
@@ -269,12 +288,29 @@ class Day(Strict):
     topics: list[str] = []
     exercises: list[Exercise] = []
     notebooks: list[str] = Field([], description="nbgrader notebooks in solutions/dayNN, released with the stubs")
+    release: date | None = Field(None, description="the date the day goes out: `grader release --to` leaves its "
+                                 "stubs and lesson out of the student repository before it (none: at once)")
+    due: date | None = Field(None, description="the last day to hand it in: `grader publish` adds the solution to "
+                             "the student repository only after it")
 
     @field_validator("id")
     @classmethod
     def _id(cls, v):
         if not DAY_ID.match(v):
             raise ValueError(f"day id must look like day01, got {v!r}")
+        return v
+
+    @field_validator("release", "due", mode="before")
+    @classmethod
+    def _dates(cls, v):
+        return _iso_date(v)
+
+    @field_validator("due")
+    @classmethod
+    def _due_after_release(cls, v, info):
+        released = info.data.get("release")
+        if v is not None and released is not None and v <= released:
+            raise ValueError(f"the due date must come after the release date ({released})")
         return v
 
     @model_validator(mode="after")
@@ -287,6 +323,11 @@ class Day(Strict):
         return self
 
 
+# What the student repository leaves out by default: the grader's own test suite (it checks the solutions and plants
+# bugs in them: tests/known_wrong.yaml), the instructor's scripts and measurements, and the CI that runs them.
+INSTRUCTOR_ONLY_PATHS = ("tests/", "scripts/", "measured/", ".ci/")
+
+
 class Course(Strict):
     model_config = ConfigDict(extra="ignore", frozen=True)  # top-level anchors (exercise_defaults) are allowed
 
@@ -297,6 +338,20 @@ class Course(Strict):
     defaults: Defaults = Defaults()
     hints: dict[str, str] = Field({}, description="default hints by failure category; an exercise's own win")
     days: list[Day] = Field(min_length=1)
+    instructor_only: list[str] = Field(
+        list(INSTRUCTOR_ONLY_PATHS), description="files `grader release --to` leaves out of the student repository "
+        "besides solutions/ and the hidden cases, relative to course.yaml: `folder/` for a folder, else a file name "
+        "or a pattern (`*` within a folder, `**` across folders)")
+
+    @field_validator("instructor_only")
+    @classmethod
+    def _relative_paths(cls, v):
+        for i, pat in enumerate(v):
+            parts = pat.strip("/").split("/")
+            if not pat.strip("/") or pat.startswith("/") or ".." in parts or "\\" in pat:
+                raise ValueError(f"[{i}] {pat!r}: give a path inside the course, relative to course.yaml, "
+                                 "with forward slashes")
+        return v
 
     @field_validator("hints")
     @classmethod
@@ -368,7 +423,8 @@ def normalize_day_id(s: str) -> str:
     return f"day{int(m.group(1)):02d}" if m else s
 
 
-def _format_errors(err: ValidationError, raw) -> str:
+def format_errors(err: ValidationError, raw) -> str:
+    """A pydantic error as lines of `key path: what was wrong`, the path readable against the raw data."""
     lines = []
     for e in err.errors():
         path = _readable_loc(e["loc"], raw)
@@ -409,7 +465,7 @@ def load_course(path: Path) -> Course:
     try:
         return Course.model_validate(raw)
     except ValidationError as e:
-        raise GraderError(f"{path} does not match the course schema:\n{_format_errors(e, raw)}") from None
+        raise GraderError(f"{path} does not match the course schema:\n{format_errors(e, raw)}") from None
 
 
 def find_course_file(start: Path) -> Path:

@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from grader import results
+from grader import hidden, results
 from grader.authoring import release
 from grader.check import report
 from grader.check.sanitizer import TOOLS as SANITIZER_TOOLS
@@ -208,10 +208,11 @@ def combine_runs(runs: list, expected: int = RANKED_RUNS):
 # -- check: one exercise, then the command ----------------------------------------------------------------
 def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, seeds: tuple[int, ...],
                    dtypes: list[str] | None = None, case_s: float | None = None, correctness_only: bool = False,
-                   ranked: bool = False):
+                   ranked: bool = False, fixed_seeds: tuple[int, ...] = ()):
     """One exercise's result: its sources read first (one unfit to compile is the student's build error), then one
     run per seed (a ranked check: two, the second only if the first passed, combined by combine_runs), compiled
-    only where there is no GPU."""
+    only where there is no GPU. fixed_seeds (a ranked check's hidden seeds) come first, one correctness-only run
+    each: they are cheap, and any failure decides."""
     from grader.check.build import source_paths
     from grader.check.compile_check import compile_sources, source_problem
     from grader.check.job import make_job
@@ -226,13 +227,14 @@ def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, 
                              threshold=ex.threshold)
         return compiled_only(res, ex, problems)
     runs = []
-    for k, seed in enumerate(seeds, 1):
+    planned = [(s, True) for s in fixed_seeds] + [(s, correctness_only) for s in seeds]
+    for k, (seed, untimed) in enumerate(planned, 1):
         job = make_job(course=course, root=root, day=day, ex=ex, src_dir=src_dir, seed=seed, dtypes=dtypes,
-                       correctness_only=correctness_only)
-        what = f"{day.id}.{ex.name}" + (f" (run {k} of {len(seeds)})" if len(seeds) > 1 else "")
+                       correctness_only=untimed)
+        what = f"{day.id}.{ex.name}" + (f" (run {k} of {len(planned)})" if len(planned) > 1 else "")
         try:
             with console.status(f"starting {what}…") as status:
-                res = run_job(job, variant=variant, case_s=case_s, correctness_only=correctness_only,
+                res = run_job(job, variant=variant, case_s=case_s, correctness_only=untimed,
                               on_event=Progress(status, len(job.cases)), worker=WORKER)
         finally:
             if ranked:  # the job file names the seed: a ranked run's inputs must not be recoverable from it
@@ -245,7 +247,7 @@ def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, 
         runs.append(res)
         if res.status != Status.PASS:
             break  # every run must pass: the first failure decides
-    res = combine_runs(runs, len(seeds)) if ranked else runs[0]
+    res = combine_runs(runs, len(planned)) if ranked else runs[0]
     if res.status == Status.NOT_IMPLEMENTED:
         res = note_placeholders(res, _placeholders(src_dir, ex.sources, root), release.PLACEHOLDER)
     return res
@@ -267,6 +269,8 @@ def cmd_check(args) -> int:
         raise GraderError("--format says which result files to write: give --results-dir DIR too")
     if args.ranked and args.correctness_only:
         raise GraderError("--ranked times the code as the leaderboard does: drop --correctness-only")
+    if args.hidden and not args.ranked:
+        raise GraderError("--hidden adds the instructor's hidden cases to a ranked run only: add --ranked")
     root, course_path, course = _load(args)
     day = course.day(args.day)
     if day.status != "ready":
@@ -278,10 +282,12 @@ def cmd_check(args) -> int:
         if bad:
             raise GraderError(f"unknown dtype(s) {bad}: use {', '.join(DTYPES)}")
     ranked = ranked_seeds(ranked_secret(root)) if args.ranked else None
+    overlay = None
     if ranked:
         seeds: tuple[int, ...] = ranked.seeds
         console.print(f"ranked run (seed hash {ranked.short}): {len(seeds)} runs on independent secret inputs, "
                       "both must pass", style="dim")
+        overlay = _hidden_cases(args, course_path, course, day, exercises)
     else:
         seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
         seeds = (seed,)
@@ -289,9 +295,11 @@ def cmd_check(args) -> int:
     mark = {"ranked": True, "seed": None, "seed_sha256": ranked.seed_sha256} if ranked else {"ranked": False}
     out = []
     for ex in exercises:
+        extra = hidden.for_exercise(overlay, day.id, ex.name)
+        ex = extra.merged(ex)
         res = check_exercise(course=course, root=root, day=day, ex=ex, src_dir=src_dir, variant=variant, seeds=seeds,
                              dtypes=args.dtype, case_s=args.timeout, correctness_only=args.correctness_only,
-                             ranked=bool(ranked))
+                             ranked=bool(ranked), fixed_seeds=tuple(extra.seeds))
         report.render(console, res, ex, hint(res, ex, course.hints), ranked=ranked.seed_sha256 if ranked else None)
         out.append({**res.as_dict(), **mark})
     results.save(root, day.id, variant, out, ranked=bool(ranked), seed_sha256=ranked.seed_sha256 if ranked else None)
@@ -309,6 +317,20 @@ def cmd_check(args) -> int:
             raise GraderError(f"--results-dir: cannot write into {args.results_dir}: {e.strerror or e}") from None
         console.print("results for " + ", ".join(relative_path(p, Path.cwd()) for p in paths), style="dim")
     return exit_code([r["status"] for r in out])
+
+
+def _hidden_cases(args, course_path: Path, course, day, exercises) -> dict | None:
+    """The hidden cases of a ranked run (none is normal: a student repository has no overlay), announced by count."""
+    path = hidden.locate(course_path, args.hidden)
+    if path is None:
+        return None
+    overlay = hidden.load(path, course)
+    mine = [hidden.for_exercise(overlay, day.id, ex.name) for ex in exercises]
+    shapes, fixed = sum(len(h.correctness) for h in mine), sum(len(h.seeds) for h in mine)
+    if shapes or fixed:
+        console.print(f"with the hidden cases of {relative_path(path, course_path.parent)}: {shapes} more shape(s), "
+                      f"{fixed} fixed seed(s) (one correctness run each)", style="dim")
+    return overlay
 
 
 def _ready_day(args, verb: str):
@@ -556,6 +578,9 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--ranked", action="store_true",
                    help=f"for the leaderboard: two runs on inputs from a secret seed (${RANKED_SEED_ENV}, or a file "
                         f"named by ${RANKED_SEED_FILE_ENV}); both must pass, the lower speedup counts")
+    c.add_argument("--hidden", metavar="PATH",
+                   help=f"with --ranked: the instructor's hidden cases (default: ${hidden.HIDDEN_ENV}, else "
+                        f"{hidden.FILE_NAME} beside course.yaml, if there is one)")
     c.set_defaults(fn=cmd_check)
     z = sub.add_parser("sanitize", help="a day's correctness cases under compute-sanitizer (memcheck, racecheck, "
                                         "initcheck, synccheck), errors named at your file:line")

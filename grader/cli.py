@@ -1,4 +1,4 @@
-"""The `grader` command: check, profile, list, doctor, release, syllabus, site.
+"""The `grader` command: check, profile, list, doctor, release, publish, syllabus, site.
 
 Exit codes: 0 pass, 1 fail (wrong, slow, not implemented, does not compile), 2 usage or environment error.
 Every error reaches the user as a message; an unexpected one also leaves its traceback in .grader/logs.
@@ -15,6 +15,7 @@ import secrets
 import sys
 import time
 import traceback
+from datetime import date
 from pathlib import Path
 
 from rich.console import Console
@@ -47,14 +48,39 @@ def _load(args) -> tuple[Path, Path, Course]:
 
 
 # -- check --------------------------------------------------------------------------------------------------
-def _source_dir(args, root: Path, day_id: str) -> tuple[Path, str]:
+def _source_dir(args, root: Path, day) -> tuple[Path, str]:
     paths = Paths(root)
     if args.solution and args.dir:
         raise GraderError("give either --solution or --dir, not both")
-    d = paths.solution(day_id) if args.solution else Path(args.dir).resolve() if args.dir else paths.day(day_id)
+    d = paths.solution(day.id) if args.solution else Path(args.dir).resolve() if args.dir else paths.day(day.id)
     if not d.is_dir():
-        raise GraderError(f"{d} does not exist" + ("" if args.dir else ": run `grader release` to create it"))
+        raise GraderError(f"{d} does not exist" + ("" if args.dir else _why_missing(day, args.solution)))
     return d, paths.variant(d)
+
+
+def _why_missing(day, solution: bool) -> str:
+    """Why a course folder is absent: in a student repository, a day not out yet or a solution not published."""
+    today = date.today()
+    if not solution and day.release and day.release > today:
+        return f": {day.id} is released on {day.release.isoformat()}, and its folder comes with it"
+    if solution:
+        after = f" (after its due date, {day.due.isoformat()})" if day.due else ""
+        return (f": in a student repository a day's solution appears once the instructor publishes it{after}; "
+                "in the course repository, restore solutions/")
+    return ": run `grader release` to create it"
+
+
+def _baselines_present(exercises, course, root: Path) -> None:
+    """A timed exercise whose baseline is another day's solution needs that solution (a student repository gets it
+    when the instructor publishes it): say so before building anything."""
+    for ex in exercises:
+        b = ex.baseline.solution if ex.baseline and ex.timed else None
+        if b and not Paths(root).solution(b).is_dir():
+            due = course.day(b).due
+            after = f", after {b} is due ({due.isoformat()})" if due else ""
+            raise GraderError(f"{ex.name} is timed against {b}'s solution, which this repository does not have yet "
+                              f"(solutions/{b}/ arrives when the instructor publishes it{after}): check correctness "
+                              "with --correctness-only until then")
 
 
 def _exercises(args, day, src_dir: Path, root: Path) -> list:
@@ -275,8 +301,10 @@ def cmd_check(args) -> int:
     day = course.day(args.day)
     if day.status != "ready":
         raise GraderError(f"{day.id} ({day.title}) is planned, not ready yet: no exercise to check")
-    src_dir, variant = _source_dir(args, root, day.id)
+    src_dir, variant = _source_dir(args, root, day)
     exercises = _exercises(args, day, src_dir, root)
+    if not args.correctness_only:
+        _baselines_present(exercises, course, root)
     if args.dtype:
         bad = [d for d in args.dtype if d not in DTYPES]
         if bad:
@@ -339,7 +367,7 @@ def _ready_day(args, verb: str):
     day = course.day(args.day)
     if day.status != "ready":
         raise GraderError(f"{day.id} ({day.title}) is planned, not ready yet: no exercise to {verb}")
-    src_dir, variant = _source_dir(args, root, day.id)
+    src_dir, variant = _source_dir(args, root, day)
     return root, course, day, src_dir, variant, _exercises(args, day, src_dir, root)
 
 
@@ -423,6 +451,11 @@ def cmd_doctor(args) -> int:
 
 
 def cmd_release(args) -> int:
+    if args.to:
+        return release_to(args)
+    if args.hidden:
+        raise GraderError("--hidden names the hidden cases a release to a student repository (--to DIR) leaves out; "
+                          "without --to the release only writes stubs into days/")
     root, _, course = _load(args)
     plan = release.release_plan(course, root, args.days or None)
     if args.check:
@@ -442,6 +475,72 @@ def cmd_release(args) -> int:
         console.print(f"[yellow]the previous versions of {len(saved)} file(s) are saved in "
                       f"{relative_path(backup, root)}[/]")
     console.print(f"{len(written)} of {len(plan)} stub files changed")
+    return 0
+
+
+def release_to(args) -> int:
+    """`grader release --to DIR`: the student repository, as of today's date."""
+    from grader.authoring import student_repo
+
+    if args.days:
+        raise GraderError("--to writes every day released by today (course.yaml's `release:` dates), not chosen days: "
+                          f"drop {' '.join(args.days)}")
+    if args.check:
+        raise GraderError("--check compares days/ with what solutions/ generate; it does not combine with --to")
+    root, course_path, course = _load(args)
+    overlay = hidden.locate(course_path, args.hidden)
+    today = date.today()
+    with console.status("building the student repository…"):
+        tree = student_repo.build(root, course_path, course, today, overlay)
+    names = {hidden.FILE_NAME} | ({overlay.name} if overlay else set())
+    dest = Path(args.to).expanduser()
+    try:
+        res = student_repo.write(tree, dest, root, course, names)
+    except OSError as e:
+        raise GraderError(f"--to: cannot write into {dest}: {e.strerror or e}") from None
+    later = [f"{d.id} ({d.release.isoformat()})" for d in course.days
+             if d.status == "ready" and d.release and d.release > today]
+    span = f"{tree.days[0]} … {tree.days[-1]}" if len(tree.days) > 1 else "".join(tree.days) or "no day"
+    console.print(f"released {len(tree.days)} day(s) ({span}) into {dest}: {len(res.written)} file(s) written, "
+                  f"{len(res.removed)} removed, {res.unchanged} unchanged")
+    if later:
+        console.print(f"not yet released: {', '.join(later)}", style="dim")
+    left = ", ".join(f"{why} ({n})" for why, n in sorted(tree.left_out.items()))
+    console.print(f"left out: {left}", style="dim")
+    if tree.quoted:
+        most = sorted(tree.quoted.items(), key=lambda kv: (-kv[1], kv[0]))
+        shown = ", ".join(f"{rel} ({n})" for rel, n in most[:4]) + (", …" if len(most) > 4 else "")
+        console.print(f"note: {len(most)} public file(s) show lines that also stand in solution regions, as you wrote "
+                      f"them (released unchanged): {shown}", style="dim")
+    if tree.uncommitted:
+        console.print(f"[yellow]note:[/] {len(tree.uncommitted)} tracked file(s) have uncommitted changes, released "
+                      f"as they are in the working tree (first: {tree.uncommitted[0]})")
+    if res.changed_by_hand:
+        console.print(f"[yellow]note:[/] {len(res.changed_by_hand)} file(s) of the previous release were edited in "
+                      f"{dest} and are now replaced (first: {res.changed_by_hand[0]})")
+    doc = student_repo.read_manifest(dest.resolve()) or {}
+    waiting = [(ex, b) for ex, b in tree.baselines if b not in doc.get("published", {})]
+    if waiting:
+        console.print(f"[yellow]note:[/] {len(waiting)} timed exercise(s) are timed against a solution the student "
+                      f"repository gets only with `grader publish` (until then, `grader check --correctness-only`); "
+                      f"first: {waiting[0][0]}, against {waiting[0][1]}")
+    return 0
+
+
+def cmd_publish(args) -> int:
+    from grader.authoring.publish import publish
+
+    root, _, course = _load(args)
+    dest = Path(args.to).expanduser()
+    try:
+        res = publish(root, course, args.day, dest, date.today(), force=args.force)
+    except OSError as e:
+        raise GraderError(f"--to: cannot write into {dest}: {e.strerror or e}") from None
+    day = course.day(args.day)
+    if res.forced:
+        console.print(f"[yellow]published before it is due (--force):[/] {res.forced}")
+    console.print(f"published {day.id}'s solution into {dest / 'solutions' / day.id}: {len(res.written)} file(s) "
+                  f"written, {len(res.removed)} removed, {res.unchanged} unchanged")
     return 0
 
 
@@ -614,10 +713,20 @@ def parser() -> argparse.ArgumentParser:
     f.set_defaults(fn=cmd_profile)
     sub.add_parser("list", help="days, their status and your last results").set_defaults(fn=cmd_list)
     sub.add_parser("doctor", help="check GPU, driver, torch CUDA, nvcc, ninja").set_defaults(fn=cmd_doctor)
-    r = sub.add_parser("release", help="(instructors) generate the student stubs in days/ from solutions/")
+    r = sub.add_parser("release", help="(instructors) generate the student stubs in days/ from solutions/, or write "
+                                       "the student repository (--to DIR)")
     r.add_argument("days", nargs="*", help="days to release (default: every ready day)")
     r.add_argument("--check", action="store_true", help="only report whether days/ is up to date (CI)")
+    r.add_argument("--to", metavar="DIR", help="write the student repository into DIR (new, empty, or an earlier "
+                                               "release): the days released by today, no solutions, no hidden cases")
+    r.add_argument("--hidden", metavar="PATH", help=f"with --to: the hidden cases to keep out (default: "
+                                                    f"${hidden.HIDDEN_ENV}, else {hidden.FILE_NAME} beside course.yaml)")
     r.set_defaults(fn=cmd_release)
+    u = sub.add_parser("publish", help="(instructors) add a day's solution to a student repository once it is due")
+    u.add_argument("day", help="day01, day1 or 1")
+    u.add_argument("--to", metavar="DIR", required=True, help="the student repository (written by `release --to`)")
+    u.add_argument("--force", action="store_true", help="publish before the due date (or without one)")
+    u.set_defaults(fn=cmd_publish)
     y = sub.add_parser("syllabus", help="(instructors) render syllabus.md from course.yaml")
     y.add_argument("--check", action="store_true", help="only report whether syllabus.md is current (CI)")
     y.set_defaults(fn=cmd_syllabus)

@@ -230,6 +230,19 @@ def make_stub(text: str, path: Path, plants: Sequence[Plant] = ()) -> str:
     return _text(lines)
 
 
+def published_solution(text: str, path: Path) -> str:
+    """The solution as `grader publish` hands it out after the due date: the solution markers dropped and the code
+    between them kept, instructor-only lines stripped. Unbalanced or misspelt markers are the release's errors."""
+    _clear(_numbered(text), path)
+    marker = _marker_re(path, "SOLUTION")
+    return _text(_strip([ln for ln in _numbered(text) if not marker.match(ln[1])], path))
+
+
+def has_markers_syntax(path: Path) -> bool:
+    """Whether the release knows the file's comment syntax (a source file it clears and strips)."""
+    return Path(path).suffix in _COMMENT
+
+
 def read_source(path: Path, shown: Path | str | None = None) -> str:
     """A solution file's text; a GraderError (not a traceback) if it is not UTF-8."""
     data = path.read_bytes()

@@ -1,0 +1,268 @@
+"""`grader release --to DIR`: the student repository, written from the instructor's.
+
+It holds the course's files (grader/authoring/course_files.py says which) with the released days' stubs
+generated from solutions/ (grader/authoring/release.py) and course.yaml without planted-bug edits
+(course_text.py). Before anything is written the whole tree is scanned (leaks.py): a marker line, a solution line
+that the instructor's public files do not already show, or the hidden cases stop the release with the file and
+line. The same inputs give the same bytes (no dates or times are written), so a release can be rebuilt and diffed.
+
+DIR gets a manifest, `.release.json`: the released days, the sha256 of every file the release wrote and of every
+solution `grader publish` added. It is what makes DIR recognisable as a previous release: a later release
+rewrites the files of the earlier one (removing those no longer released) and keeps the published solutions;
+any other non-empty folder is refused, and so is one that holds the hidden cases or a solutions/ folder that was
+not published.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+
+from grader.authoring import course_files, leaks, release
+from grader.authoring.course_text import student_course_yaml
+from grader.course import Course
+from grader.errors import GraderError
+
+MANIFEST = ".release.json"
+FORMAT = 1
+KEEP = {".git"}  # what an empty student repository may already hold (`git init`)
+MAX_SHOWN = 10
+
+
+@dataclass(frozen=True)
+class Entry:
+    data: bytes
+    executable: bool = False
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()
+
+
+@dataclass
+class Tree:
+    """The student repository, in memory, and what the release should say about it."""
+    files: dict[str, Entry]
+    days: list[str]
+    left_out: Counter = field(default_factory=Counter)  # why -> how many tracked files
+    quoted: dict[str, int] = field(default_factory=dict)  # public file -> lines of solution regions it shows
+    uncommitted: list[str] = field(default_factory=list)
+    baselines: list[tuple[str, str]] = field(default_factory=list)  # (day.exercise, the day of its baseline)
+
+
+def _text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (UnicodeDecodeError, OSError):
+        return None
+
+
+def hidden_paths(root: Path, course_file: Path, overlay: Path | None) -> set[str]:
+    """Where hidden cases are or would be inside the course (relative paths): the default hidden.yaml beside
+    course.yaml, and the overlay in use if it lies inside the course."""
+    from grader.hidden import FILE_NAME
+
+    out = set()
+    for p in (Path(course_file).resolve().parent / FILE_NAME, overlay):
+        if p is None:
+            continue
+        try:
+            out.add(Path(p).resolve().relative_to(root.resolve()).as_posix())
+        except ValueError:
+            pass
+    return out
+
+
+def build(root: Path, course_file: Path, course: Course, today: date, overlay: Path | None = None) -> Tree:
+    """The student repository of the course at root, as of today, without writing anything."""
+    root = Path(root).resolve()
+    tracked = course_files.tracked_files(root)
+    days = course_files.released_days(course, today)
+    hidden = hidden_paths(root, course_file, overlay)
+    tree = Tree({}, days, uncommitted=course_files.uncommitted(root))
+    solution_files: dict[str, str] = {}
+    for t in tracked:
+        why = course_files.why_left_out(t.path, course, days, hidden)
+        if t.path.startswith(course_files.SOLUTIONS) and (text := _text(root / t.path)) is not None:
+            solution_files[t.path] = text
+        if why:
+            tree.left_out[why.split(" (")[0]] += 1
+            continue
+        tree.files[t.path] = Entry((root / t.path).read_bytes(), t.executable)
+    copied = dict(tree.files)
+    course_rel = Path(course_file).resolve().relative_to(root).as_posix()
+    tree.files[course_rel] = Entry(student_course_yaml(Path(course_file).read_text(encoding="utf-8"), course_rel)
+                                   .encode("utf-8"))
+    copied.pop(course_rel, None)
+    known = {t.path for t in tracked}
+    for p in release.release_plan(course, root, days) if days else []:
+        src = p.source.relative_to(root).as_posix()
+        if src not in known:
+            raise GraderError(f"{src} is not tracked by git, and the release is made of what git tracks: commit it "
+                              f"(or leave {src.split('/')[1]} out until it is ready: `status: planned`, or a later "
+                              "`release:` date)")
+        rel = p.target.relative_to(root).as_posix()
+        was = tree.files.get(rel)
+        tree.files[rel] = Entry(p.text.encode("utf-8"), was.executable if was else False)
+        copied.pop(rel, None)
+        if p.source.is_file() and (text := _text(p.source)) is not None:
+            solution_files.setdefault(p.source.relative_to(root).as_posix(), text)
+    tree.files = dict(sorted(tree.files.items()))
+    _check(tree, copied, solution_files, overlay)
+    for d in (course.day(i) for i in days):
+        for ex in d.exercises:
+            b = ex.baseline.solution if ex.baseline else None
+            if b:
+                tree.baselines.append((f"{d.id}.{ex.name}", b))
+    return tree
+
+
+def _check(tree: Tree, copied: dict[str, Entry], solution_files: dict[str, str], overlay: Path | None) -> None:
+    """Refuses a tree that leaks; notes how many solution lines each public file quotes (the instructor's choice)."""
+    texts = {p: e.data.decode("utf-8", "replace") for p, e in copied.items()}
+    every = leaks.solution_lines(solution_files)
+    public = leaks.public_lines(texts)
+    secrets = {c: p for c, p in every.items() if c not in public}
+    hidden = (overlay.name, overlay.read_bytes()) if overlay is not None and overlay.is_file() else None
+    found = leaks.scan({p: e.data for p, e in tree.files.items()}, secrets, hidden)
+    if found:
+        shown = "\n  ".join(map(str, found[:MAX_SHOWN]))
+        more = f"\n  … and {len(found) - MAX_SHOWN} more" if len(found) > MAX_SHOWN else ""
+        raise GraderError(f"the student repository would hold instructor-only text, so nothing was written:\n  "
+                          f"{shown}{more}\nFix the markers in solutions/ (or what course.yaml's instructor_only: "
+                          "leaves in) and release again")
+    quoted = Counter(f.path for f in leaks.scan({p: e.data for p, e in copied.items()}, every))
+    tree.quoted = dict(sorted(quoted.items()))
+
+
+# -- the folder ------------------------------------------------------------------------------------------------
+def read_manifest(dest: Path) -> dict | None:
+    """DIR's manifest, None if it has none; a GraderError if it is not one."""
+    p = Path(dest) / MANIFEST
+    if not p.is_file():
+        return None
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except (ValueError, OSError) as e:
+        raise GraderError(f"{p} is not a release manifest ({e}): restore it from the repository's history, or "
+                          "release into a new folder") from None
+    if not (isinstance(doc, dict) and doc.get("format") == FORMAT and isinstance(doc.get("files"), dict)
+            and isinstance(doc.get("published", {}), dict)):
+        raise GraderError(f"{p} is not a release manifest of format {FORMAT}: restore it, or release into a new "
+                          "folder")
+    doc.setdefault("published", {})
+    return doc
+
+
+def manifest_text(doc: dict) -> bytes:
+    return (json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def published_paths(doc: dict) -> set[str]:
+    return {p for files in doc.get("published", {}).values() for p in files}
+
+
+def _walk(dest: Path):
+    """Files under dest, relative, outside .git."""
+    for dirpath, dirnames, filenames in os.walk(dest):
+        dirnames[:] = sorted(d for d in dirnames if not (Path(dirpath) == dest and d in KEEP))
+        for f in sorted(filenames):
+            yield (Path(dirpath) / f).relative_to(dest).as_posix()
+
+
+def check_target(dest: Path, root: Path, doc: dict | None, hidden_names: set[str]) -> None:
+    """Refuses a folder the release must not write into, saying why."""
+    dest, root = Path(dest).resolve(), Path(root).resolve()
+    if dest == root or dest in root.parents:
+        raise GraderError(f"{dest} holds the course itself: release into a folder outside it, e.g. "
+                          f"{root.parent / (root.name + '-student')}")
+    if dest.exists() and not dest.is_dir():
+        raise GraderError(f"{dest} exists and is not a folder")
+    if root in dest.parents:
+        inside = dest.relative_to(root).as_posix() + "/"
+        if any(t.path.startswith(inside) for t in course_files.tracked_files(root)):
+            raise GraderError(f"{dest} holds files of the course (tracked by git): release into a folder outside it")
+    if not dest.is_dir():
+        return
+    present = list(_walk(dest))
+    hidden = [p for p in present if Path(p).name in hidden_names]
+    if hidden:
+        raise GraderError(f"{dest / hidden[0]} is a file of hidden cases, and a student repository must not hold "
+                          "one: delete it (and from the repository's history if it was committed), then release")
+    if doc is None:
+        if present:
+            raise GraderError(f"{dest} is not empty ({len(present)} file(s), e.g. {present[0]}) and is not a previous "
+                              f"release (it has no {MANIFEST}): release into a new or empty folder (a fresh "
+                              "`git init` is fine)")
+        return
+    ours = set(doc["files"]) | published_paths(doc) | {MANIFEST}
+    strays = [p for p in present if p.startswith(course_files.SOLUTIONS) and p not in ours]
+    if strays:
+        raise GraderError(f"{dest / strays[0]} is a solution that `grader publish` did not put there: a student "
+                          "repository holds a day's solution only once it is published; remove it, then release")
+
+
+@dataclass
+class Written:
+    written: list[str]
+    removed: list[str]
+    unchanged: int
+    changed_by_hand: list[str]
+
+
+def put_file(path: Path, entry: Entry) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.release-tmp")
+    tmp.write_bytes(entry.data)
+    os.chmod(tmp, 0o755 if entry.executable else 0o644)
+    os.replace(tmp, path)
+
+
+def same_file(path: Path, entry: Entry) -> bool:
+    try:
+        return path.read_bytes() == entry.data and bool(path.stat().st_mode & 0o100) == entry.executable
+    except OSError:
+        return False
+
+
+def _prune(dest: Path, rel: str) -> None:
+    d = (dest / rel).parent
+    while d != dest and d.is_dir() and not any(d.iterdir()):
+        d.rmdir()
+        d = d.parent
+
+
+def write(tree: Tree, dest: Path, root: Path, course: Course, hidden_names: set[str]) -> Written:
+    """Writes the tree into dest (new, empty, or a previous release), then its manifest."""
+    dest = Path(dest).resolve()
+    doc = read_manifest(dest) if dest.is_dir() else None
+    check_target(dest, root, doc, hidden_names)
+    old = doc["files"] if doc else {}
+    published = doc["published"] if doc else {}
+    clashes = [p for p in tree.files if p not in old and p not in published_paths(doc or {}) and (dest / p).exists()]
+    if clashes:
+        raise GraderError(f"{dest / clashes[0]} is not from the previous release and would be overwritten: move "
+                          f"it away, or list it in course.yaml's instructor_only if it is yours")
+    by_hand = sorted(p for p, sha in old.items() if (dest / p).is_file()
+                     and hashlib.sha256((dest / p).read_bytes()).hexdigest() != sha)
+    out = Written([], [], 0, by_hand)
+    dest.mkdir(parents=True, exist_ok=True)
+    for rel in sorted(set(old) - set(tree.files)):
+        if (dest / rel).is_file():
+            (dest / rel).unlink()
+            out.removed.append(rel)
+            _prune(dest, rel)
+    for rel, entry in tree.files.items():
+        if same_file(dest / rel, entry):
+            out.unchanged += 1
+        else:
+            put_file(dest / rel, entry)
+            out.written.append(rel)
+    doc = {"format": FORMAT, "course": course.title, "days": tree.days,
+           "files": {p: e.sha256 for p, e in tree.files.items()}, "published": published}
+    put_file(dest / MANIFEST, Entry(manifest_text(doc)))
+    return out

@@ -245,7 +245,13 @@ def test_instructor_only_paths_come_from_course_yaml(course_file, tmp_path, caps
     files = tree_of(dest)
     assert "tests/test_x.py" in files and "tests/known_wrong.yaml" not in files and "tools/run.sh" not in files
     assert not any(p.endswith("README.md") for p in files)
+    assert "note: 1 tracked file(s) have uncommitted changes" in capsys.readouterr().out  # course.yaml
+    (root / "tools/run.sh").write_text("# not released: not worth a note\n")
+    assert release_to(course_file, dest) == 0
     assert "note: 1 tracked file(s) have uncommitted changes" in capsys.readouterr().out
+    (root / "solutions/day01/k.cu").write_text(rc.kernel("day01") + "// edited\n")  # its stub is released
+    assert release_to(course_file, dest) == 0
+    assert "note: 2 tracked file(s) have uncommitted changes" in capsys.readouterr().out
 
 
 def test_a_public_file_that_quotes_a_solution_line_is_noted(course_file, tmp_path, capsys):

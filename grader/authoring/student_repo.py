@@ -50,7 +50,7 @@ class Tree:
     days: list[str]
     left_out: Counter = field(default_factory=Counter)  # why -> how many tracked files
     quoted: dict[str, int] = field(default_factory=dict)  # public file -> lines of solution regions it shows
-    uncommitted: list[str] = field(default_factory=list)
+    uncommitted: list[str] = field(default_factory=list)  # released (or made into stubs) from the working tree
     baselines: list[tuple[str, str]] = field(default_factory=list)  # (day.exercise, the day of its baseline)
 
 
@@ -83,7 +83,7 @@ def build(root: Path, course_file: Path, course: Course, today: date, overlay: P
     tracked = course_files.tracked_files(root)
     days = course_files.released_days(course, today)
     hidden = hidden_paths(root, course_file, overlay)
-    tree = Tree({}, days, uncommitted=course_files.uncommitted(root))
+    tree = Tree({}, days)
     solution_files: dict[str, str] = {}
     for t in tracked:
         why = course_files.why_left_out(t.path, course, days, hidden)
@@ -112,6 +112,8 @@ def build(root: Path, course_file: Path, course: Course, today: date, overlay: P
         if p.source.is_file() and (text := _text(p.source)) is not None:
             solution_files.setdefault(p.source.relative_to(root).as_posix(), text)
     tree.files = dict(sorted(tree.files.items()))
+    stubbed = tuple(f"{course_files.SOLUTIONS}{d}/" for d in days)
+    tree.uncommitted = [u for u in course_files.uncommitted(root) if u in tree.files or u.startswith(stubbed)]
     _check(tree, copied, solution_files, overlay)
     for d in (course.day(i) for i in days):
         for ex in d.exercises:

@@ -45,3 +45,16 @@ def run_grader(*args, cwd=ROOT, timeout=900):
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None and not Path("/usr/local/cuda/bin/nvcc").exists(),
                                 reason="nvcc not installed")
+
+
+@pytest.fixture(scope="session")
+def planned_course(tmp_path_factory) -> Path:
+    """The course with one extra day that is planned, not ready (every real day is ready): for the messages a
+    planned day gets. Written beside a link to the repository's folders, so paths resolve as in the checkout."""
+    root = tmp_path_factory.mktemp("planned-course")
+    for name in ("days", "solutions", "tasks", "common"):
+        (root / name).symlink_to(ROOT / name)
+    text = (ROOT / "course.yaml").read_text()
+    (root / "course.yaml").write_text(text.rstrip("\n") + "\n  - id: day21\n    title: A planned day\n"
+                                      "    track: attention\n    status: planned\n")
+    return root / "course.yaml"

@@ -17,7 +17,6 @@ def assert_clean(r):
 
 @pytest.mark.parametrize("args, code, text", [
     (["check", "day42"], 2, "no day 'day42'"),
-    (["check", "day19"], 2, "planned, not ready yet"),
     (["check", "day01", "--dir", "/nonexistent/folder"], 2, "does not exist"),
     (["check", "day01", "--solution", "--dir", "."], 2, "either --solution or --dir"),
     (["check", "day03", "--exercise", "nope"], 2, "has no exercise 'nope'"),
@@ -26,6 +25,12 @@ def assert_clean(r):
 def test_usage_errors(args, code, text):
     r = run_grader(*args)
     assert r.returncode == code and text in r.stdout, r.stdout + r.stderr
+    assert_clean(r)
+
+
+def test_a_planned_day_is_not_checked(planned_course):
+    r = run_grader("--course", str(planned_course), "check", "day21")
+    assert r.returncode == 2 and "planned, not ready yet" in r.stdout, r.stdout + r.stderr
     assert_clean(r)
 
 

@@ -57,7 +57,7 @@ def _broken(tmp_path, root, mutate):
     (lambda r: r["days"][0].update(status="done"), "days[0] (day01).status: Input should be 'ready' or 'planned'"),
     (lambda r: r["days"][0]["exercises"][0].update(dtypes=["fp8"]), "dtypes[0]: Input should be 'fp32'"),
     (lambda r: r["days"][0]["exercises"][0].update(correctness=[[0, 3]]), "every dimension must be a positive"),
-    (lambda r: r["days"][1]["exercises"][0].update(baseline={"solution": "day19"}), "is not a ready day"),
+    (lambda r: r["days"][1]["exercises"][0].update(baseline={"solution": "day99"}), "is not a ready day"),
     (lambda r: r["days"][1]["exercises"][0].update(baseline={"library": True, "ceiling": True}),
      "give exactly one of"),
     (lambda r: r["days"][1]["exercises"][0].update(baseline={"library": True, "exercise": "softmax"}),

@@ -218,7 +218,6 @@ def test_defaults_and_shapes(course):
 # -- the CLI without a GPU ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("args, text", [
     (["profile", "day99"], "no day 'day99'"),
-    (["profile", "day19"], "planned, not ready yet"),
     (["profile", "day05", "--ncu", "/nonexistent"], "not an executable ncu"),
     (["profile", "day05", "--shape", "1,2,3", "--ncu", "/nonexistent"], "takes 2 positive sizes"),
     (["profile", "day01", "--dtype", "fp16"], "runs in fp32, not fp16"),
@@ -227,6 +226,12 @@ def test_defaults_and_shapes(course):
 def test_profile_usage_errors(args, text):
     r = run_grader(*args)
     assert r.returncode == 2 and text in r.stdout, r.stdout + r.stderr
+    assert_clean(r)
+
+
+def test_profile_of_a_planned_day(planned_course):
+    r = run_grader("--course", str(planned_course), "profile", "day21")
+    assert r.returncode == 2 and "planned, not ready yet" in r.stdout, r.stdout + r.stderr
     assert_clean(r)
 
 

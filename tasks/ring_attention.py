@@ -10,6 +10,7 @@ compares every run with the fp64 reference. One wrong run fails the exercise, na
 from __future__ import annotations
 
 import dataclasses
+import subprocess
 
 from tasks import attention as _attention
 
@@ -96,4 +97,41 @@ def _stress(ctx):
                   {"stress_runs": runs})
 
 
-CHECKS = {"stress": _stress}
+# The Flags each exercise's kernel is instantiated with (the names are in the stub, outside the holes).
+FLAGS = {"ring_attention": "FenceFlags", "ring_attention_acqrel": "AcqRelFlags"}
+
+
+def _ordering(ctx):
+    """Every arrival released and every wait acquired at device scope, in the PTX of the exercise's ring_kernel
+    instances (tasks/ring_ordering.py): the ordering bugs the hardware does not show in a test."""
+    from grader.protocol import CourseConfigError, Result
+    from grader.verdicts import Category
+    from tasks.ring_ordering import analyze, compile_ptx
+
+    ex = ctx.exercise
+    if ctx.src_dir is None or ctx.root is None or tuple(ctx.capability) == (0, 0):
+        return None
+    if ex.op not in FLAGS:
+        raise CourseConfigError(f"the ordering check knows the ops {', '.join(FLAGS)}, not {ex.op!r}")
+    sources = tuple(ctx.src_dir / s for s in ex.sources if s.endswith(".cu"))
+    try:
+        ptx = compile_ptx(sources, tuple(ctx.root / d for d in ex.include_dirs), tuple(ctx.capability))
+    except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
+        return Result("ordering", False, Category.CHECK_FAILED, f"could not read the kernel's PTX: {e}")
+    if ptx is None:
+        return Result("ordering", False, Category.CHECK_FAILED, "nvcc is needed to read the kernel's PTX and was not "
+                      "found: put the CUDA toolkit's bin/ on PATH")
+    flags = FLAGS[ex.op]
+    checked, findings = analyze(ptx, flags)
+    if checked == 0:
+        return Result("ordering", False, Category.CHECK_FAILED, f"no ring_kernel instance with {flags} in the PTX")
+    if findings:
+        f = findings[0]
+        return Result("ordering", False, Category.CHECK_FAILED,
+                      f"memory ordering, read in the PTX of ring_kernel with {flags}: {f.why} (`{f.text}`; "
+                      f"{len(findings)} such place(s) in {checked} instance(s))")
+    return Result("ordering", True, Category.PASS, f"PTX of {checked} ring_kernel instance(s) with {flags}: every "
+                  "arrival released and every wait acquired at device scope")
+
+
+CHECKS = {"stress": _stress, "ordering": _ordering}

@@ -67,7 +67,8 @@ def _time_ms(torch, fn, reps: int = 20) -> float:
     return sorted(times)[len(times) // 2]
 
 
-def overlap(module) -> list[dict]:
+def overlap(module, system=None) -> list[dict]:
+    """`system`: the solution built with thread_scope_system in AcqRelFlags (the widest scope), timed beside."""
     import torch
 
     rows = []
@@ -77,8 +78,11 @@ def overlap(module) -> list[dict]:
             q, k, v = (torch.randn((b, h, n, d), generator=g, device="cuda").half() for _ in range(3))
             o, lse = torch.empty_like(q), torch.empty((b, h, n), device="cuda")
             t = {}
-            for name in ("ring_attention", "ring_attention_acqrel", "ring_attention_local"):
-                f = getattr(module, name)
+            calls = [(name, getattr(module, name)) for name in ("ring_attention", "ring_attention_acqrel",
+                                                                 "ring_attention_local")]
+            if system is not None:
+                calls.append(("system", system.ring_attention_acqrel))
+            for name, f in calls:
                 t[name] = _time_ms(torch, lambda: f(q, k, v, o, lse, False, ranks))  # noqa: B023 (called here)
             shard = -(-n // ranks)
             rows.append({"shape": [b, h, n, d], "ranks": ranks, "shard": shard,
@@ -86,7 +90,8 @@ def overlap(module) -> list[dict]:
                          "fence_ms": t["ring_attention"], "acqrel_ms": t["ring_attention_acqrel"],
                          "local_ms": t["ring_attention_local"],
                          "efficiency": t["ring_attention_local"] / t["ring_attention"],
-                         "efficiency_acqrel": t["ring_attention_local"] / t["ring_attention_acqrel"]})
+                         "efficiency_acqrel": t["ring_attention_local"] / t["ring_attention_acqrel"],
+                         **({"system_ms": t["system"]} if "system" in t else {})})
             print(rows[-1], flush=True)
     return rows
 
@@ -154,12 +159,13 @@ def catch_rates(runs: int) -> list[dict]:
 def table(data: dict) -> str:
     gpu = data.get("gpu", "?")
     lines = [f"Overlap on the {gpu} (fp16, not causal; ms per call, medians; efficiency = local / ring):", "",
-             "| B×H×N×d | R | shard rows | shard K+V | local | ring (fences) | ring (acq/rel) | efficiency |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| B×H×N×d | R | shard rows | shard K+V | local | ring (fences) | ring (acq/rel) | acq/rel, system "
+             "scope | efficiency |", "|---|---|---|---|---|---|---|---|---|"]
     for r in data["overlap"]:
         b, h, n, d = r["shape"]
+        system = f"{r['system_ms']:.3f}" if "system_ms" in r else "-"
         lines.append(f"| {b}×{h}×{n}×{d} | {r['ranks']} | {r['shard']} | {r['shard_mib']:.1f} MiB | "
-                     f"{r['local_ms']:.3f} | {r['fence_ms']:.3f} | {r['acqrel_ms']:.3f} | "
+                     f"{r['local_ms']:.3f} | {r['fence_ms']:.3f} | {r['acqrel_ms']:.3f} | {system} | "
                      f"{r['efficiency']:.2f} / {r['efficiency_acqrel']:.2f} |")
     lines += ["", f"Protocol bugs caught (wrong runs of all runs, fresh fp16 inputs, shapes "
               f"{', '.join(f'{list(s)} R={r}' for s, r in CATCH_SHAPES)}):", "",
@@ -190,6 +196,8 @@ def main() -> int:
     p.add_argument("--insert", type=Path)
     p.add_argument("--catch", nargs=4, metavar=("DIR", "EXERCISE", "RUNS", "OUT"))
     p.add_argument("--runs", type=int, default=20)
+    p.add_argument("--overlap-only", action="store_true", help="skip the catch rates (keep a saved run's, --merge)")
+    p.add_argument("--merge", type=Path, help="a saved day19.json whose catch rates to keep with --overlap-only")
     a = p.parse_args()
     if a.insert:
         insert(a.insert)
@@ -201,8 +209,15 @@ def main() -> int:
     import torch
 
     module = _build(torch, "ring_attention", ROOT / "solutions" / "day19")
-    data = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "catch": catch_rates(a.runs),
-            "overlap": overlap(module)}
+    wide = Path(tempfile.mkdtemp(prefix="day19-system-")) / "day19"
+    shutil.copytree(ROOT / "solutions" / "day19", wide)
+    text = (wide / SOURCE).read_text()
+    (wide / SOURCE).write_text(text.replace("cuda::thread_scope_device", "cuda::thread_scope_system"))
+    system = _build(torch, "ring_attention_acqrel", wide)
+    catch = json.loads(a.merge.read_text())["catch"] if a.overlap_only and a.merge else \
+        ([] if a.overlap_only else catch_rates(a.runs))
+    data = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "catch": catch,
+            "overlap": overlap(module, system)}
     a.out.mkdir(parents=True, exist_ok=True)
     (a.out / "day19.json").write_text(json.dumps(data, indent=1))
     (a.out / "day19.md").write_text(table(data) + "\n")

@@ -21,85 +21,68 @@ def _module():
     return mod
 
 
-def _worker(rank, world, init, shape, causal, out_dir):
+def _local_shards(rank, world, shape):
+    """The seeded q, k, v and this rank's rows of them."""
+    g = torch.Generator().manual_seed(7)
+    q, k, v = (torch.randn(shape, generator=g) for _ in range(3))
+    n = shape[2] // world
+    part = slice(rank * n, (rank + 1) * n)
+    return q[:, :, part], k[:, :, part].contiguous(), v[:, :, part].contiguous()
+
+
+def _worker(rank, world, init, shape, causal, out_dir, wrong=False):
     import torch.distributed as dist
 
+    mod = _module()
+    q, k, v = _local_shards(rank, world, shape)
+    if wrong:  # the transfers happen, but every step attends to the rank's own shard again
+        real = mod.dist.batch_isend_irecv
+
+        def own_shard_again(ops):
+            sends = [op for op in ops if op.op is dist.isend]
+            recvs = [op for op in ops if op.op is dist.irecv]
+            scratch = [dist.P2POp(dist.irecv, torch.empty_like(op.tensor), op.peer) for op in recvs]
+            for request in real(sends + scratch):
+                request.wait()
+            for op, own in zip(recvs, (k, v)):
+                op.tensor.copy_(own)
+            return []
+
+        mod.dist.batch_isend_irecv = own_shard_again
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
     try:
-        g = torch.Generator().manual_seed(7)
-        q, k, v = (torch.randn(shape, generator=g) for _ in range(3))
-        n = shape[2] // world
-        part = slice(rank * n, (rank + 1) * n)
-        o, lse = _module().ring_attention(q[:, :, part], k[:, :, part], v[:, :, part], causal)
+        o, lse = mod.ring_attention(q, k, v, causal)
         torch.save({"o": o, "lse": lse}, Path(out_dir) / f"{rank}.pt")
     finally:
         dist.destroy_process_group()
 
 
-@pytest.mark.parametrize("world", [1, 2, 3])
-@pytest.mark.parametrize("causal", [False, True])
-def test_ring_over_gloo_matches_the_reference(world, causal, tmp_path):
+def _run(tmp_path, world, shape, causal, wrong=False):
+    """o and lse of every rank, concatenated along the sequence, and the fp64 reference."""
     import torch.multiprocessing as mp
 
     from tasks import attention
 
-    shape = (2, 3, 24 * world, 16)
     init = f"file://{tmp_path / 'rendezvous'}"
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    mp.spawn(_worker, args=(world, init, shape, causal, str(tmp_path)), nprocs=world, join=True)
+    mp.spawn(_worker, args=(world, init, shape, causal, str(tmp_path), wrong), nprocs=world, join=True)
+    parts = [torch.load(tmp_path / f"{r}.pt") for r in range(world)]
     g = torch.Generator().manual_seed(7)
     q, k, v = (torch.randn(shape, generator=g) for _ in range(3))
     ref_o, ref_lse = attention.reference(q, k, v, causal)
-    parts = [torch.load(tmp_path / f"{r}.pt") for r in range(world)]
-    o = torch.cat([p["o"] for p in parts], dim=2)
-    lse = torch.cat([p["lse"] for p in parts], dim=2)
+    o, lse = (torch.cat([p[name] for p in parts], dim=2) for name in ("o", "lse"))
+    return o, lse, ref_o, ref_lse
+
+
+@pytest.mark.parametrize("world", [1, 2, 3])
+@pytest.mark.parametrize("causal", [False, True])
+def test_ring_over_gloo_matches_the_reference(world, causal, tmp_path):
+    o, lse, ref_o, ref_lse = _run(tmp_path, world, (2, 3, 24 * world, 16), causal)
     assert torch.allclose(o.double(), ref_o, atol=1e-5, rtol=1e-4)
     assert torch.allclose(lse.double(), ref_lse, atol=1e-5, rtol=1e-5)
 
 
-def test_a_wrong_schedule_is_caught(tmp_path, monkeypatch):
+def test_a_wrong_schedule_is_caught(tmp_path):
     """The test can fail: a ring that attends to its own shard at every step gives wrong values for 2 ranks."""
-    import torch.multiprocessing as mp
-
-    from tasks import attention
-
-    world, shape = 2, (1, 2, 32, 16)
-    init = f"file://{tmp_path / 'rendezvous'}"
-    mp.spawn(_broken_worker, args=(world, init, shape, str(tmp_path)), nprocs=world, join=True)
-    g = torch.Generator().manual_seed(7)
-    q, k, v = (torch.randn(shape, generator=g) for _ in range(3))
-    ref_o, _ = attention.reference(q, k, v, False)
-    o = torch.cat([torch.load(tmp_path / f"{r}.pt")["o"] for r in range(world)], dim=2)
+    o, _, ref_o, _ = _run(tmp_path, 2, (1, 2, 32, 16), False, wrong=True)
     assert not torch.allclose(o.double(), ref_o, atol=1e-5, rtol=1e-4)
-
-
-def _broken_worker(rank, world, init, shape, out_dir):
-    import torch.distributed as dist
-
-    mod = _module()
-    real = mod.dist.batch_isend_irecv
-
-    def no_transfer(ops):  # receives nothing new: the "incoming" buffers keep the rank's own shard
-        reqs = real(ops)
-        for r in reqs:
-            r.wait()
-        for op in ops:
-            if op.op is dist.irecv:
-                op.tensor.copy_(held[0] if op.tensor.shape == held[0].shape and len(seen) % 2 == 0 else held[1])
-                seen.append(1)
-        return []
-
-    held, seen = [], []
-    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
-    try:
-        g = torch.Generator().manual_seed(7)
-        q, k, v = (torch.randn(shape, generator=g) for _ in range(3))
-        n = shape[2] // world
-        part = slice(rank * n, (rank + 1) * n)
-        held.extend([k[:, :, part].contiguous(), v[:, :, part].contiguous()])
-        mod.dist.batch_isend_irecv = no_transfer
-        o, _ = mod.ring_attention(q[:, :, part], k[:, :, part], v[:, :, part], False)
-        torch.save({"o": o}, Path(out_dir) / f"{rank}.pt")
-    finally:
-        mod.dist.batch_isend_irecv = real
-        dist.destroy_process_group()

@@ -18,7 +18,7 @@ ARCH = (8, 0)
 VARIANTS = {
     "release": [("    __threadfence();\n    atomicAdd(counter, 1u);", "    atomicAdd(counter, 1u);"),
                 ("c.fetch_add(1u, cuda::memory_order_release);", "c.fetch_add(1u, cuda::memory_order_relaxed);")],
-    "acquire": [("backoff.pause(counter, target);\n    __threadfence();", "backoff.pause(counter, target);"),
+    "acquire": [("backoff.pause();\n    __threadfence();", "backoff.pause();"),
                 ("c.load(cuda::memory_order_acquire)", "c.load(cuda::memory_order_relaxed)")],
     "block_scope": [("cuda::thread_scope_device", "cuda::thread_scope_block")],
 }

@@ -145,11 +145,11 @@ __device__ __forceinline__ void stall(unsigned seed, Role me, int step, int wher
 }
 
 // A spin that sleeps between reads and gives up after kWatchdogNs: a grid whose blocks cannot all be resident, or
-// a producer that never arrives, becomes an error with a message instead of a GPU that never finishes.
+// a producer that never arrives, traps (an error the caller sees) instead of a GPU that never finishes.
 constexpr unsigned long long kWatchdogNs = 10ull * 1000 * 1000 * 1000;
 struct Backoff {
   unsigned long long start = 0;
-  __device__ void pause(unsigned* counter, unsigned target) {
+  __device__ void pause() {
     __nanosleep(64);
     const unsigned long long now = global_ns();
     if (start == 0) {
@@ -171,7 +171,7 @@ struct FenceFlags {
   }
   // Return once *counter >= target, with everything published before those arrivals visible to this block's reads.
   __device__ static void wait(unsigned* counter, unsigned target) {
-    // YOUR CODE HERE: spin on a volatile read (backoff.pause between reads), then a fence
+    // YOUR CODE HERE: spin on a volatile read (backoff.pause() between reads), then a fence
   }
 };
 
@@ -575,14 +575,16 @@ cudaError_t launch(Args<T> a, cudaStream_t stream) {
                                      params, kSmem, stream);
 }
 
+// Rows per shard for n rows over `ranks` ranks: ceil(n / ranks), rounded up to whole 64-row tiles.
+inline int shard_rows_for(int n, int ranks) { return ((n + ranks - 1) / ranks + kBr - 1) / kBr * kBr; }
+
 template <typename T, class Flags>
 cudaError_t dispatch(const T* q, const T* k, const T* v, T* o, float* lse, float* o_acc, float* ml_acc, T* slots,
                      unsigned* counters, int bh, int n, int d, bool causal, int ranks, unsigned jitter,
                      cudaStream_t stream) {
   Args<T> a{q, k, v, o, lse, o_acc, ml_acc, slots, counters, counters + ranks * ranks, bh, n, 0,
             ranks, 1, causal, jitter, 0.0f};
-  a.shard = (n + ranks - 1) / ranks;
-  a.shard = (a.shard + kBr - 1) / kBr * kBr;
+  a.shard = shard_rows_for(n, ranks);
   a.qscale = 1.4426950408889634f / sqrtf(static_cast<float>(d));
   if (d == 64) return launch<T, 64, Flags>(a, stream);
   if (d == 128) return launch<T, 128, Flags>(a, stream);
@@ -591,11 +593,8 @@ cudaError_t dispatch(const T* q, const T* k, const T* v, T* o, float* lse, float
 
 }  // namespace ring
 
-// Rows per shard for n rows over `ranks` ranks (a whole number of 64-row tiles): the bindings size the slots by it.
-int ring_attention_shard_rows(int n, int ranks) {
-  const int rows = (n + ranks - 1) / ranks;
-  return (rows + ring::kBr - 1) / ring::kBr * ring::kBr;
-}
+// The bindings size the slots by it.
+int ring_attention_shard_rows(int n, int ranks) { return ring::shard_rows_for(n, ranks); }
 
 // Exercise 1: the ring with FenceFlags.
 template <typename T>

@@ -50,8 +50,6 @@
 // instead of TMA the same kernel ran at 346 TFLOP/s (0.97-1.00x flash), and a third buffer changed nothing for
 // either; the mma.sync kernel alone runs at 215 TFLOP/s there (0.61x flash; 0.73-0.76x at d = 64).
 
-#include <cuda.h>  // CUtensorMap (the TMA descriptor)
-#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -60,6 +58,8 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+
+#include "hopper.cuh"  // wgmma, TMA and mbarrier wrappers, the sm_90a probe (shared with day 20's backward)
 
 // Knobs (-D...) for measuring alternatives; the defaults are what the notes found fastest.
 #ifndef FA12_MMA_BC64

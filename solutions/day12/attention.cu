@@ -50,8 +50,6 @@
 // instead of TMA the same kernel ran at 346 TFLOP/s (0.97-1.00x flash), and a third buffer changed nothing for
 // either; the mma.sync kernel alone runs at 215 TFLOP/s there (0.61x flash; 0.73-0.76x at d = 64).
 
-#include <cuda.h>  // CUtensorMap (the TMA descriptor)
-#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -60,6 +58,8 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+
+#include "hopper.cuh"  // wgmma, TMA and mbarrier wrappers, the sm_90a probe (shared with day 20's backward)
 
 // Knobs (-D...) for measuring alternatives; the defaults are what the notes found fastest.
 #ifndef FA12_MMA_BC64
@@ -509,110 +509,7 @@ struct Smem {
   static constexpr size_t kBytes = kBar + 8 * (1 + 2 * kStages) + 1024;  // + room to align: 161 KiB (d = 128)
 };
 
-__device__ int g_sm90a_image;  // set to 1 by the probe kernel when it runs from the sm_90a image
-
-__global__ void probe_kernel() {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  g_sm90a_image = 1;
-#else
-  g_sm90a_image = 0;
-#endif
-}
-
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-
-// Shared-memory matrix descriptor: start address, leading and stride byte offsets (>> 4), 128-byte swizzle.
-__device__ __forceinline__ uint64_t desc_sw128(uint32_t addr, uint32_t lbo, uint32_t sbo) {
-  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>(lbo >> 4) << 16) |
-         (static_cast<uint64_t>(sbo >> 4) << 32) | (1ull << 62);
-}
-
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-// Generic-proxy writes (cp.async) made visible to the async proxy (wgmma's shared-memory reads).
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-
-// Keeps the compiler from moving reads or writes of accumulator registers across a wgmma issue or wait.
-template <int N>
-__device__ __forceinline__ void fence_regs(float (&r)[N]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
-}
-template <int N>
-__device__ __forceinline__ void fence_regs(uint32_t (&r)[N]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i])::"memory");
-}
-
-#define FA12_R0_31                                                                                                 \
-  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
-  "%24, %25, %26, %27, %28, %29, %30, %31"
-#define FA12_R32_63                                                                                                \
-  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, " \
-  "%54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-#define FA12_ACC8(d, i)                                                                                        \
-  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
-      "+f"(d[i + 7])
-#define FA12_ACC32(d) FA12_ACC8(d, 0), FA12_ACC8(d, 8), FA12_ACC8(d, 16), FA12_ACC8(d, 24)
-#define FA12_ACC64(d) FA12_ACC32(d), FA12_ACC8(d, 32), FA12_ACC8(d, 40), FA12_ACC8(d, 48), FA12_ACC8(d, 56)
-#define FA12_OUT8(d, i)                                                                                        \
-  "=f"(d[i]), "=f"(d[i + 1]), "=f"(d[i + 2]), "=f"(d[i + 3]), "=f"(d[i + 4]), "=f"(d[i + 5]), "=f"(d[i + 6]), \
-      "=f"(d[i + 7])
-#define FA12_OUT64(d)                                                                                         \
-  FA12_OUT8(d, 0), FA12_OUT8(d, 8), FA12_OUT8(d, 16), FA12_OUT8(d, 24), FA12_OUT8(d, 32), FA12_OUT8(d, 40), \
-      FA12_OUT8(d, 48), FA12_OUT8(d, 56)
-
-// d[64 x 128] = A[64 x 16] B[16 x 128] (kAccumulate: d += ...), A and B in shared memory, both K-major. The first
-// form only writes d ("=f"), so the compiler sees no use of the previous tile's values.
-template <typename T, bool kAccumulate>
-__device__ __forceinline__ void wgmma_ss_n128(float (&d)[64], uint64_t desc_a, uint64_t desc_b) {
-#define FA12_SS(TY, ACC, SCALE_D)                                                                           \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                                 \
-               "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " {" FA12_R0_31 ", " FA12_R32_63 \
-               "}, %64, %65, p, 1, 1, 0, 0;\n}\n"                                                           \
-               : ACC(d)                                                                                     \
-               : "l"(desc_a), "l"(desc_b), "n"(SCALE_D))
-  if constexpr (kAccumulate) {
-    if constexpr (std::is_same_v<T, __half>) FA12_SS("f16", FA12_ACC64, 1); else FA12_SS("bf16", FA12_ACC64, 1);
-  } else {
-    if constexpr (std::is_same_v<T, __half>) FA12_SS("f16", FA12_OUT64, 0); else FA12_SS("bf16", FA12_OUT64, 0);
-  }
-#undef FA12_SS
-}
-
-// d[64 x N] += A[64 x 16] B[16 x N], A in registers (per warp, the m16n8k16 A fragment of its 16 rows), B in
-// shared memory N-major (imm-trans-b = 1): B[k][n] = V[key k][column n], rows of V as they are stored.
-template <typename T>
-__device__ __forceinline__ void wgmma_rs_n128(float (&d)[64], const uint32_t* a, uint64_t desc_b) {
-#define FA12_RS(TY)                                                                                         \
-  asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " {" FA12_R0_31 ", " FA12_R32_63 \
-               "}, {%64, %65, %66, %67}, %68, 1, 1, 1, 1;\n"                                                \
-               : FA12_ACC64(d)                                                                              \
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b))
-  if constexpr (std::is_same_v<T, __half>) FA12_RS("f16"); else FA12_RS("bf16");
-#undef FA12_RS
-}
-template <typename T>
-__device__ __forceinline__ void wgmma_rs_n64(float (&d)[32], const uint32_t* a, uint64_t desc_b) {
-#define FA12_RS(TY)                                                                                      \
-  asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " {" FA12_R0_31                \
-               "}, {%32, %33, %34, %35}, %36, 1, 1, 1, 1;\n"                                             \
-               : FA12_ACC32(d)                                                                           \
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b))
-  if constexpr (std::is_same_v<T, __half>) FA12_RS("f16"); else FA12_RS("bf16");
-#undef FA12_RS
-}
-#undef FA12_R0_31
-#undef FA12_R32_63
-#undef FA12_ACC8
-#undef FA12_ACC32
-#undef FA12_ACC64
-#undef FA12_OUT8
-#undef FA12_OUT64
 
 // kRows x D tile (rows >= rows_valid zero-filled; `safe` is any readable address) into the swizzled layout at
 // shared address dst, by all 256 threads with cp.async.
@@ -638,9 +535,9 @@ __device__ __forceinline__ void issue_s(float (&s)[64], uint32_t q_base, uint32_
     const uint64_t da = desc_sw128(q_base + (kk / 4) * (64 * 128) + (kk % 4) * 32, 16, 1024);
     const uint64_t db = desc_sw128(k_base + (kk / 4) * (kBc * 128) + (kk % 4) * 32, 16, 1024);
     if (kk == 0)
-      wgmma_ss_n128<T, false>(s, da, db);
+      wgmma_ss<T, 128, false, 0, 0>(s, da, db);
     else
-      wgmma_ss_n128<T, true>(s, da, db);
+      wgmma_ss<T, 128, true, 0, 0>(s, da, db);
   }
 }
 
@@ -652,44 +549,10 @@ __device__ __forceinline__ void issue_pv(float (&o)[D / 2], const uint32_t (&pa)
   for (int j = 0; j < kBc / 16; ++j) {
     const uint64_t db = desc_sw128(v_base + j * 16 * 128, kBc * 128, 1024);
     if constexpr (D == 128)
-      wgmma_rs_n128<T>(o, pa + 4 * j, db);
+      wgmma_rs<T, 128>(o, pa + 4 * j, db);
     else
-      wgmma_rs_n64<T>(o, pa + 4 * j, db);
+      wgmma_rs<T, 64>(o, pa + 4 * j, db);
   }
-}
-
-// mbarriers (TMA path): one thread arms a barrier with the bytes it expects, the copies' completion counts them
-// down, and every thread waits for the barrier's current phase (its parity) to complete.
-__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-  uint32_t done;
-  do {
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (!done);
-}
-// A box of the 3-D view [B·H][N][D] (coordinates innermost first: column, row, head) into shared memory.
-__device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap* map, int col, int row, int bh,
-                                         uint32_t bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n"
-      ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(col), "r"(row), "r"(bh), "r"(bar)
-      : "memory");
-}
-// kRows x D rows of a head (rows past N arrive as zeros): D/64 boxes of [kRows][64], one per column block.
-template <int D, int kRows>
-__device__ __forceinline__ void tma_tile(uint32_t dst, const CUtensorMap* map, int row, int bh, uint32_t bar) {
-  mbar_expect_tx(bar, kRows * D * 2);
-#pragma unroll
-  for (int h = 0; h < D / 64; ++h) tma_load(dst + h * (kRows * 128), map, 64 * h, row, bh, bar);
 }
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
@@ -746,7 +609,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   if constexpr (kTma) {
     if (threadIdx.x == 0) {
       for (int i = 0; i < 1 + 2 * kStages; ++i) mbar_init(base + S::kBar + 8 * i, 1);
-      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+      mbar_init_fence();
     }
     __syncthreads();  // barriers initialised before anyone waits on them
     if (threadIdx.x == 0) {
@@ -876,63 +739,6 @@ __global__ void __launch_bounds__(kThreads, 1)
 #else
   __trap();  // only the sm_90a image has this kernel; the launcher never picks it elsewhere
 #endif
-}
-
-// True when this device is a 9.0 GPU running the sm_90a image of this file (checked once per device).
-inline bool available() {
-  static int known[64] = {};  // 0: not asked yet, 1: yes, 2: no
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
-  if (known[dev] == 0) {
-    int major = 0, minor = 0;
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-    int flag = 0;
-    if (major == 9 && minor == 0) {
-      probe_kernel<<<1, 1>>>();
-      if (cudaGetLastError() != cudaSuccess || cudaMemcpyFromSymbol(&flag, g_sm90a_image, sizeof(int)) != cudaSuccess)
-        flag = 0;
-    }
-    known[dev] = flag == 1 ? 1 : 2;
-  }
-  return known[dev] == 1;
-}
-
-// cuTensorMapEncodeTiled is a driver function: fetched once through the runtime (no -lcuda needed).
-inline PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
-  static bool asked = false;
-  if (!asked) {
-    asked = true;
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-#if CUDART_VERSION >= 12050
-    const cudaError_t err = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault,
-                                                             &found);
-#else
-    const cudaError_t err = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &p, cudaEnableDefault, &found);
-#endif
-    if (err == cudaSuccess && found == cudaDriverEntryPointSuccess)
-      fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
-  }
-  return fn;
-}
-
-// The tensor [B·H, N, D] as a 3-D TMA view, boxes of [rows][64] with the 128-byte swizzle; rows past N (within
-// a head) are filled with zeros.
-template <typename T>
-bool make_map(CUtensorMap* map, const T* ptr, int bh, int n, int d, int rows) {
-  const auto encode = encode_tiled();
-  if (encode == nullptr) return false;
-  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(d), static_cast<cuuint64_t>(n), static_cast<cuuint64_t>(bh)};
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(d) * sizeof(T), static_cast<cuuint64_t>(n) * d * sizeof(T)};
-  const cuuint32_t box[3] = {64, static_cast<cuuint32_t>(rows), 1};
-  const cuuint32_t steps[3] = {1, 1, 1};
-  const CUtensorMapDataType type =
-      std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-  return encode(map, type, 3, const_cast<T*>(ptr), dims, strides, box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
 template <typename T, int D>

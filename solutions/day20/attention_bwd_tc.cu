@@ -31,6 +31,7 @@
 #include <type_traits>
 
 #include "float_convert.cuh"  // to_float(v), from_float<T>(v)
+#include "hopper.cuh"  // wgmma, TMA, mbarriers and the sm_90a probe (day 12's forward uses the same)
 #include "ptx.cuh"
 
 namespace fa2_tc {
@@ -459,6 +460,265 @@ __global__ void __launch_bounds__(256) round_kernel(const float* __restrict__ sr
   // END SOLUTION
 }
 
+// BEGIN SOLUTION: optional, for Hopper: the key-tile walk on wgmma (wrappers in common/hopper.cuh), tried first by your launcher
+#ifndef FA20_HOPPER
+#define FA20_HOPPER 1  // 0: never take the wgmma walk (to time the mma.sync walk on a Hopper GPU)
+#endif
+
+// ---------------------------------------------------------------------------------------------------------------
+// Hopper (sm_90a): the key-tile walk on wgmma, chosen at run time as day 12 chooses its forward (a 9.0 GPU running
+// the sm_90a image, 16-byte aligned tensors, a driver with TMA); everything else takes the mma.sync walk above.
+// ---------------------------------------------------------------------------------------------------------------
+namespace hopper_bwd {
+
+using namespace hopper;  // common/hopper.cuh
+
+constexpr int kThreads = 256;  // two warpgroups, each owning 64 of the block's keys
+constexpr int kBc = 128;
+constexpr int kBr = 64;
+
+// Shared memory, bytes from a 1024-aligned base, every tile in the 128-byte-swizzled column-block layout
+// (hopper.cuh): K, V [kBc][D]; Q, dO [2][kBr][D]; dSᵀ [kBc][kBr] (one column block); lse·log2 e and D [2][kBr]
+// floats each; mbarriers for K, V, Q[2], dO[2].
+template <int D>
+struct Smem {
+  static constexpr int kK = 0;
+  static constexpr int kV = kK + kBc * D * 2;
+  static constexpr int kQTile = kBr * D * 2;
+  static constexpr int kQ = kV + kBc * D * 2;
+  static constexpr int kDO = kQ + 2 * kQTile;
+  static constexpr int kDS = kDO + 2 * kQTile;
+  static constexpr int kL = kDS + kBc * kBr * 2;
+  static constexpr int kDl = kL + 2 * kBr * 4;
+  static constexpr int kBar = kDl + 2 * kBr * 4;
+  static constexpr size_t kBytes = kBar + 8 * 6 + 1024;  // + room to align: 146 KiB (d = 128), 82 KiB (d = 64)
+};
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// The 64 x 64 score tile of this warpgroup, d[64 keys x 64 queries] = A B over D, both operands K-major: A = its 64
+// rows of K (or V), B = the query tile of Q (or dO).
+template <typename T, int D>
+__device__ __forceinline__ void issue_scores(float (&d)[32], uint32_t a_base, uint32_t b_base) {
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    const uint64_t da = desc_sw128(a_base + (kk / 4) * (kBc * 128) + (kk % 4) * 32, 16, 1024);
+    const uint64_t db = desc_sw128(b_base + (kk / 4) * (kBr * 128) + (kk % 4) * 32, 16, 1024);
+    if (kk == 0)
+      wgmma_ss<T, 64, false, 0, 0>(d, da, db);
+    else
+      wgmma_ss<T, 64, true, 0, 0>(d, da, db);
+  }
+}
+
+// acc[64 keys x D] += Aᵀ-tile (registers: Pᵀ or dSᵀ packed) times the query tile B [kBr][D] (dO or Q), read
+// N-major: each k-step is 16 query rows further, the column blocks kBr·128 bytes apart.
+template <typename T, int D>
+__device__ __forceinline__ void issue_grad(float (&acc)[D / 2], const uint32_t (&a)[16], uint32_t b_base) {
+#pragma unroll
+  for (int j = 0; j < kBr / 16; ++j) wgmma_rs<T, D>(acc, a + 4 * j, desc_sw128(b_base + j * 16 * 128, kBr * 128, 1024));
+}
+#endif
+
+// One block per (batch·head, tile of kBc keys); warpgroup wg owns keys k0 + 64·wg ... Per query tile: Sᵀ and dPᵀ on
+// wgmma (both operands from shared memory), P and dS on the CUDA cores, dV += Pᵀ dO and dK += dSᵀ Q on wgmma with
+// Pᵀ, dSᵀ from registers; kAtomic: dSᵀ also to shared memory, and dQ_tile = dS K (both operands MN-major) added
+// into dq_acc with float2 atomics. Tiles arrive by TMA, Q and dO two query tiles ahead.
+template <typename T, int D, bool kAtomic>
+__global__ void __launch_bounds__(kThreads, 1)
+    dkdv_wgmma_kernel(const float* __restrict__ lse, const float* __restrict__ delta, T* __restrict__ dk,
+                      T* __restrict__ dv, float* __restrict__ dq_acc, int n, int k_tiles, bool causal, float c,
+                      float scale, const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
+                      const __grid_constant__ CUtensorMap tm_v, const __grid_constant__ CUtensorMap tm_do) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using S = Smem<D>;
+  extern __shared__ uint4 smem_raw[];
+  const uint32_t raw = ptx::smem_addr(smem_raw);
+  const uint32_t base = (raw + 1023) & ~1023u;
+  unsigned char* const sbase = reinterpret_cast<unsigned char*>(smem_raw) + (base - raw);
+  float* const Ls = reinterpret_cast<float*>(sbase + S::kL);
+  float* const Dls = reinterpret_cast<float*>(sbase + S::kDl);
+
+  const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = ptx::lane_id();
+  const int bh = blockIdx.x / k_tiles;
+  const int k0 = (blockIdx.x % k_tiles) * kBc;
+  const int kw = k0 + 64 * wg;  // this warpgroup's first key
+  const int i_begin = causal ? k0 / kBr : 0;
+  const int i_end = (n + kBr - 1) / kBr;
+  const float* const lseh = lse + static_cast<size_t>(bh) * n;
+  const float* const deltah = delta + static_cast<size_t>(bh) * n;
+  const uint32_t bar_k = base + S::kBar, bar_v = bar_k + 8;
+  auto bar_q = [&](int st) { return bar_k + 16 + 8 * st; };
+  auto bar_do = [&](int st) { return bar_k + 32 + 8 * st; };
+  auto q_at = [&](int st) { return base + S::kQ + st * S::kQTile; };
+  auto do_at = [&](int st) { return base + S::kDO + st * S::kQTile; };
+  auto fetch_q = [&](int i) {  // thread 0: Q and dO of query tile i into stage (i - i_begin) % 2
+    const int st = (i - i_begin) & 1;
+    tma_tile<D, kBr>(q_at(st), &tm_q, i * kBr, bh, bar_q(st));
+    tma_tile<D, kBr>(do_at(st), &tm_do, i * kBr, bh, bar_do(st));
+  };
+  auto fetch_ld = [&](int i) {  // lse·log2 e and D of query tile i (+inf and 0 past N), by threads 0 .. kBr-1
+    const int st = (i - i_begin) & 1, r = threadIdx.x, q = i * kBr + r;
+    if (r < kBr) {
+      Ls[st * kBr + r] = q < n ? lseh[q] * kLog2e : INFINITY;
+      Dls[st * kBr + r] = q < n ? deltah[q] : 0.0f;
+    }
+  };
+
+  if (threadIdx.x == 0) {
+    for (int b = 0; b < 6; ++b) mbar_init(bar_k + 8 * b, 1);
+    mbar_init_fence();
+  }
+  if (i_begin < i_end) fetch_ld(i_begin);
+  __syncthreads();  // barriers initialised, tile i_begin's lse and D stored
+  if (threadIdx.x == 0) {
+    tma_tile<D, kBc>(base + S::kK, &tm_k, k0, bh, bar_k);
+    tma_tile<D, kBc>(base + S::kV, &tm_v, k0, bh, bar_v);
+    if (i_begin < i_end) fetch_q(i_begin);
+    if (i_begin + 1 < i_end) fetch_q(i_begin + 1);
+  }
+  mbar_wait(bar_k, 0);
+  mbar_wait(bar_v, 0);
+
+  float dk_acc[D / 2], dv_acc[D / 2];
+#pragma unroll
+  for (int x = 0; x < D / 2; ++x) dk_acc[x] = dv_acc[x] = 0.0f;
+  const int key_lo = kw + 16 * warp + lane / 4;  // this thread's keys: key_lo and key_lo + 8
+  const uint32_t k_wg = base + S::kK + wg * 64 * 128, v_wg = base + S::kV + wg * 64 * 128;
+
+  for (int i = i_begin; i < i_end; ++i) {
+    const int st = (i - i_begin) & 1, q0 = i * kBr;
+    if (i + 1 < i_end) fetch_ld(i + 1);  // its stage was last read in step i - 1, which every thread has left
+    mbar_wait(bar_q(st), ((i - i_begin) >> 1) & 1);
+    mbar_wait(bar_do(st), ((i - i_begin) >> 1) & 1);
+
+    float s[32], dp[32];
+    wgmma_fence();
+    issue_scores<T, D>(s, k_wg, q_at(st));
+    wgmma_commit();
+    issue_scores<T, D>(dp, v_wg, do_at(st));
+    wgmma_commit();
+    wgmma_wait<1>();
+    fence_regs(s);
+    const float* const Lt = Ls + st * kBr;
+    const float* const Dt = Dls + st * kBr;
+    const bool edge = kw + 63 >= n || (causal && kw + 63 > q0);
+#pragma unroll
+    for (int t = 0; t < 8; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int col = 8 * t + 2 * (lane % 4) + (e & 1);
+        float p = ptx::ex2(fmaf(s[4 * t + e], c, -Lt[col]));
+        if (edge) {
+          const int key = key_lo + 8 * (e >> 1);
+          if (key >= n || (causal && key > q0 + col)) p = 0.0f;
+        }
+        s[4 * t + e] = p;
+      }
+    wgmma_wait<0>();
+    fence_regs(dp);
+#pragma unroll
+    for (int t = 0; t < 8; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) dp[4 * t + e] = s[4 * t + e] * (dp[4 * t + e] - Dt[8 * t + 2 * (lane % 4) + (e & 1)]);
+    uint32_t pa[16], da[16];
+    pack<T, 64>(pa, s);
+    pack<T, 64>(da, dp);
+    if constexpr (kAtomic) {
+      // dSᵀ rows of this thread into the [kBc][kBr] tile (one 128-byte row per key, chunk t ^ (row % 8)).
+      unsigned char* const ds = sbase + S::kDS;
+      const int r = 64 * wg + 16 * warp + lane / 4;
+#pragma unroll
+      for (int t = 0; t < 8; ++t) {
+        *reinterpret_cast<uint32_t*>(ds + r * 128 + ((t ^ (r & 7)) << 4) + 4 * (lane % 4)) = da[2 * t];
+        *reinterpret_cast<uint32_t*>(ds + (r + 8) * 128 + ((t ^ ((r + 8) & 7)) << 4) + 4 * (lane % 4)) = da[2 * t + 1];
+      }
+    }
+    fence_regs(dv_acc);
+    fence_regs(dk_acc);
+    wgmma_fence();
+    issue_grad<T, D>(dv_acc, pa, do_at(st));
+    issue_grad<T, D>(dk_acc, da, q_at(st));
+    wgmma_commit();
+    if constexpr (kAtomic) {
+      fence_proxy_async();  // dSᵀ's st.shared -> wgmma's reads
+      __syncthreads();      // both warpgroups' dSᵀ rows are in
+      // dQ_tile[64 queries x 64 columns] = dS K: d = 128, warpgroup wg takes column block wg over all kBc keys;
+      // d = 64, it takes its own 64 keys (the two halves of the sum meet in dq_acc).
+      constexpr int kSteps = D == 128 ? kBc / 16 : 4;
+      const int key0 = D == 128 ? 0 : 64 * wg, cblk = D == 128 ? wg : 0;
+      float dq[32];
+#pragma unroll
+      for (int j = 0; j < kSteps; ++j) {
+        const uint64_t dA = desc_sw128(base + S::kDS + (key0 + 16 * j) * 128, 8192, 1024);
+        const uint64_t dB = desc_sw128(base + S::kK + cblk * (kBc * 128) + (key0 + 16 * j) * 128, kBc * 128, 1024);
+        if (j == 0)
+          wgmma_ss<T, 64, false, 1, 1>(dq, dA, dB);
+        else
+          wgmma_ss<T, 64, true, 1, 1>(dq, dA, dB);
+      }
+      wgmma_commit();
+      wgmma_wait<0>();
+      fence_regs(dq);
+      float* const dqh = dq_acc + (static_cast<size_t>(bh) * n) * D + cblk * 64;
+      const int qr = q0 + 16 * warp + lane / 4;
+#pragma unroll
+      for (int t = 0; t < 8; ++t)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          if (qr + 8 * h < n)
+            atomicAdd(reinterpret_cast<float2*>(dqh + static_cast<size_t>(qr + 8 * h) * D + 8 * t + 2 * (lane % 4)),
+                      make_float2(dq[4 * t + 2 * h], dq[4 * t + 2 * h + 1]));
+    } else {
+      wgmma_wait<0>();
+    }
+    fence_regs(dv_acc);
+    fence_regs(dk_acc);
+    fence_regs(pa);
+    fence_regs(da);
+    __syncthreads();  // every product of step i has read Q, dO, dSᵀ: the stage may be refilled
+    if (threadIdx.x == 0 && i + 2 < i_end) fetch_q(i + 2);
+  }
+
+  // dK = scale · Σ dSᵀ Q and dV; keys past N are not stored.
+#pragma unroll
+  for (int t = 0; t < D / 8; ++t)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int key = key_lo + 8 * h;
+      if (key >= n) continue;
+      const size_t at = (static_cast<size_t>(bh) * n + key) * D + 8 * t + 2 * (lane % 4);
+      store_pair<T, true>(dk + at, scale * dk_acc[4 * t + 2 * h], scale * dk_acc[4 * t + 2 * h + 1]);
+      store_pair<T, true>(dv + at, dv_acc[4 * t + 2 * h], dv_acc[4 * t + 2 * h + 1]);
+    }
+#else
+  __trap();  // only the sm_90a image has this kernel; the launcher never picks it elsewhere
+#endif
+}
+
+// The walk on wgmma when this GPU and these tensors allow it; false (nothing launched) otherwise.
+template <typename T, int D>
+bool launch(const T* q, const T* k, const T* v, const T* dout, const float* lse, const float* delta, T* dk, T* dv,
+            float* dq_acc, int bh, int n, bool causal, bool atomic, float c, float scale, cudaStream_t stream,
+            cudaError_t* err) {
+  if (!available()) return false;
+  CUtensorMap tm_q{}, tm_k{}, tm_v{}, tm_do{};
+  if (!(make_map(&tm_q, q, bh, n, D, kBr) && make_map(&tm_do, dout, bh, n, D, kBr) &&
+        make_map(&tm_k, k, bh, n, D, kBc) && make_map(&tm_v, v, bh, n, D, kBc)))
+    return false;
+  const int k_tiles = (n + kBc - 1) / kBc;
+  auto kernel = atomic ? dkdv_wgmma_kernel<T, D, true> : dkdv_wgmma_kernel<T, D, false>;
+  *err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Smem<D>::kBytes));
+  if (*err == cudaSuccess) {
+    kernel<<<bh * k_tiles, kThreads, Smem<D>::kBytes, stream>>>(lse, delta, dk, dv, dq_acc, n, k_tiles, causal, c,
+                                                                scale, tm_q, tm_k, tm_v, tm_do);
+    *err = cudaGetLastError();
+  }
+  return true;
+}
+
+}  // namespace hopper_bwd
+// END SOLUTION
+
 template <typename Kernel>
 cudaError_t allow_smem(Kernel kernel, size_t bytes) {
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
@@ -476,26 +736,31 @@ cudaError_t backward(const T* q, const T* k, const T* v, const T* o, const float
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) return err;
 
-  const int k_tiles = (n + KvCfg<D>::kBc - 1) / KvCfg<D>::kBc;
-  if (atomic) {
-    auto kernel = dkdv_kernel<T, D, kVec, true>;
+  // The key-tile walk: on wgmma where the GPU, the image and the tensors allow it, else on mma.sync.
+  const bool wgmma = kVec && FA20_HOPPER &&
+                     hopper_bwd::launch<T, D>(q, k, v, dout, lse, delta, dk, dv, dq_acc, bh, n, causal, atomic, c,
+                                              scale, stream, &err);
+  if (err != cudaSuccess) return err;
+  if (!wgmma) {
+    const int k_tiles = (n + KvCfg<D>::kBc - 1) / KvCfg<D>::kBc;
+    auto kernel = atomic ? dkdv_kernel<T, D, kVec, true> : dkdv_kernel<T, D, kVec, false>;
     if ((err = allow_smem(kernel, KvCfg<D>::kBytes)) != cudaSuccess) return err;
-    kernel<<<bh * k_tiles, KvCfg<D>::kThreads, KvCfg<D>::kBytes, stream>>>(q, k, v, lse, dout, delta, dk, dv, dq_acc,
-                                                                          n, k_tiles, causal, c, scale);
+    kernel<<<bh * k_tiles, KvCfg<D>::kThreads, KvCfg<D>::kBytes, stream>>>(
+        q, k, v, lse, dout, delta, dk, dv, atomic ? dq_acc : nullptr, n, k_tiles, causal, c, scale);
+    if ((err = cudaGetLastError()) != cudaSuccess) return err;
+  }
+  // dq: the atomic sums scaled and rounded, or the deterministic query-tile walk.
+  if (atomic) {
     const size_t count = static_cast<size_t>(rows) * D;
     const unsigned blocks = static_cast<unsigned>(std::min<size_t>((count + 255) / 256, 65535u * 8));
     round_kernel<T><<<blocks, 256, 0, stream>>>(dq_acc, dq, count, scale);
-    return cudaGetLastError();
+  } else {
+    auto qkernel = dq_kernel<T, D, kVec>;
+    if ((err = allow_smem(qkernel, QCfg<D>::kBytes)) != cudaSuccess) return err;
+    const int q_tiles = (n + QCfg<D>::kBr - 1) / QCfg<D>::kBr;
+    qkernel<<<bh * q_tiles, QCfg<D>::kThreads, QCfg<D>::kBytes, stream>>>(q, k, v, lse, dout, delta, dq, n, q_tiles,
+                                                                         causal, c, scale);
   }
-  auto kernel = dkdv_kernel<T, D, kVec, false>;
-  if ((err = allow_smem(kernel, KvCfg<D>::kBytes)) != cudaSuccess) return err;
-  kernel<<<bh * k_tiles, KvCfg<D>::kThreads, KvCfg<D>::kBytes, stream>>>(q, k, v, lse, dout, delta, dk, dv, nullptr,
-                                                                        n, k_tiles, causal, c, scale);
-  auto qkernel = dq_kernel<T, D, kVec>;
-  if ((err = allow_smem(qkernel, QCfg<D>::kBytes)) != cudaSuccess) return err;
-  const int q_tiles = (n + QCfg<D>::kBr - 1) / QCfg<D>::kBr;
-  qkernel<<<bh * q_tiles, QCfg<D>::kThreads, QCfg<D>::kBytes, stream>>>(q, k, v, lse, dout, delta, dq, n, q_tiles,
-                                                                       causal, c, scale);
   // END SOLUTION
   return cudaGetLastError();
 }

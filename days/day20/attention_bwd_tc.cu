@@ -19,7 +19,16 @@
 //     structure: each warp owns 16 queries, K and V tiles double-buffered) that recomputes S, P, dP and dS and
 //     accumulates dQ = dS K in registers (dS packed is the A fragment). Two more N²·d products (7 instead of 5).
 //   - Q, dO, lse and D of query tile i+1 are fetched (cp.async) while tile i is computed; two barriers per step.
-// Shared device helpers (ldmatrix, mma, cp.async, the swizzle) come from common/ptx.cuh.
+//
+// Changes for Hopper (optional, sm_90a; chosen at run time for aligned 16-bit tensors, else the walk above runs):
+//   - The key-tile walk on wgmma: two warpgroups, 64 keys each, a block of 128 keys; K and V loaded once by TMA,
+//     Q and dO tiles of 64 rows by TMA two stages ahead, waited on through mbarriers (no cp.async, no ldmatrix).
+//   - Sᵀ and dPᵀ come out of shared-memory wgmma (64 keys x 64 queries per warpgroup) straight into registers,
+//     where Pᵀ and dSᵀ are computed and packed to 16 bits: they are the A operand of register-sourced wgmma for
+//     dV += Pᵀ dO and dK += dSᵀ Q, so neither touches shared memory. Only the atomic version stores dSᵀ (swizzled)
+//     for dQ = dS K; the deterministic version keeps its mma.sync query-tile walk for dQ.
+// Shared device helpers come from common/: ptx.cuh (ldmatrix, mma, cp.async, the swizzle) and hopper.cuh (wgmma,
+// TMA, mbarriers, the sm_90a probe), the same ones day 12's forward uses.
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

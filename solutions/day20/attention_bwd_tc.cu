@@ -19,7 +19,16 @@
 //     structure: each warp owns 16 queries, K and V tiles double-buffered) that recomputes S, P, dP and dS and
 //     accumulates dQ = dS K in registers (dS packed is the A fragment). Two more N²·d products (7 instead of 5).
 //   - Q, dO, lse and D of query tile i+1 are fetched (cp.async) while tile i is computed; two barriers per step.
-// Shared device helpers (ldmatrix, mma, cp.async, the swizzle) come from common/ptx.cuh.
+//
+// Changes for Hopper (optional, sm_90a; chosen at run time for aligned 16-bit tensors, else the walk above runs):
+//   - The key-tile walk on wgmma: two warpgroups, 64 keys each, a block of 128 keys; K and V loaded once by TMA,
+//     Q and dO tiles of 64 rows by TMA two stages ahead, waited on through mbarriers (no cp.async, no ldmatrix).
+//   - Sᵀ and dPᵀ come out of shared-memory wgmma (64 keys x 64 queries per warpgroup) straight into registers,
+//     where Pᵀ and dSᵀ are computed and packed to 16 bits: they are the A operand of register-sourced wgmma for
+//     dV += Pᵀ dO and dK += dSᵀ Q, so neither touches shared memory. Only the atomic version stores dSᵀ (swizzled)
+//     for dQ = dS K; the deterministic version keeps its mma.sync query-tile walk for dQ.
+// Shared device helpers come from common/: ptx.cuh (ldmatrix, mma, cp.async, the swizzle) and hopper.cuh (wgmma,
+// TMA, mbarriers, the sm_90a probe), the same ones day 12's forward uses.
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -642,27 +651,29 @@ __global__ void __launch_bounds__(kThreads, 1)
     if constexpr (kAtomic) {
       fence_proxy_async();  // dSᵀ's st.shared -> wgmma's reads
       __syncthreads();      // both warpgroups' dSᵀ rows are in
-      // dQ_tile[64 queries x 64 columns] = dS K: d = 128, warpgroup wg takes column block wg over all kBc keys;
-      // d = 64, it takes its own 64 keys (the two halves of the sum meet in dq_acc).
-      constexpr int kSteps = D == 128 ? kBc / 16 : 4;
-      const int key0 = D == 128 ? 0 : 64 * wg, cblk = D == 128 ? wg : 0;
-      float dq[32];
+      // dQ_tile[64 queries x D] = dS K over all kBc keys, the columns split between the warpgroups: d = 128, a
+      // column block of 64 each; d = 64, 32 columns each (half of the block's 128-byte rows: the descriptor starts
+      // 64 bytes in, and the swizzle, applied to the address, still finds each element).
+      constexpr int kN = D / 2;
+      const int col0 = kN * wg;
+      const uint32_t b_col = D == 128 ? wg * (kBc * 128) : wg * 64;
+      float dq[kN / 2];
 #pragma unroll
-      for (int j = 0; j < kSteps; ++j) {
-        const uint64_t dA = desc_sw128(base + S::kDS + (key0 + 16 * j) * 128, 8192, 1024);
-        const uint64_t dB = desc_sw128(base + S::kK + cblk * (kBc * 128) + (key0 + 16 * j) * 128, kBc * 128, 1024);
+      for (int j = 0; j < kBc / 16; ++j) {
+        const uint64_t dA = desc_sw128(base + S::kDS + 16 * j * 128, 8192, 1024);
+        const uint64_t dB = desc_sw128(base + S::kK + b_col + 16 * j * 128, kBc * 128, 1024);
         if (j == 0)
-          wgmma_ss<T, 64, false, 1, 1>(dq, dA, dB);
+          wgmma_ss<T, kN, false, 1, 1>(dq, dA, dB);
         else
-          wgmma_ss<T, 64, true, 1, 1>(dq, dA, dB);
+          wgmma_ss<T, kN, true, 1, 1>(dq, dA, dB);
       }
       wgmma_commit();
       wgmma_wait<0>();
       fence_regs(dq);
-      float* const dqh = dq_acc + (static_cast<size_t>(bh) * n) * D + cblk * 64;
+      float* const dqh = dq_acc + (static_cast<size_t>(bh) * n) * D + col0;
       const int qr = q0 + 16 * warp + lane / 4;
 #pragma unroll
-      for (int t = 0; t < 8; ++t)
+      for (int t = 0; t < kN / 8; ++t)
 #pragma unroll
         for (int h = 0; h < 2; ++h)
           if (qr + 8 * h < n)

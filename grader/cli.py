@@ -331,7 +331,9 @@ def cmd_check(args) -> int:
         report.render(console, res, ex, hint(res, ex, course.hints), ranked=ranked.seed_sha256 if ranked else None)
         out.append({**res.as_dict(), **mark})
     results.save(root, day.id, variant, out, ranked=bool(ranked), seed_sha256=ranked.seed_sha256 if ranked else None)
-    doc = {"day": day.id, "variant": variant, **({"ranked": True, "seed_sha256": ranked.seed_sha256} if ranked
+    # "when" (UTC, ISO 8601): a leaderboard drops results older than its window (stale).
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    doc = {"day": day.id, "variant": variant, "when": when, **({"ranked": True, "seed_sha256": ranked.seed_sha256} if ranked
                                                  else {"ranked": False, "seed": seeds[0]}), "exercises": out}
     if args.json:
         _write_json(args.json, doc)

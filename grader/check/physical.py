@@ -29,6 +29,21 @@ def max_sm_clock_ghz(index: int = 0) -> float:
         return FALLBACK_CLOCK_GHZ
 
 
+def driver_version() -> str | None:
+    """The NVIDIA driver's version (for results: a leaderboard entry's runs must share it), None if NVML cannot say."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            v = pynvml.nvmlSystemGetDriverVersion()
+            return v.decode() if isinstance(v, bytes) else str(v)
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:
+        return None
+
+
 def peak_tflops(capability: tuple[int, int], sms: int, clock_ghz: float, dtype: str) -> float:
     per = TENSOR_FLOP_PER_CLK_SM.get(tuple(capability), UNKNOWN_ARCH)
     if dtype == "fp32":

@@ -21,7 +21,7 @@ from grader.check import attribution
 from grader.check.build import BuildError, MissingPackage, build_exercise
 from grader.check.compare import compare, poison, same_bits
 from grader.check.job import Job, Target
-from grader.check.physical import max_sm_clock_ghz, peak_tflops, too_fast
+from grader.check.physical import driver_version, max_sm_clock_ghz, peak_tflops, too_fast
 from grader.paths import Paths
 from grader.protocol import CaseData, CheckContext, CourseConfigError, OpContractError, Result, Task
 from grader.results import write_json
@@ -299,7 +299,7 @@ def run(job: Job, emit: Emitter, *, start: int = 0, had_failure: bool = False, o
         props = torch.cuda.get_device_properties(0)
         cap = torch.cuda.get_device_capability(0)
         emit("info", gpu=props.name, capability=f"{cap[0]}.{cap[1]}", sms=props.multi_processor_count,
-             torch=torch.__version__, cuda=torch.version.cuda, seed=job.seed)
+             torch=torch.__version__, cuda=torch.version.cuda, driver=driver_version(), seed=job.seed)
     else:
         props, cap = None, (0, 0)
         emit("info", gpu="CPU", capability="-", torch=torch.__version__, seed=job.seed)

@@ -1,4 +1,4 @@
-"""The `grader` command: check, profile, list, doctor, release, publish, syllabus, site.
+"""The `grader` command: check, profile, list, doctor, release, publish, syllabus, leaderboard, site.
 
 Exit codes: 0 pass, 1 fail (wrong, slow, not implemented, does not compile), 2 usage or environment error.
 Every error reaches the user as a message; an unexpected one also leaves its traceback in .grader/logs.
@@ -11,6 +11,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import secrets
 import sys
 import time
@@ -564,6 +565,27 @@ def cmd_syllabus(args) -> int:
     return 0
 
 
+# -- leaderboard --------------------------------------------------------------------------------------------
+def cmd_leaderboard(args) -> int:
+    from grader import leaderboard as lb
+
+    if args.seed_sha256 and not re.fullmatch(r"[0-9a-f]{64}", args.seed_sha256):
+        raise GraderError("--seed-sha256 takes the 64 hex digits a ranked run prints and records (seed_sha256)")
+    max_age = None if args.max_age_days == 0 else args.max_age_days
+    board = lb.build(args.results, max_age_days=max_age, seed_sha256=args.seed_sha256)
+    out = Path(args.out).expanduser()
+    lb.write(board, out)
+    for r in board.rejected:
+        console.print(Text.assemble(("rejected", "yellow"), f" {r.source} ({r.kind}): {r.reason}"))
+    for b in board.boards:
+        top = b["entries"][0]
+        console.print(f"{b['day']} on {b['gpu']}: {len(b['entries'])} ranked, first {top['name']} "
+                      f"{top['speedup']:.2f}x")
+    console.print(f"{board.accepted} result(s) ranked on {len(board.boards)} board(s), {len(board.rejected)} "
+                  f"rejected; written into {out} (leaderboard.md, leaderboard.json, rejected.json, plots/)")
+    return 0
+
+
 # -- site ---------------------------------------------------------------------------------------------------
 def cmd_site(args) -> int:
     from grader.site.build import build, require
@@ -732,6 +754,18 @@ def parser() -> argparse.ArgumentParser:
     y = sub.add_parser("syllabus", help="(instructors) render syllabus.md from course.yaml")
     y.add_argument("--check", action="store_true", help="only report whether syllabus.md is current (CI)")
     y.set_defaults(fn=cmd_syllabus)
+    lb = sub.add_parser("leaderboard", help="(instructors) the leaderboard of ranked results, per day and GPU model")
+    lbs = lb.add_subparsers(dest="leaderboard_cmd", required=True, metavar="ACTION")
+    b = lbs.add_parser("build", help="rank `grader check --ranked --json` results; reject the untrustworthy, saying why")
+    b.add_argument("results", nargs="+", metavar="RESULTS",
+                   help="result files, or folders of them laid out RESULTS/<participant>/<day>.json")
+    b.add_argument("--out", metavar="DIR", required=True, help="where leaderboard.md/.json, rejected.json and the "
+                                                                "plots go (the site reads it: `grader site build`)")
+    b.add_argument("--max-age-days", type=lambda t: _int_in(t, 0, 100000, "--max-age-days"), default=30,
+                   help="results older than this are stale (default: 30; 0 keeps every age)")
+    b.add_argument("--seed-sha256", metavar="HEX", help="the current secret's hash: results ranked with another "
+                                                         "secret are stale")
+    b.set_defaults(fn=cmd_leaderboard)
     s = sub.add_parser("site", help="the course website, made from course.yaml, syllabus.md and the lessons")
     ss = s.add_subparsers(dest="site_cmd", required=True, metavar="ACTION")
     for name, text in (("build", "build the static site (into .grader/site/html)"),

@@ -593,8 +593,12 @@ def cmd_site(args) -> int:
     require()  # before loading anything else: a missing extra gets its own message
     root, _, course = _load(args)
     out = Path(args.out).resolve() if args.out else Paths(root).site()
+    board = Path(args.leaderboard).expanduser().resolve() if args.leaderboard else Paths(root).leaderboard()
+    if args.leaderboard and not (board / "leaderboard.md").is_file():
+        raise GraderError(f"--leaderboard: {args.leaderboard} holds no leaderboard.md (write one with "
+                          "`grader leaderboard build RESULTS… --out DIR`)")
     with console.status("building the course website (MkDocs, Material theme)…"):
-        res = build(root, course, out, strict=args.strict)
+        res = build(root, course, out, strict=args.strict, leaderboard=board)
     for w in res.warnings:
         console.print(Text.assemble(("warning:", "yellow"), f" {w}"))
     console.print(f"built {res.pages} pages and {res.terms} glossary term{'' if res.terms == 1 else 's'} into "
@@ -616,7 +620,7 @@ def cmd_site(args) -> int:
 
     def rebuild():
         try:
-            r = build(root, _load(args)[2], out, strict=False)
+            r = build(root, _load(args)[2], out, strict=False, leaderboard=board)
             console.print(f"rebuilt in {r.seconds:.1f} s" + (f" ({len(r.warnings)} warnings)" if r.warnings else ""))
         except Exception as e:  # a broken source, or a file caught mid-save: say so, keep serving the last good site
             console.print(Text.assemble(("rebuild failed:", "red"), f" {e}"))
@@ -773,6 +777,9 @@ def parser() -> argparse.ArgumentParser:
         a = ss.add_parser(name, help=text)
         a.add_argument("--out", metavar="DIR", help="build folder (default: .grader/site)")
         a.add_argument("--strict", action="store_true", help="fail on any MkDocs warning (e.g. a broken link)")
+        a.add_argument("--leaderboard", metavar="DIR", help="add the leaderboard page from this `grader leaderboard "
+                                                             "build --out` folder (default: .grader/leaderboard, if "
+                                                             "there is one)")
         if name == "serve":
             a.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
             a.add_argument("--port", type=port_value, default=8000, help="port (default: 8000; 0 picks a free one)")

@@ -50,6 +50,10 @@ class Paths:
     def site(self) -> Path:
         return self.state / "site"
 
+    def leaderboard(self) -> Path:
+        """Where `grader site build` looks for a leaderboard (`grader leaderboard build --out` it)."""
+        return self.state / "leaderboard"
+
     def variant(self, src_dir: Path) -> str:
         """Whose code a folder holds, for results and logs: student or solution for the course's own folders,
         else a short hash of the folder (--dir)."""

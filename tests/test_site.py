@@ -3,6 +3,7 @@ docs tree, a full build of the real course (offline, no warnings, every day pres
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import textwrap
 import threading
@@ -353,6 +354,32 @@ def test_a_new_lesson_replaces_its_placeholder(tmp_path):
     day2 = (res.site / "days/day02/index.html").read_text()
     assert "not written yet" not in day2 and "tabbed-set" in day2 and ">B</label>" in day2
     assert "still planned" in day2  # a draft of a planned day is marked as one
+
+
+def test_the_leaderboard_page_appears_only_when_a_leaderboard_exists(tmp_path):
+    from grader import leaderboard as lb
+    from tests.test_leaderboard import NOW, exercise, put, result
+
+    repo = _repo(tmp_path / "repo", MINI, {})
+    # no leaderboard: the site builds as before, strictly, with no page for it
+    r = run_grader("--course", str(repo / "course.yaml"), "site", "build", "--strict", "--out", str(tmp_path / "o"),
+                   cwd=repo)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert not (tmp_path / "o/html/leaderboard").exists()
+    put(tmp_path / "res", "alice", result(exercise("softmax", (2.0, 2.5))))
+    put(tmp_path / "res", "bob", "{broken")
+    lb.write(lb.build([tmp_path / "res"], now=NOW), repo / ".grader" / "leaderboard")  # the default place
+    r = run_grader("--course", str(repo / "course.yaml"), "site", "build", "--strict", "--out", str(tmp_path / "o"),
+                   cwd=repo)
+    assert r.returncode == 0, r.stdout + r.stderr
+    page = (tmp_path / "o/html/leaderboard/index.html").read_text()
+    assert "alice" in page and "2.00x" in page and "malformed" in page
+    assert 'href="../../leaderboard/"' in (tmp_path / "o/html/days/day01/index.html").read_text()  # in the nav
+    img = re.search(r'<img[^>]+src="([^"]+\.png)"', page).group(1)
+    assert (tmp_path / "o/html/leaderboard" / img).read_bytes()[:4] == b"\x89PNG"
+    r = run_grader("--course", str(repo / "course.yaml"), "site", "build", "--leaderboard", str(tmp_path / "none"),
+                   "--out", str(tmp_path / "o"), cwd=repo)
+    assert r.returncode == 2 and "holds no leaderboard.md" in r.stdout
 
 
 def test_site_build_cli_success_and_bad_glossary(tmp_path):

@@ -49,8 +49,9 @@ class _Collect(logging.Handler):
         self.messages.append(record.getMessage().strip())
 
 
-def build(root: Path, course: Course, out: Path, strict: bool = False) -> BuildResult:
-    """Generates out/docs and out/mkdocs.yml, then builds the HTML into out/html."""
+def build(root: Path, course: Course, out: Path, strict: bool = False, leaderboard: Path | None = None) -> BuildResult:
+    """Generates out/docs and out/mkdocs.yml, then builds the HTML into out/html (with the leaderboard's page if
+    `leaderboard` names a folder `grader leaderboard build` wrote)."""
     require()
     from mkdocs.commands.build import build as mkdocs_build
     from mkdocs.config import load_config
@@ -59,7 +60,7 @@ def build(root: Path, course: Course, out: Path, strict: bool = False) -> BuildR
     from grader.site.generate import generate
 
     t0 = time.perf_counter()
-    g = generate(root, course, out)
+    g = generate(root, course, out, leaderboard)
     log = logging.getLogger("mkdocs")
     handler = _Collect()
     log.addHandler(handler)

@@ -7,6 +7,7 @@ Pages (docs path <- repository source):
   glossary.md       <- glossary.yaml + days/*/glossary.yaml
   tracks/NAME.md    <- tracks/NAME.md
   days/dayNN.md     <- days/dayNN/README.md, or course.yaml for a day without a lesson yet
+  leaderboard/      <- the output of `grader leaderboard build` (leaderboard.md, plots/), when there is one
 Every day in course.yaml gets a page, so a new day appears on the site as soon as it is listed; its README
 replaces the placeholder as soon as it exists.
 """
@@ -92,8 +93,9 @@ def _planned_day(day: Day) -> list[str]:
     return lines
 
 
-def generate(root: Path, course: Course, out: Path) -> Generated:
-    """Writes out/docs and out/mkdocs.yml (docs/ is emptied first); the HTML goes to out/html when built."""
+def generate(root: Path, course: Course, out: Path, leaderboard: Path | None = None) -> Generated:
+    """Writes out/docs and out/mkdocs.yml (docs/ is emptied first); the HTML goes to out/html when built.
+    leaderboard: a folder `grader leaderboard build` wrote; its page is added if it holds one."""
     g = Generated(out=out, docs=out / "docs", config=out / "mkdocs.yml", site=out / "html")
     if g.docs.exists():
         shutil.rmtree(g.docs)
@@ -157,6 +159,9 @@ def generate(root: Path, course: Course, out: Path) -> Generated:
         "it; dashed days are planned.", "", graph.legend_html(course), "",
         f'<div class="dep-graph-wrap">{svg}</div>', ""], "course.yaml")
 
+    if leaderboard is not None and (Path(leaderboard) / "leaderboard.md").is_file():
+        add_leaderboard(Path(leaderboard), g, write)
+
     # Our own scripts and styles.
     dest = g.docs / "assets" / "course"
     dest.mkdir(parents=True, exist_ok=True)
@@ -169,6 +174,19 @@ def generate(root: Path, course: Course, out: Path) -> Generated:
     # A Python function as a value: MkDocs' YAML loader takes the !!python/name tag, safe_dump cannot write it.
     g.config.write_text(text.replace(repr(SLUGIFY), SLUGIFY), encoding="utf-8")
     return g
+
+
+LEADERBOARD_PAGE = "leaderboard/index.md"
+
+
+def add_leaderboard(src: Path, g: Generated, write) -> None:
+    """The leaderboard's page and its plots (a build's own files, copied as they are)."""
+    lines = src.joinpath("leaderboard.md").read_text(encoding="utf-8").splitlines()
+    write(LEADERBOARD_PAGE, _front_matter({"source": "leaderboard", "hide": ["toc"]}) + lines, "leaderboard")
+    plots = g.docs / "leaderboard" / "plots"
+    plots.mkdir(parents=True, exist_ok=True)
+    for f in sorted(src.joinpath("plots").glob("*.png")):
+        shutil.copyfile(f, plots / f.name)
 
 
 def plain(md: str) -> str:
@@ -186,6 +204,8 @@ def mkdocs_config(root: Path, course: Course, g: Generated, terms_file: Path) ->
     if tracks:
         nav.append({"Tracks": [{Path(p).stem.capitalize(): p} for p in sorted(tracks)]})
     nav.append({"Days": [{nav_title(d): day_page(d.id)} for d in course.days]})
+    if LEADERBOARD_PAGE in g.pages:
+        nav.append({"Leaderboard": LEADERBOARD_PAGE})
     return {
         "site_name": course.title,
         "site_description": f"{course.title}: lessons, exercises and an autograder.",

@@ -1,4 +1,5 @@
-"""The `grader` command: check, profile, list, doctor, release, publish, syllabus, leaderboard, site.
+"""The `grader` command: check, profile, list, doctor, release, publish, syllabus, leaderboard, gradebook,
+site.
 
 Exit codes: 0 pass, 1 fail (wrong, slow, not implemented, does not compile), 2 usage or environment error.
 Every error reaches the user as a message; an unexpected one also leaves its traceback in .grader/logs.
@@ -586,6 +587,28 @@ def cmd_leaderboard(args) -> int:
     return 0
 
 
+# -- gradebook ----------------------------------------------------------------------------------------------
+def cmd_gradebook(args) -> int:
+    from grader import gradebook
+    from grader.leaderboard import result_files
+
+    _, _, course = _load(args)
+    files = result_files(args.results)
+    if not files:
+        raise GraderError("no result files (*.json) found in what was given")
+    with console.status("writing the gradebook (nbgrader)…"):
+        res = gradebook.write(files, args.db, course, args.assignment)
+    for f, why in res.skipped:
+        console.print(Text.assemble(("skipped", "yellow"), f" {f}: {why}"))
+    for student, assignment, score, top in res.written:
+        console.print(f"{student}: {assignment} {score:g} of {top:g}", style="dim")
+    console.print(f"{len(res.written)} result(s) written into {args.db}, {len(res.skipped)} skipped; "
+                  "`nbgrader export` gives them with the notebooks' scores")
+    if not res.written:
+        return ENV
+    return FAIL if res.skipped else 0
+
+
 # -- site ---------------------------------------------------------------------------------------------------
 def cmd_site(args) -> int:
     from grader.site.build import build, require
@@ -770,6 +793,16 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--seed-sha256", metavar="HEX", help="the current secret's hash: results ranked with another "
                                                          "secret are stale")
     b.set_defaults(fn=cmd_leaderboard)
+    g = sub.add_parser("gradebook", help="(instructors) kernel grades into an nbgrader gradebook, for `nbgrader "
+                                         "export` with the notebooks")
+    g.add_argument("results", nargs="+", metavar="RESULTS",
+                   help="`grader check --json` files, or folders of them laid out RESULTS/<student>/<day>.json")
+    g.add_argument("--db", required=True, metavar="PATH", help="the gradebook: a sqlite file (nbgrader's "
+                                                                "gradebook.db) or an SQLAlchemy URL")
+    g.add_argument("--assignment", default="{day}-kernels", metavar="TEMPLATE",
+                   help="the assignment each day's kernels go to (default: {day}-kernels, a row of its own in the "
+                        "export; '{day}' adds them to the day's notebook assignment)")
+    g.set_defaults(fn=cmd_gradebook)
     s = sub.add_parser("site", help="the course website, made from course.yaml, syllabus.md and the lessons")
     ss = s.add_subparsers(dest="site_cmd", required=True, metavar="ACTION")
     for name, text in (("build", "build the static site (into .grader/site/html)"),

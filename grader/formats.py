@@ -47,6 +47,15 @@ def _tests(doc: dict, points: dict[str, int]) -> list[dict]:
     return out
 
 
+def exercise_scores(doc: dict, points: dict[str, int]) -> dict[str, tuple[float, float]]:
+    """exercise -> (score, max score), by the same per-dtype rule as the formats above (for a gradebook)."""
+    out: dict[str, tuple[float, float]] = {}
+    for t in _tests(doc, points):
+        score, top = out.get(t["exercise"], (0.0, 0.0))
+        out[t["exercise"]] = (round(score + t["score"], 4), round(top + t["max_score"], 4))
+    return out
+
+
 def gradescope(doc: dict, points: dict[str, int], visibility: str = "visible") -> dict:
     tests = _tests(doc, points)
     board = [{"name": f"{doc['day']}.{ex['exercise']} speedup", "value": round(ex["speedup"], 4), "order": "desc"}

@@ -325,7 +325,7 @@ class Day(Strict):
 
 # What the student repository leaves out by default: the grader's own test suite (it checks the solutions and plants
 # bugs in them: tests/known_wrong.yaml), the instructor's scripts and measurements, and the CI that runs them.
-INSTRUCTOR_ONLY_PATHS = ("tests/", "scripts/", "measured/", ".ci/")
+INSTRUCTOR_ONLY_PATHS = ("tests/", "scripts/", "measured/", ".ci/", ".github/workflows/leaderboard.yml")
 
 
 class Course(Strict):

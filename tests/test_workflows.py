@@ -1,4 +1,4 @@
-"""The GitHub Actions workflows: valid against SchemaStore's workflow schema (vendored in tests/data, see its README),
+"""The GitHub Actions workflows: valid against SchemaStore's workflow schema (as the check-jsonschema package ships it),
 and doing what the course needs: ranked runs on a self-hosted GPU runner whose labels are configurable, the secret
 seed from the repository's secrets, results kept as artifacts, the leaderboard published with the site."""
 import json
@@ -15,7 +15,10 @@ from tests.conftest import ROOT
 jsonschema = pytest.importorskip("jsonschema")  # a test extra
 
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.y*ml"))
-SCHEMA = json.loads((ROOT / "tests" / "data" / "github-workflow.schema.json").read_text())
+# The schema comes from the installed check-jsonschema (a test extra), never a copy in this repository.
+_vendor = pytest.importorskip("check_jsonschema.builtin_schemas.vendor", reason="pip install check-jsonschema")
+SCHEMA = json.loads(__import__("importlib.resources").resources.files(_vendor).joinpath("github-workflows.json")
+                    .read_text())
 
 
 def load(path: Path) -> dict:

@@ -83,16 +83,33 @@ __device__ __forceinline__ void p_and_ds(const float* qi, const float* doi, cons
   ds = p * (dp - delta_i);
 }
 
+// rows [r0, r0 + R) of a head's [N, D] matrix into shared memory transposed, dst[c * kTStride + r], as fp32; zeros
+// past N. kTStride = R + 4 keeps a column's 4 rows 16-byte aligned (one float4 load) and puts 8 consecutive columns
+// of one row in 8 different banks.
+template <int R, int D, typename T>
+__device__ void load_rows_t(float* dst, const T* __restrict__ src, int r0, int n) {
+  constexpr int kTStride = R + 4;
+  for (int idx = threadIdx.x; idx < R * D; idx += kThreads) {
+    const int r = idx / D, c = idx % D;
+    dst[c * kTStride + r] = r0 + r < n ? to_float(src[static_cast<size_t>(r0 + r) * D + c]) : 0.0f;
+  }
+}
+
 template <int D>
-struct KvSmem {  // the dK/dV walk, in floats: k, v tiles (owned, padded), q, dO step tiles, P, dS, lse, D
+struct KvSmem {  // the dK/dV walk, in floats: k, v tiles (owned, padded), q, dO step tiles (transposed), P, dS, lse, D
   static constexpr int kStride = D + 1;
-  static constexpr int k = 0, v = k + kOwn * kStride, q = v + kOwn * kStride, dout = q + kStep * D;
-  static constexpr int p = dout + kStep * D, ds = p + kStep * kOwn, lse = ds + kStep * kOwn, delta = lse + kStep;
+  static constexpr int kTStride = kStep + 4;
+  static constexpr int k = 0, v = k + kOwn * kStride, q = v + kOwn * kStride, dout = q + D * kTStride;
+  static constexpr int p = dout + D * kTStride, ds = p + kStep * kOwn, lse = ds + kStep * kOwn, delta = lse + kStep;
   static constexpr int total = delta + kStep;
+  static_assert(q % 4 == 0 && dout % 4 == 0, "float4 reads of the transposed q and dO columns");
 };
 
 // Day 16's walk over query tiles for the block's kOwn keys; with kAtomicDq, each step also adds its dQ pieces,
 // scale · dS K, into the fp32 workspace dq_acc with atomicAdd.
+// Each thread computes a small tile of every product so that one shared-memory read feeds several FMAs (one read
+// per FMA made the walk bound by shared memory, not arithmetic): S and dP for 1 key x 4 queries (the 4 queries'
+// q and dO values of one column are one float4, the same for the whole warp), dK and dV for 2 keys x D/8 columns.
 template <typename T, int D, bool kAtomicDq>
 __global__ void __launch_bounds__(kThreads)
     dkdv_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
@@ -103,65 +120,92 @@ __global__ void __launch_bounds__(kThreads)
   const size_t head = static_cast<size_t>(blockIdx.y) * n * D;
   const size_t head_rows = static_cast<size_t>(blockIdx.y) * n;
   const int j0 = blockIdx.x * kOwn;
-  constexpr int kCols = D / kThreadsPerRow;
-  const int my_key = threadIdx.x / kThreadsPerRow, my_phase = threadIdx.x % kThreadsPerRow;
-  float acc_dk[kCols], acc_dv[kCols];
+  constexpr int kCols = D / 8;
+  const int my_pair = threadIdx.x / 8, my_phase = threadIdx.x % 8;  // keys 2·my_pair, +1; columns my_phase + 8m
+  float acc_dk[2][kCols], acc_dv[2][kCols];
 #pragma unroll
-  for (int m = 0; m < kCols; ++m) acc_dk[m] = acc_dv[m] = 0.0f;
+  for (int h = 0; h < 2; ++h)
+#pragma unroll
+    for (int m = 0; m < kCols; ++m) acc_dk[h][m] = acc_dv[h][m] = 0.0f;
   load_rows<kOwn, D>(smem + S::k, S::kStride, k + head, j0, n);
   load_rows<kOwn, D>(smem + S::v, S::kStride, v + head, j0, n);
   for (int i0 = causal ? (j0 / kStep) * kStep : 0; i0 < n; i0 += kStep) {
     __syncthreads();  // the previous step's readers are done
-    load_rows<kStep, D>(smem + S::q, D, q + head, i0, n);
-    load_rows<kStep, D>(smem + S::dout, D, dout + head, i0, n);
+    load_rows_t<kStep, D>(smem + S::q, q + head, i0, n);
+    load_rows_t<kStep, D>(smem + S::dout, dout + head, i0, n);
     load_row_stats<kStep>(smem + S::lse, smem + S::delta, lse + head_rows, delta + head_rows, i0, n);
     __syncthreads();
+    {
+      // S and dP for key j and queries 4g .. 4g + 3 of the step.
+      const int j = threadIdx.x % kOwn, g = threadIdx.x / kOwn;
+      const float* kj = smem + S::k + j * S::kStride;
+      const float* vj = smem + S::v + j * S::kStride;
+      float sc[4] = {}, dp[4] = {};
+#pragma unroll 8
+      for (int c = 0; c < D; ++c) {
+        const float4 qc = *reinterpret_cast<const float4*>(smem + S::q + c * S::kTStride + 4 * g);
+        const float4 dc = *reinterpret_cast<const float4*>(smem + S::dout + c * S::kTStride + 4 * g);
+        const float kc = kj[c], vc = vj[c];
+        sc[0] = fmaf(qc.x, kc, sc[0]), sc[1] = fmaf(qc.y, kc, sc[1]), sc[2] = fmaf(qc.z, kc, sc[2]);
+        sc[3] = fmaf(qc.w, kc, sc[3]);
+        dp[0] = fmaf(dc.x, vc, dp[0]), dp[1] = fmaf(dc.y, vc, dp[1]), dp[2] = fmaf(dc.z, vc, dp[2]);
+        dp[3] = fmaf(dc.w, vc, dp[3]);
+      }
 #pragma unroll
-    for (int r = 0; r < kPairsPerThread; ++r) {
-      const int j = threadIdx.x % kOwn, i = threadIdx.x / kOwn + r * (kThreads / kOwn);
-      const bool visible = i0 + i < n && j0 + j < n && (!causal || j0 + j <= i0 + i);
-      float p, ds;
-      p_and_ds<D>(smem + S::q + i * D, smem + S::dout + i * D, smem + S::k + j * S::kStride,
-                  smem + S::v + j * S::kStride, smem[S::lse + i], smem[S::delta + i], visible, scale, p, ds);
-      smem[S::p + i * kOwn + j] = p;
-      smem[S::ds + i * kOwn + j] = ds;
+      for (int r = 0; r < 4; ++r) {
+        const int i = 4 * g + r;
+        const bool visible = i0 + i < n && j0 + j < n && (!causal || j0 + j <= i0 + i);
+        const float p = visible ? expf(sc[r] * scale - smem[S::lse + i]) : 0.0f;
+        smem[S::p + i * kOwn + j] = p;
+        smem[S::ds + i * kOwn + j] = p * (dp[r] - smem[S::delta + i]);
+      }
     }
     __syncthreads();
-#pragma unroll 4
+#pragma unroll 2
     for (int i = 0; i < kStep; ++i) {
-      const float p = smem[S::p + i * kOwn + my_key], ds = smem[S::ds + i * kOwn + my_key];
+      const float2 p = *reinterpret_cast<const float2*>(smem + S::p + i * kOwn + 2 * my_pair);
+      const float2 ds = *reinterpret_cast<const float2*>(smem + S::ds + i * kOwn + 2 * my_pair);
 #pragma unroll
       for (int m = 0; m < kCols; ++m) {
-        const int c = my_phase + kThreadsPerRow * m;
-        acc_dv[m] = fmaf(p, smem[S::dout + i * D + c], acc_dv[m]);
-        acc_dk[m] = fmaf(ds, smem[S::q + i * D + c], acc_dk[m]);
+        const int c = my_phase + 8 * m;
+        const float dov = smem[S::dout + c * S::kTStride + i], qv = smem[S::q + c * S::kTStride + i];
+        acc_dv[0][m] = fmaf(p.x, dov, acc_dv[0][m]);
+        acc_dv[1][m] = fmaf(p.y, dov, acc_dv[1][m]);
+        acc_dk[0][m] = fmaf(ds.x, qv, acc_dk[0][m]);
+        acc_dk[1][m] = fmaf(ds.y, qv, acc_dk[1][m]);
       }
     }
     if constexpr (kAtomicDq) {
       // BEGIN SOLUTION: dQ[i0 + i][c] += scale · Σ_j dS[i][j] · K[j][c] for this step's queries, with atomicAdd
       // Thread t: query t / 16 of the step, columns t % 16 + 16m. 16 threads of a row read 16 consecutive columns
-      // of one k row (the padded stride keeps the 2 rows a warp reads in different banks).
+      // of one k row (the padded stride keeps the 2 rows a warp reads in different banks); each dS value is read
+      // once for all the thread's D / 16 columns.
       const int i = threadIdx.x / 16, phase = threadIdx.x % 16;
+      float acc[D / 16] = {};
+#pragma unroll 4
+      for (int j = 0; j < kOwn; ++j) {
+        const float dsv = smem[S::ds + i * kOwn + j];
+#pragma unroll
+        for (int m = 0; m < D / 16; ++m) acc[m] = fmaf(dsv, smem[S::k + j * S::kStride + phase + 16 * m], acc[m]);
+      }
       if (i0 + i < n) {
 #pragma unroll
-        for (int m = 0; m < D / 16; ++m) {
-          const int c = phase + 16 * m;
-          float acc = 0.0f;
-#pragma unroll 8
-          for (int j = 0; j < kOwn; ++j) acc = fmaf(smem[S::ds + i * kOwn + j], smem[S::k + j * S::kStride + c], acc);
-          atomicAdd(dq_acc + head + static_cast<size_t>(i0 + i) * D + c, acc * scale);
-        }
+        for (int m = 0; m < D / 16; ++m)
+          atomicAdd(dq_acc + head + static_cast<size_t>(i0 + i) * D + phase + 16 * m, acc[m] * scale);
       }
       // END SOLUTION
     }
   }
-  const int j = j0 + my_key;
-  if (j < n) {
 #pragma unroll
-    for (int m = 0; m < kCols; ++m) {
-      const size_t at = head + static_cast<size_t>(j) * D + my_phase + kThreadsPerRow * m;
-      dk[at] = from_float<T>(acc_dk[m] * scale);
-      dv[at] = from_float<T>(acc_dv[m]);
+  for (int h = 0; h < 2; ++h) {
+    const int j = j0 + 2 * my_pair + h;
+    if (j < n) {
+#pragma unroll
+      for (int m = 0; m < kCols; ++m) {
+        const size_t at = head + static_cast<size_t>(j) * D + my_phase + 8 * m;
+        dk[at] = from_float<T>(acc_dk[h][m] * scale);
+        dv[at] = from_float<T>(acc_dv[h][m]);
+      }
     }
   }
 }

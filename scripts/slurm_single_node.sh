@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# A single-node Slurm cluster for tests and trials: Debian's slurm-wlm and munge, run as plain daemons (no
+# systemd, no cgroups: proctrack/linuxproc, task/none), everything they write in one folder, a munge key of
+# its own. Needs root.
+#
+#   scripts/slurm_single_node.sh start [DIR]   install slurm-wlm and munge if missing, start munged, slurmctld
+#                                              and slurmd, wait until the node is idle; prints the PIDs and the
+#                                              line that points Slurm's commands at this cluster:
+#                                                export SLURM_CONF=DIR/slurm.conf
+#   scripts/slurm_single_node.sh stop [DIR]    cancel this cluster's jobs, then end the PIDs that `start` recorded
+#                                              in DIR/pids (and nothing else)
+#
+# DIR defaults to $GRADER_SLURM_DIR, else /tmp/grader-slurm. Ports: $GRADER_SLURM_PORT (slurmctld, default 6817)
+# and the next one (slurmd). $GRADER_SLURM_WAIT_S bounds the wait for the node (default 60 s).
+set -euo pipefail
+
+mode=${1:-}
+dir=${2:-${GRADER_SLURM_DIR:-/tmp/grader-slurm}}
+port=${GRADER_SLURM_PORT:-6817}
+wait_s=${GRADER_SLURM_WAIT_S:-60}
+
+die() { echo "slurm_single_node: $*" >&2; exit 1; }
+
+# The command a recorded PID must still be running, so that a PID reused by another process is never signalled.
+alive_as() {  # PID NAME
+  [ -r "/proc/$1/comm" ] && [ "$(cat "/proc/$1/comm")" = "$2" ]
+}
+
+stop() {
+  [ -f "$dir/pids" ] || { echo "no $dir/pids: nothing of ours to stop"; return 0; }
+  if [ -f "$dir/slurm.conf" ] && command -v scancel >/dev/null; then
+    # This cluster's jobs only (SLURM_CONF names it); their steps end with them.
+    SLURM_CONF="$dir/slurm.conf" timeout 10 scancel --full --quiet --user=root 2>/dev/null || true
+  fi
+  local name pid left
+  # slurmd first, munged last: the Slurm daemons talk through munge while they shut down.
+  for name in slurmd slurmctld munged; do
+    pid=$(awk -v n="$name" '$1 == n {print $2}' "$dir/pids")
+    [ -n "$pid" ] || continue
+    if alive_as "$pid" "$name"; then
+      kill -TERM "$pid" 2>/dev/null || true
+      for _ in $(seq 50); do alive_as "$pid" "$name" || break; sleep 0.2; done
+      if alive_as "$pid" "$name"; then kill -KILL "$pid" 2>/dev/null || true; fi
+      echo "stopped $name (pid $pid)"
+    else
+      echo "$name (pid $pid) was no longer running"
+    fi
+  done
+  left=$(awk '{print $2}' "$dir/pids" | while read -r p; do [ -d "/proc/$p" ] && echo "$p"; done || true)
+  rm -f "$dir/pids"
+  [ -z "$left" ] || die "still running after stop: $left"
+}
+
+install() {
+  command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v munged >/dev/null && return 0
+  echo "installing slurm-wlm and munge (about a minute)…"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >/dev/null 2>&1 || {
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >/dev/null
+  }
+}
+
+# Its PID file's content once the daemon has written it (they fork before writing).
+pid_from() {  # FILE
+  for _ in $(seq 100); do
+    [ -s "$1" ] && { cat "$1"; return 0; }
+    sleep 0.1
+  done
+  return 1
+}
+
+start() {
+  [ "$(id -u)" = 0 ] || die "needs root (the daemons run as root and munge)"
+  if [ -f "$dir/pids" ]; then
+    die "$dir/pids exists: a cluster started from $dir may still run (stop it first: $0 stop $dir)"
+  fi
+  install
+  id munge >/dev/null 2>&1 || die "no user 'munge' (the munge package creates it)"
+  mkdir -p "$dir"
+  dir=$(cd "$dir" && pwd)
+  chmod 755 "$dir"
+  rm -rf "$dir/munge" "$dir/ctld" "$dir/spool"
+  mkdir -p "$dir/munge" "$dir/ctld" "$dir/spool"
+  # munged refuses a key or socket folder others can write to: its own folder, its own 1 KiB key.
+  head -c 1024 /dev/urandom > "$dir/munge/munge.key"
+  chown -R munge:munge "$dir/munge"
+  chmod 755 "$dir/munge"  # the socket lives here: others must reach it, none may write
+  chmod 400 "$dir/munge/munge.key"
+  : > "$dir/pids"
+
+  local host cpus mem_mb
+  host=$(hostname -s)
+  cpus=$(nproc)
+  mem_mb=$(awk '/MemTotal/ {print int($2 / 1024 * 0.8)}' /proc/meminfo)
+  cat > "$dir/slurm.conf" <<EOF
+ClusterName=grader
+SlurmctldHost=$host(127.0.0.1)
+SlurmUser=root
+SlurmdUser=root
+SlurmctldPort=$port
+SlurmdPort=$((port + 1))
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$dir/munge/munge.socket.2
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+ReturnToService=2
+MpiDefault=none
+JobCompType=jobcomp/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+StateSaveLocation=$dir/ctld
+SlurmdSpoolDir=$dir/spool
+SlurmctldPidFile=$dir/slurmctld.pid
+SlurmdPidFile=$dir/slurmd.pid
+SlurmctldLogFile=$dir/slurmctld.log
+SlurmdLogFile=$dir/slurmd.log
+NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem_mb State=UNKNOWN
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+EOF
+  export SLURM_CONF="$dir/slurm.conf"
+  rm -f "$dir/munged.pid" "$dir/slurmctld.pid" "$dir/slurmd.pid"
+
+  local pid
+  runuser -u munge -- munged --socket="$dir/munge/munge.socket.2" --key-file="$dir/munge/munge.key" \
+    --pid-file="$dir/munge/munged.pid" --log-file="$dir/munge/munged.log" --seed-file="$dir/munge/munged.seed" \
+    || die "munged did not start: $(tail -3 "$dir/munge/munged.log" 2>/dev/null)"
+  pid=$(pid_from "$dir/munge/munged.pid") || die "munged wrote no pid file"
+  echo "munged $pid" >> "$dir/pids"
+  echo "started munged (pid $pid)"
+  for daemon in slurmctld slurmd; do
+    "$daemon" -f "$SLURM_CONF" || die "$daemon did not start: $(tail -5 "$dir/$daemon.log" 2>/dev/null)"
+    pid=$(pid_from "$dir/$daemon.pid") || die "$daemon wrote no pid file: $(tail -5 "$dir/$daemon.log" 2>/dev/null)"
+    echo "$daemon $pid" >> "$dir/pids"
+    echo "started $daemon (pid $pid)"
+  done
+
+  local state=""
+  for _ in $(seq $((wait_s * 2))); do
+    state=$(timeout 5 sinfo -h -N -o %T 2>/dev/null | head -1 || true)
+    [ "$state" = idle ] && break
+    sleep 0.5
+  done
+  if [ "$state" != idle ]; then
+    echo "the node is '${state:-not answering}' after ${wait_s} s; slurmd's log ends:" >&2
+    tail -5 "$dir/slurmd.log" >&2 || true
+    stop
+    exit 1
+  fi
+  echo "node $host idle ($cpus CPUs, ${mem_mb} MB); pids in $dir/pids"
+  echo "export SLURM_CONF=$SLURM_CONF"
+}
+
+case "$mode" in
+  start) start ;;
+  stop) stop ;;
+  *) echo "usage: $0 start|stop [DIR]" >&2; exit 2 ;;
+esac

@@ -1,5 +1,5 @@
 """The `grader` command: check, profile, list, doctor, release, publish, syllabus, leaderboard, gradebook,
-site.
+grade, site.
 
 Exit codes: 0 pass, 1 fail (wrong, slow, not implemented, does not compile), 2 usage or environment error.
 Every error reaches the user as a message; an unexpected one also leaves its traceback in .grader/logs.
@@ -609,6 +609,47 @@ def cmd_gradebook(args) -> int:
     return FAIL if res.skipped else 0
 
 
+# -- grade --------------------------------------------------------------------------------------------------
+def cmd_grade(args) -> int:
+    from grader import executors, grade
+    from grader.grade_task import default_command
+
+    root, course_path, course = _load(args)
+    days = grade.parse_days(args.days, course)
+    submissions = Path(args.submissions).expanduser().resolve()
+    subs = grade.find_submissions(submissions)
+    out = Path(args.out).expanduser().resolve()
+    grade.check_out_dir(out, submissions)
+    if args.ranked:
+        ranked_secret(root)  # a missing secret is said once, here, not by every grading
+    if args.executor == "slurm":
+        if args.workers or args.timeout:
+            raise GraderError("--workers and --timeout are the local executor's: on Slurm, set array_parallelism and "
+                              "timeout_min in --slurm-config")
+        config = executors.load_slurm_config(args.slurm_config)
+        executor, timeout_s = executors.SlurmExecutor(config, out / ".submitit"), config.task_timeout_s
+    else:
+        if args.slurm_config:
+            raise GraderError("--slurm-config configures --executor slurm: add it, or drop --slurm-config")
+        executor, timeout_s = executors.LocalExecutor(args.workers), args.timeout or grade.DEFAULT_TIMEOUT_S
+    options = ("--correctness-only",) * args.correctness_only + ("--ranked",) * args.ranked
+    p = grade.plan(subs, days, out, course_path=course_path, timeout_s=timeout_s, command=default_command(),
+                   options=options, regrade=args.regrade)
+    missing = f", {p.missing} without the day's folder (recorded as not implemented)" if p.missing else ""
+    console.print(f"{len(subs)} submission(s) × {len(days)} day(s): {len(p.tasks)} to grade, {p.skipped} already "
+                  f"graded{missing}; {executor.describe()}")
+    second, errors = grade.run(executor, p.tasks, {d.id: d.exercises for d in days}, console) if p.tasks else (0, {})
+    grade.summarize(subs, days, out, console)
+    again = f" ({second} on the second attempt)" if second else ""
+    console.print(f"graded {len(p.tasks) - len(errors)} pair(s){again}, skipped {p.skipped} already graded; results "
+                  f"in {out}")
+    if errors:
+        console.print(f"[red]{len(errors)} grading(s) failed twice[/] and are recorded as errors (a later run grades "
+                      f"them again); first: {next(iter(errors))}: {next(iter(errors.values()))}", highlight=False)
+        return FAIL
+    return 0
+
+
 # -- site ---------------------------------------------------------------------------------------------------
 def cmd_site(args) -> int:
     from grader.site.build import build, require
@@ -803,6 +844,27 @@ def parser() -> argparse.ArgumentParser:
                    help="the assignment each day's kernels go to (default: {day}-kernels, a row of its own in the "
                         "export; '{day}' adds them to the day's notebook assignment)")
     g.set_defaults(fn=cmd_gradebook)
+    g = sub.add_parser("grade", help="(instructors) grade a class: every submission × day, on this machine or on "
+                                     "Slurm, one result file per pair (resumable)")
+    g.add_argument("submissions", metavar="SUBMISSIONS_DIR",
+                   help="one folder per submission: a student repository (days/dayNN/) or a copy of its days/")
+    g.add_argument("--days", nargs="+", required=True, metavar="DAY", help="the days to grade: day01 day03, 1,3, or all")
+    g.add_argument("--out", required=True, metavar="RESULTS_DIR",
+                   help="where the results go: RESULTS_DIR/<submission>/<day>.json, as `grader check --json` writes")
+    g.add_argument("--executor", choices=["local", "slurm"], default="local",
+                   help="local (default): one worker per GPU, or per core without one (compile-only); slurm: a job "
+                        "array through submitit")
+    g.add_argument("--workers", type=lambda s: _int_in(s, 1, 4096, "--workers"),
+                   help="local: gradings at once (default: one per GPU, else one per core)")
+    g.add_argument("--timeout", type=positive_seconds,
+                   help="local: seconds one grading may take (default: 1800)")
+    g.add_argument("--slurm-config", metavar="YAML", help="slurm: partition, gpus_per_task, cpus_per_task, mem_gb, "
+                                                         "timeout_min, setup … (see README.md)")
+    g.add_argument("--correctness-only", action="store_true", help="skip timing")
+    g.add_argument("--ranked", action="store_true", help=f"ranked gradings, for the leaderboard (the secret: "
+                                                        f"${RANKED_SEED_ENV} or ${RANKED_SEED_FILE_ENV})")
+    g.add_argument("--regrade", action="store_true", help="grade every pair again, even those with a result")
+    g.set_defaults(fn=cmd_grade)
     s = sub.add_parser("site", help="the course website, made from course.yaml, syllabus.md and the lessons")
     ss = s.add_subparsers(dest="site_cmd", required=True, metavar="ACTION")
     for name, text in (("build", "build the static site (into .grader/site/html)"),

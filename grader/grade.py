@@ -1,0 +1,169 @@
+"""`grader grade SUBMISSIONS_DIR --days … --out RESULTS_DIR`: grade a class, every submission × day.
+
+A submission is one folder of SUBMISSIONS_DIR (its name is the student's), laid out either as a student repository
+(`days/dayNN/`, what `grader release --to` writes) or as a copy of that repository's days/ folder (`dayNN/`). Only its
+sources are used: the course (course.yaml, tasks, baselines, thresholds) is the instructor's, the one this command
+runs from. Each pair gets a result file (grader/grade_task.py), so a run can stop anywhere and the next one carries
+on: pairs with a result are skipped, pairs whose grading failed twice (error records) are graded again."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
+
+from grader import grade_task
+from grader.errors import GraderError
+from grader.grade_task import Task
+from grader.results import write_json
+from grader.verdicts import Status
+
+DEFAULT_TIMEOUT_S = 1800.0  # one local grading; a day's check with timing takes minutes, a hung one is cut here
+SHORT = {Status.PASS: "PASS", Status.FAIL: "FAIL", Status.NOT_IMPLEMENTED: "NOT IMPL.",
+         Status.BUILD_ERROR: "BUILD ERROR", Status.NO_GPU: "COMPILED", Status.ENV_ERROR: "ENV ERROR"}
+STYLE = {"PASS": "green", "COMPILED": "yellow", "NOT IMPL.": "yellow", "ERROR": "bold red", "MISSING": "dim"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Submission:
+    name: str
+    folder: Path
+    days_dir: Path  # the folder that holds its dayNN/ folders: folder/days or folder itself
+
+
+def find_submissions(folder: Path) -> list[Submission]:
+    """Every submission in folder, by name (hidden folders and plain files are not submissions)."""
+    if not folder.exists():
+        raise GraderError(f"{folder} does not exist: give the folder that holds one folder per submission")
+    if not folder.is_dir():
+        raise GraderError(f"{folder} is not a folder: give the folder that holds one folder per submission")
+    subs = [Submission(d.name, d, d / "days" if (d / "days").is_dir() else d)
+            for d in sorted(folder.iterdir()) if d.is_dir() and not d.name.startswith(".")]
+    if not subs:
+        raise GraderError(f"no submissions in {folder}: it should hold one folder per submission, each a student "
+                          "repository (days/dayNN/) or a copy of its days/ folder (dayNN/)")
+    return subs
+
+
+def parse_days(values: list[str], course) -> list:
+    """--days: ids (day03, day3, 3) separated by spaces or commas, or `all` (every ready day); each must be ready."""
+    words = [w for v in values for w in v.replace(",", " ").split()]
+    if not words:
+        raise GraderError("--days: name at least one day (day01, 1, or all)")
+    days = [d for d in course.days if d.status == "ready"] if words == ["all"] else [course.day(w) for w in words]
+    for d in days:
+        if d.status != "ready":
+            raise GraderError(f"--days: {d.id} ({d.title}) is planned, not ready yet: there is nothing to grade")
+    return list({d.id: d for d in days}.values())
+
+
+@dataclasses.dataclass
+class Plan:
+    tasks: list[Task]
+    skipped: int = 0  # pairs with a result already
+    missing: int = 0  # pairs whose submission has no folder for the day (recorded as not implemented)
+
+
+def plan(subs: list[Submission], days: list, out: Path, *, course_path: Path, timeout_s: float,
+         command: tuple[str, ...], options: tuple[str, ...], regrade: bool) -> Plan:
+    p = Plan([])
+    for sub in subs:
+        for day in days:
+            result = out / sub.name / f"{day.id}.json"
+            task = Task(sub.name, day.id, str(sub.days_dir / day.id), str(result),
+                        str(out / sub.name / f"{day.id}.log"), str(course_path), timeout_s, command, options)
+            if not (sub.days_dir / day.id).is_dir():
+                rel = (sub.days_dir / day.id).relative_to(sub.folder)
+                grade_task.record(task, day.exercises, Status.NOT_IMPLEMENTED,
+                                  f"the submission has no {rel}/ folder: nothing to grade",
+                                  {"missing": True})
+                p.missing += 1
+            elif not regrade and grade_task.graded(result, day.id):
+                p.skipped += 1
+            else:
+                p.tasks.append(task)
+    return p
+
+
+def run(executor, tasks: list[Task], exercises: dict, console: Console) -> tuple[int, dict[str, str]]:
+    """Grade the tasks, each failed one once more; a second failure becomes an error record. Returns (how many
+    passed only on the second attempt, {pair: why} of the error records)."""
+    failed: dict[Task, str] = {}
+    retried = 0
+    cols = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*cols, console=console, transient=False) as bar:
+        for attempt in (1, 2):
+            todo = tasks if attempt == 1 else list(failed)
+            if not todo:
+                break
+            if attempt == 2:
+                retried = len(todo)
+                console.print(f"{len(todo)} grading(s) failed: trying each once more", style="yellow")
+            failed = {}
+            job = bar.add_task("grading" if attempt == 1 else "second attempt", total=len(todo))
+
+            def done(task: Task, why: str | None, job=job, attempt=attempt, failed=failed) -> None:
+                if why is not None:
+                    failed[task] = why
+                    if attempt == 1:
+                        console.print(Text.assemble((f"{task.name}: ", "yellow"), why.splitlines()[0][:300]))
+                bar.advance(job)
+
+            executor.run(todo, attempt, done)
+    second = retried - len(failed)
+    errors = {}
+    for task, why in failed.items():
+        grade_task.record(task, exercises[task.day], Status.ENV_ERROR, f"grading failed twice: {why}",
+                          {"error": why, "attempts": 2})
+        errors[task.name] = why
+    return second, errors
+
+
+def cell(doc: dict | None) -> str:
+    if doc is None:
+        return "-"
+    grade = doc.get("grade") or {}
+    if grade.get("error"):
+        return "ERROR"
+    if grade.get("missing"):
+        return "MISSING"
+    statuses = [e["status"] for e in doc["exercises"]]
+    if len(set(statuses)) == 1:
+        return SHORT.get(statuses[0], statuses[0])
+    return f"{statuses.count(Status.PASS)}/{len(statuses)} PASS"
+
+
+def summarize(subs: list[Submission], days: list, out: Path, console: Console) -> dict:
+    """The table of every pair's verdict, read back from the result files (also written as OUT/summary.json)."""
+    t = Table(title=f"{len(subs)} submission(s) × {len(days)} day(s)", title_justify="left")
+    t.add_column("submission")
+    for d in days:
+        t.add_column(d.id)
+    summary = {}
+    for sub in subs:
+        row = {}
+        for d in days:
+            doc = grade_task.read_result(out / sub.name / f"{d.id}.json", d.id)
+            row[d.id] = {"cell": cell(doc), "statuses": [e["status"] for e in doc["exercises"]] if doc else [],
+                         "points": sum(e.get("points") or 0 for e in doc["exercises"]) if doc else 0}
+        summary[sub.name] = row
+        t.add_row(sub.name, *(Text(row[d.id]["cell"], style=STYLE.get(row[d.id]["cell"], "red"))
+                              for d in days))
+    console.print(t)
+    write_json(out / "summary.json", summary)
+    return summary
+
+
+def check_out_dir(out: Path, submissions: Path) -> None:
+    if out == submissions or submissions in out.parents:
+        raise GraderError(f"--out {out} is inside the submissions folder: it would be taken for a submission; "
+                          "write the results elsewhere")
+    if out.exists() and not out.is_dir():
+        raise GraderError(f"--out {out} is a file: give a folder for the results")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise GraderError(f"--out: cannot create {out}: {e.strerror or e}") from None

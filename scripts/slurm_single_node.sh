@@ -20,6 +20,7 @@ port=${GRADER_SLURM_PORT:-6817}
 wait_s=${GRADER_SLURM_WAIT_S:-60}
 
 die() { echo "slurm_single_node: $*" >&2; exit 1; }
+fail() { echo "slurm_single_node: $*" >&2; stop >&2 || true; exit 1; }  # start went wrong: end what it started
 
 # The command a recorded PID must still be running, so that a PID reused by another process is never signalled.
 alive_as() {  # PID NAME
@@ -49,6 +50,10 @@ stop() {
   left=$(awk '{print $2}' "$dir/pids" | while read -r p; do [ -d "/proc/$p" ] && echo "$p"; done || true)
   rm -f "$dir/pids"
   [ -z "$left" ] || die "still running after stop: $left"
+  if [ -f "$dir/munge.path" ]; then
+    case $(cat "$dir/munge.path") in /tmp/grader-munge.*) rm -rf "$(cat "$dir/munge.path")" ;; esac
+    rm -f "$dir/munge.path"
+  fi
 }
 
 install() {
@@ -78,15 +83,17 @@ start() {
   id munge >/dev/null 2>&1 || die "no user 'munge' (the munge package creates it)"
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
-  chmod 755 "$dir"
-  rm -rf "$dir/munge" "$dir/ctld" "$dir/spool"
-  mkdir -p "$dir/munge" "$dir/ctld" "$dir/spool"
-  # munged refuses a key or socket folder others can write to: its own folder, its own 1 KiB key.
-  head -c 1024 /dev/urandom > "$dir/munge/munge.key"
-  chown -R munge:munge "$dir/munge"
-  chmod 755 "$dir/munge"  # the socket lives here: others must reach it, none may write
-  chmod 400 "$dir/munge/munge.key"
+  rm -rf "$dir/ctld" "$dir/spool"
+  mkdir -p "$dir/ctld" "$dir/spool"
   : > "$dir/pids"
+  # munged runs as munge and refuses a key or socket folder others can write to, and DIR may sit below folders munge
+  # cannot enter (pytest's): its own folder under /tmp, its own 1 KiB key; `stop` removes it.
+  munge_dir=$(mktemp -d /tmp/grader-munge.XXXXXX)
+  echo "$munge_dir" > "$dir/munge.path"
+  head -c 1024 /dev/urandom > "$munge_dir/munge.key"
+  chown -R munge:munge "$munge_dir"
+  chmod 755 "$munge_dir"  # the socket lives here: others must reach it, none may write
+  chmod 400 "$munge_dir/munge.key"
 
   local host cpus mem_mb
   host=$(hostname -s)
@@ -101,7 +108,7 @@ SlurmctldPort=$port
 SlurmdPort=$((port + 1))
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$dir/munge/munge.socket.2
+AuthInfo=socket=$munge_dir/munge.socket.2
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
@@ -124,15 +131,15 @@ EOF
   rm -f "$dir/munged.pid" "$dir/slurmctld.pid" "$dir/slurmd.pid"
 
   local pid
-  runuser -u munge -- munged --socket="$dir/munge/munge.socket.2" --key-file="$dir/munge/munge.key" \
-    --pid-file="$dir/munge/munged.pid" --log-file="$dir/munge/munged.log" --seed-file="$dir/munge/munged.seed" \
-    || die "munged did not start: $(tail -3 "$dir/munge/munged.log" 2>/dev/null)"
-  pid=$(pid_from "$dir/munge/munged.pid") || die "munged wrote no pid file"
+  runuser -u munge -- munged --socket="$munge_dir/munge.socket.2" --key-file="$munge_dir/munge.key" \
+    --pid-file="$munge_dir/munged.pid" --log-file="$munge_dir/munged.log" --seed-file="$munge_dir/munged.seed" \
+    || fail "munged did not start: $(tail -3 "$munge_dir/munged.log" 2>/dev/null)"
+  pid=$(pid_from "$munge_dir/munged.pid") || fail "munged wrote no pid file"
   echo "munged $pid" >> "$dir/pids"
   echo "started munged (pid $pid)"
   for daemon in slurmctld slurmd; do
-    "$daemon" -f "$SLURM_CONF" || die "$daemon did not start: $(tail -5 "$dir/$daemon.log" 2>/dev/null)"
-    pid=$(pid_from "$dir/$daemon.pid") || die "$daemon wrote no pid file: $(tail -5 "$dir/$daemon.log" 2>/dev/null)"
+    "$daemon" -f "$SLURM_CONF" || fail "$daemon did not start: $(tail -5 "$dir/$daemon.log" 2>/dev/null)"
+    pid=$(pid_from "$dir/$daemon.pid") || fail "$daemon wrote no pid file: $(tail -5 "$dir/$daemon.log" 2>/dev/null)"
     echo "$daemon $pid" >> "$dir/pids"
     echo "started $daemon (pid $pid)"
   done
@@ -144,10 +151,7 @@ EOF
     sleep 0.5
   done
   if [ "$state" != idle ]; then
-    echo "the node is '${state:-not answering}' after ${wait_s} s; slurmd's log ends:" >&2
-    tail -5 "$dir/slurmd.log" >&2 || true
-    stop
-    exit 1
+    fail "the node is '${state:-not answering}' after ${wait_s} s; slurmd's log ends: $(tail -5 "$dir/slurmd.log")"
   fi
   echo "node $host idle ($cpus CPUs, ${mem_mb} MB); pids in $dir/pids"
   echo "export SLURM_CONF=$SLURM_CONF"

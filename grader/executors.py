@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import re
 import shutil
 import subprocess
 import time
@@ -62,11 +63,7 @@ class LocalExecutor:
         def one(task):
             gpu = slots.get()
             try:
-                env = {"CUDA_VISIBLE_DEVICES": str(gpu)} if gpu is not None else None
-                grade_task.grade(task, attempt, env)
-                why = None
-            except grade_task.GradingFailed as e:
-                why = str(e)
+                why = grade_task.attempt(task, attempt, {"CUDA_VISIBLE_DEVICES": str(gpu)} if gpu is not None else None)
             except Exception as e:  # never lost: a failure of the grading machinery is this task's failure too
                 why = f"{type(e).__name__}: {e}"
             finally:
@@ -188,7 +185,7 @@ class SlurmExecutor:
         if not tasks:
             return
         try:
-            jobs = self._executor().map_array(grade_task.grade, tasks, [attempt] * len(tasks))
+            jobs = self._executor().map_array(grade_task.attempt, tasks, [attempt] * len(tasks))
         except Exception as e:  # sbatch refused (a partition that does not exist, a limit): nothing was queued
             raise GraderError(f"Slurm refused the job array: {str(e).strip()[-2000:]}") from None
         pending = {job.job_id: (job, task) for job, task in zip(jobs, tasks)}
@@ -221,9 +218,12 @@ class SlurmExecutor:
         """Why a task that left the queue has no result: the exception its grading raised, else its log."""
         if job.paths.result_pickle.exists():
             try:
-                job.result()
-            except Exception as e:  # submitit re-raises the task's exception with its traceback as text
-                lines = [ln for ln in str(e).strip().splitlines() if ln.strip()]
-                return f"Slurm task {job.job_id}: {lines[-1] if lines else type(e).__name__}"
+                why = job.result()
+            except Exception as e:  # submitit's error: the task's traceback between lines of dashes, then log paths
+                parts = re.split(r"\n-{10,}\n", str(e))
+                lines = [ln for ln in (parts[1] if len(parts) > 2 else str(e)).splitlines() if ln.strip()]
+                why = lines[-1] if lines else type(e).__name__
+            if why:
+                return f"Slurm task {job.job_id}: {why}"
         return (f"Slurm task {job.job_id} left the queue without a result (killed, out of time or memory, or "
                 f"preempted); its output: {job.paths.stdout}")

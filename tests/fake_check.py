@@ -1,7 +1,8 @@
 """A stand-in for `python -m grader` under `grader grade` (its `--course C check DAY --dir SRC --json PATH`), so that
 grading a class is tested without compilers. What it does depends on the files in the submission's folder:
 CRASH (killed by SIGSEGV, every time), HANG (sleeps past any time limit), FLAKY (crashes on its first call only);
-otherwise it writes a compile-only result like the real check's. Every call is appended to SRC/calls."""
+otherwise it writes a compile-only result like the real check's. Every call is a line of SRC/calls (its PID and
+Slurm job)."""
 import json
 import os
 import signal
@@ -15,9 +16,11 @@ def main():
     day = argv[argv.index("check") + 1]
     src = Path(argv[argv.index("--dir") + 1])
     out = Path(argv[argv.index("--json") + 1])
-    with open(src / "calls", "a") as f:
-        f.write(f"{os.getpid()}\n")
-    calls = len((src / "calls").read_text().split())
+    array = [os.environ.get(k) for k in ("SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID")]
+    job = "_".join(array) if all(array) else os.environ.get("SLURM_JOB_ID", "-")  # as scancel takes it
+    with open(src / "calls", "a") as f:  # one line per call: its PID, and its Slurm job when it runs in one
+        f.write(f"{os.getpid()} {job}\n")
+    calls = len((src / "calls").read_text().splitlines())
     print(f"fake check of {src} ({day}), call {calls}", flush=True)
     if (src / "CRASH").exists() or ((src / "FLAKY").exists() and calls == 1):
         print("about to crash", flush=True)

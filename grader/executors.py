@@ -86,6 +86,7 @@ class SlurmConfig(BaseModel):
     mem_gb: float | None = Field(None, gt=0)
     timeout_min: int = Field(30, ge=1)  # Slurm's limit of one task; the grading itself gets 90% of it
     array_parallelism: int = Field(256, ge=1)  # tasks of the array running at once
+    max_array_size: int = Field(1000, ge=1)  # more pairs than this go in several arrays (Slurm's MaxArraySize)
     account: str | None = None
     qos: str | None = None
     setup: list[str] = []  # shell lines before the task (module load …, source venv/bin/activate)
@@ -167,8 +168,8 @@ class SlurmExecutor:
         ex = self.submitit.SlurmExecutor(folder=str(self.folder / "%j"), python=c.python)
         params = {"job_name": "grader-grade", "time": c.timeout_min, "cpus_per_task": c.cpus_per_task,
                   "array_parallelism": c.array_parallelism, "use_srun": c.use_srun, "stderr_to_stdout": True,
-                  # the warning signal comes shortly before the limit: the grading's own 90% ends first
-                  "signal_delay_s": min(90, max(10, c.timeout_min * 6))}
+                  # submitit's warning signal comes 5% before the limit: the grading's own 90% ends first
+                  "signal_delay_s": min(90, max(3, c.timeout_min * 3))}
         for key, value in (("partition", c.partition), ("account", c.account), ("qos", c.qos),
                            ("gpus_per_task", c.gpus_per_task or None),
                            ("mem", f"{c.mem_gb:g}GB" if c.mem_gb else None)):
@@ -184,11 +185,22 @@ class SlurmExecutor:
     def run(self, tasks: list[grade_task.Task], attempt: int, done: Done) -> None:
         if not tasks:
             return
+        executor, size, jobs = self._executor(), self.config.max_array_size, []
         try:
-            jobs = self._executor().map_array(grade_task.attempt, tasks, [attempt] * len(tasks))
-        except Exception as e:  # sbatch refused (a partition that does not exist, a limit): nothing was queued
+            for k in range(0, len(tasks), size):
+                chunk = tasks[k:k + size]
+                jobs += executor.map_array(grade_task.attempt, chunk, [attempt] * len(chunk))
+        except Exception as e:  # sbatch refused (a partition that does not exist, a limit)
+            _cancel(sorted({j.job_id.split("_")[0] for j in jobs}))  # all or nothing: no array left behind
             raise GraderError(f"Slurm refused the job array: {str(e).strip()[-2000:]}") from None
         pending = {job.job_id: (job, task) for job, task in zip(jobs, tasks)}
+        try:
+            self._watch(pending, done)
+        except KeyboardInterrupt:  # stopped by hand: nothing keeps running on the cluster (a later run resumes)
+            _cancel(list(pending))
+            raise
+
+    def _watch(self, pending: dict, done: Done) -> None:
         arrays = sorted({jid.split("_")[0] for jid in pending})
         left_at: dict[str, float] = {}
         deadline = time.monotonic() + self.config.max_wait_min * 60 if self.config.max_wait_min else None
@@ -196,7 +208,7 @@ class SlurmExecutor:
             queued = _queued(arrays)
             now = time.monotonic()
             for jid, (job, task) in list(pending.items()):
-                if grade_task.graded(Path(task.result), task.day):
+                if grade_task.finished(task):
                     del pending[jid]
                     done(task, None)
                 elif queued is not None and jid not in queued:

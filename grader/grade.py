@@ -8,6 +8,7 @@ on: pairs with a result are skipped, pairs whose grading failed twice (error rec
 from __future__ import annotations
 
 import dataclasses
+import uuid
 from pathlib import Path
 
 from rich.console import Console
@@ -69,12 +70,12 @@ class Plan:
 
 def plan(subs: list[Submission], days: list, out: Path, *, course_path: Path, timeout_s: float,
          command: tuple[str, ...], options: tuple[str, ...], regrade: bool) -> Plan:
-    p = Plan([])
+    p, run = Plan([]), uuid.uuid4().hex[:12]
     for sub in subs:
         for day in days:
             result = out / sub.name / f"{day.id}.json"
             task = Task(sub.name, day.id, str(sub.days_dir / day.id), str(result),
-                        str(out / sub.name / f"{day.id}.log"), str(course_path), timeout_s, command, options)
+                        str(out / sub.name / f"{day.id}.log"), str(course_path), timeout_s, command, options, run)
             if not (sub.days_dir / day.id).is_dir():
                 rel = (sub.days_dir / day.id).relative_to(sub.folder)
                 grade_task.record(task, day.exercises, Status.NOT_IMPLEMENTED,

@@ -34,6 +34,7 @@ class Task:
     timeout_s: float
     command: tuple[str, ...]  # `grader` as a command (tests substitute a scripted one)
     options: tuple[str, ...] = ()  # passed on to `grader check`: --correctness-only, --ranked
+    run: str = ""  # the `grader grade` run that made the task, kept in the result: a result of this run
 
     @property
     def name(self) -> str:
@@ -68,6 +69,12 @@ def graded(path: Path, day: str) -> bool:
     """Whether the pair needs no grading: a complete result that is not an error record."""
     doc = read_result(path, day)
     return doc is not None and not is_error(doc)
+
+
+def finished(task: Task) -> bool:
+    """Whether this run graded the pair (an earlier run's result, being graded again, does not count)."""
+    doc = read_result(Path(task.result), task.day)
+    return doc is not None and not is_error(doc) and (doc.get("grade") or {}).get("run") == task.run
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -113,7 +120,7 @@ def grade(task: Task, attempt: int = 1, env: dict | None = None) -> str:
     for e in doc["exercises"]:
         e["variant"] = task.submission
     doc["submission"] = task.submission
-    doc["grade"] = {"attempt": attempt, "seconds": round(seconds, 1), "exit_code": code,
+    doc["grade"] = {"run": task.run, "attempt": attempt, "seconds": round(seconds, 1), "exit_code": code,
                     "when": time.strftime("%Y-%m-%d %H:%M:%S"), "host": os.uname().nodename}
     write_json(result, doc)
     return task.name

@@ -212,3 +212,15 @@ def test_a_crashed_or_cancelled_task_is_retried_once_then_recorded(cluster, tmp_
     assert flaky["grade"]["attempt"] == 2 and flaky["exercises"][0]["status"] == "no_gpu"
     arrays = {p.name.split("_")[0] for p in (out / ".submitit").iterdir() if p.is_dir() and "_" in p.name}
     assert len(arrays) == 2  # the first round, and one array for the retries
+
+    # --regrade: flaky's earlier result is not taken for this run's (each result names the run that made it).
+    (subs / "crashy" / "day01" / "CRASH").unlink()
+    (subs / "cancelled" / "day01" / "HANG").unlink()
+    before = flaky["grade"]["run"]
+    code = cli.main(["--course", str(ROOT / "course.yaml"), "grade", str(subs), "--days", "day01", "--out",
+                     str(out), "--executor", "slurm", "--slurm-config", str(config), "--regrade"])
+    text = capsys.readouterr().out
+    assert code == 0 and "3 to grade, 0 already graded" in text, text
+    runs = {json.loads((out / n / "day01.json").read_text())["grade"]["run"] for n in ("crashy", "cancelled", "flaky")}
+    assert len(runs) == 1 and before not in runs
+    assert len((subs / "flaky" / "day01" / "calls").read_text().splitlines()) == 3

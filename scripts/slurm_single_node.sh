@@ -24,14 +24,17 @@ fail() { echo "slurm_single_node: $*" >&2; stop >&2 || true; exit 1; }  # start 
 
 # The command a recorded PID must still be running, so that a PID reused by another process is never signalled.
 alive_as() {  # PID NAME
-  [ -r "/proc/$1/comm" ] && [ "$(cat "/proc/$1/comm")" = "$2" ]
+  [ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ]
 }
 
 stop() {
   [ -f "$dir/pids" ] || { echo "no $dir/pids: nothing of ours to stop"; return 0; }
   if [ -f "$dir/slurm.conf" ] && command -v scancel >/dev/null; then
-    # This cluster's jobs only (SLURM_CONF names it); their steps end with them.
-    SLURM_CONF="$dir/slurm.conf" timeout 10 scancel --full --quiet --user=root 2>/dev/null || true
+    # Every job of this cluster (SLURM_CONF names it), whoever submitted it; their steps end with them.
+    local jobs
+    jobs=$(SLURM_CONF="$dir/slurm.conf" timeout 10 squeue -h -o %A 2>/dev/null || true)
+    # shellcheck disable=SC2086  # one job id per word
+    [ -z "$jobs" ] || SLURM_CONF="$dir/slurm.conf" timeout 10 scancel --full $jobs 2>/dev/null || true
   fi
   local name pid left
   # slurmd first, munged last: the Slurm daemons talk through munge while they shut down.

@@ -181,6 +181,10 @@ class Exercise(Strict):
         [], description="every case runs once per variant (its params merged in), "
                         "e.g. [{causal: false}, {causal: true}]")
     baseline: Baseline | None = None
+    ceiling: Literal["task", "library", "none"] = Field(
+        "task", description="what the report's '% of' column divides by, timed in the same run: task: the task's "
+        "ceiling() (e.g. cuBLAS fp32 GEMM, the CUDA cores' yardstick); library: the task's library op in the same "
+        "dtype (a tensor-core exercise: cuBLAS in fp16/bf16); none: no ceiling, the column shows '-'")
     threshold: float | None = Field(None, gt=0, description="needed speedup over the baseline (geometric mean)")
     limits: ExerciseLimits = ExerciseLimits()
     stub: Stub = Stub()

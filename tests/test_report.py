@@ -156,3 +156,44 @@ def test_a_ceiling_only_some_dtypes_have_shows_a_dash_for_the_others(course):
     text = render(res, ex)
     assert "% of SDPA cuDNN" in text and "9%" in text
     assert any(line.startswith("2x8x2048x64") and " - " in line for line in text.splitlines())
+
+
+class _T:  # a timing as the worker's timer returns it
+    def __init__(self, ms):
+        self.median_ms = ms
+
+    def as_dict(self):
+        return {"median_ms": self.median_ms}
+
+
+def test_each_exercise_is_put_against_its_own_ceiling(course):
+    """Day 11's WMMA kernel runs at about twice cuBLAS fp32 (its task's CUDA-core ceiling): the report must put it
+    against cuBLAS in its own dtype (`ceiling: library`), never print '208% of peak'. An exercise whose ceiling is
+    `none` gets no such column; a dtype its ceiling cannot run shows '-' (test above)."""
+    from grader.check.worker import ceiling_fields
+
+    wmma = next(e for e in course.day("day11").exercises if e.name == "matmul_wmma")
+    assert wmma.ceiling == "library"
+    assert all(e.ceiling == "task" for d in ("day06", "day07", "day08", "day09") for e in course.day(d).exercises)
+    fl = 2 * 4096**3
+    fp32_gemm, fp16_gemm, kernel = _T(2.98), _T(0.95), _T(1.43)  # ms: cuBLAS fp32, cuBLAS fp16, the WMMA kernel
+    got = ceiling_fields(wmma.ceiling, kernel.median_ms, fl, task=("cuBLAS fp32", fp32_gemm),
+                         library=("torch.matmul, same dtype", fp16_gemm))
+    assert got["ceiling"] == "torch.matmul, same dtype" and round(got["pct_of_ceiling"], 2) == 0.66
+    assert round(got["ceiling_tflops"]) == round(fl / 0.95e9)
+    # The old choice would have said 208%:
+    assert round(ceiling_fields("task", kernel.median_ms, fl, task=("cuBLAS fp32", fp32_gemm))["pct_of_ceiling"], 2) == 2.08
+    assert ceiling_fields("none", kernel.median_ms, fl, task=("cuBLAS fp32", fp32_gemm), library=("x", fp16_gemm)) == {}
+    assert ceiling_fields("task", kernel.median_ms, fl, task=None, library=("x", fp16_gemm)) == {}
+
+    case = {**bench_case(1, "fp16", "4096x4096x4096", 1.43, 2.9, 0.95), **got, "tflops": fl / 1.43e9}
+    for k in ("gbps", "pct_of_copy"):
+        case.pop(k)
+    res = ExerciseResult("day11", "matmul_wmma", "solution", "solutions/day11", 1, status="pass", threshold=1.5,
+                         speedup=2.03, message="ok", info={"gpu": "NVIDIA H100", "capability": "9.0"}, cases=[case])
+    text = render(res, wmma)
+    assert "% of torch.matmul, same dtype" in text and "66%" in text and "208%" not in text
+    bare = {k: v for k, v in case.items() if k not in got}
+    res.cases = [bare]
+    text = render(res, wmma.model_copy(update={"ceiling": "none"}))
+    assert "% of" not in text and "208%" not in text

@@ -184,7 +184,7 @@ def benchmark(task: Task, timer, copies, fn, base, job: Job, case: CaseData, see
     refill = lambda: task.refill(torch, case, gen)  # noqa: E731
     # The ceiling prepares its own operands outside the timed region; None: it cannot run these inputs (checked
     # before anything is timed).
-    got = task.ceiling(case)
+    got = task.ceiling(case) if ex.ceiling == "task" or job.baseline == "ceiling" else None
     if job.baseline == "ceiling" and got is None:
         raise CourseConfigError("timed against the task's ceiling, which cannot run these inputs")
     call, last = task.call(fn, case, ex), {}
@@ -202,9 +202,7 @@ def benchmark(task: Task, timer, copies, fn, base, job: Job, case: CaseData, see
         res.update(library_time=lib.as_dict(), vs_library=lib.median_ms / kernel.median_ms)
     ceil = None
     if got is not None:
-        label, thunk = got
-        ceil = timer.time(thunk)
-        res.update(ceiling=label, ceiling_time=ceil.as_dict(), pct_of_ceiling=ceil.median_ms / kernel.median_ms)
+        ceil = timer.time(got[1])
     if job.baseline == "library" and lib is None:
         raise CourseConfigError("timed against the library, but the task defines no library()")
     if job.baseline == "solution":
@@ -221,12 +219,28 @@ def benchmark(task: Task, timer, copies, fn, base, job: Job, case: CaseData, see
     fl = task.flops(case)
     if fl is not None:
         res.update(flops=fl, tflops=fl / kernel.median_ms / 1e9)
-        if ceil is not None:
-            res["ceiling_tflops"] = fl / ceil.median_ms / 1e9
+    res.update(ceiling_fields(ex.ceiling, kernel.median_ms, fl,
+                              task=(got[0], ceil) if ceil is not None else None,
+                              library=(f"{task.library_name}, same dtype", lib) if lib is not None else None))
     why = too_fast(pct_of_copy=res.get("pct_of_copy"), tflops=res.get("tflops"), peak=peak)
     if why:
         res.update(ok=False, category=Category.IMPOSSIBLE_TIMING, message=f"impossible timing: {why}")
     return res
+
+
+def ceiling_fields(which: str, kernel_ms: float, flops: int | None, *, task=None, library=None) -> dict:
+    """The result's ceiling numbers for the exercise's own ceiling (course.yaml `ceiling:`): `task` and `library`
+    are (label, timing) pairs timed in this run, or None where there is none (an fp32 case of a ceiling that only
+    runs fp16, a task without one). Nothing where the exercise has no ceiling: the report shows '-', never the
+    percentage of a yardstick that is not this exercise's (a tensor-core GEMM against cuBLAS fp32)."""
+    got = {"task": task, "library": library}.get(which)
+    if got is None:
+        return {}
+    label, t = got
+    out = {"ceiling": label, "ceiling_time": t.as_dict(), "pct_of_ceiling": t.median_ms / kernel_ms}
+    if flops is not None:
+        out["ceiling_tflops"] = flops / t.median_ms / 1e9
+    return out
 
 
 STALE_SLACK = 10  # times the exercise's tolerance: a stale result belongs to other inputs and is wrong by far more
@@ -333,6 +347,10 @@ def run(job: Job, emit: Emitter, *, start: int = 0, had_failure: bool = False, o
     if fn is None:
         emit("missing_op", op=ex.op)
         return 0
+    if ex.ceiling == "library" and not task.has("library"):
+        emit("env_error", message=f"course.yaml: {job.target.day}.{ex.name} takes the library op as its ceiling, "
+                                  f"but {ex.task} defines no library()")
+        return 2
     if job.baseline == "ceiling" and not task.has("ceiling"):
         emit("env_error", message=f"course.yaml: {job.target.day}.{ex.name} is timed against the ceiling, but "
                                   f"{ex.task} defines no ceiling()")

@@ -895,7 +895,9 @@ def main(argv: list[str] | None = None) -> int:
         console.print("[yellow]interrupted[/]")
         return 130
     except Exception as e:  # a bug in the grader: say so, keep the traceback out of the user's way
-        log = Path(".grader") / "logs" / "internal-error.log"
+        from grader.paths import Paths
+
+        log = Paths(Path.cwd()).logs() / "internal-error.log"
         try:
             log.parent.mkdir(parents=True, exist_ok=True)
             log.write_text(traceback.format_exc())

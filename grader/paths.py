@@ -1,9 +1,16 @@
 """Where things live in a course repository, defined once: the student's and the instructor's folders and the
-grader's own state under `.grader/` (builds, logs, results, caches, backups, profiles, the site)."""
+grader's own state under `.grader/` (builds, logs, results, caches, backups, profiles, the site).
+
+$GRADER_STATE moves that state out of the course: it names a folder that holds one folder per course root (keyed
+by the root's path, so two courses never share state). The test suite sets it to a temporary folder, so running
+the tests never touches a student's own `.grader/`."""
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
+
+STATE_ENV = "GRADER_STATE"
 
 
 class Paths:
@@ -27,7 +34,11 @@ class Paths:
     # the grader's state (ignored by git)
     @property
     def state(self) -> Path:
-        return self.root / ".grader"
+        base = os.environ.get(STATE_ENV)
+        if not base:
+            return self.root / ".grader"
+        root = self.root.resolve()
+        return Path(base) / f"{root.name or 'root'}-{hashlib.sha1(str(root).encode()).hexdigest()[:10]}"
 
     def builds(self) -> Path:
         return self.state / "build"

@@ -1,11 +1,21 @@
+import atexit
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# The grader's state (builds, logs, results, caches) goes to a temporary folder of this test process, never into
+# the checkout's .grader/ (a student's own results and builds). Set at import, so the grader run in-process and
+# every `grader` subprocess (run_grader) both see it; each xdist worker gets its own.
+STATE = Path(tempfile.mkdtemp(prefix=f"grader-test-state-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-"))
+os.environ["GRADER_STATE"] = str(STATE)
+atexit.register(shutil.rmtree, STATE, ignore_errors=True)
 
 
 def has_gpu() -> bool:

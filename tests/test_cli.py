@@ -4,10 +4,12 @@ import hashlib
 import json
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
 from grader import cli, results
+from grader.paths import Paths
 from tests.conftest import ROOT, has_gpu, needs_nvcc, run_grader
 
 
@@ -200,7 +202,7 @@ def test_a_ranked_check_runs_twice_and_is_recorded_as_ranked(fake_course, monkey
     printed = capsys.readouterr().out
     ranked = cli.ranked_seeds(SECRET.encode())
     doc_text = out_json.read_text()
-    stored = (fake_course / ".grader" / "results" / "day01.json").read_text()
+    stored = (Paths(fake_course).results() / "day01.json").read_text()
     for text in (printed, doc_text, stored):
         assert SECRET not in text and not any(str(s) in text for s in ranked.seeds)
     assert f"ranked run (seed hash {ranked.seed_sha256[:8]}…)" in printed and "PASS" in printed
@@ -211,7 +213,7 @@ def test_a_ranked_check_runs_twice_and_is_recorded_as_ranked(fake_course, monkey
     assert ex["ranked"] is True and ex["seed_sha256"] == ranked.seed_sha256 and ex["seed"] is None
     assert ex["status"] == "pass" and "seed" not in ex["info"]
     assert sorted({c["run"] for c in ex["cases"]}) == [1, 2] and len(ex["cases"]) == 6  # both runs' cases
-    assert not list((fake_course / ".grader" / "logs").glob("*.job.json"))  # the job file names the seed
+    assert not list(Paths(fake_course).logs().glob("*.job.json"))  # the job file names the seed
     kept = results.ranked_results(fake_course, "day01")
     assert list(kept) == ["solution"] and kept["solution"]["seed_sha256"] == ranked.seed_sha256
 
@@ -281,3 +283,24 @@ def test_combined_runs_pass_only_together_with_the_lower_speedup():
     assert second.speedup == 9.1
     first = cli.combine_runs([_run("fail", message="wrong")])
     assert first.status == "fail" and first.message == "wrong" and {c["run"] for c in first.cases} == {1}
+
+
+def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in folder.rglob("*") if p.is_file()} if folder.is_dir() else {}
+
+
+@needs_nvcc
+def test_the_suite_keeps_its_state_out_of_the_checkout():
+    """conftest.py points $GRADER_STATE at a temporary folder: a check run by the tests leaves the checkout's own
+    .grader/ (a student's builds and results) exactly as it was, and writes its state there instead."""
+    from tests.conftest import STATE
+
+    assert os.environ["GRADER_STATE"] == str(STATE)
+    mine = Paths(ROOT).state
+    assert mine.is_relative_to(STATE) and not mine.is_relative_to(ROOT)
+    before = _snapshot(ROOT / ".grader")
+    r = run_grader("check", "day01", "--solution", "--correctness-only", "--dtype", "fp32")
+    assert r.returncode in (0, 2), r.stdout + r.stderr  # 2: compiled only, on a machine without a GPU
+    assert _snapshot(ROOT / ".grader") == before
+    assert (mine / "results" / "day01.json").is_file() and list((mine / "logs").glob("day01-*"))

@@ -10,6 +10,7 @@ import yaml
 from grader import cli, hidden
 from grader.course import load_course
 from grader.errors import GraderError
+from grader.paths import Paths
 from tests.conftest import ROOT
 
 SECRET = "hidden-cases-secret-0123456789abcdef"
@@ -110,7 +111,7 @@ def test_a_ranked_run_adds_the_hidden_shapes_and_a_run_per_fixed_seed(course_dir
     four = ["1x1", "3x5", "7x50021", "2x60013+3"]
     assert labels == [(1, x) for x in four] + [(2, x) for x in four] + [(3, x) for x in four]
     assert ex["status"] == "pass" and ex["seed"] is None and "918273645" not in out.read_text()
-    assert not list((course_dir / ".grader" / "logs").glob("*.job.json"))  # the job named the hidden cases
+    assert not list(Paths(course_dir).logs().glob("*.job.json"))  # the job named the hidden cases
 
 
 def test_an_ordinary_run_never_reads_the_overlay(course_dir, capsys):

@@ -10,6 +10,7 @@ from rich.console import Console
 
 from grader.profile import ncu, roofline
 from grader.profile import report as profile_report
+from grader.paths import Paths
 from grader.profile.command import analyze, draw, parse_shape, targets
 from tests.conftest import ROOT, has_gpu, run_grader
 
@@ -336,7 +337,7 @@ def test_flow_writes_report_json_and_png(monkeypatch, tmp_path, course, fake_ncu
     assert json.loads(prepare[-1])["mode"] == "prepare" and json.loads(profile[-1])["mode"] == "profile"
     spec = json.loads(profile[-1])
     assert spec["shape"] == [4096, 4096] and spec["dtype"] == "fp32" and profile[0] == str(fake_ncu_path)
-    stem = tmp_path / ".grader" / "profile" / "day05-softmax-solution"
+    stem = Paths(tmp_path).profiles() / "day05-softmax-solution"
     assert Path(f"{stem}-roofline.png").read_bytes()[:4] == b"\x89PNG"
     saved = json.loads(Path(f"{stem}.json").read_text())
     assert saved["kernels"][0]["summary"]["bound"] == "memory" and saved["paths"]["report"] == f"{stem}.ncu-rep"

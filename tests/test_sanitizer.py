@@ -13,6 +13,7 @@ from grader.check.job import make_job
 from grader.check.runner import run_job
 from grader.check.sanitizer import (find_sanitizer, headline, parse_report, sanitize_command, summary,
                                     worker_command)
+from grader.paths import Paths
 from tests.conftest import ROOT
 
 # -- reports, in the shape each tool prints them (short lines of real output, arranged for each test) -----------
@@ -329,7 +330,7 @@ def run(course, monkeypatch, behaviour, **kw):
 def built(course, name="softmax.cu") -> str:
     """Where the build compiles day01's source (build.py's workspace): the path in the tool's reports."""
     ex = course.day("day01").exercises[0]
-    return str(ROOT / ".grader" / "build" / f"day01-{ex.name}-work" / "src" / name)
+    return str(Paths(ROOT).builds() / f"day01-{ex.name}-work" / "src" / name)
 
 
 def test_a_nonfinite_case_is_rerun_under_memcheck_and_names_the_line(course, monkeypatch, fake_sanitizer):
@@ -347,7 +348,7 @@ def test_a_nonfinite_case_is_rerun_under_memcheck_and_names_the_line(course, mon
     (call,) = calls.read_text().splitlines()  # memcheck found it: no initcheck
     assert "--tool memcheck" in call and "--leak-check no" in call and call.endswith("--only 1 --fd " + call.split()[-1])
     ex = course.day("day01").exercises[0]
-    log = (ROOT / ".grader" / "logs" / f"day01-{ex.name}-fake-sanitize.memcheck.log").read_text()
+    log = (Paths(ROOT).logs() / f"day01-{ex.name}-fake-sanitize.memcheck.log").read_text()
     assert "'case_start'" in log and "Invalid __global__ read" in log  # its events and the report, on their own
 
 

@@ -32,7 +32,7 @@ from grader.check.build import source_paths
 from grader.check.compile_check import demangle
 from grader.course import Course, Day, Exercise
 from grader.errors import GraderError
-from grader.paths import Paths
+from grader.paths import Paths, relative_path
 from grader.profile.ptxas_report import kernel_resources, match
 from grader.results import write_json
 
@@ -261,7 +261,7 @@ def profile_exercise(*, root: Path, course: Course, day: Day, t: Target, src_dir
            "ceilings": prep["ceilings"], "kernels": kernels, "notes": [],
            "paths": {"report": str(report), "roofline": None, "json": str(json_path), "log": str(log)}}
     if prep.get("ceilings_measured"):
-        cached = cache_path(root, prep["gpu"]).relative_to(root)
+        cached = relative_path(cache_path(root, prep["gpu"]), root)
         res["notes"].append(f"this GPU's ceilings were measured now and cached in {cached}; "
                             "--remeasure-ceilings measures them again")
     uncounted = tensor_core_note(kernels, prep.get("task_flops"))

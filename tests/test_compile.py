@@ -87,3 +87,23 @@ def test_a_compiler_that_runs_too_long_is_stopped_with_a_note(tmp_path):
     src.write_text("__global__ void k(float* x) { x[0] = 1; }\n")
     (r,) = compile_sources([src], [], [], tmp_path, timeout_s=0.01)
     assert not r.ok and r.note == "nvcc did not finish in 0.01 s"
+
+
+@needs_nvcc
+def test_compile_reports_are_cached_by_content(tmp_path):
+    """An unchanged file is not compiled again; an edit to it, or to a header it can include, is."""
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "scale.cuh").write_text("#pragma once\n#define SCALE 2.0f\n")
+    src = tmp_path / "k.cu"
+    src.write_text('#include "scale.cuh"\n__global__ void k(float* x) { x[threadIdx.x] *= SCALE; }\n')
+    run = lambda: compile_sources([src], [tmp_path / "inc"], [], tmp_path)[0]  # noqa: E731
+    first = run()
+    assert first.ok and not first.cached and first.kernels
+    again = run()
+    assert again.cached and (again.ok, again.kernels, again.diagnostics) == (first.ok, first.kernels, first.diagnostics)
+    (tmp_path / "inc" / "scale.cuh").write_text("#pragma once\n#define SCALE 2.0f +\n")  # now a syntax error
+    broken = run()
+    assert not broken.cached and not broken.ok and any("k.cu:2" in d for d in broken.diagnostics)
+    assert run().cached and not run().ok  # a failure is a result too
+    src.write_text(src.read_text().replace("*=", "+="))
+    assert not run().cached

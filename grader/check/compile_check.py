@@ -3,6 +3,8 @@ sm_90 with the ptxas resource report; bindings through the host compiler against
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -12,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from grader.check.build import BASE_CUDA_FLAGS, TORCH_CUDA_DEFINES, Diagnostic, parse_diagnostics
-from grader.paths import relative_path
+from grader.paths import Paths, relative_path
 
 ARCHS = ("80", "90")
 # A source larger than this is refused before any compiler sees it: no exercise comes near it, and a generated or
@@ -47,6 +49,7 @@ class CompileReport:
     kernels: list = field(default_factory=list)
     note: str = ""
     log: str = ""
+    cached: bool = False  # the report of an earlier run on the same content (compile_sources' cache)
 
     def as_dict(self):
         return asdict(self)
@@ -228,18 +231,89 @@ def source_problem(src: Path, root: Path) -> CompileReport | None:
     return None
 
 
+HEADER_SUFFIXES = {".h", ".hh", ".hpp", ".cuh", ".inc", ".inl"}
+CACHE_VERSION = 1  # bump when a report's contents change
+
+
+def _tool_identity(path: str | None) -> str:
+    """A compiler as far as its output goes: its resolved path, size and mtime (a new toolkit changes them)."""
+    if not path:
+        return "-"
+    try:
+        real = Path(path).resolve()
+        st = real.stat()
+        return f"{real}:{st.st_size}:{st.st_mtime_ns}"
+    except OSError:
+        return str(path)
+
+
+def cache_key(src: Path, include_dirs: list[Path], extra_cuda_flags: list[str], root: Path) -> str:
+    """The content a compile-only report depends on: the source, every header beside it and in the include
+    folders (what `#include "..."` can reach), the flags, the compilers and torch's headers. Same key, same report,
+    whichever run asks."""
+    h = hashlib.sha256()
+
+    def add(*parts) -> None:
+        for p in parts:
+            data = p if isinstance(p, bytes) else str(p).encode()
+            h.update(len(data).to_bytes(8, "little") + data)
+
+    add(CACHE_VERSION, relative_path(src, root), src.read_bytes(), *ARCHS, *extra_cuda_flags, *BASE_CUDA_FLAGS,
+        *TORCH_CUDA_DEFINES)
+    if src.suffix == ".cu":
+        add(_tool_identity(nvcc_path()))
+    elif src.suffix != ".py":
+        add(_tool_identity(shutil.which(os.environ.get("CXX", "c++")) or shutil.which("g++")))
+        add(*(_torch_include_paths() or ["no torch"]))
+        add(*(str(d) for d in _cuda_include_dirs()[:1]))
+    for d in [src.parent, *include_dirs]:
+        add(relative_path(d, root))
+        for f in sorted(Path(d).rglob("*")) if Path(d).is_dir() else []:
+            if f.suffix in HEADER_SUFFIXES and f.is_file():
+                add(f.relative_to(d).as_posix(), f.read_bytes())
+    return h.hexdigest()
+
+
+def _cached(src: Path, include_dirs: list[Path], extra_cuda_flags: list[str], root: Path, compile_one):
+    """compile_one(), or the report of an earlier run on the same content. A run that timed out or could not start
+    the compiler is not kept (the next one may do better)."""
+    try:
+        key = cache_key(src, include_dirs, extra_cuda_flags, root)
+    except OSError:
+        return compile_one()
+    path = Paths(root).cache() / "compile" / f"{key}.json"
+    try:
+        return CompileReport(**{**json.loads(path.read_text(encoding="utf-8")), "cached": True})
+    except (OSError, ValueError, TypeError):
+        pass
+    report = compile_one()
+    if "did not finish" in report.note or "not found" in report.note or report.log.startswith("cannot run "):
+        return report
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(report.as_dict()), encoding="utf-8")
+        tmp.replace(path)  # atomic: a concurrent reader sees the whole report or none
+    except OSError:
+        pass  # a read-only state folder: no cache, same answer
+    return report
+
+
 def compile_sources(sources: list[Path], include_dirs: list[Path], extra_cuda_flags: list[str],
                     root: Path, timeout_s: float | None = None) -> list[CompileReport]:
     """Each source through its compiler (timeout_s: the limit of one compiler run); a source that cannot be
-    compiled at all (source_problem) is reported without running one."""
+    compiled at all (source_problem) is reported without running one. Reports are cached by content under the
+    course's state (.grader/cache/compile): an unchanged file is not compiled again."""
     reports = []
     for s in sources:
         if problem := source_problem(s, root):
             reports.append(problem)
         elif s.suffix in (".cu",):
-            reports.append(compile_cuda(s, include_dirs, extra_cuda_flags, root, timeout_s))
+            reports.append(_cached(s, include_dirs, extra_cuda_flags, root,
+                                   lambda s=s: compile_cuda(s, include_dirs, extra_cuda_flags, root, timeout_s)))
         elif s.suffix == ".py":
             reports.append(compile_python(s, root))
         else:
-            reports.append(compile_host(s, include_dirs, root, timeout_s))
+            reports.append(_cached(s, include_dirs, [], root,
+                                   lambda s=s: compile_host(s, include_dirs, root, timeout_s)))
     return reports

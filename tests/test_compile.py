@@ -107,3 +107,11 @@ def test_compile_reports_are_cached_by_content(tmp_path):
     assert run().cached and not run().ok  # a failure is a result too
     src.write_text(src.read_text().replace("*=", "+="))
     assert not run().cached
+    # The same file beside the same headers in another folder (a stub identical to its solution) is not compiled
+    # again, and its report names its own folder.
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "k.cu").write_text(src.read_text().replace('#include "scale.cuh"\n', "#define SCALE 3\n") + "x;\n")
+    a, b = (compile_sources([tmp_path / d / "k.cu"], [], [], tmp_path)[0] for d in ("a", "b"))
+    assert not a.cached and b.cached and not b.ok and b.file == "b/k.cu"
+    assert [x.replace("a/", "b/") for x in a.diagnostics] == b.diagnostics and any(x.startswith("b/k.cu:3") for x in b.diagnostics)

@@ -258,7 +258,7 @@ def cache_key(src: Path, include_dirs: list[Path], extra_cuda_flags: list[str], 
             data = p if isinstance(p, bytes) else str(p).encode()
             h.update(len(data).to_bytes(8, "little") + data)
 
-    add(CACHE_VERSION, relative_path(src, root), src.read_bytes(), *ARCHS, *extra_cuda_flags, *BASE_CUDA_FLAGS,
+    add(CACHE_VERSION, src.name, src.read_bytes(), *ARCHS, *extra_cuda_flags, *BASE_CUDA_FLAGS,
         *TORCH_CUDA_DEFINES)
     if src.suffix == ".cu":
         add(_tool_identity(nvcc_path()))
@@ -266,8 +266,8 @@ def cache_key(src: Path, include_dirs: list[Path], extra_cuda_flags: list[str], 
         add(_tool_identity(shutil.which(os.environ.get("CXX", "c++")) or shutil.which("g++")))
         add(*(_torch_include_paths() or ["no torch"]))
         add(*(str(d) for d in _cuda_include_dirs()[:1]))
-    for d in [src.parent, *include_dirs]:
-        add(relative_path(d, root))
+    for i, d in enumerate([src.parent, *include_dirs]):
+        add("." if i == 0 else relative_path(d, root))  # the source's own folder by content only (see _cached)
         for f in sorted(Path(d).rglob("*")) if Path(d).is_dir() else []:
             if f.suffix in HEADER_SUFFIXES and f.is_file():
                 add(f.relative_to(d).as_posix(), f.read_bytes())
@@ -282,9 +282,26 @@ def _cached(src: Path, include_dirs: list[Path], extra_cuda_flags: list[str], ro
     except OSError:
         return compile_one()
     path = Paths(root).cache() / "compile" / f"{key}.json"
+    # The key leaves out where the folder is, so a file identical in days/ and solutions/ (with identical headers
+    # beside it) compiles once: the stored report names its folder with a placeholder, filled in on the way out.
+    rel_dir = relative_path(src.parent, root)
+    folders = [(str(src.parent.resolve()) + "/", "\0ABS\0/")] + ([(rel_dir + "/", "\0REL\0/")] if rel_dir != "." else [])
+
+    def swap(text: str, out: bool) -> str:
+        for real, mark in folders:
+            text = text.replace(mark, real) if out else text.replace(real, mark)
+        return text
+
+    def convert(d: dict, out: bool) -> dict:
+        d = dict(d)
+        for k in ("file", "note", "log"):
+            d[k] = swap(d[k], out)
+        d["diagnostics"] = [swap(x, out) for x in d["diagnostics"]]
+        return d
+
     try:
-        return CompileReport(**{**json.loads(path.read_text(encoding="utf-8")), "cached": True})
-    except (OSError, ValueError, TypeError):
+        return CompileReport(**{**convert(json.loads(path.read_text(encoding="utf-8")), True), "cached": True})
+    except (OSError, ValueError, TypeError, KeyError):
         pass
     report = compile_one()
     if "did not finish" in report.note or "not found" in report.note or report.log.startswith("cannot run "):
@@ -292,7 +309,7 @@ def _cached(src: Path, include_dirs: list[Path], extra_cuda_flags: list[str], ro
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(report.as_dict()), encoding="utf-8")
+        tmp.write_text(json.dumps(convert(report.as_dict(), False)), encoding="utf-8")
         tmp.replace(path)  # atomic: a concurrent reader sees the whole report or none
     except OSError:
         pass  # a read-only state folder: no cache, same answer

@@ -1,6 +1,7 @@
 """`grader doctor`: is this machine ready to build and grade CUDA extensions?"""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -26,8 +27,14 @@ def _run(cmd: list[str]) -> str | None:
 
 # Where a CUDA build of torch comes from (the index matching the GPU machine's CUDA; cu130 for CUDA 13.0).
 CUDA_TORCH = "pip install torch --index-url https://download.pytorch.org/whl/cu130"
+CPU_TORCH = "pip install torch --index-url https://download.pytorch.org/whl/cpu"
 COMPILE_ONLY = ("`grader check` compiles your kernels for sm_80 and sm_90 and shows ptxas's report (registers, "
                 "shared memory, spills); correctness and speed need a GPU")
+
+
+def _has_driver() -> bool:
+    return shutil.which("nvidia-smi") is not None or any(
+        os.path.exists(p) for p in ("/proc/driver/nvidia/version", "/dev/nvidiactl"))
 
 
 def checks() -> list[Check]:
@@ -36,7 +43,10 @@ def checks() -> list[Check]:
         import torch
         from torch.utils import cpp_extension
     except ImportError as e:
-        out.append(Check("torch", False, f"not importable ({e}): install a CUDA build of PyTorch"))
+        how = (f"on this GPU machine, a CUDA build: {CUDA_TORCH} (or the cuXYZ index matching its CUDA version)"
+               if _has_driver() else
+               f"no NVIDIA driver here, so compile-only mode: {CPU_TORCH} (the CPU build)")
+        out.append(Check("torch", False, f"not importable ({e}): install PyTorch; {how}"))
         torch = None
     cpu_build = torch is not None and torch.version.cuda is None
     if cpu_build:

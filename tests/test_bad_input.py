@@ -317,3 +317,18 @@ def test_doctor_on_a_cpu_torch_without_nvcc_is_a_problem(monkeypatch, capsys):
     assert cli.main(["doctor"]) == 2
     out = " ".join(capsys.readouterr().out.split())
     assert "compile-only mode needs it" in out and "1 problem(s)" in out
+
+
+def test_doctor_without_torch_says_which_build_to_install(monkeypatch, capsys):
+    """`pip install -e .` installs no torch: doctor names the CPU wheel on a machine without a driver (compile-only
+    mode) and the CUDA wheel on a GPU machine, and stays a problem (exit 2) until one is installed."""
+    import sys
+
+    import grader.doctor
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # an import of it now fails
+    for driver, want, not_want in ((False, "whl/cpu", "whl/cu130"), (True, "whl/cu130", "whl/cpu")):
+        monkeypatch.setattr(grader.doctor, "_has_driver", lambda d=driver: d)
+        assert cli.main(["doctor"]) == 2
+        out = " ".join(capsys.readouterr().out.split())
+        assert want in out and not_want not in out and ("compile-only mode" in out) == (not driver), out

@@ -338,6 +338,8 @@ class Course(Strict):
     title: str
     repository: str
     pitch: str = Field("", description="the syllabus's opening paragraph (markdown)")
+    leaderboard: str = Field("", description="where the leaderboard is published (a URL), for the site's home page; "
+                                             "empty: it will be on the site")
     limits: Limits = Limits()
     defaults: Defaults = Defaults()
     hints: dict[str, str] = Field({}, description="default hints by failure category; an exercise's own win")

@@ -386,7 +386,7 @@ def test_site_build_cli_success_and_bad_glossary(tmp_path):
     repo = _repo(tmp_path / "repo", MINI, {"glossary.yaml": "warp: 32 threads\n"})
     r = run_grader("--course", str(repo / "course.yaml"), "site", "build", "--out", str(tmp_path / "o"), cwd=repo)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "built 5 pages and 1 glossary term into" in r.stdout  # 3 days, the glossary, the graph
+    assert "built 6 pages and 1 glossary term into" in r.stdout  # home, 3 days, the glossary, the graph
     (repo / "glossary.yaml").write_text("warp: 32 threads\nWARP: again\n")
     r = run_grader("--course", str(repo / "course.yaml"), "site", "build", "--out", str(tmp_path / "o"), cwd=repo)
     assert r.returncode == 2

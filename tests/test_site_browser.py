@@ -7,6 +7,7 @@ they fail instead, so they are never skipped silently.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
@@ -267,6 +268,7 @@ def test_step_figure_steps(page):
 
 
 def test_footnotes_become_margin_notes_on_wide_screens(page):
+    page.set_viewport_size({"width": 1920, "height": 1000})  # beside a content column that holds 100 columns
     _goto(page, "/days/day01/")
     note = page.locator("aside.sidenote").first
     assert note.is_visible() and "132 SMs" in note.inner_text()
@@ -321,3 +323,67 @@ def test_the_request_guard_catches_other_hosts(chromium, site_url):
         assert failed and outside == ["https://fonts.example.invalid/font.css"]
     finally:
         ctx.close()
+
+
+def test_home_page_is_for_students(page, course):
+    _goto(page, "/")
+    main = page.locator(".md-content")
+    assert page.locator("h1").first.inner_text().rstrip("¶") == course.title
+    text = main.inner_text()
+    for needle in ("whl/cu130", "whl/cpu", "grader doctor", "compile-only mode", "Leaderboard"):
+        assert needle in text, needle
+    assert "For instructors" not in text  # the README, for whoever keeps the course, has a page of its own
+    assert main.locator("svg.dep-graph a.dg-node").count() == len(course.days)
+    main.locator('a.dg-node[data-day="day02"]').click()
+    page.wait_for_url("**/days/day02/")
+    _goto(page, "/repository/")
+    assert "For instructors" in page.locator(".md-content").inner_text()
+
+
+@pytest.mark.parametrize("width", [1400, 1600, 1920])
+def test_a_line_of_100_columns_fits_the_content_on_wide_screens(page, width):
+    page.set_viewport_size({"width": width, "height": 900})
+    _goto(page, "/days/day01/")
+    m = page.evaluate("""() => {
+        const code = document.querySelector('.md-typeset pre > code');
+        const line = document.createElement('span');
+        line.textContent = 'x'.repeat(100);
+        code.appendChild(line);
+        const cs = getComputedStyle(code);
+        const r = {inner: code.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight),
+                   line: line.getBoundingClientRect().width};
+        line.remove();
+        return r;
+    }""")
+    assert m["line"] <= m["inner"], m
+
+
+def test_glossary_terms_look_like_definitions_not_errors(page):
+    _goto(page, "/days/day01/")
+    st = page.evaluate("""() => {
+        const a = document.querySelector('a.gloss.gloss-first');
+        const cs = getComputedStyle(a);
+        const probe = document.createElement('span');
+        probe.style.color = 'var(--md-accent-fg-color)';
+        a.parentNode.appendChild(probe);
+        const accent = getComputedStyle(probe).color;
+        probe.remove();
+        return {style: cs.textDecorationStyle, line: cs.textDecorationLine, color: cs.textDecorationColor, accent,
+                text: cs.color, body: getComputedStyle(a.parentNode).color, title: a.getAttribute('title') || a.dataset.mdTooltip || ''};
+    }""")
+    assert st["line"] == "underline" and st["style"] == "dotted"
+    assert st["color"] == st["accent"] and st["text"] == st["body"]  # the accent's dots under ordinary text
+    r, g, b = (float(x) for x in re.findall(r"[\d.]+", st["color"])[:3])
+    assert b > r and not (r > 150 and g < 120), st  # not red
+
+
+@pytest.mark.parametrize("width", [1000, 1400])
+def test_identifiers_in_tables_are_not_broken(page, width):
+    page.set_viewport_size({"width": width, "height": 900})
+    _goto(page, "/days/day10/")
+    code = page.locator("table code", has_text="attention_naive").first
+    lines = code.evaluate("el => el.getClientRects().length")
+    assert lines == 1
+    assert code.evaluate("el => getComputedStyle(el).whiteSpace") == "nowrap"
+    wrap = code.evaluate("el => getComputedStyle(el.closest('.md-typeset__scrollwrap') || el.closest('table')).overflowX")
+    assert wrap == "auto"  # a table too wide for the column scrolls sideways

@@ -1,7 +1,8 @@
 """Writes the site's sources into a build folder: docs/ (markdown made from the repository) and mkdocs.yml.
 
 Pages (docs path <- repository source):
-  index.md          <- README.md
+  index.md          <- course.yaml (the students' home page: grader/site/home.py)
+  repository.md     <- README.md
   syllabus.md       <- syllabus.md
   graph.md          <- course.yaml (the dependency graph)
   glossary.md       <- glossary.yaml + days/*/glossary.yaml
@@ -23,7 +24,7 @@ import yaml
 
 from grader.course import Course, Day
 from grader.site import glossary as gl
-from grader.site import graph
+from grader.site import graph, home
 from grader.site import transform
 
 HERE = Path(__file__).resolve().parent
@@ -57,7 +58,7 @@ def page_map(root: Path, course: Course) -> dict[str, str]:
     """repository source -> docs path, for every page made from a markdown file of the repository."""
     m = {}
     if (root / "README.md").is_file():
-        m["README.md"] = "index.md"
+        m["README.md"] = "repository.md"
     if (root / "syllabus.md").is_file():
         m["syllabus.md"] = "syllabus.md"
     for p in sorted((root / "tracks").glob("*.md")):
@@ -144,6 +145,11 @@ def generate(root: Path, course: Course, out: Path, leaderboard: Path | None = N
             write(day_page(d.id), _front_matter({"source": "course.yaml", "day": d.id}) + _planned_day(d),
                   "course.yaml")
 
+    # The home page, for students.
+    write("index.md", _front_matter({"source": "course.yaml", "hide": ["toc"]}) + home.home_page(
+        course, lambda d: "/" + day_page(d), lambda d: f"days/{d}/",
+        "/repository.md" if "repository.md" in g.pages else None), "course.yaml")
+
     # The glossary: its page, and the terms file the term_links extension reads.
     g.glossary = gl.load_glossary(root, [d.id for d in course.days])
     write("glossary.md", gl.glossary_page(g.glossary, lambda d: "/" + day_page(d)).splitlines(), "glossary.yaml")
@@ -197,7 +203,7 @@ def plain(md: str) -> str:
 
 
 def mkdocs_config(root: Path, course: Course, g: Generated, terms_file: Path) -> dict:
-    nav = [{"Home": "index.md"}] if "index.md" in g.pages else []
+    nav = [{"Home": "index.md"}]
     nav += [{"Syllabus": "syllabus.md"}] if "syllabus.md" in g.pages else []
     nav += [{"Dependency graph": "graph.md"}, {"Glossary": "glossary.md"}]
     tracks = [p for p in g.pages if p.startswith("tracks/")]
@@ -206,6 +212,7 @@ def mkdocs_config(root: Path, course: Course, g: Generated, terms_file: Path) ->
     nav.append({"Days": [{nav_title(d): day_page(d.id)} for d in course.days]})
     if LEADERBOARD_PAGE in g.pages:
         nav.append({"Leaderboard": LEADERBOARD_PAGE})
+    nav += [{"The repository": "repository.md"}] if "repository.md" in g.pages else []
     return {
         "site_name": course.title,
         "site_description": f"{course.title}: lessons, exercises and an autograder.",
@@ -220,9 +227,9 @@ def mkdocs_config(root: Path, course: Course, g: Generated, terms_file: Path) ->
             "icon": {"logo": "material/chip"},
             "palette": [
                 {"media": "(prefers-color-scheme: light)", "scheme": "default", "primary": "teal",
-                 "accent": "deep orange", "toggle": {"icon": "material/weather-night", "name": "Dark mode"}},
+                 "accent": "indigo", "toggle": {"icon": "material/weather-night", "name": "Dark mode"}},
                 {"media": "(prefers-color-scheme: dark)", "scheme": "slate", "primary": "teal",
-                 "accent": "deep orange", "toggle": {"icon": "material/weather-sunny", "name": "Light mode"}},
+                 "accent": "light blue", "toggle": {"icon": "material/weather-sunny", "name": "Light mode"}},
             ],
             "features": ["content.code.copy", "content.code.annotate", "content.tabs.link", "content.tooltips",
                          "content.footnote.tooltips", "navigation.footer", "navigation.top", "navigation.indexes",

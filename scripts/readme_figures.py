@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""The README's times, measured: `grader check day01` cold (empty state, nothing built or cached) and unchanged,
+`grader doctor`, and `grader site build`, each run as a student runs it (a new process) on this machine.
+
+    python3 scripts/readme_figures.py [--dry-run]
+
+Each run replaces this machine's row in measured/readme-figures.json (rows of other machines are kept, so a GPU
+machine's figures and a CPU machine's sit side by side) and rewrites the block of README.md between the
+`readme-figures` markers from that file. Nothing else in the README may state a time or size of its own.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "measured" / "readme-figures.json"
+BEGIN, END = "<!-- readme-figures: begin -->", "<!-- readme-figures: end -->"
+FIGURES = [  # key, what the README calls it
+    ("doctor_s", "`grader doctor`"),
+    ("check_cold_s", "`grader check day01`, cold (nothing built or cached)"),
+    ("check_warm_s", "`grader check day01` again, unchanged"),
+    ("site_build_s", "`grader site build`"),
+]
+
+
+def machine() -> tuple[str, str]:
+    """(key, description) of this machine: its GPU if torch sees one, else its CPU and core count."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    try:
+        import torch
+
+        tv = torch.__version__
+        gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    except ImportError:
+        tv, gpu = "none", None
+    nvcc = shutil.which("nvcc")
+    rel = "none"
+    if nvcc:
+        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+        rel = (re.findall(r"release ([\d.]+)", out) or ["?"])[0]
+    if gpu:
+        return gpu, f"{gpu}, {cores} CPU cores, torch {tv}, nvcc {rel}"
+    return f"cpu-{cores}", f"no GPU (compile-only mode), {cores} cores of {cpu}, torch {tv}, nvcc {rel}"
+
+
+def timed(args: list[str], env: dict) -> tuple[float, int]:
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, "-m", "grader", *args], cwd=ROOT, env=env, capture_output=True, text=True)
+    return time.perf_counter() - t0, p.returncode
+
+
+def measure() -> dict:
+    with tempfile.TemporaryDirectory() as state:
+        # An empty state folder: a student's first check on a fresh clone (GRADER_STATE keeps .grader/ untouched).
+        env = {**os.environ, "GRADER_STATE": state, "PYTHONPATH": str(ROOT)}
+        doctor, _ = timed(["doctor"], env)
+        cold, code = timed(["check", "day01"], env)
+        warm, code2 = timed(["check", "day01"], env)
+        site, code3 = timed(["site", "build", "--out", str(Path(state) / "site")], env)
+    if code not in (0, 1, 2) or code2 != code or code3 != 0:
+        raise SystemExit(f"a command failed (exit codes {code}, {code2}, {code3}): nothing written")
+    return {"doctor_s": doctor, "check_cold_s": cold, "check_warm_s": warm, "site_build_s": site}
+
+
+def block(rows: dict) -> str:
+    keys = sorted(rows)
+    head = "| | " + " | ".join(rows[k]["machine"] for k in keys) + " |"
+    lines = [BEGIN, "<!-- written by scripts/readme_figures.py from measured/readme-figures.json: do not edit -->",
+             "", head, "|---|" + "---|" * len(keys)]
+    for key, label in FIGURES:
+        cells = [f"{rows[k][key]:.1f} s" if key in rows[k] else "-" for k in keys]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines.append("| measured on | " + " | ".join(rows[k]["date"] for k in keys) + " |")
+    return "\n".join(lines + ["", END])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dry-run", action="store_true", help="print the figures, write nothing")
+    args = ap.parse_args()
+    key, desc = machine()
+    row = {"machine": desc, "date": datetime.date.today().isoformat(), **measure()}
+    print(json.dumps(row, indent=1))
+    if args.dry_run:
+        return 0
+    rows = json.loads(DATA.read_text()) if DATA.is_file() else {}
+    rows[key] = row
+    DATA.write_text(json.dumps(rows, indent=1) + "\n")
+    readme = (ROOT / "README.md").read_text()
+    if BEGIN not in readme or END not in readme:
+        raise SystemExit(f"README.md has no {BEGIN} … {END} block to write into")
+    start, end = readme.index(BEGIN), readme.index(END) + len(END)
+    (ROOT / "README.md").write_text(readme[:start] + block(rows) + readme[end:])
+    print(f"wrote {DATA.relative_to(ROOT)} and README.md's figures ({len(rows)} machine(s))")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

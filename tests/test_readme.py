@@ -1,0 +1,33 @@
+"""The README's claims that tests can hold it to: its times come from scripts/readme_figures.py, and its first
+commands are the ones the CPU path of the grader answers."""
+import importlib.util
+import json
+import re
+
+from tests.conftest import ROOT
+
+
+def _figures():
+    spec = importlib.util.spec_from_file_location("readme_figures", ROOT / "scripts" / "readme_figures.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_every_time_in_the_readme_is_measured_and_names_its_machine():
+    fig = _figures()
+    text = (ROOT / "README.md").read_text()
+    start, end = text.index(fig.BEGIN), text.index(fig.END) + len(fig.END)
+    rows = json.loads(fig.DATA.read_text())
+    assert rows and text[start:end] == fig.block(rows)  # the block is exactly what the script writes
+    assert all(r["machine"] and r["date"] for r in rows.values())
+    rest = text[:start] + text[end:]
+    found = re.findall(r"\b\d+(?:\.\d+)?\s?(?:s|ms|min|minutes|seconds|MB|MiB|GB|GiB)\b", rest)
+    assert found == [], f"times or sizes outside the measured block: {found}"
+
+
+def test_the_first_commands_have_a_cpu_path():
+    text = (ROOT / "README.md").read_text()
+    assert "https://download.pytorch.org/whl/cpu" in text and "https://download.pytorch.org/whl/cu130" in text
+    assert text.count("pip install -e . && grader doctor && grader check day01") == 2
+    assert "compile-only mode" in text and "ptxas" in text

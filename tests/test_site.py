@@ -368,11 +368,14 @@ def test_the_leaderboard_page_appears_only_when_a_leaderboard_exists(tmp_path):
     assert not (tmp_path / "o/html/leaderboard").exists()
     put(tmp_path / "res", "alice", result(exercise("softmax", (2.0, 2.5))))
     put(tmp_path / "res", "bob", "{broken")
-    lb.write(lb.build([tmp_path / "res"], now=NOW), repo / ".grader" / "leaderboard")  # the default place
+    from grader.paths import Paths
+
+    lb.write(lb.build([tmp_path / "res"], now=NOW), Paths(repo).leaderboard())  # the default place
     r = run_grader("--course", str(repo / "course.yaml"), "site", "build", "--strict", "--out", str(tmp_path / "o"),
                    cwd=repo)
     assert r.returncode == 0, r.stdout + r.stderr
     page = (tmp_path / "o/html/leaderboard/index.html").read_text()
+    assert 'href="leaderboard/"' in (tmp_path / "o/html/index.html").read_text()  # the home page points to it
     assert "alice" in page and "2.00x" in page and "malformed" in page
     assert 'href="../../leaderboard/"' in (tmp_path / "o/html/days/day01/index.html").read_text()  # in the nav
     img = re.search(r'<img[^>]+src="([^"]+\.png)"', page).group(1)

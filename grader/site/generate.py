@@ -146,9 +146,11 @@ def generate(root: Path, course: Course, out: Path, leaderboard: Path | None = N
                   "course.yaml")
 
     # The home page, for students.
+    has_board = leaderboard is not None and (Path(leaderboard) / "leaderboard.md").is_file()
     write("index.md", _front_matter({"source": "course.yaml", "hide": ["toc"]}) + home.home_page(
         course, lambda d: "/" + day_page(d), lambda d: f"days/{d}/",
-        "/repository.md" if "repository.md" in g.pages else None), "course.yaml")
+        "/repository.md" if "repository.md" in g.pages else None,
+        "/" + LEADERBOARD_PAGE if has_board else None), "course.yaml")
 
     # The glossary: its page, and the terms file the term_links extension reads.
     g.glossary = gl.load_glossary(root, [d.id for d in course.days])

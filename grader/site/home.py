@@ -13,7 +13,7 @@ CPU_TORCH = "pip install torch --index-url https://download.pytorch.org/whl/cpu"
 
 
 def home_page(course: Course, day_link: Callable[[str], str], svg_href: Callable[[str], str],
-              repository_page: str | None) -> list[str]:
+              repository_page: str | None, leaderboard_page: str | None = None) -> list[str]:
     """The page's markdown lines. day_link: a day's page as a markdown link target; svg_href: as a link in the
     graph's raw HTML (relative to the home page); repository_page: the README's page, if there is one."""
     ready = [d for d in course.days if d.status == "ready"]
@@ -46,7 +46,10 @@ def home_page(course: Course, day_link: Callable[[str], str], svg_href: Callable
         f'<div class="dep-graph-wrap">{graph.render_svg(course, svg_href)}</div>', "",
         "## Leaderboard", "",
     ]
-    if course.leaderboard:
+    if leaderboard_page:
+        lines += [f"The [leaderboard]({leaderboard_page}) ranks ranked runs, `grader check dayNN --ranked`, per day "
+                  "and GPU model by the geometric-mean speedup over the baseline timed in the same run.", ""]
+    elif course.leaderboard:
         lines += [f"The leaderboard is at <{course.leaderboard}>. An entry is a ranked run, `grader check dayNN "
                   "--ranked`: two runs on inputs from a secret seed, both of which must pass.", ""]
     else:

@@ -266,7 +266,8 @@ def result_files(paths: Iterable[str | Path]) -> list[Path]:
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            out += sorted(f for f in p.rglob("*.json") if f.is_file())
+            # `grader grade --out` also writes its own summary.json beside the participants' folders: not a result
+            out += sorted(f for f in p.rglob("*.json") if f.is_file() and f != p / "summary.json")
         elif p.is_file():
             out.append(p)
         else:

@@ -13,7 +13,9 @@
 #  10. lesson tables (scripts/<name>_measure.py) for each name in MEASURE, into $OUT/
 # Knobs for a partial run: DAYS="day06 day09" (default: every ready day), SKIP="build pytest checks timer sweep
 # profile", PYTEST_K (a pytest -k expression), PYTEST_N, SWEEP_ARGS (for sgemm_sweep.py), PROFILE_DAYS,
-# SANITIZE_DAYS, TRANSCRIPTS (e.g. "day14"), MEASURE (e.g. "day18"), DEADLINE_S (start no new `grader check` after this many seconds).
+# SANITIZE_DAYS, TRANSCRIPTS (e.g. "day14"), MEASURE (e.g. "day18"), GRADE_DAYS (e.g. "day01 day03": `grader grade`
+# of a solution, a stub and a known-wrong submission, ranked, and the leaderboard into $OUT/leaderboard),
+# DEADLINE_S (start no new `grader check` after this many seconds).
 # Full logs go to $OUT/logs.tar.gz, results to $OUT/results.json; a short table is printed last.
 set -uo pipefail
 OUT=${OUT:-$(mktemp -d)}
@@ -60,6 +62,13 @@ for m in ${MEASURE:-}; do  # scripts/<name>_measure.py OUT: a lesson's own measu
   echo "== measure $m"; timeout 300 python3 "scripts/${m}_measure.py" "$OUT" >"$LOG/measure-$m.txt" 2>&1
   echo "exit $?" >>"$LOG/measure-$m.txt"; tail -25 "$LOG/measure-$m.txt"
 done
+if [ -n "${GRADE_DAYS:-}" ]; then  # a small class graded with `grader grade` (local executor), ranked, then the leaderboard
+  echo "== grade $GRADE_DAYS"; G=$(mktemp -d); python3 scripts/grade_demo.py "$G/subs" $GRADE_DAYS
+  export GRADER_RANKED_SEED=${GRADER_RANKED_SEED:-$(python3 -c "import secrets; print(secrets.token_hex(16))")}
+  timeout 500 python3 -m grader grade "$G/subs" --days $GRADE_DAYS --out "$G/results" --ranked 2>&1 | tee "$LOG/grade.txt" | tail -20
+  python3 -m grader leaderboard build "$G/results" --out "$OUT/leaderboard" 2>&1 | tee "$LOG/leaderboard.txt" | tail -8
+  tar -C "$G" -czf "$OUT/grade-results.tar.gz" results
+fi
 for t in ${TRANSCRIPTS:-}; do
   echo "== transcripts $t"; timeout 400 bash "scripts/${t}_transcripts.sh" "$OUT" >"$LOG/transcripts-$t.txt" 2>&1
   echo "exit $?" >>"$LOG/transcripts-$t.txt"; tail -15 "$LOG/transcripts-$t.txt"

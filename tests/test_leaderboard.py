@@ -257,3 +257,12 @@ def test_copies_are_independent():
     docs = [d for _, d, _, _ in BAD if isinstance(d, dict)]
     assert len({id(e) for d in docs for e in d["exercises"]}) == sum(len(d["exercises"]) for d in docs)
     assert copy.deepcopy(docs) == docs
+
+
+def test_the_summary_grader_grade_writes_beside_the_results_is_not_taken_for_one(tmp_path):
+    r = tmp_path / "r"
+    put(r, "alice", result(exercise("a", (2.0, 2.0))))
+    (r / "summary.json").write_text('{"alice": {"day01": {"cell": "PASS"}}}')
+    files = lb.result_files([r])
+    assert [f.relative_to(r).as_posix() for f in files] == ["alice/day01.json"]
+    assert lb.result_files([r / "summary.json"]) == [r / "summary.json"]  # named explicitly, it is judged as given

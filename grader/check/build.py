@@ -371,6 +371,14 @@ def _import_library(name: str, folder: Path, torch_op: bool = False):
     return module
 
 
+_IMPORTED: dict[str, object] = {}  # keyed folder -> its module, imported in this process (a --serve worker)
+
+
+def loads_once(ex) -> bool:
+    """Whether the exercise's library registers torch ops, which a process can load only once."""
+    return ex.build != "python" and _torch_op(ex)
+
+
 def build_exercise(ex, *, src_dir: Path, root: Path, day_id: str, capability: tuple[int, int]):
     """The exercise's op module, built the way course.yaml says (`build:`); returns (module, seconds, recovered).
     torch_extension: the sources compiled with ninja (reused when the same code was built before, in any
@@ -384,6 +392,9 @@ def build_exercise(ex, *, src_dir: Path, root: Path, day_id: str, capability: tu
     files = _read_files(ex, src_dir, root)
     folder = _keyed_folder(root, day_id, ex.name, _key(ex, files, root, capability))
     lib = folder / f"{name}{LIB_SUFFIX}"
+    if str(folder) in _IMPORTED and lib.is_file():  # the same code, already loaded here: nothing to build or import
+        _mark_used(folder)
+        return _IMPORTED[str(folder)], time.perf_counter() - t0, False
     recovered = False
     module = None
     if not lib.is_file():
@@ -408,6 +419,7 @@ def build_exercise(ex, *, src_dir: Path, root: Path, day_id: str, capability: tu
         except (ImportError, OSError) as e:  # e.g. an undefined symbol: a function declared and never defined
             raise BuildError(str(e), []) from None
     import_registrations(ex, src_dir, root, name)
+    _IMPORTED[str(folder)] = module
     return module, time.perf_counter() - t0, recovered
 
 

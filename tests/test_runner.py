@@ -77,3 +77,92 @@ def test_interrupting_the_grader_kills_the_worker(course, monkeypatch, tmp_path)
     time.sleep(0.2)
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+# -- a long-lived worker (grader watch): one process, job after job ---------------------------------------------------
+def session_run(course, session, script, tmp_path, **kw):
+    (tmp_path / "script").write_text(script)
+    day = course.day("day01")
+    job = make_job(course=course, root=ROOT, day=day, ex=day.exercises[0], src_dir=ROOT / "solutions" / "day01",
+                   seed=1, correctness_only=True)
+    return run_job(job, variant="fake-session", correctness_only=True, worker="tests.fake_worker",
+                   sanitize_failures=False, session=session, **kw)
+
+
+@pytest.fixture
+def session(tmp_path, monkeypatch):
+    from grader.check.runner import WorkerSession
+
+    monkeypatch.setenv("FAKE_WORKER_FILE", str(tmp_path / "script"))
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    notices = []
+    s = WorkerSession(cwd=ROOT, log_path=tmp_path / "worker.log", worker="tests.fake_worker",
+                      on_restart=notices.append)
+    s.notices = notices
+    yield s
+    s.close()
+
+
+def _gone(pid):
+    time.sleep(0.2)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_two_jobs_run_in_one_worker(course, session, tmp_path):
+    a = session_run(course, session, "ok", tmp_path)
+    b = session_run(course, session, "ok,blank", tmp_path)  # the script is read again for each job
+    assert a.status == "pass" and b.status == "fail" and b.cases[1]["category"] == "unwritten"
+    assert a.info["pid"] == b.info["pid"] and session.started == 1 and session.notices == []
+    assert a.log == str(tmp_path / "worker.log")
+
+
+def test_a_crash_mid_job_restarts_the_worker_and_the_next_job_runs(course, session, tmp_path):
+    first = session_run(course, session, "ok,crash" + ",ok" * 30, tmp_path)
+    cats = [c["category"] for c in first.cases]
+    assert cats[1] == "crash" and cats[0] == "pass" and set(cats[2:]) == {"pass"}  # the rest ran in a new worker
+    assert first.status == "fail" and "illegal memory access" in first.message
+    assert len(session.notices) == 1 and "died" in session.notices[0]  # one line, when the next worker starts
+    second = session_run(course, session, "ok", tmp_path)
+    # first.info: the worker that ran its last cases, the one started after the crash; it stays for the next job
+    assert second.status == "pass" and second.info["pid"] == first.info["pid"]
+    assert session.started == 2 and len(session.notices) == 1
+
+
+def test_a_hang_is_killed_after_the_limit_and_the_next_job_runs(course, session, tmp_path):
+    t0 = time.monotonic()
+    hung = session_run(course, session, "ok,hang", tmp_path, case_s=1.0)
+    assert time.monotonic() - t0 < 30
+    assert hung.cases[1]["category"] == "timeout" and hung.cases[1]["message"].startswith("timed out after 1 s")
+    assert _gone(hung.info["pid"])
+    after = session_run(course, session, "ok", tmp_path)
+    assert after.status == "pass" and after.info["pid"] != hung.info["pid"]
+    assert len(session.notices) == 1 and "stopped responding" in session.notices[0]
+
+
+def test_closing_the_session_ends_its_worker(course, session, tmp_path):
+    res = session_run(course, session, "ok", tmp_path)
+    session.close()
+    assert _gone(res.info["pid"]) and session.proc is None
+
+
+def test_the_real_worker_serves_jobs_in_one_process(course, tmp_path, monkeypatch):
+    """grader.check.worker --serve itself: without a GPU each job ends at "no_gpu", in the same process."""
+    from grader.check.runner import WorkerSession
+
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # a GPU machine too takes the no-GPU path here
+    day = course.day("day01")
+    job = make_job(course=course, root=ROOT, day=day, ex=day.exercises[0], src_dir=ROOT / "solutions" / "day01",
+                   seed=1, correctness_only=True)
+    events = []
+    with WorkerSession(cwd=ROOT, log_path=tmp_path / "w.log") as s:
+        for _ in range(2):
+            res = run_job(job, variant="serve", correctness_only=True, session=s, sanitize_failures=False,
+                          on_event=events.append)
+            assert res.status == "no_gpu", res.message
+        assert s.started == 1 and s.proc.poll() is None
+    assert [e["ev"] for e in events].count("no_gpu") == 2 and not any(e["ev"] == "end" for e in events)

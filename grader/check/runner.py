@@ -10,6 +10,7 @@ found at the student's file:line. Every worker, the sanitized one too, is starte
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -77,26 +78,11 @@ def _grader_path() -> str:
     return os.pathsep.join([here, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
 
 
-def run_worker(make_cmd: Callable[[int], list[str]], *, cwd: Path, log, on_event: Callable[[dict], float],
-               first_wait: float, total_s: float | None = None, env: dict[str, str] | None = None,
-               grace_s: float = 0.0) -> WorkerEnd:
-    """Starts make_cmd(fd) (fd: the write end of a pipe of its own for the events, JSON lines; stdout and stderr go
-    to log) in a process group of its own, and passes each event to on_event, which returns how many seconds the
-    next one may take. A process that sends none in time, or runs past total_s in all, is killed (its whole group);
-    so is one left running when the caller is interrupted."""
-    r, w = os.pipe()
-    try:
-        proc = subprocess.Popen(make_cmd(w), pass_fds=[w], stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True, cwd=cwd,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": _grader_path(),
-                                     **(env or {})})
-    except BaseException:
-        os.close(r)
-        os.close(w)
-        raise
-    os.close(w)
-    q: queue.Queue = queue.Queue()
-    threading.Thread(target=_reader, args=(r, q), daemon=True).start()
+def _pump(proc: subprocess.Popen, q: queue.Queue, on_event: Callable[[dict], float], first_wait: float,
+          total_s: float | None, grace_s: float, until: Callable[[dict], bool] = lambda ev: False) -> tuple[str, dict | None]:
+    """Passes proc's events from q to on_event (which returns how long the next may take) until the stream ends
+    ("eof"), an event for which until() holds comes ("until", that event; not passed on), or none comes in time
+    ("stalled": proc's group is killed). Interrupted (Ctrl-C, or a bug here), it kills proc and re-raises."""
     end = None if total_s is None else time.monotonic() + total_s
     wait = first_wait
     try:
@@ -107,13 +93,42 @@ def run_worker(make_cmd: Callable[[int], list[str]], *, cwd: Path, log, on_event
                 ev = q.get(timeout=max(0.05, deadline - time.monotonic()))
             except queue.Empty:
                 _kill(proc, grace_s)
-                return WorkerEnd(proc.returncode, True)
+                return "stalled", None
             if ev is None:
-                break
+                return "eof", None
+            if until(ev):
+                return "until", ev
             wait = on_event(ev)
     except BaseException:  # Ctrl-C or a bug here: never leave a worker (and its GPU context) behind
         _kill(proc)
         raise
+
+
+def _worker_env(env: dict[str, str] | None) -> dict[str, str]:
+    return {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": _grader_path(), **(env or {})}
+
+
+def run_worker(make_cmd: Callable[[int], list[str]], *, cwd: Path, log, on_event: Callable[[dict], float],
+               first_wait: float, total_s: float | None = None, env: dict[str, str] | None = None,
+               grace_s: float = 0.0) -> WorkerEnd:
+    """Starts make_cmd(fd) (fd: the write end of a pipe of its own for the events, JSON lines; stdout and stderr go
+    to log) in a process group of its own, and passes each event to on_event, which returns how many seconds the
+    next one may take. A process that sends none in time, or runs past total_s in all, is killed (its whole group);
+    so is one left running when the caller is interrupted."""
+    r, w = os.pipe()
+    try:
+        proc = subprocess.Popen(make_cmd(w), pass_fds=[w], stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True, cwd=cwd, env=_worker_env(env))
+    except BaseException:
+        os.close(r)
+        os.close(w)
+        raise
+    os.close(w)
+    q: queue.Queue = queue.Queue()
+    threading.Thread(target=_reader, args=(r, q), daemon=True).start()
+    how, _ = _pump(proc, q, on_event, first_wait, total_s, grace_s)
+    if how == "stalled":
+        return WorkerEnd(proc.returncode, True)
     if proc.poll() is None:
         try:
             proc.wait(timeout=30)
@@ -122,10 +137,107 @@ def run_worker(make_cmd: Callable[[int], list[str]], *, cwd: Path, log, on_event
     return WorkerEnd(proc.returncode, False)
 
 
+class WorkerSession:
+    """One long-lived worker (`python -m WORKER --serve`) that runs job after job: torch stays imported, the CUDA
+    context alive and the modules it built loaded (`grader watch`). Each request is a JSON line on its stdin; its
+    events come back on the event pipe as with run_worker, and an "end" event closes each request. A worker that
+    dies (a kernel lost the CUDA context) or is killed (a hang) is replaced by a new one at the next request;
+    on_restart(why) is told, once per replacement."""
+
+    def __init__(self, *, cwd: Path, log_path: Path, worker: str = "grader.check.worker",
+                 env: dict[str, str] | None = None, on_restart: Callable[[str], None] = lambda why: None):
+        self.cwd, self.log_path, self.worker, self.env, self.on_restart = Path(cwd), Path(log_path), worker, env, on_restart
+        self.proc: subprocess.Popen | None = None
+        self._q: queue.Queue = queue.Queue()
+        self._log = None
+        self._lost: str | None = None  # why the last worker is gone (a new one is started with a notice)
+        self.started = 0  # workers started so far
+
+    def _start(self) -> None:
+        if self._log is None:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            self._log = open(self.log_path, "a")
+        r, w = os.pipe()
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-m", self.worker, "--serve", "--fd", str(w)], pass_fds=[w],
+                                         stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.PIPE,
+                                         start_new_session=True, cwd=self.cwd, env=_worker_env(self.env), text=True)
+        except BaseException:
+            os.close(r)
+            os.close(w)
+            raise
+        os.close(w)
+        self._q = queue.Queue()
+        threading.Thread(target=_reader, args=(r, self._q), daemon=True).start()
+        self.started += 1
+        if self._lost:
+            self.on_restart(self._lost)
+            self._lost = None
+
+    def _gone(self, why: str) -> None:
+        if self.proc is not None:
+            _kill(self.proc)
+        self.proc, self._lost = None, why
+
+    def run(self, job_path: Path, *, start: int, had_failure: bool, on_event: Callable[[dict], float],
+            first_wait: float) -> WorkerEnd:
+        """One request (the job from case `start` on), as run_worker runs one process."""
+        if self.proc is None or self.proc.poll() is not None:
+            self._start()
+        request = json.dumps({"job": str(job_path), "start": start, "had_failure": had_failure})
+        try:
+            self.proc.stdin.write(request + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # it died meanwhile: the event stream ends at once, and this counts as its death
+        how, ev = _pump(self.proc, self._q, on_event, first_wait, None, 0.0, until=lambda e: e.get("ev") == "end")
+        if how == "stalled":
+            code = self.proc.returncode
+            self._gone("a job stopped responding (a hung kernel?) and its worker was killed")
+            return WorkerEnd(code, True)
+        if how == "until" and ev.get("fresh") and ev.get("code", 0) != CONTEXT_LOST:
+            self.close_worker()  # it exits by itself (see worker.serve); the next request starts another
+            return WorkerEnd(ev.get("code", 0), False)
+        if how == "until" and ev.get("code", 0) != CONTEXT_LOST:
+            return WorkerEnd(ev.get("code", 0), False)
+        try:  # its CUDA context is lost (it exits), or it died
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pass
+        code = self.proc.poll()
+        why = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+        self._gone(f"the worker died ({why}; a crashed kernel loses the CUDA context)")
+        return WorkerEnd(code, False)
+
+    def close_worker(self) -> None:
+        """Ends the current worker (no notice: nothing went wrong)."""
+        if self.proc is not None:
+            try:
+                self.proc.stdin.close()  # end of requests: it exits by itself
+                self.proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+            _kill(self.proc)
+            self.proc = None
+
+    def close(self) -> None:
+        self.close_worker()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def __enter__(self) -> WorkerSession:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 def run_job(job: Job, *, variant: str, case_s: float | None = None, correctness_only: bool = False,
             on_event: Callable[[dict], None] = lambda ev: None, worker: str = "grader.check.worker",
-            sanitize_failures: bool = True) -> ExerciseResult:
-    """Runs the job in worker processes (a new one after each crash) and returns the exercise's verdict.
+            sanitize_failures: bool = True, session: WorkerSession | None = None) -> ExerciseResult:
+    """Runs the job in worker processes (a new one after each crash) and returns the exercise's verdict. With a
+    session, in its long-lived worker instead (replaced the same way after a crash or a hang).
 
     sanitize_failures: when a correctness case failed in a way a bad memory access explains (wrong values, NaN/inf,
     outputs left unwritten, a crash), the first such case runs again alone under compute-sanitizer (memcheck, then
@@ -139,7 +251,7 @@ def run_job(job: Job, *, variant: str, case_s: float | None = None, correctness_
     logs = Paths(root).logs()
     log_path = logs / f"{day_id}-{ex.name}-{variant}.log"
     job_path = job.write(logs / f"{day_id}-{ex.name}-{variant}.job.json")
-    res.log = str(log_path)
+    res.log = str(log_path if session is None else session.log_path)
     case_limit = case_s or job.limits.case_s
     build_limit = job.limits.build_s
     start, restarts, had_failure, stop_reason = 0, 0, False, None
@@ -180,10 +292,14 @@ def run_job(job: Job, *, variant: str, case_s: float | None = None, correctness_
             deadline_len = STARTUP_S
         return deadline_len
 
-    with open(log_path, "w") as log:
+    with open(log_path, "w") if session is None else contextlib.nullcontext() as log:
         while start < len(planned) or not results:
             current, done, deadline_len = None, False, STARTUP_S
-            end = run_worker(command, cwd=root, log=log, on_event=handle, first_wait=STARTUP_S)
+            if session is None:
+                end = run_worker(command, cwd=root, log=log, on_event=handle, first_wait=STARTUP_S)
+            else:
+                end = session.run(job_path, start=start, had_failure=had_failure, on_event=handle,
+                                  first_wait=STARTUP_S)
             if end.stalled:
                 if current is not None:
                     results[current] = dict(ok=False, category=Category.TIMEOUT,
@@ -191,7 +307,7 @@ def run_job(job: Job, *, variant: str, case_s: float | None = None, correctness_
                     stop_reason = "an earlier case timed out"
                 else:
                     terminal = dict(ev="env_error", message=f"the worker stopped responding "
-                                    f"(no progress for {deadline_len:g} s); see {log_path}")
+                                    f"(no progress for {deadline_len:g} s); see {res.log}")
             if terminal or done or stop_reason:
                 break
             # The worker ended early: the case it was running crashed it (or the worker itself broke).
@@ -200,7 +316,7 @@ def run_job(job: Job, *, variant: str, case_s: float | None = None, correctness_
                 why = f"killed by signal {-code}" if code and code < 0 else f"exit code {code}"
                 results[current] = dict(ok=False, category=Category.CRASH,
                                         message=f"the process running the kernel died "
-                                        f"({why}); see {log_path}")
+                                        f"({why}); see {res.log}")
             last = max(results) if results else -1
             if restarts >= MAX_RESTARTS or last < 0:
                 stop_reason = "too many crashes" if last >= 0 else "the worker died before running a case"

@@ -3,6 +3,13 @@ events (JSON lines on a dedicated pipe, so a kernel's printf cannot corrupt them
 context or hangs, only this process dies and the runner starts another for the remaining cases.
 
     python -m grader.check.worker JOB.json [--start N] [--had-failure] [--only N[,N...]] [--sanitized] [--fd FD]
+    python -m grader.check.worker --serve [--fd FD]
+
+--serve keeps one process for many jobs (`grader watch`): each line on stdin is a request, {"job": PATH, "start": N,
+"had_failure": BOOL}; its events end with {"ev": "end", "code": C} (C: what a one-job worker would exit with).
+torch stays imported, the CUDA context alive, and the modules built or loaded stay loaded; the baseline's times
+are measured once per session (BASELINE_TIMES). After a lost context (C = 3) the process exits; the runner's
+session starts another.
 
 Exit codes: 0 done, 3 the CUDA context was lost (the runner restarts from the next case), 2 environment error.
 """
@@ -318,7 +325,8 @@ def run(job: Job, emit: Emitter, *, start: int = 0, had_failure: bool = False, o
     compute-sanitizer, which is there to watch the op's kernels alone: no attribution (the profiler's own
     instrumentation would be watched too), no extra checks, nothing timed."""
     root, ex, paths = Path(job.root), job.exercise, Paths(Path(job.root))
-    sys.path.insert(0, str(root))
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
     try:
         import torch
     except ImportError:
@@ -443,9 +451,35 @@ def _indices(text: str) -> set[int]:
         raise argparse.ArgumentTypeError(f"case indices, comma-separated: {text!r}") from None
 
 
+def serve(emit: Emitter, requests) -> int:
+    """Runs one job per request line (see the module's doc) until stdin closes or the CUDA context is lost."""
+    from grader.check.build import loads_once
+
+    for line in requests:
+        if not line.strip():
+            continue
+        fresh = False
+        try:
+            req = json.loads(line)
+            job = Job.read(Path(req["job"]))
+            # A library of torch ops can be loaded once per process: after one, the next job needs a new process.
+            fresh = loads_once(job.exercise) or (job.baseline_target is not None
+                                                 and loads_once(job.baseline_target.exercise))
+            code = run(job, emit, start=int(req.get("start", 0)), had_failure=bool(req.get("had_failure")))
+        except Exception as e:
+            emit("internal_error", message=f"{type(e).__name__}: {e}", detail=traceback.format_exc()[-4000:])
+            code = 2
+        emit("end", code=code, fresh=fresh)
+        if code == CONTEXT_LOST or fresh:
+            return code
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m grader.check.worker")
-    p.add_argument("job", help="the job's JSON file (written by the runner)")
+    p.add_argument("job", nargs="?", help="the job's JSON file (written by the runner)")
+    p.add_argument("--serve", action="store_true", help="run the jobs requested on stdin, one JSON line each, in "
+                                                        "this one process")
     p.add_argument("--start", type=int, default=0, help="the first case to run (after a crash)")
     p.add_argument("--had-failure", action="store_true", help="an earlier case failed: time nothing")
     p.add_argument("--only", type=_indices, help="run these cases alone (comma-separated indices; e.g. again, under "
@@ -454,7 +488,11 @@ def main(argv: list[str] | None = None) -> int:
                                                             "extra checks, no timing")
     p.add_argument("--fd", type=int, help="write events to this file descriptor (default: stdout)")
     a = p.parse_args(argv)
+    if a.job is None and not a.serve:
+        p.error("give the job's JSON file, or --serve")
     emit = Emitter(a.fd)
+    if a.serve:
+        return serve(emit, sys.stdin)
     try:
         return run(Job.read(Path(a.job)), emit, start=a.start, had_failure=a.had_failure, only=a.only,
                    sanitized=a.sanitized)

@@ -1,6 +1,7 @@
 """Rendering results for people (rich tables) and for machines (--json)."""
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -155,3 +156,52 @@ def render_compile(console: Console, reports: list[dict]) -> None:
                 t.add_row(k["function"], k["arch"], str(k["registers"]), str(k["smem_bytes"]),
                           str(k["stack_bytes"]), f"[red]{spill}[/]" if k["spill_stores"] or k["spill_loads"] else spill)
             console.print(t)
+
+
+def _short_function(sig: str) -> str:
+    """`void k<float>(float const*, int)` -> `k<float>`."""
+    sig = re.sub(r"^void\s+", "", sig)
+    depth = 0
+    for i, ch in enumerate(sig):
+        depth += ch == "<"
+        depth -= ch == ">"
+        if ch == "(" and depth == 0:
+            return sig[:i]
+    return sig
+
+
+def compact(res, ex) -> list[str]:
+    """The verdict in a line or two (`grader watch`): correctness first (or what the compilers said, without a
+    GPU), then the speed against the baseline when it was timed. Plain text."""
+    name = f"{res.day}.{res.exercise}"
+    if res.status == Status.BUILD_ERROR:
+        diags = [d for r in res.compile for d in r["diagnostics"]] + [d for b in res.builds for d in b.get("diagnostics", [])]
+        first = next((d for d in diags if ": error:" in d), diags[0] if diags else "")
+        return [f"✗ {name}: does not compile" + (f": {first}" if first else "")]
+    if res.status == Status.NO_GPU:
+        kernels = [k for r in res.compile for k in r["kernels"]]
+        line = f"✓ {name}: compiles (no GPU: correctness and speed not checked)"
+        if kernels:
+            regs = sorted({k["registers"] for k in kernels})
+            spills = [f"{_short_function(k['function'])} ({k['arch']}: {k['spill_stores']}/{k['spill_loads']} B)"
+                      for k in kernels if k["spill_stores"] or k["spill_loads"]]
+            line += (f"; ptxas: {len(kernels)} kernels, {regs[0]}–{regs[-1]} registers, "
+                     + (f"spills in {', '.join(spills[:2])}" + (" …" if len(spills) > 2 else "") if spills else "no spills"))
+        return [line]
+    if res.status in (Status.NOT_IMPLEMENTED, Status.ENV_ERROR):
+        return [f"… {name}: {LABEL.get(res.status, res.status)}: {res.message}"]
+    corr = [c for c in res.cases if c["kind"] == "correctness"]
+    bad = [c for c in res.cases if c["kind"] != "benchmark" and not c["ok"]]
+    if bad:
+        c = bad[0]
+        return [f"✗ {name}: {len(bad)} of {len(corr)} correctness cases failed; first: {c['dtype']} {_label(c)}: "
+                f"{c['message']}"]
+    lines = [f"✓ {name}: correct ({len(corr)} cases)"]
+    bench = [c for c in res.cases if c["kind"] == "benchmark"]
+    if res.speedup is not None:
+        word = "PASS" if res.status == Status.PASS else "FAIL"
+        base = ex.baseline.describe() if ex.baseline else "the baseline"
+        lines.append(f"  {word} speed: {res.speedup:.2f}x {base} (needs {ex.threshold:g}x), geomean of {len(bench)} shapes")
+    elif res.status != Status.PASS:  # timed, and a timed case failed (stale output, impossible timing, ...)
+        lines.append(f"  {LABEL.get(res.status, res.status)} {res.message}")
+    return lines

@@ -1,4 +1,4 @@
-"""The `grader` command: check, profile, list, doctor, release, publish, syllabus, leaderboard, gradebook,
+"""The `grader` command: check, watch, profile, list, doctor, release, publish, syllabus, leaderboard, gradebook,
 grade, site.
 
 Exit codes: 0 pass, 1 fail (wrong, slow, not implemented, does not compile), 2 usage or environment error.
@@ -236,11 +236,11 @@ def combine_runs(runs: list, expected: int = RANKED_RUNS):
 # -- check: one exercise, then the command ----------------------------------------------------------------
 def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, seeds: tuple[int, ...],
                    dtypes: list[str] | None = None, case_s: float | None = None, correctness_only: bool = False,
-                   ranked: bool = False, fixed_seeds: tuple[int, ...] = ()):
+                   ranked: bool = False, fixed_seeds: tuple[int, ...] = (), session=None):
     """One exercise's result: its sources read first (one unfit to compile is the student's build error), then one
     run per seed (a ranked check: two, the second only if the first passed, combined by combine_runs), compiled
     only where there is no GPU. fixed_seeds (a ranked check's hidden seeds) come first, one correctness-only run
-    each: they are cheap, and any failure decides."""
+    each: they are cheap, and any failure decides. session: a long-lived worker to run in (`grader watch`)."""
     from grader.check.build import source_paths
     from grader.check.compile_check import compile_sources, source_problem
     from grader.check.job import make_job
@@ -263,7 +263,7 @@ def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, 
         try:
             with console.status(f"starting {what}…") as status:
                 res = run_job(job, variant=variant, case_s=case_s, correctness_only=untimed,
-                              on_event=Progress(status, len(job.cases)), worker=WORKER)
+                              on_event=Progress(status, len(job.cases)), worker=WORKER, session=session)
         finally:
             if ranked:  # the job file names the seed: a ranked run's inputs must not be recoverable from it
                 (Paths(root).logs() / f"{day.id}-{ex.name}-{variant}.job.json").unlink(missing_ok=True)
@@ -349,6 +349,29 @@ def cmd_check(args) -> int:
             raise GraderError(f"--results-dir: cannot write into {args.results_dir}: {e.strerror or e}") from None
         console.print("results for " + ", ".join(relative_path(p, Path.cwd()) for p in paths), style="dim")
     return exit_code([r["status"] for r in out])
+
+
+def cmd_watch(args) -> int:
+    """`grader check` again on every save of the day's files, in one warm worker (grader/watch.py)."""
+    from grader import watch
+    from grader.check.verdict import hint
+
+    root, course, day, src_dir, variant, exercises = _ready_day(args, "watch")
+    if not args.correctness_only:
+        _baselines_present(exercises, course, root)
+    bad = [d for d in args.dtype or [] if d not in DTYPES]
+    if bad:
+        raise GraderError(f"unknown dtype(s) {bad}: use {', '.join(DTYPES)}")
+    seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+
+    def check(ex, session):
+        return check_exercise(course=course, root=root, day=day, ex=ex, src_dir=src_dir, variant=variant, seeds=(seed,),
+                              dtypes=args.dtype, case_s=args.timeout, correctness_only=args.correctness_only,
+                              session=session)
+
+    return watch.watch(check=check, console=console, root=root, day=day, exercises=exercises, src_dir=src_dir,
+                       seed=seed, worker=WORKER, hints=lambda res, ex: hint(res, ex, course.hints),
+                       max_runs=args.max_runs)
 
 
 def _hidden_cases(args, course_path: Path, course, day, exercises) -> dict | None:
@@ -773,6 +796,19 @@ def parser() -> argparse.ArgumentParser:
                    help=f"with --ranked: the instructor's hidden cases (default: ${hidden.HIDDEN_ENV}, else "
                         f"{hidden.FILE_NAME} beside course.yaml, if there is one)")
     c.set_defaults(fn=cmd_check)
+    w = sub.add_parser("watch", help="check a day again on every save, in one warm worker: a compact verdict in "
+                                     "seconds (compile-only without a GPU)")
+    w.add_argument("day", help="day01, day1 or 1")
+    w.add_argument("--solution", action="store_true", help="watch the instructor's solution instead of days/")
+    w.add_argument("--dir", help="watch the files in this folder instead of days/dayNN")
+    w.add_argument("--exercise", help="only this exercise of the day")
+    w.add_argument("--dtype", action="append", help="only this dtype (repeatable): fp32, fp16, bf16")
+    w.add_argument("--seed", type=seed_value, help="seed for the random inputs, the same for every check of the "
+                                                   "session (default: a fresh one, printed)")
+    w.add_argument("--correctness-only", action="store_true", help="skip timing")
+    w.add_argument("--timeout", type=positive_seconds, help="seconds one case may take before it counts as hung")
+    w.add_argument("--max-runs", type=lambda t: _int_in(t, 1, 10**9, "--max-runs"), help=argparse.SUPPRESS)
+    w.set_defaults(fn=cmd_watch)
     z = sub.add_parser("sanitize", help="a day's correctness cases under compute-sanitizer (memcheck, racecheck, "
                                         "initcheck, synccheck), errors named at your file:line")
     z.add_argument("day", help="day01, day1 or 1")

@@ -1,0 +1,174 @@
+"""`grader watch`: the loop over changes, with the scripted fake worker in --serve mode (no GPU), a bounded source of
+changes (so no test can hang), and watchfiles itself on a temporary folder."""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from grader import cli, watch
+from tests.conftest import ROOT, needs_nvcc
+from tests.test_cli import COURSE
+
+
+@pytest.fixture
+def fake_day(tmp_path, monkeypatch):
+    """A course in tmp_path (day01, its solution) whose checks run tests/fake_worker.py; the script of the fake
+    is a file the test rewrites between checks."""
+    (tmp_path / "course.yaml").write_text(COURSE)
+    shutil.copytree(ROOT / "solutions" / "day01", tmp_path / "solutions" / "day01")
+    shutil.copytree(ROOT / "solutions" / "day01", tmp_path / "mine")
+    monkeypatch.setattr(cli, "WORKER", "tests.fake_worker")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    script = tmp_path / "script"
+    script.write_text("ok")
+    monkeypatch.setenv("FAKE_WORKER_FILE", str(script))
+    return tmp_path
+
+
+def run_watch(course_dir, changes, *args, monkeypatch):
+    monkeypatch.setattr(watch, "file_changes", lambda folders: changes)
+    return cli.main(["--course", str(course_dir / "course.yaml"), "watch", "day01", "--dir", str(course_dir / "mine"),
+                     "--correctness-only", "--seed", "4", *args])
+
+
+def edits(course_dir, *scripts):
+    """Each step: the fake's script for the next check, then a line added to the kernel, then that file changed."""
+    kernel = course_dir / "mine" / "softmax.cu"
+    for k, script in enumerate(scripts):
+        (course_dir / "script").write_text(script)
+        with open(kernel, "a") as f:
+            f.write(f"// edit {k}\n")
+        yield {kernel, course_dir / "mine" / ".softmax.cu.swp"}
+
+
+def verdicts(out: str) -> list[str]:
+    return [line for line in out.splitlines() if "day01.softmax:" in line]
+
+
+def test_an_edit_gets_a_second_verdict(fake_day, monkeypatch, capsys):
+    assert run_watch(fake_day, edits(fake_day, "ok,blank"), monkeypatch=monkeypatch) == 0
+    out = capsys.readouterr().out
+    got = verdicts(out)
+    assert len(got) == 2, out
+    assert "✓ day01.softmax: correct (3 cases)" in got[0]
+    assert "✗ day01.softmax: 1 of 3 correctness cases failed; first: fp32" in got[1]
+    assert "changed: mine/softmax.cu" in out and ".swp" not in out and "seed 4" in out
+
+
+def test_changes_that_concern_no_exercise_are_ignored(fake_day, monkeypatch, capsys):
+    noise = iter([{fake_day / "mine" / "notes.txt"}, {fake_day / "elsewhere.cu"}])
+    assert run_watch(fake_day, noise, monkeypatch=monkeypatch) == 0
+    assert len(verdicts(capsys.readouterr().out)) == 1
+
+
+def test_max_runs_bounds_the_loop(fake_day, monkeypatch, capsys):
+    assert run_watch(fake_day, edits(fake_day, "ok", "ok", "ok"), "--max-runs", "2", monkeypatch=monkeypatch) == 0
+    assert len(verdicts(capsys.readouterr().out)) == 3
+
+
+def test_a_crash_restarts_the_worker_and_watching_goes_on(fake_day, monkeypatch, capsys):
+    steps = edits(fake_day, "ok,crash" + ",ok" * 10, "ok")
+    assert run_watch(fake_day, steps, monkeypatch=monkeypatch) == 0
+    out = capsys.readouterr().out
+    got = verdicts(out)
+    assert len(got) == 3 and "✗" in got[1] and "illegal memory access" in got[1] and "✓" in got[2]
+    restarted = [line for line in out.splitlines() if "worker restarted" in line]
+    assert len(restarted) == 1 and "still watching" in restarted[0]
+
+
+def test_a_hang_is_killed_and_watching_goes_on(fake_day, monkeypatch, capsys):
+    steps = edits(fake_day, "ok,hang", "ok")
+    assert run_watch(fake_day, steps, "--timeout", "1", monkeypatch=monkeypatch) == 0
+    out = capsys.readouterr().out
+    got = verdicts(out)
+    assert len(got) == 3 and "timed out after 1 s" in got[1] and "✓" in got[2]
+    assert sum("worker restarted" in line for line in out.splitlines()) == 1
+
+
+def test_ctrl_c_stops_cleanly_and_ends_the_worker(fake_day, monkeypatch, capsys, tmp_path):
+    pidfile = tmp_path / "pid"
+    monkeypatch.setenv("FAKE_WORKER_PIDFILE", str(pidfile))
+
+    def interrupted():
+        yield from ()
+        raise KeyboardInterrupt
+
+    assert run_watch(fake_day, interrupted(), monkeypatch=monkeypatch) == 0
+    assert "stopped watching" in capsys.readouterr().out
+    time.sleep(0.2)
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pidfile.read_text()), 0)
+
+
+@pytest.mark.parametrize("args, text", [
+    (["day99"], "no day 'day99' in course.yaml"),
+    (["day01", "--dir", "/nonexistent/folder"], "/nonexistent/folder does not exist"),
+    (["day01", "--solution", "--exercise", "nope"], "day01 has no exercise 'nope'"),
+])
+def test_bad_input_gets_the_messages_of_check(args, text, capsys):
+    for cmd in ("check", "watch"):
+        assert cli.main([cmd, *args]) == 2
+        assert text in capsys.readouterr().out
+
+
+def test_a_header_concerns_every_exercise_and_a_source_its_own(course):
+    day = course.day("day01")
+    ex = day.exercises[0]
+    src = ROOT / "solutions" / "day01"
+    assert watch.affected([ex], {src / "softmax.cu"}, src, ROOT) == [ex]
+    assert watch.affected([ex], {src / "helpers.cuh"}, src, ROOT) == [ex]  # a header beside the sources, new or not
+    assert watch.affected([ex], {src / "README.md", src / ".softmax.cu.swp"}, src, ROOT) == []
+    if ex.include_dirs:
+        assert watch.affected([ex], {ROOT / ex.include_dirs[0] / "x.cuh"}, src, ROOT) == [ex]
+    assert src.resolve() in watch.watched_folders([ex], src, ROOT)
+
+
+def test_watchfiles_reports_a_save(tmp_path):
+    target = tmp_path / "k.cu"
+    target.write_text("a\n")
+    stop = threading.Event()
+    timer = threading.Timer(30, stop.set)  # the bound: no change seen in 30 s ends the watch
+    timer.start()
+
+    def save():
+        time.sleep(0.5)
+        while not stop.is_set():
+            target.write_text(f"{time.time()}\n")
+            time.sleep(0.3)
+
+    threading.Thread(target=save, daemon=True).start()
+    try:
+        batch = next(watch.file_changes([tmp_path], stop), set())
+    finally:
+        stop.set()
+        timer.cancel()
+    assert target in batch
+
+
+@needs_nvcc
+def test_ctrl_c_in_a_real_watch_exits_without_a_traceback(tmp_path):
+    """The real worker, compile-only on a machine without a GPU (a GPU machine checks day01's solution): the first
+    verdict comes, then SIGINT as a terminal sends it."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "grader", "watch", "day01", "--solution", "--correctness-only"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    lines = []
+    try:
+        deadline = time.monotonic() + 300
+        for line in proc.stdout:
+            lines.append(line)
+            if "day01.softmax:" in line or time.monotonic() > deadline:
+                break
+        proc.send_signal(signal.SIGINT)
+        rest, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    out = "".join(lines) + rest
+    assert proc.returncode in (0, 130), out + err
+    assert "✓ day01.softmax:" in out and "Traceback" not in out + err

@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from grader import hidden, results
+from grader import hidden, results, timings
 from grader.authoring import release
 from grader.check import report
 from grader.check.sanitizer import TOOLS as SANITIZER_TOOLS
@@ -259,6 +259,7 @@ def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, 
     for k, (seed, untimed) in enumerate(planned, 1):
         job = make_job(course=course, root=root, day=day, ex=ex, src_dir=src_dir, seed=seed, dtypes=dtypes,
                        correctness_only=untimed)
+        timings.mark(f"{ex.name}: job planned ({len(job.cases)} cases)")
         what = f"{day.id}.{ex.name}" + (f" (run {k} of {len(planned)})" if len(planned) > 1 else "")
         try:
             with console.status(f"starting {what}…") as status:
@@ -267,11 +268,13 @@ def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, 
         finally:
             if ranked:  # the job file names the seed: a ranked run's inputs must not be recoverable from it
                 (Paths(root).logs() / f"{day.id}-{ex.name}-{variant}.job.json").unlink(missing_ok=True)
+        timings.mark(f"{ex.name}: worker finished ({res.status})")
         if res.status == Status.NO_GPU:
             res = compiled_only(res, ex, compile_sources([*(src_dir / s for s in ex.sources if s.endswith(".py")),
                                                           *source_paths(ex, src_dir)],
                                                          [root / i for i in ex.include_dirs], ex.extra_cuda_cflags,
                                                          root, timeout_s=job.limits.build_s))
+            timings.mark(f"{ex.name}: compile-only check done")
         runs.append(res)
         if res.status != Status.PASS:
             break  # every run must pass: the first failure decides
@@ -300,6 +303,7 @@ def cmd_check(args) -> int:
     if args.hidden and not args.ranked:
         raise GraderError("--hidden adds the instructor's hidden cases to a ranked run only: add --ranked")
     root, course_path, course = _load(args)
+    timings.mark("course loaded")
     day = course.day(args.day)
     if day.status != "ready":
         raise GraderError(f"{day.id} ({day.title}) is planned, not ready yet: no exercise to check")
@@ -331,6 +335,7 @@ def cmd_check(args) -> int:
                              dtypes=args.dtype, case_s=args.timeout, correctness_only=args.correctness_only,
                              ranked=bool(ranked), fixed_seeds=tuple(extra.seeds))
         report.render(console, res, ex, hint(res, ex, course.hints), ranked=ranked.seed_sha256 if ranked else None)
+        timings.mark(f"{ex.name}: verdict printed")
         out.append({**res.as_dict(), **mark})
     results.save(root, day.id, variant, out, ranked=bool(ranked), seed_sha256=ranked.seed_sha256 if ranked else None)
     # "when" (UTC, ISO 8601): a leaderboard drops results older than its window (stale).
@@ -348,6 +353,7 @@ def cmd_check(args) -> int:
         except OSError as e:
             raise GraderError(f"--results-dir: cannot write into {args.results_dir}: {e.strerror or e}") from None
         console.print("results for " + ", ".join(relative_path(p, Path.cwd()) for p in paths), style="dim")
+    timings.mark("results written")
     return exit_code([r["status"] for r in out])
 
 
@@ -792,6 +798,8 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--ranked", action="store_true",
                    help=f"for the leaderboard: two runs on inputs from a secret seed (${RANKED_SEED_ENV}, or a file "
                         f"named by ${RANKED_SEED_FILE_ENV}); both must pass, the lower speedup counts")
+    c.add_argument("--timings", action="store_true", help=f"print timestamps of each step to stderr (also: "
+                                                           f"${timings.ENV}=1)")
     c.add_argument("--hidden", metavar="PATH",
                    help=f"with --ranked: the instructor's hidden cases (default: ${hidden.HIDDEN_ENV}, else "
                         f"{hidden.FILE_NAME} beside course.yaml, if there is one)")
@@ -807,6 +815,8 @@ def parser() -> argparse.ArgumentParser:
                                                    "session (default: a fresh one, printed)")
     w.add_argument("--correctness-only", action="store_true", help="skip timing")
     w.add_argument("--timeout", type=positive_seconds, help="seconds one case may take before it counts as hung")
+    w.add_argument("--timings", action="store_true", help=f"print timestamps of each step to stderr (also: "
+                                                           f"${timings.ENV}=1)")
     w.add_argument("--max-runs", type=lambda t: _int_in(t, 1, 10**9, "--max-runs"), help=argparse.SUPPRESS)
     w.set_defaults(fn=cmd_watch)
     z = sub.add_parser("sanitize", help="a day's correctness cases under compute-sanitizer (memcheck, racecheck, "
@@ -920,7 +930,11 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    timings.mark("grader imported")
     args = parser().parse_args(argv)
+    if getattr(args, "timings", False):
+        timings.enable()
+        timings.mark("grader imported")
     try:
         return args.fn(args)
     except GraderError as e:

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader import timings
 from grader.check.job import Job
 from grader.check.sanitizer import find_sanitizer, run_under_sanitizer, summary
 from grader.check.verdict import ExerciseResult, decide
@@ -264,6 +265,7 @@ def run_job(job: Job, *, variant: str, case_s: float | None = None, correctness_
 
     def handle(ev: dict) -> float:
         nonlocal current, done, deadline_len, had_failure, terminal
+        timings.event(ev)
         on_event(ev)
         kind = ev["ev"]
         if kind == "phase":

@@ -501,5 +501,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def _exit_now(code: int) -> None:
+    """Exit without the interpreter's teardown (torch's, which takes half a second or more, while the runner waits
+    for the event pipe to close): every event is written already; the logs are flushed here."""
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    _exit_now(main())

@@ -4,6 +4,8 @@ same run (grader/check/worker.py). A measured rate above either, by more than th
 kernel but work the timer did not see."""
 from __future__ import annotations
 
+import functools
+
 # Dense tensor-core FLOPs per SM per clock for 16-bit inputs (fp32 accumulation); TF32 is half of it, and fp32
 # inputs are bounded by TF32 (a kernel may split fp32 into TF32 parts). From the vendors' peak figures:
 # A100 312 TFLOP/s at 108 SMs x 1.41 GHz, H100 SXM 989 at 132 x 1.83, L40S 362 at 142 x 2.52, B200 2250 at
@@ -15,6 +17,7 @@ FALLBACK_CLOCK_GHZ = 2.5  # above any datacenter GPU's boost clock, when NVML ca
 MARGIN = 1.10  # the timer's noise and a copy's own variation: above 110% of a limit is impossible, not fast
 
 
+@functools.cache  # NVML starts and stops for each question: asked once per process (a worker asked per dtype)
 def max_sm_clock_ghz(index: int = 0) -> float:
     try:
         import pynvml
@@ -29,6 +32,7 @@ def max_sm_clock_ghz(index: int = 0) -> float:
         return FALLBACK_CLOCK_GHZ
 
 
+@functools.cache
 def driver_version() -> str | None:
     """The NVIDIA driver's version (for results: a leaderboard entry's runs must share it), None if NVML cannot say."""
     try:

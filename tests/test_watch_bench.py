@@ -1,0 +1,56 @@
+"""scripts/watch_bench.py, the parts a machine without a GPU can run: parsing watch's lines, the table, the private
+course root, and one timed edit under `grader watch` (compile-only here)."""
+import importlib.util
+import shutil
+import sys
+
+import pytest
+
+from tests.conftest import ROOT, needs_nvcc
+
+spec = importlib.util.spec_from_file_location("watch_bench", ROOT / "scripts" / "watch_bench.py")
+wb = importlib.util.module_from_spec(spec)
+sys.modules["watch_bench"] = wb  # its dataclasses look their module up by name
+spec.loader.exec_module(wb)
+
+
+@pytest.mark.parametrize("line, yes", [
+    ("07:03:12 ✓ day03.softmax: correct (24 cases)  [1.9 s]", True),
+    ("07:03:12 ✗ day03.softmax: 2 of 24 correctness cases failed; first: ...", True),
+    ("07:03:12 … day03.softmax: NOT IMPLEMENTED: the output is never written", True),
+    ("07:03:12 ✓ day04.softmax: correct (24 cases)", False),
+    ("07:03:12 changed: days/day03/softmax.cu", False),
+    ("watching days/day03 (seed 3; worker log .grader/logs/watch-day03.log); Ctrl-C stops", False),
+])
+def test_verdict_lines_are_told_from_the_rest(line, yes):
+    assert wb.is_verdict(line, "day03") is yes
+
+
+def test_the_speed_line_ends_a_timed_verdict():
+    assert wb.is_last_line("  PASS speed: 1.21x library (needs 0.5x), geomean of 6 shapes")
+    assert not wb.is_last_line("07:03:12 ✓ day03.softmax: correct (24 cases)")
+
+
+def test_the_table_shows_medians_and_what_went_wrong():
+    text = wb.table("t", [wb.Step("a", [3.0, 1.0, 2.0], "exit 0"), wb.Step("b", [], "no verdict in 9 s")])
+    assert "median of 3, 1.0–3.0; exit 0" in text and " 2.0 " in text
+    assert "b" in text and "no verdict in 9 s" in text
+
+
+def test_the_course_root_is_private(tmp_path):
+    root = wb.course_root(tmp_path)
+    assert (root / "course.yaml").read_text() == (ROOT / "course.yaml").read_text()
+    assert (root / "solutions").resolve() == (ROOT / "solutions").resolve() and not (root / ".grader").exists()
+    assert wb.kernel_file("day03", tmp_path / "x") == tmp_path / "x" / "softmax.cu"
+
+
+@needs_nvcc
+def test_one_edit_under_watch_is_timed(tmp_path):
+    root = wb.course_root(tmp_path)
+    folder = tmp_path / "day01"
+    shutil.copytree(ROOT / "solutions" / "day01", folder)
+    log = tmp_path / "watch.log"
+    first, verdict, speed = wb.bench_watch(root, "day01", folder, folder / "softmax.cu", 3, 1, 300, 120, log)
+    assert len(first.seconds) == 1 and len(verdict.seconds) == 1, log.read_text()
+    assert "changed:" in log.read_text() and "watch_bench edit 0" in (folder / "softmax.cu").read_text()
+    assert (root / ".grader" / "logs" / "watch-day01.log").exists()

@@ -53,4 +53,6 @@ def test_one_edit_under_watch_is_timed(tmp_path):
     first, verdict, speed = wb.bench_watch(root, "day01", folder, folder / "softmax.cu", 3, 1, 300, 120, log)
     assert len(first.seconds) == 1 and len(verdict.seconds) == 1, log.read_text()
     assert "changed:" in log.read_text() and "watch_bench edit 0" in (folder / "softmax.cu").read_text()
-    assert (root / ".grader" / "logs" / "watch-day01.log").exists()
+    from grader.paths import Paths
+
+    assert (Paths(root).state() / "logs" / "watch-day01.log").exists()  # the state folder the grader used

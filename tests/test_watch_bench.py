@@ -55,4 +55,4 @@ def test_one_edit_under_watch_is_timed(tmp_path):
     assert "changed:" in log.read_text() and "watch_bench edit 0" in (folder / "softmax.cu").read_text()
     from grader.paths import Paths
 
-    assert (Paths(root).state() / "logs" / "watch-day01.log").exists()  # the state folder the grader used
+    assert (Paths(root).state / "logs" / "watch-day01.log").exists()  # the state folder the grader used

@@ -8,7 +8,7 @@ from grader.authoring import release
 from grader.authoring.release import Plant
 from grader.course import Edit, load_course
 from grader.errors import GraderError
-from tests.conftest import run_grader
+from tests.conftest import ROOT, run_grader
 
 SOLUTION = """\
 __global__ void k(const float* x, float* y, int n) {
@@ -300,3 +300,19 @@ def test_release_backs_up_what_it_replaces(course, root, tmp_path):
 def test_syllabus_matches_course_yaml(root):
     r = run_grader("syllabus", "--check", cwd=root)
     assert r.returncode == 0, r.stdout
+
+
+def test_no_stub_ships_a_tuning_knob_its_own_code_does_not_use():
+    """A `#ifndef NAME / #define NAME ... / #endif` knob that only the solution's holes read is the instructor's (for
+    the sweeps): the solution marks it instructor-only, so the stub does not list settings the student cannot see
+    used anywhere."""
+    knob = r"^#ifndef ({name})\n#define \1\b[^\n]*\n#endif\n"
+    dead = {}
+    for stub in sorted((ROOT / "days").glob("day*/*.cu*")):
+        text = stub.read_text()
+        names = re.findall(knob.format(name="[A-Z0-9_]+"), text, flags=re.M)
+        rest = re.sub(knob.format(name="[A-Z0-9_]+"), "", text, flags=re.M)
+        unused = [n for n in names if not re.search(rf"\b{n}\b", rest)]
+        if unused:
+            dead[str(stub.relative_to(ROOT))] = unused
+    assert not dead, f"knobs the stubs' code never reads (mark them INSTRUCTOR ONLY in solutions/): {dead}"

@@ -135,9 +135,6 @@ namespace mma_gemm {
 #ifndef TC_MIN_BLOCKS
 #define TC_MIN_BLOCKS 2
 #endif
-#ifndef TC_GROUP
-#define TC_GROUP 8  // block-rows per swizzle group
-#endif
 constexpr int BM = TC_BM, BN = TC_BN, BK = TC_BK, STAGES = TC_STAGES;
 constexpr int WARPS_M = TC_WARPS_M, WARPS_N = TC_WARPS_N;
 constexpr int kThreads = 32 * WARPS_M * WARPS_N;

@@ -70,9 +70,6 @@
 template <typename T>
 cudaError_t matmul_mma_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream);
 
-#ifndef TC_WG_TMA
-#define TC_WG_TMA 1  // 1: aligned shapes by TMA + a producer warpgroup (kernel 3b); 0: all by cp.async (kernel 3a)
-#endif
 #ifndef TC_WG_GROUP
 #define TC_WG_GROUP 8  // tile-rows per block-swizzle group (L2 reuse)
 #endif

@@ -60,6 +60,7 @@
 #include <type_traits>
 
 #include "hopper.cuh"  // wgmma, TMA and mbarrier wrappers, the sm_90a probe (shared with day 20's backward)
+#include "ptx.cuh"     // cp.async, ldmatrix, mma.sync, pack2, ex2, quad reductions (day 11's wrappers)
 
 // Knobs (-D...) for measuring alternatives; the defaults are what the notes found fastest.
 #ifndef FA12_MMA_BC64
@@ -111,6 +112,19 @@ struct Smem {
 
 // Helpers shared by both kernels.
 namespace tc {
+
+// The PTX wrappers you wrote on day 11, from common/ptx.cuh (the same ones the backward days use).
+using ptx::cp_async16;
+using ptx::cp_async_commit;
+using ptx::cp_async_wait;
+using ptx::ex2;
+using ptx::ldmatrix_x4;
+using ptx::ldmatrix_x4_trans;
+using ptx::mma16816;
+using ptx::pack2;
+using ptx::quad_max;
+using ptx::quad_sum;
+using ptx::smem_addr;
 
 // YOUR CODE HERE
 

@@ -60,6 +60,7 @@
 #include <type_traits>
 
 #include "hopper.cuh"  // wgmma, TMA and mbarrier wrappers, the sm_90a probe (shared with day 20's backward)
+#include "ptx.cuh"     // cp.async, ldmatrix, mma.sync, pack2, ex2, quad reductions (day 11's wrappers)
 
 // Knobs (-D...) for measuring alternatives; the defaults are what the notes found fastest.
 #ifndef FA12_MMA_BC64
@@ -130,81 +131,20 @@ __device__ __forceinline__ int swz(int row, int chunk) {
 // Helpers shared by both kernels.
 namespace tc {
 
+// The PTX wrappers you wrote on day 11, from common/ptx.cuh (the same ones the backward days use).
+using ptx::cp_async16;
+using ptx::cp_async_commit;
+using ptx::cp_async_wait;
+using ptx::ex2;
+using ptx::ldmatrix_x4;
+using ptx::ldmatrix_x4_trans;
+using ptx::mma16816;
+using ptx::pack2;
+using ptx::quad_max;
+using ptx::quad_sum;
+using ptx::smem_addr;
+
 // BEGIN SOLUTION
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// 16 bytes global -> shared, asynchronously. src_bytes = 0 reads nothing and writes 16 zero bytes.
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
-// d[4] += A[16 x 16] B[16 x 8], fp32 accumulators.
-template <typename T>
-__device__ __forceinline__ void mma16816(float* d, const uint32_t* a, uint32_t b0, uint32_t b1) {
-  if constexpr (std::is_same_v<T, __half>) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-}
-
-// Two floats -> one register of two 16-bit values, `lo` in the low half (the lower column).
-template <typename T>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  uint32_t w;
-  if constexpr (std::is_same_v<T, __half>) {
-    const __half2 h = __floats2half2_rn(lo, hi);
-    memcpy(&w, &h, sizeof(w));
-  } else {
-    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-    memcpy(&w, &h, sizeof(w));
-  }
-  return w;
-}
-
-__device__ __forceinline__ float ex2(float x) {  // 2^x, one MUFU op; ex2(-inf) = 0
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
-// Max / sum over the 4 lanes of a quad (the owners of one accumulator row); every lane gets the same bits.
-__device__ __forceinline__ float quad_max(float x) {
-  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
-  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
-}
-__device__ __forceinline__ float quad_sum(float x) {
-  x += __shfl_xor_sync(0xffffffffu, x, 1);
-  return x + __shfl_xor_sync(0xffffffffu, x, 2);
-}
-
 // Online softmax on one S tile held in the m16n8 accumulator layout: s[4·j + e] for 8-column tile j, e = 0, 1 on
 // row `row` and e = 2, 3 on row + 8, columns col0 + 8·j + 2·(lane % 4) + (e % 2). Masks (if kMask) keys >= n and,
 // if causal, keys > row; updates the running max m[2] (raw score units) and this thread's share of the sum l[2];

@@ -19,22 +19,24 @@ static_assert(kWarpsPerBlock * kWarpSize <= 1024, "a block holds at most 1024 th
 // after offsets 16, 8, 4, 2, 1 every lane holds the max of all 32 (no broadcast step needed). The mask
 // 0xffffffff says all 32 lanes take part, so the caller must not let part of a warp skip the call.
 __device__ __forceinline__ float warp_reduce_max(float v) {
-  // YOUR CODE HERE
+  // YOUR CODE HERE: v = max over the 32 lanes' v, in every lane (__shfl_xor_sync, offsets 16, 8, 4, 2, 1)
   return v;
 }
 
 // Same butterfly with + instead of max.
 __device__ __forceinline__ float warp_reduce_sum(float v) {
-  // YOUR CODE HERE
+  // YOUR CODE HERE: v = sum over the 32 lanes' v, in every lane (same butterfly as warp_reduce_max)
   return v;
 }
 
 __global__ void softmax_warp_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
-  // YOUR CODE HERE
+  // Contract: three coalesced passes (lane partial max -> warp max m; Σ exp(x - m) -> warp sum; write).
+  // A warp whose row >= rows returns whole, before any shuffle (every shuffle needs all 32 lanes).
+  // YOUR CODE HERE: row = blockIdx.x · 8 + warp; lane owns columns lane, lane + 32, ...; y[row, :] = softmax(x[row, :])
 }
 
 cudaError_t softmax_forward(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return cudaSuccess;
-  // YOUR CODE HERE
+  // YOUR CODE HERE: launch softmax_warp_kernel: 8 warps (256 threads) per block, ceil(rows / 8) blocks
   return cudaGetLastError();
 }

@@ -27,24 +27,26 @@ static_assert(kWarpsPerBlock * kWarpSize <= 1024, "a block holds at most 1024 th
 // state's sum to it:  s = s_a * exp(m_a - m) + s_b * exp(m_b - m),  m = max(m_a, m_b).
 // One of the two factors is exp(0) = 1, so only one expf is needed.
 __device__ __forceinline__ void online_merge(float& m, float& s, float m_other, float s_other) {
-  // YOUR CODE HERE
+  // YOUR CODE HERE: (m, s) = merge with (m_other, s_other); both maxima -inf gives (-inf, 0), never NaN
 }
 
 // Butterfly over the 32 lanes, as in day 02, but each step exchanges a whole (m, s) state. Both partners of a step
 // compute the same sum (the two additions are the same numbers in swapped order), so all lanes end identical.
 __device__ __forceinline__ void warp_reduce_online(float& m, float& s) {
-  // YOUR CODE HERE
+  // YOUR CODE HERE: (m, s) = merge of the 32 lanes' states, identical in every lane (xor butterfly over m and s)
 }
 
 template <typename T>
 __global__ void softmax_warp_kernel(const T* __restrict__ x, T* __restrict__ y, int rows, int cols) {
-  // YOUR CODE HERE
+  // Contract: pass 1 folds each lane's columns (lane, lane + 32, ...) into an fp32 (m, s) with online_merge
+  // and merges the warp; pass 2 writes exp(x - m) / s rounded to T. Whole warps return for rows >= rows.
+  // YOUR CODE HERE: row = blockIdx.x · 8 + warp; y[row, :] = softmax(x[row, :]) in type T
 }
 
 template <typename T>
 cudaError_t softmax_forward(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return cudaSuccess;
-  // YOUR CODE HERE
+  // YOUR CODE HERE: launch softmax_warp_kernel<T>: 8 warps (256 threads) per block, ceil(rows / 8) blocks
   return cudaGetLastError();
 }
 

@@ -19,7 +19,7 @@ static_assert(kWarpsPerBlock * kWarpSize <= 1024, "a block holds at most 1024 th
 // after offsets 16, 8, 4, 2, 1 every lane holds the max of all 32 (no broadcast step needed). The mask
 // 0xffffffff says all 32 lanes take part, so the caller must not let part of a warp skip the call.
 __device__ __forceinline__ float warp_reduce_max(float v) {
-  // BEGIN SOLUTION
+  // BEGIN SOLUTION: v = max over the 32 lanes' v, in every lane (__shfl_xor_sync, offsets 16, 8, 4, 2, 1)
 #pragma unroll
   for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
     v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
@@ -30,7 +30,7 @@ __device__ __forceinline__ float warp_reduce_max(float v) {
 
 // Same butterfly with + instead of max.
 __device__ __forceinline__ float warp_reduce_sum(float v) {
-  // BEGIN SOLUTION
+  // BEGIN SOLUTION: v = sum over the 32 lanes' v, in every lane (same butterfly as warp_reduce_max)
 #pragma unroll
   for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
     v += __shfl_xor_sync(0xffffffffu, v, offset);
@@ -40,7 +40,9 @@ __device__ __forceinline__ float warp_reduce_sum(float v) {
 }
 
 __global__ void softmax_warp_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
-  // BEGIN SOLUTION
+  // Contract: three coalesced passes (lane partial max -> warp max m; Σ exp(x - m) -> warp sum; write).
+  // A warp whose row >= rows returns whole, before any shuffle (every shuffle needs all 32 lanes).
+  // BEGIN SOLUTION: row = blockIdx.x · 8 + warp; lane owns columns lane, lane + 32, ...; y[row, :] = softmax(x[row, :])
   const int lane = threadIdx.x % kWarpSize;
   const size_t row = static_cast<size_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
   // The condition is the same for all 32 lanes of a warp, so whole warps leave together and every shuffle
@@ -68,7 +70,7 @@ __global__ void softmax_warp_kernel(const float* __restrict__ x, float* __restri
 
 cudaError_t softmax_forward(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return cudaSuccess;
-  // BEGIN SOLUTION
+  // BEGIN SOLUTION: launch softmax_warp_kernel: 8 warps (256 threads) per block, ceil(rows / 8) blocks
   const int threads = kWarpsPerBlock * kWarpSize;
   const int blocks = (rows - 1) / kWarpsPerBlock + 1;  // ceil(rows / 8) without overflowing near INT_MAX
   softmax_warp_kernel<<<blocks, threads, 0, stream>>>(x, y, rows, cols);

@@ -27,7 +27,7 @@ static_assert(kWarpsPerBlock * kWarpSize <= 1024, "a block holds at most 1024 th
 // state's sum to it:  s = s_a * exp(m_a - m) + s_b * exp(m_b - m),  m = max(m_a, m_b).
 // One of the two factors is exp(0) = 1, so only one expf is needed.
 __device__ __forceinline__ void online_merge(float& m, float& s, float m_other, float s_other) {
-  // BEGIN SOLUTION
+  // BEGIN SOLUTION: (m, s) = merge with (m_other, s_other); both maxima -inf gives (-inf, 0), never NaN
   const float hi = fmaxf(m, m_other);
   // If both maxima are -inf, neither state has seen a finite value (both sums are 0), and -inf - (-inf) is NaN:
   // use a scale of 0 instead. Otherwise exp(lo - hi) is in [0, 1] and cannot overflow.
@@ -40,7 +40,7 @@ __device__ __forceinline__ void online_merge(float& m, float& s, float m_other, 
 // Butterfly over the 32 lanes, as in day 02, but each step exchanges a whole (m, s) state. Both partners of a step
 // compute the same sum (the two additions are the same numbers in swapped order), so all lanes end identical.
 __device__ __forceinline__ void warp_reduce_online(float& m, float& s) {
-  // BEGIN SOLUTION
+  // BEGIN SOLUTION: (m, s) = merge of the 32 lanes' states, identical in every lane (xor butterfly over m and s)
 #pragma unroll
   for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
     const float m_other = __shfl_xor_sync(0xffffffffu, m, offset);
@@ -52,7 +52,9 @@ __device__ __forceinline__ void warp_reduce_online(float& m, float& s) {
 
 template <typename T>
 __global__ void softmax_warp_kernel(const T* __restrict__ x, T* __restrict__ y, int rows, int cols) {
-  // BEGIN SOLUTION
+  // Contract: pass 1 folds each lane's columns (lane, lane + 32, ...) into an fp32 (m, s) with online_merge
+  // and merges the warp; pass 2 writes exp(x - m) / s rounded to T. Whole warps return for rows >= rows.
+  // BEGIN SOLUTION: row = blockIdx.x · 8 + warp; y[row, :] = softmax(x[row, :]) in type T
   const int lane = threadIdx.x % kWarpSize;
   const size_t row = static_cast<size_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
   if (row >= static_cast<size_t>(rows)) return;  // uniform per warp: the shuffles keep all 32 lanes
@@ -74,7 +76,7 @@ __global__ void softmax_warp_kernel(const T* __restrict__ x, T* __restrict__ y, 
 template <typename T>
 cudaError_t softmax_forward(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return cudaSuccess;
-  // BEGIN SOLUTION
+  // BEGIN SOLUTION: launch softmax_warp_kernel<T>: 8 warps (256 threads) per block, ceil(rows / 8) blocks
   const int threads = kWarpsPerBlock * kWarpSize;
   const int blocks = (rows - 1) / kWarpsPerBlock + 1;
   softmax_warp_kernel<T><<<blocks, threads, 0, stream>>>(x, y, rows, cols);

@@ -50,7 +50,9 @@ __device__ __forceinline__ void warp_reduce_online(float& m, float& s) {
 // Requirements: blockDim.x is a multiple of 32 (whole warps, for the full-mask shuffles) and at most 1024, and
 // every thread of the block calls it (it contains __syncthreads). partials points to __shared__ float2[32].
 __device__ __forceinline__ void block_reduce_online(float& m, float& s, float2* partials) {
-  // BEGIN SOLUTION
+  // Contract: warp butterfly, lane 0 writes partials[warp], __syncthreads, every warp merges partials[0..warps)
+  // (empty state (-inf, 0) past the last warp), then a second __syncthreads before partials[] may be rewritten.
+  // BEGIN SOLUTION: every thread's (m, s) = the block's merged state; partials[] free to reuse on return
   const int lane = threadIdx.x % kWarpSize;
   const int warp = threadIdx.x / kWarpSize;
   const int warps = blockDim.x / kWarpSize;
@@ -82,7 +84,9 @@ __device__ __forceinline__ void block_reduce_online(float& m, float& s, float2* 
 // One block per row. Pass 1 folds the thread's columns into its (m, s); the block merges them; pass 2 writes.
 template <typename T>
 __global__ void __launch_bounds__(kThreads) softmax_block_kernel(const T* __restrict__ x, T* __restrict__ y, int cols) {
-  // BEGIN SOLUTION
+  // Contract: partials is __shared__ float2[kWarps]; every thread, even one with no columns, calls
+  // block_reduce_online (it holds barriers); outputs exp(x - m) / s in fp32, rounded to T.
+  // BEGIN SOLUTION: y[blockIdx.x, :] = softmax of that row of x; thread t owns columns t, t + 1024, ...
   __shared__ float2 partials[kWarps];
   const size_t row = blockIdx.x;
   const T* xr = x + row * cols;
@@ -106,7 +110,7 @@ __global__ void __launch_bounds__(kThreads) softmax_block_kernel(const T* __rest
 template <typename T>
 cudaError_t softmax_forward(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return cudaSuccess;
-  // BEGIN SOLUTION
+  // BEGIN SOLUTION: launch softmax_block_kernel<T>: one block of kThreads (1024) per row, no dynamic shared memory
   // One block per row; gridDim.x may be up to 2^31 - 1, so any int row count fits. The shared memory is static
   // (declared in the kernel), so the third launch parameter stays 0.
   softmax_block_kernel<T><<<rows, kThreads, 0, stream>>>(x, y, cols);

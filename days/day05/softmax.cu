@@ -168,14 +168,14 @@ inline cudaError_t current_sm_count(int* sms) {
 // The 16 bytes q hold Vec<T>::kN consecutive elements; write them as floats to v[0 .. kN).
 template <typename T>
 __device__ __forceinline__ void unpack16(uint4 q, float* v) {
-  // YOUR CODE HERE
+  // YOUR CODE HERE: v[0 .. kN) = the kN elements in q as floats, in memory order (16-bit: pair_to_float2)
 }
 
 // The opposite: kN floats, each multiplied by scale and rounded to T, packed into 16 bytes.
 template <typename T>
 __device__ __forceinline__ uint4 pack16(const float* v, float scale) {
   uint32_t w[4] = {0u, 0u, 0u, 0u};
-  // YOUR CODE HERE
+  // YOUR CODE HERE: w[0..4) = v[0 .. kN) · scale rounded to T, in memory order (the inverse of unpack16)
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
@@ -194,7 +194,8 @@ struct Span {
 template <typename T>
 __device__ __forceinline__ Span split_span(const T* p, int n) {
   Span sp{n, 0, 0};  // "everything is head": the all-scalar cut, always correct
-  // YOUR CODE HERE
+  // Contract: head + nvec · kN + tail == n; p + head is 16-byte aligned whenever nvec > 0; tail < kN.
+  // YOUR CODE HERE: sp = {head: elements before p's next 16-byte boundary, nvec: whole vectors, tail: rest}
   return sp;
 }
 
@@ -212,7 +213,8 @@ __device__ __forceinline__ int edge_index(const Span& sp, int e) {
 
 template <typename T, int kValsT, bool kLastUse>
 __device__ __forceinline__ void load_tile(const T* p, const Span& sp, int t, int nt, float (&v)[kValsT + 1]) {
-  // YOUR CODE HERE
+  // Contract: all loads issued before any value is used, through load16<kLastUse>; no read past the span.
+  // YOUR CODE HERE: v[k·kN ..) = vector t + k·nt of the body (or -inf past nvec), v[kValsT] = edge element t (or -inf)
 }
 
 // exp for the per-element work. 16-bit outputs use the hardware approximation __expf: its error (2 + 1.173|x|
@@ -234,14 +236,15 @@ __device__ __forceinline__ float exp_elem(float x) {
 // a NaN, is never computed (all its exps are exp(-inf) = 0).
 template <typename T, int K>
 __device__ __forceinline__ void exp_in_place(float (&v)[K], float& m, float& s) {
-  // YOUR CODE HERE
+  // Contract: when m is -inf use 0 as the reference, so no -inf - (-inf) = NaN is ever computed.
+  // YOUR CODE HERE: m = max of v[0 .. K), v[i] = exp(v[i] - m), s = Σ v[i]; all -inf gives (-inf, 0)
 }
 
 // Writes y = v * scale for this thread's share of the span (same cut as the load: x and y are equally aligned).
 template <typename T, int kValsT, bool kEvictFirst>
 __device__ __forceinline__ void store_tile(T* p, const Span& sp, int t, int nt, const float (&v)[kValsT + 1],
                                            float scale) {
-  // YOUR CODE HERE
+  // YOUR CODE HERE: store v · scale to the same vectors (t, t + nt, ...) and edge element t that load_tile read
 }
 
 // The factor that turns this thread's exp(v - m) into exp(v - M) / S, given the group's state (M, S).
@@ -261,7 +264,9 @@ __device__ __forceinline__ float output_scale(float m, float M, float S) {
 template <typename T, int kValsT>
 __global__ void __launch_bounds__(kWarpRowsPerBlock* kWarpSize, kWarpMinBlocks)
     softmax_warp_kernel(const T* __restrict__ x, T* __restrict__ y, int rows, int cols) {
-  // YOUR CODE HERE
+  // Contract: one read and one write of the row: load_tile, exp_in_place, warp_reduce_online, then store_tile
+  // with output_scale(m, M, S). A warp past the last row returns whole; no shared memory, no barrier.
+  // YOUR CODE HERE: y[row, :] = softmax(x[row, :]) for row = blockIdx.x · kWarpRowsPerBlock + warp; cols <= 32 · kValsT
 }
 
 // One block per row, rows of up to 1024 * kValsT values; blockDim.x is chosen by the launcher (a multiple of 32).
@@ -269,7 +274,9 @@ __global__ void __launch_bounds__(kWarpRowsPerBlock* kWarpSize, kWarpMinBlocks)
 template <typename T, int kValsT>
 __global__ void __launch_bounds__(kMaxThreads)
     softmax_block_kernel(const T* __restrict__ x, T* __restrict__ y, int cols) {
-  // YOUR CODE HERE
+  // Contract: as the warp kernel, with block_reduce_online over __shared__ float2[kMaxThreads / 32] for (M, S);
+  // every thread calls the reduction, even one whose slots are all padding.
+  // YOUR CODE HERE: y[blockIdx.x, :] = softmax of that row; blockDim.x threads hold <= kValsT values each in registers
 }
 
 // One block per row for 16-bit types, the row kept as raw 16-byte vectors: 8 values in 4 registers, where the
@@ -316,7 +323,9 @@ __device__ __forceinline__ uint32_t pair_max(uint32_t a, uint32_t b, __nv_bfloat
 template <typename T, int kVecs>
 __global__ void __launch_bounds__(kMaxThreads)
     softmax_block_packed_kernel(const T* __restrict__ x, T* __restrict__ y, int cols) {
-  // YOUR CODE HERE
+  // Contract: 16-bit T only; x read once, y written once; fp32 max, sum and (M, S); exps via exp_over_pow2
+  // (ex2.approx) with 1/S folded in; a row of only -inf gives zeros, never NaN.
+  // YOUR CODE HERE: y[blockIdx.x, :] = softmax of that row; thread t keeps kVecs raw uint4 vectors + one edge
 }
 
 // Split rows, kernel A: block b handles chunk c = b % nchunks of row b / nchunks (kChunk values, the last one
@@ -324,7 +333,9 @@ __global__ void __launch_bounds__(kMaxThreads)
 template <typename T, int kValsT>
 __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
     softmax_split_stats_kernel(const T* __restrict__ x, float2* __restrict__ partials, int cols, int nchunks) {
-  // YOUR CODE HERE
+  // Contract: a chunk is kChunk values (the last one shorter); kSplitThreads threads, kValsT values each;
+  // thread 0 writes the block's merged state. Default loads, so kernel B's re-read hits L2.
+  // YOUR CODE HERE: partials[b] = (max, Σ exp(x - max)) of chunk b % nchunks of row b / nchunks, b = blockIdx.x
 }
 
 // Split rows, kernel B: merge the row's nchunks partials (in chunk order, so the result is deterministic),
@@ -334,7 +345,9 @@ template <typename T, int kValsT>
 __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
     softmax_split_write_kernel(const T* __restrict__ x, T* __restrict__ y, const float2* __restrict__ partials,
                                int cols, int nchunks) {
-  // YOUR CODE HERE
+  // Contract: merge the row's nchunks partials in chunk order (every warp gets the same bits, deterministic),
+  // re-read the chunk (streaming loads, last use) and write exp(x - M) / S with streaming stores.
+  // YOUR CODE HERE: y of chunk b = gridDim.x - 1 - blockIdx.x (reverse order), scaled by the row's (M, S)
 }
 
 // Fallback, one block per row of any length: day 04's two passes (running state, then write) with 16-byte loads
@@ -343,7 +356,9 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
 template <typename T>
 __global__ void __launch_bounds__(kLoopThreads, 1)
     softmax_loop_kernel(const T* __restrict__ x, T* __restrict__ y, int cols, bool vec) {
-  // YOUR CODE HERE
+  // Contract: 16-byte loads when vec (head/tail as scalars), all-scalar when !vec; every thread reaches
+  // block_reduce_online; out-of-range vector slots are -inf.
+  // YOUR CODE HERE: y[blockIdx.x, :] = softmax of a row of any length (running (m, s), block merge, write)
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -358,7 +373,9 @@ __global__ void __launch_bounds__(kLoopThreads, 1)
 template <typename T>
 cudaError_t launch_split(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
   cudaError_t err = cudaSuccess;
-  // YOUR CODE HERE
+  // Contract: everything on `stream`; cudaFreeAsync the workspace even when a launch failed; return the
+  // first error (err), else cudaSuccess.
+  // YOUR CODE HERE: float2 workspace[rows · ceil(cols / kChunk)] (cudaMallocAsync), kernel A, kernel B, free
   return err;
 }
 
@@ -389,7 +406,9 @@ bool launch_packed(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
 template <typename T>
 cudaError_t softmax_forward(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return cudaSuccess;
-  // YOUR CODE HERE
+  // Contract: x and y misaligned differently must take the scalar loop kernel; block kernels get
+  // ceil(cols / kVals) threads rounded up to whole warps.
+  // YOUR CODE HERE: launch the kernel the dispatch table above picks, on `stream` (split rows: launch_split)
   return cudaGetLastError();
 }
 

@@ -168,7 +168,7 @@ inline cudaError_t current_sm_count(int* sms) {
 // The 16 bytes q hold Vec<T>::kN consecutive elements; write them as floats to v[0 .. kN).
 template <typename T>
 __device__ __forceinline__ void unpack16(uint4 q, float* v) {
-  // BEGIN SOLUTION
+  // BEGIN SOLUTION: v[0 .. kN) = the kN elements in q as floats, in memory order (16-bit: pair_to_float2)
   const uint32_t w[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
@@ -187,7 +187,7 @@ __device__ __forceinline__ void unpack16(uint4 q, float* v) {
 template <typename T>
 __device__ __forceinline__ uint4 pack16(const float* v, float scale) {
   uint32_t w[4] = {0u, 0u, 0u, 0u};
-  // BEGIN SOLUTION
+  // BEGIN SOLUTION: w[0..4) = v[0 .. kN) · scale rounded to T, in memory order (the inverse of unpack16)
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     if constexpr (sizeof(T) == 4) {
@@ -215,7 +215,8 @@ struct Span {
 template <typename T>
 __device__ __forceinline__ Span split_span(const T* p, int n) {
   Span sp{n, 0, 0};  // "everything is head": the all-scalar cut, always correct
-  // BEGIN SOLUTION
+  // Contract: head + nvec · kN + tail == n; p + head is 16-byte aligned whenever nvec > 0; tail < kN.
+  // BEGIN SOLUTION: sp = {head: elements before p's next 16-byte boundary, nvec: whole vectors, tail: rest}
   constexpr int kN = Vec<T>::kN;
   // Elements between p and the next 16-byte boundary. Tensors are at least element-aligned, so the byte
   // misalignment is a whole number of elements.
@@ -241,7 +242,8 @@ __device__ __forceinline__ int edge_index(const Span& sp, int e) {
 
 template <typename T, int kValsT, bool kLastUse>
 __device__ __forceinline__ void load_tile(const T* p, const Span& sp, int t, int nt, float (&v)[kValsT + 1]) {
-  // BEGIN SOLUTION
+  // Contract: all loads issued before any value is used, through load16<kLastUse>; no read past the span.
+  // BEGIN SOLUTION: v[k·kN ..) = vector t + k·nt of the body (or -inf past nvec), v[kValsT] = edge element t (or -inf)
   constexpr int kN = Vec<T>::kN;
   static_assert(kValsT % kN == 0, "a thread holds whole vectors");
   const T* body = p + sp.head;
@@ -279,7 +281,8 @@ __device__ __forceinline__ float exp_elem(float x) {
 // a NaN, is never computed (all its exps are exp(-inf) = 0).
 template <typename T, int K>
 __device__ __forceinline__ void exp_in_place(float (&v)[K], float& m, float& s) {
-  // BEGIN SOLUTION
+  // Contract: when m is -inf use 0 as the reference, so no -inf - (-inf) = NaN is ever computed.
+  // BEGIN SOLUTION: m = max of v[0 .. K), v[i] = exp(v[i] - m), s = Σ v[i]; all -inf gives (-inf, 0)
   m = v[0];
 #pragma unroll
   for (int i = 1; i < K; ++i) m = fmaxf(m, v[i]);
@@ -297,7 +300,7 @@ __device__ __forceinline__ void exp_in_place(float (&v)[K], float& m, float& s) 
 template <typename T, int kValsT, bool kEvictFirst>
 __device__ __forceinline__ void store_tile(T* p, const Span& sp, int t, int nt, const float (&v)[kValsT + 1],
                                            float scale) {
-  // BEGIN SOLUTION
+  // BEGIN SOLUTION: store v · scale to the same vectors (t, t + nt, ...) and edge element t that load_tile read
   constexpr int kN = Vec<T>::kN;
   T* body = p + sp.head;
 #pragma unroll
@@ -326,7 +329,9 @@ __device__ __forceinline__ float output_scale(float m, float M, float S) {
 template <typename T, int kValsT>
 __global__ void __launch_bounds__(kWarpRowsPerBlock* kWarpSize, kWarpMinBlocks)
     softmax_warp_kernel(const T* __restrict__ x, T* __restrict__ y, int rows, int cols) {
-  // BEGIN SOLUTION
+  // Contract: one read and one write of the row: load_tile, exp_in_place, warp_reduce_online, then store_tile
+  // with output_scale(m, M, S). A warp past the last row returns whole; no shared memory, no barrier.
+  // BEGIN SOLUTION: y[row, :] = softmax(x[row, :]) for row = blockIdx.x · kWarpRowsPerBlock + warp; cols <= 32 · kValsT
   const int lane = threadIdx.x % kWarpSize;
   // size_t: with rows close to INT_MAX, blockIdx.x * 4 + 3 would overflow an int.
   const size_t row = static_cast<size_t>(blockIdx.x) * kWarpRowsPerBlock + threadIdx.x / kWarpSize;
@@ -350,7 +355,9 @@ __global__ void __launch_bounds__(kWarpRowsPerBlock* kWarpSize, kWarpMinBlocks)
 template <typename T, int kValsT>
 __global__ void __launch_bounds__(kMaxThreads)
     softmax_block_kernel(const T* __restrict__ x, T* __restrict__ y, int cols) {
-  // BEGIN SOLUTION
+  // Contract: as the warp kernel, with block_reduce_online over __shared__ float2[kMaxThreads / 32] for (M, S);
+  // every thread calls the reduction, even one whose slots are all padding.
+  // BEGIN SOLUTION: y[blockIdx.x, :] = softmax of that row; blockDim.x threads hold <= kValsT values each in registers
   __shared__ float2 partials[kMaxThreads / kWarpSize];
   const T* xr = x + static_cast<size_t>(blockIdx.x) * cols;
   T* yr = y + static_cast<size_t>(blockIdx.x) * cols;
@@ -410,7 +417,9 @@ __device__ __forceinline__ uint32_t pair_max(uint32_t a, uint32_t b, __nv_bfloat
 template <typename T, int kVecs>
 __global__ void __launch_bounds__(kMaxThreads)
     softmax_block_packed_kernel(const T* __restrict__ x, T* __restrict__ y, int cols) {
-  // BEGIN SOLUTION
+  // Contract: 16-bit T only; x read once, y written once; fp32 max, sum and (M, S); exps via exp_over_pow2
+  // (ex2.approx) with 1/S folded in; a row of only -inf gives zeros, never NaN.
+  // BEGIN SOLUTION: y[blockIdx.x, :] = softmax of that row; thread t keeps kVecs raw uint4 vectors + one edge
   static_assert(sizeof(T) == 2, "the packed kernel is for 16-bit types");
   constexpr int kN = Vec<T>::kN;
   __shared__ float2 partials[kMaxThreads / kWarpSize];
@@ -482,7 +491,9 @@ __global__ void __launch_bounds__(kMaxThreads)
 template <typename T, int kValsT>
 __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
     softmax_split_stats_kernel(const T* __restrict__ x, float2* __restrict__ partials, int cols, int nchunks) {
-  // BEGIN SOLUTION
+  // Contract: a chunk is kChunk values (the last one shorter); kSplitThreads threads, kValsT values each;
+  // thread 0 writes the block's merged state. Default loads, so kernel B's re-read hits L2.
+  // BEGIN SOLUTION: partials[b] = (max, Σ exp(x - max)) of chunk b % nchunks of row b / nchunks, b = blockIdx.x
   __shared__ float2 warp_partials[kSplitThreads / kWarpSize];
   const int row = blockIdx.x / nchunks;
   const int begin = (blockIdx.x % nchunks) * kChunk;
@@ -508,7 +519,9 @@ template <typename T, int kValsT>
 __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
     softmax_split_write_kernel(const T* __restrict__ x, T* __restrict__ y, const float2* __restrict__ partials,
                                int cols, int nchunks) {
-  // BEGIN SOLUTION
+  // Contract: merge the row's nchunks partials in chunk order (every warp gets the same bits, deterministic),
+  // re-read the chunk (streaming loads, last use) and write exp(x - M) / S with streaming stores.
+  // BEGIN SOLUTION: y of chunk b = gridDim.x - 1 - blockIdx.x (reverse order), scaled by the row's (M, S)
   const int b = gridDim.x - 1 - blockIdx.x;
   const int row = b / nchunks;
   const int begin = (b % nchunks) * kChunk;
@@ -539,7 +552,9 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
 template <typename T>
 __global__ void __launch_bounds__(kLoopThreads, 1)
     softmax_loop_kernel(const T* __restrict__ x, T* __restrict__ y, int cols, bool vec) {
-  // BEGIN SOLUTION
+  // Contract: 16-byte loads when vec (head/tail as scalars), all-scalar when !vec; every thread reaches
+  // block_reduce_online; out-of-range vector slots are -inf.
+  // BEGIN SOLUTION: y[blockIdx.x, :] = softmax of a row of any length (running (m, s), block merge, write)
   constexpr int kN = Vec<T>::kN;
   constexpr int kLoopUnroll = 4;  // 16-byte loads in flight per thread per step of pass 1
   __shared__ float2 partials[kLoopThreads / kWarpSize];
@@ -600,7 +615,9 @@ __global__ void __launch_bounds__(kLoopThreads, 1)
 template <typename T>
 cudaError_t launch_split(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
   cudaError_t err = cudaSuccess;
-  // BEGIN SOLUTION
+  // Contract: everything on `stream`; cudaFreeAsync the workspace even when a launch failed; return the
+  // first error (err), else cudaSuccess.
+  // BEGIN SOLUTION: float2 workspace[rows · ceil(cols / kChunk)] (cudaMallocAsync), kernel A, kernel B, free
   const int nchunks = (cols - 1) / kChunk + 1;
   const int blocks = rows * nchunks;  // only used when rows < SM count, so this is small
   float2* partials = nullptr;
@@ -645,7 +662,9 @@ bool launch_packed(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
 template <typename T>
 cudaError_t softmax_forward(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return cudaSuccess;
-  // BEGIN SOLUTION
+  // Contract: x and y misaligned differently must take the scalar loop kernel; block kernels get
+  // ceil(cols / kVals) threads rounded up to whole warps.
+  // BEGIN SOLUTION: launch the kernel the dispatch table above picks, on `stream` (split rows: launch_split)
   int sms = 0;
   const cudaError_t err = current_sm_count(&sms);
   if (err != cudaSuccess) return err;

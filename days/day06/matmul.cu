@@ -24,27 +24,30 @@ constexpr int kTile = 32;  // a 32 x 32 block of threads: 1024 threads, one outp
 template <typename T>
 __global__ void matmul_uncoalesced_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c,
                                           int M, int N, int K) {
-  // YOUR CODE HERE
+  // Contract: one thread per output, fp32 accumulation, rounded to T once; threads outside M x N return;
+  // size_t offsets (row · K can pass INT_MAX).
+  // YOUR CODE HERE: c[row, col] = Σ_k a[row, k] · b[k, col], row = blockIdx.x · 32 + threadIdx.x, col from y
 }
 
 // threadIdx.x -> column (along a row of C): consecutive threads touch consecutive addresses of b and c.
 template <typename T>
 __global__ void matmul_naive_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M,
                                     int N, int K) {
-  // YOUR CODE HERE
+  // Contract: as above, but threadIdx.x runs along a row of C, so a warp's b and c accesses are contiguous.
+  // YOUR CODE HERE: c[row, col] = Σ_k a[row, k] · b[k, col], col = blockIdx.x · 32 + threadIdx.x, row from y
 }
 
 template <typename T>
 cudaError_t matmul_uncoalesced_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
   const dim3 block(kTile, kTile);  // 32 x 32 threads: the grid's x must cover what threadIdx.x walks
-  // YOUR CODE HERE
+  // YOUR CODE HERE: grid so that x covers the M rows and y the N columns in steps of kTile; launch on `stream`
   return cudaGetLastError();
 }
 
 template <typename T>
 cudaError_t matmul_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
   const dim3 block(kTile, kTile);
-  // YOUR CODE HERE
+  // YOUR CODE HERE: grid so that x covers the N columns and y the M rows in steps of kTile; launch on `stream`
   return cudaGetLastError();
 }
 

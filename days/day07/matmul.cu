@@ -23,13 +23,16 @@ constexpr int kTile = 32;
 template <typename T>
 __global__ void matmul_tiled_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M,
                                     int N, int K) {
-  // YOUR CODE HERE
+  // Contract: __shared__ float As[32][32], Bs[32][32]; per step k0 each thread stores one element of each
+  // (zero outside A or B), __syncthreads, 32 FMAs, __syncthreads; every thread stays for the barriers,
+  // only the final store is guarded by row < M && col < N.
+  // YOUR CODE HERE: c[row, col], row = blockIdx.y · 32 + ty, col = blockIdx.x · 32 + tx, from shared-memory tiles
 }
 
 template <typename T>
 cudaError_t matmul_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
   const dim3 block(kTile, kTile);
-  // YOUR CODE HERE
+  // YOUR CODE HERE: grid: x covers the N columns, y the M rows, in steps of kTile; launch on `stream`
   return cudaGetLastError();
 }
 

@@ -32,7 +32,9 @@ static_assert(BM * BK == kThreads && BK * BN == kThreads, "one element of each t
 template <typename T>
 __global__ void __launch_bounds__(kThreads) kernel(const T* __restrict__ a, const T* __restrict__ b,
                                                    T* __restrict__ c, int M, int N, int K) {
-  // YOUR CODE HERE
+  // Contract: __shared__ float As[BM][BK], Bs[BK][BN], each thread loading one element of each per K step
+  // (load_or_zero); per k one Bs value in a register, reused for TM FMAs; guarded stores, rounded to T.
+  // YOUR CODE HERE: C tile (blockIdx.y · BM, blockIdx.x · BN): thread t owns column t % BN, rows t / BN · TM + [0, TM)
 }
 }  // namespace blocktile_1d
 
@@ -46,21 +48,23 @@ static_assert((BM * BK) % kThreads == 0 && (BK * BN) % kThreads == 0, "whole til
 template <typename T>
 __global__ void __launch_bounds__(kThreads, 2) kernel(const T* __restrict__ a, const T* __restrict__ b,
                                                    T* __restrict__ c, int M, int N, int K) {
-  // YOUR CODE HERE
+  // Contract: __shared__ float As[BM][BK], Bs[BK][BN], loaded with load_or_zero by all kThreads per K step;
+  // per k, TM values of A and TN of B into registers, then their outer product into acc[TM][TN].
+  // YOUR CODE HERE: C tile at (blockIdx.y · BM, blockIdx.x · BN); thread t: TM x TN at (t / 16 · TM, t % 16 · TN)
 }
 }  // namespace blocktile_2d
 
 template <typename T>
 cudaError_t matmul_1d_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
   using namespace blocktile_1d;
-  // YOUR CODE HERE
+  // YOUR CODE HERE: grid: x covers N in steps of BN, y covers M in steps of BM; kThreads per block, on `stream`
   return cudaGetLastError();
 }
 
 template <typename T>
 cudaError_t matmul_2d_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
   using namespace blocktile_2d;
-  // YOUR CODE HERE
+  // YOUR CODE HERE: grid: x covers N in steps of BN, y covers M in steps of BM; kThreads per block, on `stream`
   return cudaGetLastError();
 }
 

@@ -24,7 +24,9 @@ constexpr int kTile = 32;  // a 32 x 32 block of threads: 1024 threads, one outp
 template <typename T>
 __global__ void matmul_uncoalesced_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c,
                                           int M, int N, int K) {
-  // BEGIN SOLUTION
+  // Contract: one thread per output, fp32 accumulation, rounded to T once; threads outside M x N return;
+  // size_t offsets (row · K can pass INT_MAX).
+  // BEGIN SOLUTION: c[row, col] = Σ_k a[row, k] · b[k, col], row = blockIdx.x · 32 + threadIdx.x, col from y
   const int row = blockIdx.x * kTile + threadIdx.x;
   const int col = blockIdx.y * kTile + threadIdx.y;
   if (row >= M || col >= N) return;
@@ -38,7 +40,8 @@ __global__ void matmul_uncoalesced_kernel(const T* __restrict__ a, const T* __re
 template <typename T>
 __global__ void matmul_naive_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M,
                                     int N, int K) {
-  // BEGIN SOLUTION
+  // Contract: as above, but threadIdx.x runs along a row of C, so a warp's b and c accesses are contiguous.
+  // BEGIN SOLUTION: c[row, col] = Σ_k a[row, k] · b[k, col], col = blockIdx.x · 32 + threadIdx.x, row from y
   const int col = blockIdx.x * kTile + threadIdx.x;
   const int row = blockIdx.y * kTile + threadIdx.y;
   if (row >= M || col >= N) return;
@@ -52,7 +55,7 @@ __global__ void matmul_naive_kernel(const T* __restrict__ a, const T* __restrict
 template <typename T>
 cudaError_t matmul_uncoalesced_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
   const dim3 block(kTile, kTile);  // 32 x 32 threads: the grid's x must cover what threadIdx.x walks
-  // BEGIN SOLUTION
+  // BEGIN SOLUTION: grid so that x covers the M rows and y the N columns in steps of kTile; launch on `stream`
   const dim3 grid((M + kTile - 1) / kTile, (N + kTile - 1) / kTile);  // x covers rows here
   matmul_uncoalesced_kernel<T><<<grid, block, 0, stream>>>(a, b, c, M, N, K);
   // END SOLUTION
@@ -62,7 +65,7 @@ cudaError_t matmul_uncoalesced_forward(const T* a, const T* b, T* c, int M, int 
 template <typename T>
 cudaError_t matmul_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
   const dim3 block(kTile, kTile);
-  // BEGIN SOLUTION
+  // BEGIN SOLUTION: grid so that x covers the N columns and y the M rows in steps of kTile; launch on `stream`
   const dim3 grid((N + kTile - 1) / kTile, (M + kTile - 1) / kTile);  // x covers columns
   matmul_naive_kernel<T><<<grid, block, 0, stream>>>(a, b, c, M, N, K);
   // END SOLUTION

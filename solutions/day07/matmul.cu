@@ -23,7 +23,10 @@ constexpr int kTile = 32;
 template <typename T>
 __global__ void matmul_tiled_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M,
                                     int N, int K) {
-  // BEGIN SOLUTION
+  // Contract: __shared__ float As[32][32], Bs[32][32]; per step k0 each thread stores one element of each
+  // (zero outside A or B), __syncthreads, 32 FMAs, __syncthreads; every thread stays for the barriers,
+  // only the final store is guarded by row < M && col < N.
+  // BEGIN SOLUTION: c[row, col], row = blockIdx.y · 32 + ty, col = blockIdx.x · 32 + tx, from shared-memory tiles
   __shared__ float As[kTile][kTile];  // As[r][k]: rows of this block's A tile
   __shared__ float Bs[kTile][kTile];  // Bs[k][c]: columns of this block's B tile
   const int tx = threadIdx.x, ty = threadIdx.y;
@@ -46,7 +49,7 @@ __global__ void matmul_tiled_kernel(const T* __restrict__ a, const T* __restrict
 template <typename T>
 cudaError_t matmul_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
   const dim3 block(kTile, kTile);
-  // BEGIN SOLUTION
+  // BEGIN SOLUTION: grid: x covers the N columns, y the M rows, in steps of kTile; launch on `stream`
   const dim3 grid((N + kTile - 1) / kTile, (M + kTile - 1) / kTile);
   matmul_tiled_kernel<T><<<grid, block, 0, stream>>>(a, b, c, M, N, K);
   // END SOLUTION

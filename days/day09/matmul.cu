@@ -107,7 +107,9 @@ struct Loads {
   static_assert(A_PER_THREAD >= 1 && B_PER_THREAD >= 1, "tile too small for the block");
 };
 
-// YOUR CODE HERE
+// Optional, in namespace sgemm: only your own code uses what goes here; for change 10, a stream-K kernel
+// too (launched after `kernel` on the same stream).
+// YOUR CODE HERE: device helpers for `kernel` below (e.g. cp.async, uint4 element access, 4-wide stores)
 
 template <typename T, bool kVec>
 __global__ void __launch_bounds__(kThreads, kVec ? SGEMM_MIN_BLOCKS : 1)
@@ -117,18 +119,22 @@ __global__ void __launch_bounds__(kThreads, kVec ? SGEMM_MIN_BLOCKS : 1)
   constexpr int VEC = L::VEC;
   __shared__ __align__(16) float As[2][BK][BM + SGEMM_AS_PAD];  // transposed: As[s][k][m]
   __shared__ __align__(16) float Bs[2][BK][BN];
-  // YOUR CODE HERE
+  // Contract: As[s][k][m] holds A transposed (padded rows), Bs[s][k][n] B, two stages; values past M, N or K
+  // are zeros; kVec: 16-byte loads and 4-wide stores, else one element per load; fp32 acc, stores guarded.
+  // YOUR CODE HERE: the BM x BN tile of C for blockIdx.x (1-D grid, swizzled into a tile row and column)
 }
 
 }  // namespace sgemm
 
 namespace {  // internal linkage: each build of this file keeps its own caches (scripts/sgemm_sweep.py loads several)
-// YOUR CODE HERE
+// YOUR CODE HERE: optional host helpers for the launch (occupancy queries, a stream-K workspace); statics stay private
 }  // namespace
 
 template <typename T>
 cudaError_t matmul_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
-  // YOUR CODE HERE
+  // Contract: kVec = true only when a, b and c are 16-byte aligned and K and N are multiples of
+  // 16 / sizeof(T) elements; otherwise kernel<T, false>, which works for any shape and offset.
+  // YOUR CODE HERE: launch kernel<T, kVec>: a 1-D grid of ceil(M / BM) · ceil(N / BN) tiles, kThreads each, on `stream`
   return cudaGetLastError();
 }
 

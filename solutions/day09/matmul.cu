@@ -140,7 +140,9 @@ struct Loads {
   static_assert(A_PER_THREAD >= 1 && B_PER_THREAD >= 1, "tile too small for the block");
 };
 
-// BEGIN SOLUTION
+// Optional, in namespace sgemm: only your own code uses what goes here; for change 10, a stream-K kernel
+// too (launched after `kernel` on the same stream).
+// BEGIN SOLUTION: device helpers for `kernel` below (e.g. cp.async, uint4 element access, 4-wide stores)
 // Stream-K (change 10): `kernel` computes the first dp_blocks tiles, one whole tile per block. The sk_tiles tiles
 // after those (the last, partial wave) go to `streamk_kernel`, split along K: their K-tiles, laid end to end, are
 // cut into sk_blocks equal ranges, one per block. The blocks that share a tile leave their partial sums in
@@ -495,7 +497,9 @@ __global__ void __launch_bounds__(kThreads, kVec ? SGEMM_MIN_BLOCKS : 1)
   constexpr int VEC = L::VEC;
   __shared__ __align__(16) float As[2][BK][BM + SGEMM_AS_PAD];  // transposed: As[s][k][m]
   __shared__ __align__(16) float Bs[2][BK][BN];
-  // BEGIN SOLUTION
+  // Contract: As[s][k][m] holds A transposed (padded rows), Bs[s][k][n] B, two stages; values past M, N or K
+  // are zeros; kVec: 16-byte loads and 4-wide stores, else one element per load; fp32 acc, stores guarded.
+  // BEGIN SOLUTION: the BM x BN tile of C for blockIdx.x (1-D grid, swizzled into a tile row and column)
   (void)VEC;
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");  // the stream-K kernel may be scheduled now
@@ -507,7 +511,7 @@ __global__ void __launch_bounds__(kThreads, kVec ? SGEMM_MIN_BLOCKS : 1)
 }  // namespace sgemm
 
 namespace {  // internal linkage: each build of this file keeps its own caches (scripts/sgemm_sweep.py loads several)
-// BEGIN SOLUTION
+// BEGIN SOLUTION: optional host helpers for the launch (occupancy queries, a stream-K workspace); statics stay private
 // Stream-K for the last wave. 1024 tiles of 128 x 128 (4096^3) on 132 SMs x 2 blocks are 3.88 waves: the last
 // one leaves 32 slots idle, and a shape with exactly 4 waves (4224 x 4096 x 4096) measured 98.5% of cuBLAS where
 // 4096^3 measured 94.3%. So the tiles of the last, partial wave are shared out along K over a full wave of blocks.
@@ -640,7 +644,9 @@ cudaError_t launch(const T* a, const T* b, T* c, int M, int N, int K, cudaStream
 
 template <typename T>
 cudaError_t matmul_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
-  // BEGIN SOLUTION
+  // Contract: kVec = true only when a, b and c are 16-byte aligned and K and N are multiples of
+  // 16 / sizeof(T) elements; otherwise kernel<T, false>, which works for any shape and offset.
+  // BEGIN SOLUTION: launch kernel<T, kVec>: a 1-D grid of ceil(M / BM) · ceil(N / BN) tiles, kThreads each, on `stream`
   // The 16-byte path needs whole vectors along K (rows of a) and N (rows of b and c) and aligned bases.
   constexpr int VEC = 16 / sizeof(T);
   const bool aligned = ((reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) |

@@ -80,7 +80,9 @@ namespace naive {
 constexpr int kTile = 32;             // scores and P V kernels: 32 x 32 outputs per block, one per thread
 constexpr int kSoftmaxThreads = 256;  // softmax kernel: one block per row
 
-// YOUR CODE HERE
+// Contract: online_merge keeps (-inf, 0) for two empty states (no NaN); after block_reduce_online every
+// thread holds the block's (m, s), merged in a fixed order; partials is __shared__ float2[blockDim.x / 32].
+// YOUR CODE HERE: kWarpSize = 32, online_merge and block_reduce_online (days 03 and 04), used by the kernels below
 
 // (a) s[bh][i][j] = scale · q[bh][i] · k[bh][j], or -inf where causal and j > i. Block (32, 32), one thread per
 // score; blockIdx = (key tile, query tile, batch·head).
@@ -88,13 +90,16 @@ template <typename T>
 __global__ void __launch_bounds__(kTile* kTile)
     scores_kernel(const T* __restrict__ q, const T* __restrict__ k, float* __restrict__ s, int n, int d,
                   float scale, bool causal) {
-  // YOUR CODE HERE
+  // Contract: d in chunks of 32 through __shared__ Qs[32][32], Ks[32][33] (zeros past n or d), a partial sum
+  // per chunk; a tile wholly above the diagonal is all -inf, no arithmetic; only i < n && j < n are stored.
+  // YOUR CODE HERE: s[bh][i][j] = scale · q[bh][i]·k[bh][j], or -inf if causal and j > i; i from y, j from x
 }
 
 // (b) In place, one block per row of s (n values): p = exp(s - m) / l, and lse[row] = m + log(l).
 __global__ void __launch_bounds__(kSoftmaxThreads) softmax_kernel(float* __restrict__ s, float* __restrict__ lse,
                                                                   int n) {
-  // YOUR CODE HERE
+  // Contract: online (m, l) over j = threadIdx.x, + 256, ..., then block_reduce_online; -inf entries give 0.
+  // YOUR CODE HERE: row blockIdx.x of s in place: p = exp(s - m) / l; lse[blockIdx.x] = m + log(l) (one thread writes)
 }
 
 // (c) o[bh][i][c] = sum_j p[bh][i][j] · v[bh][j][c]: day 07's tiled matmul, fp32 P times V converted on load.
@@ -102,7 +107,9 @@ __global__ void __launch_bounds__(kSoftmaxThreads) softmax_kernel(float* __restr
 template <typename T>
 __global__ void __launch_bounds__(kTile* kTile)
     pv_kernel(const float* __restrict__ p, const T* __restrict__ v, T* __restrict__ o, int n, int d, bool causal) {
-  // YOUR CODE HERE
+  // Contract: 32 x 32 shared tiles of P (fp32) and V (converted on load), zeros past n and d; causal may stop
+  // after key tile blockIdx.y (P is 0 beyond); every thread reaches the barriers; store if i < n && c < d.
+  // YOUR CODE HERE: o[bh][i][c] = Σ_j p[bh][i][j] · v[bh][j][c] for i = blockIdx.y · 32 + ty, c = blockIdx.x · 32 + tx
 }
 
 }  // namespace naive
@@ -113,7 +120,8 @@ cudaError_t attention_naive_forward(const T* q, const T* k, const T* v, T* o, fl
                                     int heads, int n, int d, bool causal, cudaStream_t stream) {
   using namespace naive;
   if (batch == 0 || heads == 0 || n == 0) return cudaSuccess;
-  // YOUR CODE HERE
+  // Contract: grids (ceil(n/32), ceil(n/32), B·H), B·H·n blocks of kSoftmaxThreads, (ceil(d/32), ceil(n/32), B·H).
+  // YOUR CODE HERE: scores_kernel, softmax_kernel, pv_kernel on `stream`, scale = 1 / sqrt(d); return the first error
   return cudaGetLastError();
 }
 
@@ -148,17 +156,23 @@ struct Smem {
 // The scalar-load instances (unaligned tensors, the rare case) get no cap: at d = 128 they spill under 128.
 constexpr int kMinBlocks = 2;
 
-// YOUR CODE HERE
+// Only your own kernel uses them; a half-warp reduction must leave the same bits in all 16 lanes.
+// YOUR CODE HERE: optional helpers for flash_kernel (e.g. load4/store4, fetch_tile/stash_tile, row_max/row_sum)
 
 // One block per (batch·head, query tile); blockIdx.x = bh · q_tiles + (q_tiles - 1 - tile). qscale = log2(e)/sqrt(D).
 template <typename T, int D, bool kVec>
 __global__ void __launch_bounds__(kThreads, kVec ? kMinBlocks : 1)
     flash_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,
                  float* __restrict__ lse, int n, int q_tiles, bool causal, float qscale) {
-  // YOUR CODE HERE
+  // Contract: bh = blockIdx.x / q_tiles, tile q_tiles - 1 - blockIdx.x % q_tiles; dynamic shared memory laid out
+  // as Smem<D> (fp32); Q times qscale, so scores and m are in log2 units; causal: stop at the tile holding
+  // the last query row; o = O~ / l rounded to T, lse = m·ln 2 + ln l; rows >= n are not written.
+  // YOUR CODE HERE: o rows q0 .. q0 + 63 of head bh and their lse: FlashAttention-2 over the key tiles (see the header)
 }
 
-// YOUR CODE HERE
+// Contract: kVec only if q, k, v and o all start on a 4-element boundary; Smem<D>::kBytes of dynamic
+// shared memory (over 48 KiB: cudaFuncSetAttribute first); qscale = log2(e) / sqrt(D); return the error.
+// YOUR CODE HERE: launch<T, D>(q, k, v, o, lse, bh, n, causal, stream): flash_kernel on bh · ceil(n / 64) blocks
 
 }  // namespace flash
 
@@ -167,7 +181,7 @@ cudaError_t flash_attention_forward(const T* q, const T* k, const T* v, T* o, fl
                                     int n, int d, bool causal, cudaStream_t stream) {
   if (batch == 0 || heads == 0 || n == 0) return cudaSuccess;
   cudaError_t err = cudaSuccess;
-  // YOUR CODE HERE
+  // YOUR CODE HERE: err = launch<T, 64> or launch<T, 128> (bh = batch · heads) by d; any other d: cudaErrorInvalidValue
   return err;
 }
 

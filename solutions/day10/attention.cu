@@ -80,7 +80,9 @@ namespace naive {
 constexpr int kTile = 32;             // scores and P V kernels: 32 x 32 outputs per block, one per thread
 constexpr int kSoftmaxThreads = 256;  // softmax kernel: one block per row
 
-// BEGIN SOLUTION
+// Contract: online_merge keeps (-inf, 0) for two empty states (no NaN); after block_reduce_online every
+// thread holds the block's (m, s), merged in a fixed order; partials is __shared__ float2[blockDim.x / 32].
+// BEGIN SOLUTION: kWarpSize = 32, online_merge and block_reduce_online (days 03 and 04), used by the kernels below
 constexpr int kWarpSize = 32;
 
 // Day 03's online-softmax merge: (m, s) absorbs (m_other, s_other); -inf on both sides stays (-inf, 0).
@@ -117,7 +119,9 @@ template <typename T>
 __global__ void __launch_bounds__(kTile* kTile)
     scores_kernel(const T* __restrict__ q, const T* __restrict__ k, float* __restrict__ s, int n, int d,
                   float scale, bool causal) {
-  // BEGIN SOLUTION
+  // Contract: d in chunks of 32 through __shared__ Qs[32][32], Ks[32][33] (zeros past n or d), a partial sum
+  // per chunk; a tile wholly above the diagonal is all -inf, no arithmetic; only i < n && j < n are stored.
+  // BEGIN SOLUTION: s[bh][i][j] = scale · q[bh][i]·k[bh][j], or -inf if causal and j > i; i from y, j from x
   __shared__ float Qs[kTile][kTile];      // Qs[i][c]: query rows of this tile, columns c0 .. c0+31
   __shared__ float Ks[kTile][kTile + 1];  // Ks[j][c]: key rows; +1 so that Ks[tx][c] over tx hits 32 banks
   const int tx = threadIdx.x, ty = threadIdx.y;
@@ -151,7 +155,8 @@ __global__ void __launch_bounds__(kTile* kTile)
 // (b) In place, one block per row of s (n values): p = exp(s - m) / l, and lse[row] = m + log(l).
 __global__ void __launch_bounds__(kSoftmaxThreads) softmax_kernel(float* __restrict__ s, float* __restrict__ lse,
                                                                   int n) {
-  // BEGIN SOLUTION
+  // Contract: online (m, l) over j = threadIdx.x, + 256, ..., then block_reduce_online; -inf entries give 0.
+  // BEGIN SOLUTION: row blockIdx.x of s in place: p = exp(s - m) / l; lse[blockIdx.x] = m + log(l) (one thread writes)
   __shared__ float2 partials[kSoftmaxThreads / kWarpSize];
   float* row = s + static_cast<size_t>(blockIdx.x) * n;
   float m = -INFINITY, l = 0.0f;
@@ -168,7 +173,9 @@ __global__ void __launch_bounds__(kSoftmaxThreads) softmax_kernel(float* __restr
 template <typename T>
 __global__ void __launch_bounds__(kTile* kTile)
     pv_kernel(const float* __restrict__ p, const T* __restrict__ v, T* __restrict__ o, int n, int d, bool causal) {
-  // BEGIN SOLUTION
+  // Contract: 32 x 32 shared tiles of P (fp32) and V (converted on load), zeros past n and d; causal may stop
+  // after key tile blockIdx.y (P is 0 beyond); every thread reaches the barriers; store if i < n && c < d.
+  // BEGIN SOLUTION: o[bh][i][c] = Σ_j p[bh][i][j] · v[bh][j][c] for i = blockIdx.y · 32 + ty, c = blockIdx.x · 32 + tx
   __shared__ float Ps[kTile][kTile];  // Ps[i][j]: rows of P
   __shared__ float Vs[kTile][kTile];  // Vs[j][c]: rows of V
   const int tx = threadIdx.x, ty = threadIdx.y;
@@ -199,7 +206,8 @@ cudaError_t attention_naive_forward(const T* q, const T* k, const T* v, T* o, fl
                                     int heads, int n, int d, bool causal, cudaStream_t stream) {
   using namespace naive;
   if (batch == 0 || heads == 0 || n == 0) return cudaSuccess;
-  // BEGIN SOLUTION
+  // Contract: grids (ceil(n/32), ceil(n/32), B·H), B·H·n blocks of kSoftmaxThreads, (ceil(d/32), ceil(n/32), B·H).
+  // BEGIN SOLUTION: scores_kernel, softmax_kernel, pv_kernel on `stream`, scale = 1 / sqrt(d); return the first error
   const int bh = batch * heads;
   const float scale = 1.0f / sqrtf(static_cast<float>(d));
   const dim3 tile_grid((n + kTile - 1) / kTile, (n + kTile - 1) / kTile, bh);
@@ -246,7 +254,8 @@ struct Smem {
 // The scalar-load instances (unaligned tensors, the rare case) get no cap: at d = 128 they spill under 128.
 constexpr int kMinBlocks = 2;
 
-// BEGIN SOLUTION
+// Only your own kernel uses them; a half-warp reduction must leave the same bits in all 16 lanes.
+// BEGIN SOLUTION: optional helpers for flash_kernel (e.g. load4/store4, fetch_tile/stash_tile, row_max/row_sum)
 constexpr int kChunk = 32;  // dot-product terms per partial sum, as in naive::scores_kernel (see the header)
 
 // Two 16-bit values in one 32-bit word <-> float2 (day 05's helpers). memcpy reinterprets the bits for free.
@@ -352,7 +361,10 @@ template <typename T, int D, bool kVec>
 __global__ void __launch_bounds__(kThreads, kVec ? kMinBlocks : 1)
     flash_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,
                  float* __restrict__ lse, int n, int q_tiles, bool causal, float qscale) {
-  // BEGIN SOLUTION
+  // Contract: bh = blockIdx.x / q_tiles, tile q_tiles - 1 - blockIdx.x % q_tiles; dynamic shared memory laid out
+  // as Smem<D> (fp32); Q times qscale, so scores and m are in log2 units; causal: stop at the tile holding
+  // the last query row; o = O~ / l rounded to T, lse = m·ln 2 + ln l; rows >= n are not written.
+  // BEGIN SOLUTION: o rows q0 .. q0 + 63 of head bh and their lse: FlashAttention-2 over the key tiles (see the header)
   extern __shared__ float4 smem_raw[];  // float4: 16-byte alignment for the vector accesses
   using S = Smem<D>;
   constexpr int kStride = S::kStride;
@@ -507,7 +519,9 @@ __global__ void __launch_bounds__(kThreads, kVec ? kMinBlocks : 1)
   // END SOLUTION
 }
 
-// BEGIN SOLUTION
+// Contract: kVec only if q, k, v and o all start on a 4-element boundary; Smem<D>::kBytes of dynamic
+// shared memory (over 48 KiB: cudaFuncSetAttribute first); qscale = log2(e) / sqrt(D); return the error.
+// BEGIN SOLUTION: launch<T, D>(q, k, v, o, lse, bh, n, causal, stream): flash_kernel on bh · ceil(n / 64) blocks
 template <typename T, int D>
 cudaError_t launch(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, bool causal,
                    cudaStream_t stream) {
@@ -535,7 +549,7 @@ cudaError_t flash_attention_forward(const T* q, const T* k, const T* v, T* o, fl
                                     int n, int d, bool causal, cudaStream_t stream) {
   if (batch == 0 || heads == 0 || n == 0) return cudaSuccess;
   cudaError_t err = cudaSuccess;
-  // BEGIN SOLUTION
+  // BEGIN SOLUTION: err = launch<T, 64> or launch<T, 128> (bh = batch · heads) by d; any other d: cudaErrorInvalidValue
   const int bh = batch * heads;
   if (d == 64) {
     err = flash::launch<T, 64>(q, k, v, o, lse, bh, n, causal, stream);

@@ -93,7 +93,8 @@ constexpr int LDA = BK + PAD, LDB = BN + PAD;         // shared row lengths (ldm
 static_assert(FM * 16 == WM && FN * 16 == WN && BK % 16 == 0, "warp tiles are whole 16 x 16 x 16 fragments");
 static_assert(LDA % 8 == 0 && LDB % 8 == 0, "WMMA's ldm for 16-bit types is a multiple of 8 elements");
 
-// YOUR CODE HERE
+// Contract: kVec means one 16-byte load (aligned, all 8 in or all out); otherwise 8 guarded scalar loads.
+// YOUR CODE HERE: a helper for the kernel: 8 elements of a row (src) into shared memory (dst), zeros past `valid`
 
 template <typename T, bool kVec>
 __global__ void __launch_bounds__(kThreads, 2)
@@ -102,7 +103,10 @@ __global__ void __launch_bounds__(kThreads, 2)
   __shared__ __align__(32) T As[BM][LDA];
   __shared__ __align__(32) T Bs[BK][LDB];
   __shared__ __align__(32) float Cs[WARPS_M * WARPS_N][16][16];  // per-warp patch for the epilogue
-  // YOUR CODE HERE
+  // Contract: per BK step all threads fill As[BM][LDA], Bs[BK][LDB] in 8-element chunks (zeros outside A, B),
+  // barrier, BK / 16 mma_sync steps, barrier; fp32 accumulators; epilogue through this warp's Cs[warp]
+  // patch, rounded to T, stores guarded by M and N.
+  // YOUR CODE HERE: C tile (blockIdx.y · BM, blockIdx.x · BN); warp w: its WM x WN patch as FM x FN wmma fragments
 }
 
 }  // namespace wmma_gemm
@@ -194,16 +198,21 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4],
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
   }
 }
-// YOUR CODE HERE
+// Contract: swizzle maps logical 16-byte chunk `chunk` of `row` to its physical chunk so that 8 rows read
+// at one logical chunk hit 8 distinct 16-byte slots of a 128-byte line (CPR = 4, or CPR >= 8).
+// YOUR CODE HERE: swizzle<CPR>(row, chunk) and a guarded 8-element load (zeros past `valid`) for the kernel below
 
 template <typename T, bool kAsync>
 __global__ void __launch_bounds__(kThreads, TC_MIN_BLOCKS)
     kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K) {
   extern __shared__ __align__(128) unsigned char smem[];  // STAGES x {A tile [BM][BK], B tile [BK][BN]}, swizzled
-  // YOUR CODE HERE
+  // Contract: stage s of smem = A tile [BM][BK], then B tile [BK][BN], 16-byte chunks swizzled; kAsync:
+  // cp.async, else guarded loads; zeros past M, N, K; no cp.async in flight at exit; fp32 accumulators,
+  // stores rounded to T and guarded by M and N (kAsync: two columns per 4-byte store).
+  // YOUR CODE HERE: C tile of blockIdx.x (1-D grid, block-swizzled): STAGES-deep pipeline, ldmatrix, mma_16816
 }
 
-// YOUR CODE HERE
+// YOUR CODE HERE: launch<T, kAsync>: ask once for kSmemBytes of dynamic shared memory; a 1-D grid of tiles
 
 }  // namespace mma_gemm
 
@@ -213,14 +222,15 @@ __global__ void __launch_bounds__(kThreads, TC_MIN_BLOCKS)
 template <typename T>
 cudaError_t matmul_wmma_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
   using namespace wmma_gemm;
-  // YOUR CODE HERE
+  // Aligned: a, b and c 16-byte aligned and K and N multiples of 8 (whole 16-byte chunks).
+  // YOUR CODE HERE: grid (ceil(N / BN), ceil(M / BM)); kernel<T, true> only when aligned, else kernel<T, false>
   return cudaGetLastError();
 }
 
 template <typename T>
 cudaError_t matmul_mma_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
   using namespace mma_gemm;
-  // YOUR CODE HERE
+  // YOUR CODE HERE: launch<T, true> when a, b, c are 16-byte aligned and K, N are multiples of 8; else launch<T, false>
   return cudaGetLastError();
 }
 

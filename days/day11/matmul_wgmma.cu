@@ -295,7 +295,10 @@ __global__ void probe(int* has_wgmma) {
   return fn;
 }
 
-// YOUR CODE HERE
+// Contract: make_desc(addr, lbo, sbo) is a 128-byte-swizzle matrix descriptor; mma_stage issues one stage's
+// four k16 wgmma as one committed group; store_tile writes a warp's accumulator rows, guarded by M and N;
+// tile_origin(idx, ...) gives the block-swizzled tile's (m0, n0).
+// YOUR CODE HERE: helpers for both kernels: make_desc, a guarded load, mma_stage, store_tile, tile_origin
 
 // Kernel 3a: every thread copies (cp.async, or guarded loads where 16-byte copies cannot go) and computes.
 template <typename T, bool kAsync>
@@ -303,7 +306,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char smem_raw[];  // STAGES x {A [BM][BK], B 4 x [BK][64]}, 128-byte swizzle
-  // YOUR CODE HERE
+  // Contract: stages 1024-byte aligned inside smem_raw, laid out as the header says; each thread runs
+  // fence.proxy.async after its copies land, before the barrier; warpgroup w owns rows 64w .. 64w + 63.
+  // YOUR CODE HERE: C tile at tile_origin(blockIdx.x): cp.async or guarded copies, one wgmma group in flight
 #endif
 }
 
@@ -321,11 +326,15 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
                const __grid_constant__ CUtensorMap tm_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char smem_raw[];  // STAGES x {A [BM][BK], B 4 x [BK][64]}, then the mbarriers
-  // YOUR CODE HERE
+  // Contract: full[s] and empty[s] mbarriers after the stages, initialised before any use; use u of stage s
+  // waits for parity u % 2 of full[s], the producer for (u - 1) % 2 of empty[s]; setmaxnreg as in the header.
+  // YOUR CODE HERE: warpgroup 0 TMA-loads every K-tile into the ring; warpgroups 1 and 2 run wgmma on 64 rows each
 #endif
 }
 
-// YOUR CODE HERE
+// Contract: ask once per kernel for its dynamic shared memory (kSmemBytes, kTmaSmemBytes); maps give boxes
+// [BM][64] of A and [BK][64] of B with CU_TENSOR_MAP_SWIZZLE_128B; a 1-D grid of tiles on `stream`.
+// YOUR CODE HERE: launch<T, kAsync> (3a), the two tensor maps, launch_tma (3b; 3a where no map can be made)
 
 // Whether this build's image for the current GPU has wgmma: asked once per module, with a one-thread kernel
 // (static: internal linkage, so that a build without sm_90a loaded in the same process keeps its own answer).
@@ -354,7 +363,8 @@ template <typename T>
 cudaError_t matmul_wgmma_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
   using namespace wgmma_gemm;
   if (!has_wgmma()) return matmul_mma_forward(a, b, c, M, N, K, stream);  // not an sm_90a image: kernel 2
-  // YOUR CODE HERE
+  // Contract: M == 0 or N == 0 launches nothing; every unaligned shape takes launch<T, false>.
+  // YOUR CODE HERE: aligned (a, b, c 16-byte, K and N % 8 == 0) and K > 0: launch_tma; other aligned: launch<T, true>
   return cudaGetLastError();
 }
 

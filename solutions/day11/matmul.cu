@@ -93,7 +93,8 @@ constexpr int LDA = BK + PAD, LDB = BN + PAD;         // shared row lengths (ldm
 static_assert(FM * 16 == WM && FN * 16 == WN && BK % 16 == 0, "warp tiles are whole 16 x 16 x 16 fragments");
 static_assert(LDA % 8 == 0 && LDB % 8 == 0, "WMMA's ldm for 16-bit types is a multiple of 8 elements");
 
-// BEGIN SOLUTION
+// Contract: kVec means one 16-byte load (aligned, all 8 in or all out); otherwise 8 guarded scalar loads.
+// BEGIN SOLUTION: a helper for the kernel: 8 elements of a row (src) into shared memory (dst), zeros past `valid`
 // One 16-byte vector of the tile, or 8 guarded scalar loads (zeros outside the matrix), into shared memory.
 template <typename T, bool kVec>
 __device__ __forceinline__ void load_chunk(T* dst, const T* src, int valid) {
@@ -113,7 +114,10 @@ __global__ void __launch_bounds__(kThreads, 2)
   __shared__ __align__(32) T As[BM][LDA];
   __shared__ __align__(32) T Bs[BK][LDB];
   __shared__ __align__(32) float Cs[WARPS_M * WARPS_N][16][16];  // per-warp patch for the epilogue
-  // BEGIN SOLUTION
+  // Contract: per BK step all threads fill As[BM][LDA], Bs[BK][LDB] in 8-element chunks (zeros outside A, B),
+  // barrier, BK / 16 mma_sync steps, barrier; fp32 accumulators; epilogue through this warp's Cs[warp]
+  // patch, rounded to T, stores guarded by M and N.
+  // BEGIN SOLUTION: C tile (blockIdx.y · BM, blockIdx.x · BN); warp w: its WM x WN patch as FM x FN wmma fragments
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
@@ -280,7 +284,9 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4],
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
   }
 }
-// BEGIN SOLUTION
+// Contract: swizzle maps logical 16-byte chunk `chunk` of `row` to its physical chunk so that 8 rows read
+// at one logical chunk hit 8 distinct 16-byte slots of a 128-byte line (CPR = 4, or CPR >= 8).
+// BEGIN SOLUTION: swizzle<CPR>(row, chunk) and a guarded 8-element load (zeros past `valid`) for the kernel below
 // The physical 16-byte chunk of logical chunk `chunk` in row `row` of a tile with CPR chunks per row. 8 rows read
 // at one logical chunk land in 8 distinct 16-byte slots of a 128-byte line (no bank conflict):
 //   CPR >= 8 (rows of 128 B or more): XOR the low 3 bits with row % 8;
@@ -311,7 +317,10 @@ template <typename T, bool kAsync>
 __global__ void __launch_bounds__(kThreads, TC_MIN_BLOCKS)
     kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K) {
   extern __shared__ __align__(128) unsigned char smem[];  // STAGES x {A tile [BM][BK], B tile [BK][BN]}, swizzled
-  // BEGIN SOLUTION
+  // Contract: stage s of smem = A tile [BM][BK], then B tile [BK][BN], 16-byte chunks swizzled; kAsync:
+  // cp.async, else guarded loads; zeros past M, N, K; no cp.async in flight at exit; fp32 accumulators,
+  // stores rounded to T and guarded by M and N (kAsync: two columns per 4-byte store).
+  // BEGIN SOLUTION: C tile of blockIdx.x (1-D grid, block-swizzled): STAGES-deep pipeline, ldmatrix, mma_16816
   // Block swizzle: groups of TC_GROUP block-rows, walked column by column.
   const int gm = (M + BM - 1) / BM, gn = (N + BN - 1) / BN;
   const int per_group = TC_GROUP * gn;
@@ -440,7 +449,7 @@ __global__ void __launch_bounds__(kThreads, TC_MIN_BLOCKS)
   // END SOLUTION
 }
 
-// BEGIN SOLUTION
+// BEGIN SOLUTION: launch<T, kAsync>: ask once for kSmemBytes of dynamic shared memory; a 1-D grid of tiles
 // One launch of kernel<T, kAsync>. Over 48 KiB of dynamic shared memory must be asked for, once per kernel: the
 // function-local static is per instantiation of this template (a static in a generic lambda taking the kernel as
 // a function pointer would be shared by both kernels of a T: same pointer type). `static` gives the function
@@ -465,7 +474,8 @@ static cudaError_t launch(const T* a, const T* b, T* c, int M, int N, int K, cud
 template <typename T>
 cudaError_t matmul_wmma_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
   using namespace wmma_gemm;
-  // BEGIN SOLUTION
+  // Aligned: a, b and c 16-byte aligned and K and N multiples of 8 (whole 16-byte chunks).
+  // BEGIN SOLUTION: grid (ceil(N / BN), ceil(M / BM)); kernel<T, true> only when aligned, else kernel<T, false>
   const dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
   const bool aligned = ((reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) |
                          reinterpret_cast<uintptr_t>(c)) % 16) == 0;
@@ -480,7 +490,7 @@ cudaError_t matmul_wmma_forward(const T* a, const T* b, T* c, int M, int N, int 
 template <typename T>
 cudaError_t matmul_mma_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
   using namespace mma_gemm;
-  // BEGIN SOLUTION
+  // BEGIN SOLUTION: launch<T, true> when a, b, c are 16-byte aligned and K, N are multiples of 8; else launch<T, false>
   const bool aligned = ((reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) |
                          reinterpret_cast<uintptr_t>(c)) % 16) == 0;
   if (aligned && K % 8 == 0 && N % 8 == 0) return launch<T, true>(a, b, c, M, N, K, stream);

@@ -301,7 +301,10 @@ __global__ void probe(int* has_wgmma) {
   return fn;
 }
 
-// BEGIN SOLUTION
+// Contract: make_desc(addr, lbo, sbo) is a 128-byte-swizzle matrix descriptor; mma_stage issues one stage's
+// four k16 wgmma as one committed group; store_tile writes a warp's accumulator rows, guarded by M and N;
+// tile_origin(idx, ...) gives the block-swizzled tile's (m0, n0).
+// BEGIN SOLUTION: helpers for both kernels: make_desc, a guarded load, mma_stage, store_tile, tile_origin
 constexpr int kCluster = TC_WG_CLUSTER;
 static_assert(kCluster == 1 || kCluster == 2 || kCluster == 4, "a cluster shares B between 1, 2 or 4 CTAs");
 static_assert((BN / 64) % kCluster == 0, "each CTA of a cluster multicasts the same number of B's column blocks");
@@ -420,7 +423,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char smem_raw[];  // STAGES x {A [BM][BK], B 4 x [BK][64]}, 128-byte swizzle
-  // BEGIN SOLUTION
+  // Contract: stages 1024-byte aligned inside smem_raw, laid out as the header says; each thread runs
+  // fence.proxy.async after its copies land, before the barrier; warpgroup w owns rows 64w .. 64w + 63.
+  // BEGIN SOLUTION: C tile at tile_origin(blockIdx.x): cp.async or guarded copies, one wgmma group in flight
   const uint32_t raw = smem_addr(smem_raw);
   const uint32_t base = (raw + 1023) & ~1023u;  // whole swizzle atoms: the hardware XORs address bits 4-6 with 7-9
   unsigned char* const sbase = smem_raw + (base - raw);
@@ -504,7 +509,9 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
                const __grid_constant__ CUtensorMap tm_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char smem_raw[];  // STAGES x {A [BM][BK], B 4 x [BK][64]}, then the mbarriers
-  // BEGIN SOLUTION
+  // Contract: full[s] and empty[s] mbarriers after the stages, initialised before any use; use u of stage s
+  // waits for parity u % 2 of full[s], the producer for (u - 1) % 2 of empty[s]; setmaxnreg as in the header.
+  // BEGIN SOLUTION: warpgroup 0 TMA-loads every K-tile into the ring; warpgroups 1 and 2 run wgmma on 64 rows each
   // TMA's 128-byte swizzle, like wgmma's, is computed from address bits: 1024-byte-aligned stages. (Dynamic
   // shared memory starts at the same offset in every CTA, so the stages do too: multicast needs it.)
   const uint32_t base = (smem_addr(smem_raw) + 1023) & ~1023u;
@@ -587,7 +594,9 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
 #endif
 }
 
-// BEGIN SOLUTION
+// Contract: ask once per kernel for its dynamic shared memory (kSmemBytes, kTmaSmemBytes); maps give boxes
+// [BM][64] of A and [BK][64] of B with CU_TENSOR_MAP_SWIZZLE_128B; a 1-D grid of tiles on `stream`.
+// BEGIN SOLUTION: launch<T, kAsync> (3a), the two tensor maps, launch_tma (3b; 3a where no map can be made)
 // One launch; the static asks once for the shared memory (internal linkage: one static per module, see matmul.cu).
 template <typename T, bool kAsync>
 static cudaError_t launch(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
@@ -674,7 +683,8 @@ template <typename T>
 cudaError_t matmul_wgmma_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
   using namespace wgmma_gemm;
   if (!has_wgmma()) return matmul_mma_forward(a, b, c, M, N, K, stream);  // not an sm_90a image: kernel 2
-  // BEGIN SOLUTION
+  // Contract: M == 0 or N == 0 launches nothing; every unaligned shape takes launch<T, false>.
+  // BEGIN SOLUTION: aligned (a, b, c 16-byte, K and N % 8 == 0) and K > 0: launch_tma; other aligned: launch<T, true>
   if (M == 0 || N == 0) return cudaSuccess;
   // 16-byte copies and TMA both need K and N multiples of 8 (16-byte rows) and 16-byte-aligned bases.
   const bool aligned = ((reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) |

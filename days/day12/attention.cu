@@ -106,7 +106,9 @@ struct Smem {
   static constexpr size_t kBytes = 2 * (kV + 2 * kBc * D);  // d = 64: 48 KiB; d = 128: 96 KiB
 };
 
-// YOUR CODE HERE
+// Contract: within a row the 16-byte chunks are permuted by row % 8, so 8 consecutive rows read at one
+// logical chunk hit 8 distinct 16-byte slots (ldmatrix without bank conflicts).
+// YOUR CODE HERE: swz<D>(row, chunk) = element offset of 16-byte chunk `chunk` of `row` in a swizzled [rows][D] tile
 
 }  // namespace mma
 
@@ -126,13 +128,17 @@ using ptx::quad_max;
 using ptx::quad_sum;
 using ptx::smem_addr;
 
-// YOUR CODE HERE
+// Contract: quad reductions give the same bits in all 4 lanes; online_softmax works on an m16n8 accumulator
+// tile (mask, m, l, p, alpha); store_rows writes a warp's 16 rows of O and their lse.
+// YOUR CODE HERE: online_softmax, rescale, pack_p, store_rows (the warp-level pieces both kernels share)
 
 }  // namespace tc
 
 namespace mma {
 
-// YOUR CODE HERE
+// Contract: rows >= rows_valid become zeros; kVec: cp.async, 16 bytes per thread per step, consecutive
+// threads on consecutive chunks (the caller commits and waits); !kVec: 2-byte loads and stores.
+// YOUR CODE HERE: load_tile<T, D, kRows, kVec>(dst, src, rows_valid): kRows x D rows of src into swizzled dst
 
 // One block per (batch·head, tile of 128 query rows), heaviest causal tiles first:
 // blockIdx.x = bh · q_tiles + (q_tiles - 1 - tile). c = log2(e)/sqrt(D), scale = 1/sqrt(D).
@@ -140,10 +146,15 @@ template <typename T, int D, bool kVec>
 __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
     flash_mma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,
                      float* __restrict__ lse, int n, int q_tiles, bool causal, float c, float scale) {
-  // YOUR CODE HERE
+  // Contract: Q, K[2], V[2] in swizzled shared memory (Smem<D>), K/V tiles double-buffered by cp.async;
+  // S = Q Kᵀ and O~ += P V with ldmatrix + mma16816; online softmax in log2 units (scores times c);
+  // causal masking; o = O~ / l rounded to T, lse = m · scale + ln l; rows >= n not written.
+  // YOUR CODE HERE: o rows q0 .. q0 + 127 of head bh and their lse; warp w owns rows q0 + 16w .. + 15, all in registers
 }
 
-// YOUR CODE HERE
+// Contract: Smem<D>::kBytes of dynamic shared memory (cudaFuncSetAttribute first); scale = 1 / sqrt(D),
+// c = log2(e) · scale; return the first error.
+// YOUR CODE HERE: launch<T, D>(..., aligned, stream): flash_mma_kernel<T, D, aligned> on bh · ceil(n / kBr) blocks
 
 }  // namespace mma
 
@@ -151,7 +162,9 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
 // The wgmma kernel (sm_90a only)
 // ---------------------------------------------------------------------------------------------------------------
 
-// YOUR CODE HERE
+// Guard the kernel's body with #if defined(__CUDA_ARCH_FEAT_SM90_ALL) and choose it at run time only where
+// the sm_90a image runs; same outputs (o, lse) as flash_mma_kernel.
+// YOUR CODE HERE: optional: namespace hopper, the wgmma kernel (day 11's kernel 3) and its launch<T, D>
 
 template <typename T>
 cudaError_t flash_attention_mma_forward(const T* q, const T* k, const T* v, T* o, float* lse, int batch, int heads,
@@ -161,7 +174,8 @@ cudaError_t flash_attention_mma_forward(const T* q, const T* k, const T* v, T* o
   } else {
     if (batch == 0 || heads == 0 || n == 0) return cudaSuccess;
     cudaError_t err = cudaSuccess;
-    // YOUR CODE HERE
+    // Contract: any other d: cudaErrorInvalidValue; take the wgmma kernel only where it is available.
+    // YOUR CODE HERE: err = the launch for d = 64 or 128 (bh = batch · heads, aligned = q, k, v, o 16-byte aligned)
     return err;
   }
 }

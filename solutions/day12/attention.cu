@@ -118,7 +118,9 @@ struct Smem {
   static constexpr size_t kBytes = 2 * (kV + 2 * kBc * D);  // d = 64: 48 KiB; d = 128: 96 KiB
 };
 
-// BEGIN SOLUTION
+// Contract: within a row the 16-byte chunks are permuted by row % 8, so 8 consecutive rows read at one
+// logical chunk hit 8 distinct 16-byte slots (ldmatrix without bank conflicts).
+// BEGIN SOLUTION: swz<D>(row, chunk) = element offset of 16-byte chunk `chunk` of `row` in a swizzled [rows][D] tile
 // Element offset of (row, 16-byte chunk) in a [rows][D] tile of 16-bit values, chunks XOR-swizzled by row % 8.
 template <int D>
 __device__ __forceinline__ int swz(int row, int chunk) {
@@ -144,7 +146,9 @@ using ptx::quad_max;
 using ptx::quad_sum;
 using ptx::smem_addr;
 
-// BEGIN SOLUTION
+// Contract: quad reductions give the same bits in all 4 lanes; online_softmax works on an m16n8 accumulator
+// tile (mask, m, l, p, alpha); store_rows writes a warp's 16 rows of O and their lse.
+// BEGIN SOLUTION: online_softmax, rescale, pack_p, store_rows (the warp-level pieces both kernels share)
 // Online softmax on one S tile held in the m16n8 accumulator layout: s[4·j + e] for 8-column tile j, e = 0, 1 on
 // row `row` and e = 2, 3 on row + 8, columns col0 + 8·j + 2·(lane % 4) + (e % 2). Masks (if kMask) keys >= n and,
 // if causal, keys > row; updates the running max m[2] (raw score units) and this thread's share of the sum l[2];
@@ -248,7 +252,9 @@ __device__ __forceinline__ void store_rows(T* stage, const float (&o)[D / 2], T*
 
 namespace mma {
 
-// BEGIN SOLUTION
+// Contract: rows >= rows_valid become zeros; kVec: cp.async, 16 bytes per thread per step, consecutive
+// threads on consecutive chunks (the caller commits and waits); !kVec: 2-byte loads and stores.
+// BEGIN SOLUTION: load_tile<T, D, kRows, kVec>(dst, src, rows_valid): kRows x D rows of src into swizzled dst
 // kRows x D tile of a [n, D] matrix (src = its first row; rows >= rows_valid become zeros) into swizzled shared
 // memory. kVec: cp.async, 16 bytes per thread per step, consecutive threads on consecutive chunks of a row
 // (coalesced); otherwise 2-byte loads and stores (tensors not 16-byte aligned).
@@ -278,7 +284,10 @@ template <typename T, int D, bool kVec>
 __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
     flash_mma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,
                      float* __restrict__ lse, int n, int q_tiles, bool causal, float c, float scale) {
-  // BEGIN SOLUTION
+  // Contract: Q, K[2], V[2] in swizzled shared memory (Smem<D>), K/V tiles double-buffered by cp.async;
+  // S = Q Kᵀ and O~ += P V with ldmatrix + mma16816; online softmax in log2 units (scores times c);
+  // causal masking; o = O~ / l rounded to T, lse = m · scale + ln l; rows >= n not written.
+  // BEGIN SOLUTION: o rows q0 .. q0 + 127 of head bh and their lse; warp w owns rows q0 + 16w .. + 15, all in registers
   constexpr int kBc = Cfg<D>::kBc;
   constexpr int kKSteps = D / 16;  // k-steps of Q Kᵀ
   extern __shared__ uint4 smem_raw[];
@@ -396,7 +405,9 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
   // END SOLUTION
 }
 
-// BEGIN SOLUTION
+// Contract: Smem<D>::kBytes of dynamic shared memory (cudaFuncSetAttribute first); scale = 1 / sqrt(D),
+// c = log2(e) · scale; return the first error.
+// BEGIN SOLUTION: launch<T, D>(..., aligned, stream): flash_mma_kernel<T, D, aligned> on bh · ceil(n / kBr) blocks
 template <typename T, int D, bool kVec>
 cudaError_t launch_as(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, bool causal,
                       cudaStream_t stream) {
@@ -425,7 +436,9 @@ cudaError_t launch(const T* q, const T* k, const T* v, T* o, float* lse, int bh,
 // The wgmma kernel (sm_90a only)
 // ---------------------------------------------------------------------------------------------------------------
 
-// BEGIN SOLUTION
+// Guard the kernel's body with #if defined(__CUDA_ARCH_FEAT_SM90_ALL) and choose it at run time only where
+// the sm_90a image runs; same outputs (o, lse) as flash_mma_kernel.
+// BEGIN SOLUTION: optional: namespace hopper, the wgmma kernel (day 11's kernel 3) and its launch<T, D>
 namespace hopper {
 
 constexpr int kThreads = 256;  // two warpgroups
@@ -713,7 +726,8 @@ cudaError_t flash_attention_mma_forward(const T* q, const T* k, const T* v, T* o
   } else {
     if (batch == 0 || heads == 0 || n == 0) return cudaSuccess;
     cudaError_t err = cudaSuccess;
-    // BEGIN SOLUTION
+    // Contract: any other d: cudaErrorInvalidValue; take the wgmma kernel only where it is available.
+    // BEGIN SOLUTION: err = the launch for d = 64 or 128 (bh = batch · heads, aligned = q, k, v, o 16-byte aligned)
     const int bh = batch * heads;
     // cp.async and the 16-byte stores need 16-byte aligned rows; rows are d·2 = 128 or 256 bytes, so the start
     // pointers decide.

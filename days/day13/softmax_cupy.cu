@@ -68,7 +68,9 @@ __device__ void softmax_rows(const T* __restrict__ x, T* __restrict__ out, int c
   const long long row = blockIdx.x;
   const T* xr = x + row * cols;
   T* yr = out + row * cols;
-  // YOUR CODE HERE
+  // Contract: pass 1 fp32 online (m, s) with several loads in flight (push), warp shuffles, one shared step
+  // (__shared__ part_m[32], part_s[32]); pass 2 re-reads the row and stores exp(x - m) / s as T.
+  // YOUR CODE HERE: yr[:] = softmax(xr[:]); thread t owns columns t, t + blockDim.x, ... (blockDim.x: whole warps)
 }
 
 // blockDim.x is a multiple of 32, at most 1024; gridDim.x = rows.

@@ -65,7 +65,9 @@ def _softmax_rows(x, out):
     row = cuda.blockIdx.x
     cols = x.shape[1]
     tid = cuda.threadIdx.x
-    # YOUR CODE HERE
+    # Contract: an fp32 online (m, s) per thread (_push4), _warp_merge, one (m, s) per warp in part_m/part_s,
+    # cuda.syncthreads(), every warp merges them; then out = exp(x - m) / s. blockDim.x: whole warps, <= 1024.
+    # YOUR CODE HERE: out[row, :] = softmax(x[row, :]); thread tid owns columns tid, tid + blockDim.x, ...
 
 
 def _threads(cols: int) -> int:
@@ -82,4 +84,5 @@ def softmax(x: torch.Tensor, out: torch.Tensor) -> None:
     if rows == 0 or cols == 0:
         return
     stream = cuda.external_stream(torch.cuda.current_stream(x.device).cuda_stream)
-    # YOUR CODE HERE
+    # x and out reach the kernel as CUDA arrays (cuda.as_cuda_array), without a copy.
+    # YOUR CODE HERE: launch _softmax_rows on `stream`: rows blocks of _threads(cols) threads

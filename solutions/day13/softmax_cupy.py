@@ -44,7 +44,8 @@ def softmax(x: torch.Tensor, out: torch.Tensor) -> None:
     with cupy.cuda.Device(device):
         kernel = _kernel(x.dtype, device)
         stream = cupy.cuda.ExternalStream(torch.cuda.current_stream(x.device).cuda_stream)
-        # BEGIN SOLUTION
+        # Arguments sized as the kernel's parameters: np.uint64 data pointers of x and out, np.int32 cols.
+        # BEGIN SOLUTION: launch `kernel` inside `stream`: grid (rows,), block (_threads(cols),)
         with stream:
             # Pointers travel as 64-bit integers, `int` parameters as 32-bit ones: the argument types must match
             # the kernel's parameter sizes exactly, as with cuLaunchKernel.

@@ -65,7 +65,9 @@ def _softmax_rows(x, out):
     row = cuda.blockIdx.x
     cols = x.shape[1]
     tid = cuda.threadIdx.x
-    # BEGIN SOLUTION
+    # Contract: an fp32 online (m, s) per thread (_push4), _warp_merge, one (m, s) per warp in part_m/part_s,
+    # cuda.syncthreads(), every warp merges them; then out = exp(x - m) / s. blockDim.x: whole warps, <= 1024.
+    # BEGIN SOLUTION: out[row, :] = softmax(x[row, :]); thread tid owns columns tid, tid + blockDim.x, ...
     step = cuda.blockDim.x
     m = _NEG_INF
     s = _F32(0)
@@ -116,7 +118,8 @@ def softmax(x: torch.Tensor, out: torch.Tensor) -> None:
     if rows == 0 or cols == 0:
         return
     stream = cuda.external_stream(torch.cuda.current_stream(x.device).cuda_stream)
-    # BEGIN SOLUTION
+    # x and out reach the kernel as CUDA arrays (cuda.as_cuda_array), without a copy.
+    # BEGIN SOLUTION: launch _softmax_rows on `stream`: rows blocks of _threads(cols) threads
     xa, oa = cuda.as_cuda_array(x, sync=False), cuda.as_cuda_array(out, sync=False)
     _softmax_rows[rows, _threads(cols), stream](xa, oa)
     # END SOLUTION

@@ -20,7 +20,8 @@ def _softmax_one_pass(x_ptr, out_ptr, cols, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     offs = tl.arange(0, BLOCK)
     mask = offs < cols
-    # BEGIN SOLUTION
+    # Contract: masked lanes load -inf (they add nothing); max, exp and sum in fp32; store in out's dtype.
+    # BEGIN SOLUTION: out[row, :cols] = softmax(x[row, :cols]), the whole row in one BLOCK (BLOCK >= cols)
     x = tl.load(x_ptr + row * cols + offs, mask=mask, other=float("-inf")).to(tl.float32)
     e = tl.exp(x - tl.max(x, axis=0))
     y = e / tl.sum(e, axis=0)
@@ -34,7 +35,8 @@ def _softmax_two_sweeps(x_ptr, out_ptr, cols, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     m = tl.full([BLOCK], float("-inf"), tl.float32)
     s = tl.zeros([BLOCK], tl.float32)
-    # BEGIN SOLUTION
+    # Contract: a lane that has seen only -inf keeps s = 0 (never exp(-inf - -inf) = NaN); fp32 throughout.
+    # BEGIN SOLUTION: out[row, :] for rows longer than BLOCK: sweep 1 per-lane online (m, s), sweep 2 writes
     for start in range(0, cols, BLOCK):
         mask = start + offs < cols
         x = tl.load(x_ptr + row * cols + start + offs, mask=mask, other=float("-inf")).to(tl.float32)

@@ -1,5 +1,6 @@
 import re
 import textwrap
+from pathlib import Path
 
 import pytest
 import yaml
@@ -316,3 +317,30 @@ def test_no_stub_ships_a_tuning_knob_its_own_code_does_not_use():
         if unused:
             dead[str(stub.relative_to(ROOT))] = unused
     assert not dead, f"knobs the stubs' code never reads (mark them INSTRUCTOR ONLY in solutions/): {dead}"
+
+
+def unlabelled_holes(days: Path) -> list[str]:
+    """file:line of every placeholder in the released source stubs under `days` that carries no label (issue 19:
+    each hole states its contract beside it). Notebooks are nbgrader's and keep its bare placeholder."""
+    found = []
+    for stub in sorted(p for p in days.glob("day*/*") if p.suffix in release._COMMENT):
+        prefix = re.escape(release.comment_prefix(stub))
+        hole = re.compile(rf"^\s*{prefix}+\s*{release.PLACEHOLDER}\b(?P<label>.*)$")
+        for n, line in enumerate(stub.read_text(encoding="utf-8").splitlines(), 1):
+            m = hole.match(line)
+            if m and not re.fullmatch(r":\s*\S.*", m["label"]):
+                found.append(f"{stub.relative_to(days.parent)}:{n}")
+    return found
+
+
+def test_unlabelled_holes_are_found(tmp_path):
+    (tmp_path / "days" / "day01").mkdir(parents=True)
+    (tmp_path / "days" / "day01" / "k.cu").write_text("  // YOUR CODE HERE: the row max\n  // YOUR CODE HERE\n")
+    (tmp_path / "days" / "day01" / "k.py").write_text("    # YOUR CODE HERE:\n    # YOUR CODE HERE: the launch\n")
+    assert unlabelled_holes(tmp_path / "days") == ["days/day01/k.cu:2", "days/day01/k.py:1"]
+
+
+def test_every_hole_in_the_stubs_is_labelled_with_its_contract():
+    missing = unlabelled_holes(ROOT / "days")
+    assert not missing, ("holes without a label (write `BEGIN SOLUTION: <contract>` on the marker in solutions/, "
+                         f"then `grader release`): {', '.join(missing)}")

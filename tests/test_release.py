@@ -313,6 +313,7 @@ def test_no_stub_ships_a_tuning_knob_its_own_code_does_not_use():
         text = stub.read_text()
         names = re.findall(knob.format(name="[A-Z0-9_]+"), text, flags=re.M)
         rest = re.sub(knob.format(name="[A-Z0-9_]+"), "", text, flags=re.M)
+        rest = re.sub(r"//[^\n]*", "", rest)  # a comment that names a knob does not use it
         unused = [n for n in names if not re.search(rf"\b{n}\b", rest)]
         if unused:
             dead[str(stub.relative_to(ROOT))] = unused

@@ -73,9 +73,6 @@ cudaError_t matmul_mma_forward(const T* a, const T* b, T* c, int M, int N, int K
 #ifndef TC_WG_GROUP
 #define TC_WG_GROUP 8  // tile-rows per block-swizzle group (L2 reuse)
 #endif
-#ifndef TC_WG_CLUSTER
-#define TC_WG_CLUSTER 1  // kernel 3b: CTAs per thread-block cluster along M (2: each B tile fetched once, multicast)
-#endif
 
 namespace wgmma_gemm {
 

@@ -69,9 +69,6 @@
 #ifndef FA12_MMA_MIN_BLOCKS64
 #define FA12_MMA_MIN_BLOCKS64 2  // mma.sync kernel, d = 64: blocks per SM promised to ptxas (2: <= 128 registers)
 #endif
-#ifndef FA12_WG_TMA
-#define FA12_WG_TMA 1  // wgmma kernel: 1 = tiles by TMA (one thread, mbarriers), 0 = cp.async by every thread
-#endif
 
 // ---------------------------------------------------------------------------------------------------------------
 // The mma.sync kernel (sm_80 and later)

@@ -69,11 +69,11 @@
 #ifndef FA12_MMA_MIN_BLOCKS64
 #define FA12_MMA_MIN_BLOCKS64 2  // mma.sync kernel, d = 64: blocks per SM promised to ptxas (2: <= 128 registers)
 #endif
+// BEGIN INSTRUCTOR ONLY
+// Knobs of the solution's own code (the stub's holes do not use them), for the sweeps.
 #ifndef FA12_WG_TMA
 #define FA12_WG_TMA 1  // wgmma kernel: 1 = tiles by TMA (one thread, mbarriers), 0 = cp.async by every thread
 #endif
-// BEGIN INSTRUCTOR ONLY
-// Knobs of the solution's own code (the stub's holes do not use them), for the sweeps.
 #ifndef FA12_WG_STAGES
 #define FA12_WG_STAGES 2  // wgmma kernel: K and V buffers (2 or 3: tiles are fetched 1 or 2 iterations ahead)
 #endif

@@ -37,9 +37,8 @@ def home_page(course: Course, day_link: Callable[[str], str], svg_href: Callable
         "`grader doctor` then says **compile-only mode**: `grader check` compiles your kernels for sm_80 and sm_90, "
         "shows any compiler error at its file and line and ptxas's report for each kernel (registers, shared "
         "memory, spills), but cannot run them. Correctness and speed are checked on a GPU machine.", "",
-        f"Each day has a lesson (start with [{first}]({day_link(first)})), a stub in `days/dayNN/` for you to "
-        "complete, and a verdict from `grader check dayNN`: correct in every dtype against an fp64 reference, "
-        "then fast enough against a baseline timed in the same run.", "",
+        f"Then open [{first}]({day_link(first)})'s lesson, complete the stub in `days/{first}/` and run "
+        f"`grader check {first}` again; the graph below shows the order after that.", "",
         "## The days", "",
         "Each day builds on the days it points from. Click a day to open its lesson; dashed days are planned.", "",
         graph.legend_html(course), "",

@@ -22,6 +22,8 @@ from grader.grade_task import Task
 from grader.results import write_json
 from grader.verdicts import Status
 
+SUMMARY_FILE = "summary.json"  # beside the submissions' folders in --out (the leaderboard skips it)
+
 DEFAULT_TIMEOUT_S = 1800.0  # one local grading; a day's check with timing takes minutes, a hung one is cut here
 SHORT = {Status.PASS: "PASS", Status.FAIL: "FAIL", Status.NOT_IMPLEMENTED: "NOT IMPL.",
          Status.BUILD_ERROR: "BUILD ERROR", Status.NO_GPU: "COMPILED", Status.ENV_ERROR: "ENV ERROR"}
@@ -138,7 +140,7 @@ def cell(doc: dict | None) -> str:
 
 
 def summarize(subs: list[Submission], days: list, out: Path, console: Console) -> dict:
-    """The table of every pair's verdict, read back from the result files (also written as OUT/summary.json)."""
+    """The table of every pair's verdict, read back from the result files (also written as OUT/SUMMARY_FILE)."""
     t = Table(title=f"{len(subs)} submission(s) × {len(days)} day(s)", title_justify="left")
     t.add_column("submission")
     for d in days:
@@ -154,7 +156,7 @@ def summarize(subs: list[Submission], days: list, out: Path, console: Console) -
         t.add_row(sub.name, *(Text(row[d.id]["cell"], style=STYLE.get(row[d.id]["cell"], "red"))
                               for d in days))
     console.print(t)
-    write_json(out / "summary.json", summary)
+    write_json(out / SUMMARY_FILE, summary)
     return summary
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from grader.check.physical import FALLBACK_CLOCK_GHZ, MARGIN, peak_tflops
 from grader.errors import GraderError
+from grader.grade import SUMMARY_FILE
 from grader.verdicts import Status
 
 # Why a result is left off, in the order they are looked for.
@@ -266,8 +267,8 @@ def result_files(paths: Iterable[str | Path]) -> list[Path]:
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            # `grader grade --out` also writes its own summary.json beside the participants' folders: not a result
-            out += sorted(f for f in p.rglob("*.json") if f.is_file() and f != p / "summary.json")
+            # `grader grade --out` also writes its own summary beside the participants' folders: not a result
+            out += sorted(f for f in p.rglob("*.json") if f.is_file() and f != p / SUMMARY_FILE)
         elif p.is_file():
             out.append(p)
         else:

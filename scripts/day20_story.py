@@ -10,6 +10,7 @@ own run against SDPA's backward timed in that run, so rows from different runs c
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import math
 import sys
@@ -64,7 +65,7 @@ def main() -> int:
     p.add_argument("--version")
     p.add_argument("--commit")
     p.add_argument("--change")
-    p.add_argument("--date", default=__import__("datetime").date.today().isoformat(), help="of the run (YYYY-MM-DD)")
+    p.add_argument("--date", default=datetime.date.today().isoformat(), help="of the run (YYYY-MM-DD)")
     a = p.parse_args()
     if a.add:
         if not (a.version and a.commit and a.change):

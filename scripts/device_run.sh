@@ -15,7 +15,8 @@
 # profile", PYTEST_K (a pytest -k expression), PYTEST_N, SWEEP_ARGS (for sgemm_sweep.py), PROFILE_DAYS,
 # SANITIZE_DAYS, TRANSCRIPTS (e.g. "day14"), MEASURE (e.g. "day18"), GRADE_DAYS (e.g. "day01 day03": `grader grade`
 # of a solution, a stub and a known-wrong submission, ranked, and the leaderboard into $OUT/leaderboard),
-# DEADLINE_S (start no new `grader check` after this many seconds).
+# DEADLINE_S (start no new `grader check` after this many seconds), WATCH (e.g. "day03": scripts/watch_bench.py on that
+# day; its table into $OUT, its logs into logs.tar.gz).
 # Full logs go to $OUT/logs.tar.gz, results to $OUT/results.json; a short table is printed last.
 set -uo pipefail
 OUT=${OUT:-$(mktemp -d)}
@@ -72,6 +73,10 @@ fi
 for t in ${TRANSCRIPTS:-}; do
   echo "== transcripts $t"; timeout 400 bash "scripts/${t}_transcripts.sh" "$OUT" >"$LOG/transcripts-$t.txt" 2>&1
   echo "exit $?" >>"$LOG/transcripts-$t.txt"; tail -15 "$LOG/transcripts-$t.txt"
+done
+for w in ${WATCH:-}; do  # the student's loop: cold check, unchanged re-check, edit -> verdict under `grader watch`
+  echo "== watch $w"; timeout 300 python3 scripts/watch_bench.py --day "$w" --out "$LOG/watch-$w" 2>&1 | tail -12
+  cp "$LOG/watch-$w/watch_bench.json" "$OUT/watch-$w.json" 2>/dev/null
 done
 if [ -d .grader/profile ]; then  # only when something was profiled
   mkdir -p "$OUT/profile" && cp .grader/profile/*.png "$OUT/profile/" 2>/dev/null

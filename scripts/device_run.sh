@@ -37,8 +37,8 @@ skip() { [[ " $SKIP " == *" $1 "* ]]; }
 skip build || { echo "== build times"; python3 scripts/build_times.py "$LOG" 2>&1 | tee "$LOG/build_times.txt"; }
 # The GPU suite in parallel: builds are keyed by content, so workers share them (PYTEST_N workers, default 12).
 skip pytest || { echo "== GPU tests"; t0=$(date +%s)
-  timeout ${PYTEST_S:-560} python3 -m pytest -m gpu -q -p no:cacheprovider -n ${PYTEST_N:-12} ${PYTEST_K:+-k "$PYTEST_K"} tests \
-    2>&1 | tee "$LOG/pytest_gpu.txt" | tail -40
+  timeout ${PYTEST_S:-560} python3 -m pytest -m gpu -v -p no:cacheprovider -n ${PYTEST_N:-12} ${PYTEST_K:+-k "$PYTEST_K"} tests \
+    2>&1 | tee "$LOG/pytest_gpu.txt" | grep -Ev " (PASSED|SKIPPED) " | tail -40
   echo "GPU suite wall time: $(( $(date +%s) - t0 )) s (-n ${PYTEST_N:-12})" | tee -a "$LOG/pytest_gpu.txt"; }
 skip sweep || { echo "== sgemm sweep"; timeout 400 python3 scripts/sgemm_sweep.py ${SWEEP_ARGS:-} 2>&1 | tee "$LOG/sgemm_sweep.txt" | grep -v "^ptxas\|^    "; }
 skip checks && days=""

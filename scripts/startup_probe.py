@@ -9,12 +9,14 @@ Prints each stage's first call, its count and its total; the first case is where
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections import defaultdict
 from pathlib import Path
 
 T0 = time.perf_counter()
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 
 def main() -> int:

@@ -1,24 +1,22 @@
-// Day 05: vectorized softmax. 16-byte loads and stores, the row held in registers, long rows split across blocks.
+// Day 05: vectorized softmax, in three steps, each its own op and exercise (the lesson: days/day05/README.md).
 //
-// Changes vs day 04 (one 1024-thread block per row, scalar loads, the row read twice):
-//   - Loads and stores move 16 bytes (4 floats or 8 halves) per thread, so a warp moves 512 contiguous bytes per
-//     instruction instead of 128 (fp32) or 64 (fp16): 4x to 8x fewer memory instructions for the same bytes.
-//   - A row (or a chunk of it) lives in registers between the read and the write: the input is read ONCE and the
-//     output written once, exactly the bytes of a device-to-device copy, which is the speed limit of this op.
-//     Day 04 read everything twice. Registers must be indexed with compile-time constants, so the kernels are
-//     templates on the number of values per thread, and the launcher picks an instantiation from cols.
-//   - The thread group that owns a row matches the row: one warp for rows of up to 1024 values, one block of up
-//     to 1024 threads for rows of up to 32768 values.
-//   - Unaligned rows (a tensor with a storage offset, or an odd cols) are cut into a scalar head up to the first
-//     16-byte boundary, an aligned vector body and a scalar tail. If x and y are misaligned differently, no
-//     single cut fits both, and a scalar fallback kernel is used.
-//   - Few but very long rows (64 x 262144) would occupy only 64 of the GPU's SMs with one block per row. They
-//     are split into chunks of 8192 values, one block each: kernel A writes each chunk's (max, sum) to a small
-//     workspace, kernel B merges its row's partials in a fixed order and writes its chunk.
-//   - Long rows that do not fit in registers, with enough rows to fill the GPU, use a looping kernel (day 04's
-//     algorithm with vector loads).
-// Arithmetic is unchanged: fp32 everywhere, the (m, s) "online" states of day 03 merged in a fixed order, so the
-// result is bit-for-bit deterministic.
+//   05a softmax_vec   day 04's kernel (one 1024-thread block per row, two passes over the row) with 16-byte loads
+//                     and stores: 4 floats or 8 halves per instruction, so a warp moves 512 contiguous bytes where
+//                     day 04 moved 128 (fp32) or 64 (fp16). Rows that do not start on a 16-byte boundary (a
+//                     storage offset, an odd cols) are cut into a scalar head, an aligned vector body and a scalar
+//                     tail; if x and y are misaligned differently no cut fits both, and the kernel runs all-scalar.
+//                     Timed against day 04's solution.
+//   05b softmax_regs  the row kept in registers between the read and the write: x is read ONCE and y written once,
+//                     exactly the bytes of a device-to-device copy, the speed limit of this op (05a reads x twice).
+//                     Registers are indexed with compile-time constants only, so the kernels are templates on the
+//                     values per thread and the launcher picks one from cols: a warp per row for rows of up to
+//                     1024 values, a block per row up to 32768, 05a's kernel beyond. Timed against 05a.
+//   05c softmax       the instructor's fastest: few but very long rows (64 x 262144) split across blocks (two
+//                     kernels and a small workspace), 16-bit rows kept as raw 16-byte vectors with packed max and
+//                     ex2.approx exps, warps sized to the row, and the dispatch table that picks among them all.
+//                     Timed against torch.softmax.
+// Arithmetic is the same in all three: fp32 everywhere, the (m, s) "online" states of day 03 merged in a fixed
+// order, so every result is bit-for-bit deterministic.
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -33,20 +31,23 @@
 
 constexpr int kWarpSize = 32;
 constexpr int kMaxThreads = 1024;
-constexpr int kVals = 32;  // values per thread in the block and split kernels: 32 fp32 registers of row data
-// 16-bit rows: each thread keeps kPackedVecs raw 16-byte vectors (64 values in 32 registers), see the packed kernel.
-constexpr int kPackedVecs = 8;
+// 05a: one block per row, as on day 04.
+constexpr int kVecThreads = 1024;
+// 05b (and 05c): values per thread in the warp, block and split kernels: 32 fp32 registers of row data.
+constexpr int kVals = 32;
 static_assert(kVals % 8 == 0, "a thread holds whole 16-byte vectors of 16-bit values");
-static_assert(kMaxThreads * kPackedVecs * 8 >= 32768, "the packed kernel covers the 32768-column benchmark rows");
 constexpr int kWarpRowsPerBlock = 4;  // warp kernel: 4 rows (128 threads) per block
 constexpr int kWarpMinBlocks = 8;     // ... and <= 64 registers, so 8 blocks (32 warps, 32 rows) fit on an SM
-constexpr int kSplitThreads = 256;    // split kernels: one chunk = 256 threads x 32 values = 8192 values
+// 05c: 16-bit rows: each thread keeps kPackedVecs raw 16-byte vectors (64 values in 32 registers), see the packed
+// kernel.
+constexpr int kPackedVecs = 8;
+static_assert(kMaxThreads * kPackedVecs * 8 >= 32768, "the packed kernel covers the 32768-column benchmark rows");
+constexpr int kSplitThreads = 256;  // split kernels: one chunk = 256 threads x 32 values = 8192 values
 constexpr int kChunk = kSplitThreads * kVals;
 constexpr int kSplitMinBlocks = 4;  // ask ptxas for <= 64 registers: 4 blocks (1024 threads) per SM
 // A chunk is a whole number of 16-byte vectors for every element type, so every chunk of a row starts with the
 // same misalignment as the row itself.
 static_assert(kChunk % 8 == 0, "chunks must be whole 16-byte vectors of 2-byte types");
-constexpr int kLoopThreads = 1024;  // looping kernel: one block per row, as on day 04
 
 // ---------------------------------------------------------------------------------------------------------------
 // Provided: element and pair conversions, 16-byte load/store wrappers, online merge and reductions (days 03 and
@@ -162,25 +163,30 @@ inline cudaError_t current_sm_count(int* sms) {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Vectors: 16 bytes <-> kN floats.
+// Step 05a (softmax_vec): 16-byte vectors, heads and tails, day 04's block per row.
+// ---------------------------------------------------------------------------------------------------------------
+
+// ---------------------------------------------------------------------------------------------------------------
+// Vectors: 16 bytes <-> kN floats (05a; 05b and 05c use them too).
 // ---------------------------------------------------------------------------------------------------------------
 
 // The 16 bytes q hold Vec<T>::kN consecutive elements; write them as floats to v[0 .. kN).
 template <typename T>
 __device__ __forceinline__ void unpack16(uint4 q, float* v) {
-  // YOUR CODE HERE: v[0 .. kN) = the kN elements in q as floats, in memory order (16-bit: pair_to_float2)
+  // YOUR CODE HERE: 05a: v[0 .. kN) = the kN elements in q as floats, in memory order (16-bit: pair_to_float2)
 }
 
 // The opposite: kN floats, each multiplied by scale and rounded to T, packed into 16 bytes.
 template <typename T>
 __device__ __forceinline__ uint4 pack16(const float* v, float scale) {
   uint32_t w[4] = {0u, 0u, 0u, 0u};
-  // YOUR CODE HERE: w[0..4) = v[0 .. kN) · scale rounded to T, in memory order (the inverse of unpack16)
+  // YOUR CODE HERE: 05a: w[0..4) = v[0 .. kN) · scale rounded to T, in memory order (inverse of unpack16)
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Alignment: a range of n elements at p, cut at 16-byte boundaries into
+// Alignment (05a; 05b and 05c cut their rows and chunks the same way): a range of n elements at p, cut at
+// 16-byte boundaries into
 //     [ head: scalars before the first boundary | body: nvec aligned vectors | tail: the < kN scalars left ]
 // The head and tail are the "edge" elements; edge number e (0 <= e < head + tail) is at index edge_index(e).
 // ---------------------------------------------------------------------------------------------------------------
@@ -195,26 +201,13 @@ template <typename T>
 __device__ __forceinline__ Span split_span(const T* p, int n) {
   Span sp{n, 0, 0};  // "everything is head": the all-scalar cut, always correct
   // Contract: head + nvec · kN + tail == n; p + head is 16-byte aligned whenever nvec > 0; tail < kN.
-  // YOUR CODE HERE: sp = {head: elements before p's next 16-byte boundary, nvec: whole vectors, tail: rest}
+  // YOUR CODE HERE: 05a: sp = {head: elements before p's next 16-byte boundary, nvec: whole vectors, tail: rest}
   return sp;
 }
 
 template <typename T>
 __device__ __forceinline__ int edge_index(const Span& sp, int e) {
   return e < sp.head ? e : e + sp.nvec * Vec<T>::kN;  // skip over the body to reach the tail
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Register tiles: a group of nt threads (a warp or a block) holds a span in registers. Thread t owns vectors
-// t, t + nt, t + 2 nt, ... (so each load instruction of a warp covers 32 consecutive vectors, 512 bytes), and edge
-// element t. Its values: v[0 .. kVals) for the vectors, v[kVals] for the edge element. Slots past the end of the
-// span hold -inf, which drops out of both the max and the sum (exp(-inf) = 0) without any special case.
-// ---------------------------------------------------------------------------------------------------------------
-
-template <typename T, int kValsT, bool kLastUse>
-__device__ __forceinline__ void load_tile(const T* p, const Span& sp, int t, int nt, float (&v)[kValsT + 1]) {
-  // Contract: all loads issued before any value is used, through load16<kLastUse>; no read past the span.
-  // YOUR CODE HERE: v[k·kN ..) = vector t + k·nt of the body (or -inf past nvec), v[kValsT] = edge element t (or -inf)
 }
 
 // exp for the per-element work. 16-bit outputs use the hardware approximation __expf: its error (2 + 1.173|x|
@@ -237,14 +230,58 @@ __device__ __forceinline__ float exp_elem(float x) {
 template <typename T, int K>
 __device__ __forceinline__ void exp_in_place(float (&v)[K], float& m, float& s) {
   // Contract: when m is -inf use 0 as the reference, so no -inf - (-inf) = NaN is ever computed.
-  // YOUR CODE HERE: m = max of v[0 .. K), v[i] = exp(v[i] - m), s = Σ v[i]; all -inf gives (-inf, 0)
+  // YOUR CODE HERE: 05a (05b reuses it): m = max of v[0 .. K), v[i] = exp(v[i] - m), s = Σ v[i]; all -inf: (-inf, 0)
+}
+
+
+// 05a: one block per row of any length: day 04's two passes (running state, then write) with 16-byte loads when
+// vec is true, and all-scalar when x and y are misaligned differently (vec false). The second read of the row
+// usually hits L2: this block read the same bytes moments before. 05b and 05c keep it as their fallback for rows
+// too long for registers and for x and y misaligned differently.
+template <typename T>
+__global__ void __launch_bounds__(kVecThreads, 1)
+    softmax_vec_kernel(const T* __restrict__ x, T* __restrict__ y, int cols, bool vec) {
+  // Contract: 16-byte loads when vec (head/tail as scalars), all-scalar when !vec; every thread reaches
+  // block_reduce_online; out-of-range vector slots are -inf.
+  // YOUR CODE HERE: 05a: y[blockIdx.x, :] = softmax of a row of any length (running (m, s), block merge, write)
+}
+
+
+// 05a's launcher: one block of kVecThreads per row, 16-byte accesses when x and y share their misalignment. That
+// check is made once, on the base pointers: both rows r are r · cols elements past their bases, so if the bases
+// agree modulo 16 bytes, every row does.
+template <typename T>
+cudaError_t softmax_vec_forward(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return cudaSuccess;
+  // Contract: vec = false (all-scalar) when x and y are misaligned differently; no dynamic shared memory.
+  // YOUR CODE HERE: 05a: launch softmax_vec_kernel<T>, one block of kVecThreads per row, vec = (x % 16 == y % 16)
+  return cudaGetLastError();
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Step 05b (softmax_regs): the row in registers, one read of x; a warp per row for short rows, a block
+// per row for long ones.
+// ---------------------------------------------------------------------------------------------------------------
+
+// ---------------------------------------------------------------------------------------------------------------
+// Register tiles (05b; 05c's split kernels use them too): a group of nt threads (a warp or a block) holds a span
+// in registers. Thread t owns vectors t, t + nt, t + 2 nt, ... (so each load instruction of a warp covers 32
+// consecutive vectors, 512 bytes), and edge element t. Its values: v[0 .. kVals) for the vectors, v[kVals] for the
+// edge element. Slots past the end of the span hold -inf, which drops out of both the max and the sum
+// (exp(-inf) = 0) without any special case.
+// ---------------------------------------------------------------------------------------------------------------
+
+template <typename T, int kValsT, bool kLastUse>
+__device__ __forceinline__ void load_tile(const T* p, const Span& sp, int t, int nt, float (&v)[kValsT + 1]) {
+  // Contract: all loads issued before any value is used, through load16<kLastUse>; no read past the span.
+  // YOUR CODE HERE: 05b: v[k·kN ..) = body vector t + k·nt (-inf past nvec), v[kValsT] = edge element t (or -inf)
 }
 
 // Writes y = v * scale for this thread's share of the span (same cut as the load: x and y are equally aligned).
 template <typename T, int kValsT, bool kEvictFirst>
 __device__ __forceinline__ void store_tile(T* p, const Span& sp, int t, int nt, const float (&v)[kValsT + 1],
                                            float scale) {
-  // YOUR CODE HERE: store v · scale to the same vectors (t, t + nt, ...) and edge element t that load_tile read
+  // YOUR CODE HERE: 05b: store v · scale to the same vectors (t, t + nt, ...) and edge element t that load_tile read
 }
 
 // The factor that turns this thread's exp(v - m) into exp(v - M) / S, given the group's state (M, S).
@@ -255,37 +292,54 @@ __device__ __forceinline__ float output_scale(float m, float M, float S) {
   return (m == -INFINITY) ? 0.0f : expf(m - M) / S;
 }
 
-// ---------------------------------------------------------------------------------------------------------------
-// Kernels
-// ---------------------------------------------------------------------------------------------------------------
 
-// One warp per row, rows of up to 32 * kValsT values (kValsT = 8, 16, 32: up to 256, 512, 1024 values).
+// 05b: one warp per row, rows of up to 32 * kValsT values (05b launches kValsT = 32: up to 1024 values; 05c
+// also 8 and 16, for rows of up to 256 and 512).
 // No shared memory and no __syncthreads: the warp's shuffles are the only communication.
 template <typename T, int kValsT>
 __global__ void __launch_bounds__(kWarpRowsPerBlock* kWarpSize, kWarpMinBlocks)
     softmax_warp_kernel(const T* __restrict__ x, T* __restrict__ y, int rows, int cols) {
   // Contract: one read and one write of the row: load_tile, exp_in_place, warp_reduce_online, then store_tile
   // with output_scale(m, M, S). A warp past the last row returns whole; no shared memory, no barrier.
-  // YOUR CODE HERE: y[row, :] = softmax(x[row, :]) for row = blockIdx.x · kWarpRowsPerBlock + warp; cols <= 32 · kValsT
+  // YOUR CODE HERE: 05b: y[row, :] = softmax of x[row, :], row = blockIdx.x · kWarpRowsPerBlock + warp
 }
 
-// One block per row, rows of up to 1024 * kValsT values; blockDim.x is chosen by the launcher (a multiple of 32).
+// 05b: one block per row, rows of up to 1024 * kValsT values; blockDim.x is chosen by the launcher (a multiple of 32).
 // __launch_bounds__(1024) caps the kernel at 64 registers per thread so that a 1024-thread block can launch.
 template <typename T, int kValsT>
 __global__ void __launch_bounds__(kMaxThreads)
     softmax_block_kernel(const T* __restrict__ x, T* __restrict__ y, int cols) {
   // Contract: as the warp kernel, with block_reduce_online over __shared__ float2[kMaxThreads / 32] for (M, S);
   // every thread calls the reduction, even one whose slots are all padding.
-  // YOUR CODE HERE: y[blockIdx.x, :] = softmax of that row; blockDim.x threads hold <= kValsT values each in registers
+  // YOUR CODE HERE: 05b: y[blockIdx.x, :] = softmax of that row; blockDim.x threads, <= kValsT values each in registers
 }
 
-// One block per row for 16-bit types, the row kept as raw 16-byte vectors: 8 values in 4 registers, where the
+
+// 05b's launcher, first match wins (05c's dispatch table refines it):
+//   x, y misaligned differently   05a's kernel, all-scalar
+//   cols <= 1024                  warp per row, 32 values per lane
+//   cols <= 32768                 block per row, 32 values per thread, ceil(cols / 32) threads rounded up to a warp
+//   otherwise                     05a's kernel, 16-byte accesses, two reads
+template <typename T>
+cudaError_t softmax_regs_forward(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return cudaSuccess;
+  // Contract: warp kernel in blocks of kWarpRowsPerBlock warps (one row each, ceil-divided grid); block kernels get
+  // ceil(cols / kVals) threads rounded up to whole warps; x and y misaligned differently take 05a's scalar path.
+  // YOUR CODE HERE: 05b: launch the kernel the table above picks, on `stream`
+  return cudaGetLastError();
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Step 05c (softmax): packed 16-bit rows, long rows split across blocks, the dispatch table.
+// ---------------------------------------------------------------------------------------------------------------
+
+// 05c: one block per row for 16-bit types, the row kept as raw 16-byte vectors: 8 values in 4 registers, where the
 // tile above spends 8 fp32 registers, so a thread holds 64 values and a 4096-wide row needs only 64 threads.
 // Nsight Compute on the first version of this kernel (4096 x 4096 fp16, H200): SM throughput 65%, DRAM 41%,
 // 8.9 cycles between a warp's instructions: the instruction count, not memory, was the limit. So the max is taken
 // on packed pairs (no conversion), and each exp is one FFMA plus one MUFU.EX2 with the output's 1/S folded into
 // the FFMA. That took 4096 x 4096 from 84-87% to 96-99% of a copy of the same bytes (measured/NOTES.md). It
-// costs accuracy that only fp32 outputs could see, which is why fp32 rows take the block kernel above.
+// costs accuracy that only fp32 outputs could see, which is why fp32 rows take 05b's block kernel.
 // exp as one MUFU instruction after one FFMA: e^(v - c) = 2^(v*log2(e) - c*log2(e)), with the hardware's ex2.approx
 // (relative error about 2^-22; -inf gives +0). Folding the subtraction and the output's 1/S into the FFMA's
 // constant leaves 2 instructions per exp where `__expf(v - m) * inv` takes 4.
@@ -325,20 +379,20 @@ __global__ void __launch_bounds__(kMaxThreads)
     softmax_block_packed_kernel(const T* __restrict__ x, T* __restrict__ y, int cols) {
   // Contract: 16-bit T only; x read once, y written once; fp32 max, sum and (M, S); exps via exp_over_pow2
   // (ex2.approx) with 1/S folded in; a row of only -inf gives zeros, never NaN.
-  // YOUR CODE HERE: y[blockIdx.x, :] = softmax of that row; thread t keeps kVecs raw uint4 vectors + one edge
+  // YOUR CODE HERE: 05c: y[blockIdx.x, :] = softmax of that row; thread t keeps kVecs raw uint4 vectors + one edge
 }
 
-// Split rows, kernel A: block b handles chunk c = b % nchunks of row b / nchunks (kChunk values, the last one
+// 05c, split rows, kernel A: block b handles chunk c = b % nchunks of row b / nchunks (kChunk values, the last one
 // shorter), and writes the chunk's state (max, sum of exp(x - max)) to partials[b].
 template <typename T, int kValsT>
 __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
     softmax_split_stats_kernel(const T* __restrict__ x, float2* __restrict__ partials, int cols, int nchunks) {
   // Contract: a chunk is kChunk values (the last one shorter); kSplitThreads threads, kValsT values each;
   // thread 0 writes the block's merged state. Default loads, so kernel B's re-read hits L2.
-  // YOUR CODE HERE: partials[b] = (max, Σ exp(x - max)) of chunk b % nchunks of row b / nchunks, b = blockIdx.x
+  // YOUR CODE HERE: 05c: partials[b] = (max, Σ exp(x - max)) of chunk b % nchunks of row b / nchunks, b = blockIdx.x
 }
 
-// Split rows, kernel B: merge the row's nchunks partials (in chunk order, so the result is deterministic),
+// 05c, split rows, kernel B: merge the row's nchunks partials (in chunk order, so the result is deterministic),
 // re-read the chunk, write it. Blocks run in the reverse order of kernel A: the chunks A read last are the ones
 // most likely still in L2, so B starts with them.
 template <typename T, int kValsT>
@@ -347,25 +401,10 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
                                int cols, int nchunks) {
   // Contract: merge the row's nchunks partials in chunk order (every warp gets the same bits, deterministic),
   // re-read the chunk (streaming loads, last use) and write exp(x - M) / S with streaming stores.
-  // YOUR CODE HERE: y of chunk b = gridDim.x - 1 - blockIdx.x (reverse order), scaled by the row's (M, S)
+  // YOUR CODE HERE: 05c: y of chunk b = gridDim.x - 1 - blockIdx.x (reverse order), scaled by the row's (M, S)
 }
 
-// Fallback, one block per row of any length: day 04's two passes (running state, then write) with 16-byte loads
-// when vec is true, and all-scalar when x and y are misaligned differently (vec false). The second read of the
-// row usually hits L2: this block read the same bytes moments before.
-template <typename T>
-__global__ void __launch_bounds__(kLoopThreads, 1)
-    softmax_loop_kernel(const T* __restrict__ x, T* __restrict__ y, int cols, bool vec) {
-  // Contract: 16-byte loads when vec (head/tail as scalars), all-scalar when !vec; every thread reaches
-  // block_reduce_online; out-of-range vector slots are -inf.
-  // YOUR CODE HERE: y[blockIdx.x, :] = softmax of a row of any length (running (m, s), block merge, write)
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Launchers
-// ---------------------------------------------------------------------------------------------------------------
-
-// Long rows split into chunks of kChunk values: kernel A, then kernel B, with a workspace of one float2 per chunk.
+// 05c: long rows split into chunks of kChunk values: kernel A, then kernel B, with a workspace of one float2 per chunk.
 // The workspace is stream-ordered memory (cudaMallocAsync / cudaFreeAsync on the caller's stream): it is valid
 // for exactly the kernels queued between the two calls, needs no device-wide synchronization (cudaMalloc and
 // cudaFree synchronize the whole device), is safe when two streams run this op at once (a cached static buffer
@@ -375,12 +414,12 @@ cudaError_t launch_split(const T* x, T* y, int rows, int cols, cudaStream_t stre
   cudaError_t err = cudaSuccess;
   // Contract: everything on `stream`; cudaFreeAsync the workspace even when a launch failed; return the
   // first error (err), else cudaSuccess.
-  // YOUR CODE HERE: float2 workspace[rows · ceil(cols / kChunk)] (cudaMallocAsync), kernel A, kernel B, free
+  // YOUR CODE HERE: 05c: float2 workspace[rows · ceil(cols / kChunk)] (cudaMallocAsync), kernel A, kernel B, free
   return err;
 }
 
-// Launches the packed kernel for 16-bit rows that fit (whole warps of threads with kPackedVecs vectors each; the
-// same fit argument as the block kernel's), and says whether it did. fp32 never does: its values already fill
+// 05c: launches the packed kernel for 16-bit rows that fit (whole warps of threads with kPackedVecs vectors each; the
+// same fit argument as 05b's block kernel), and says whether it did. fp32 never does: its values already fill
 // registers one to one.
 template <typename T>
 bool launch_packed(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
@@ -394,25 +433,32 @@ bool launch_packed(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
   return false;
 }
 
-// Dispatch, first match wins (benchmark shapes that take each path in brackets):
-//   x, y misaligned differently     looping block per row, scalar loads
+// 05c's dispatch, first match wins (benchmark shapes that take each path in brackets):
+//   x, y misaligned differently     05a's block per row, scalar loads
 //   cols <= 256 / 512 / 1024        warp per row, 8 / 16 / 32 values per lane   [16384 x 1024]
 //   cols > 8192 and rows < #SMs     split rows: kernels A and B                  [64 x 262144]
 //   16-bit T and cols <= 65536      block per row, 64 values per thread kept as raw 16-byte vectors
 //                                                                                [4096, 8192 and 32768 columns]
 //   cols <= 32768                   block per row, 32 values per thread, blockDim = cols / 32 rounded up to a warp
 //                                                                                [4096, 8192 and 32768 columns]
-//   otherwise                       looping block per row, 16-byte loads, two reads
+//   otherwise                       05a's block per row, 16-byte loads, two reads
 template <typename T>
 cudaError_t softmax_forward(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return cudaSuccess;
-  // Contract: x and y misaligned differently must take the scalar loop kernel; block kernels get
+  // Contract: x and y misaligned differently must take 05a's kernel with vec = false; block kernels get
   // ceil(cols / kVals) threads rounded up to whole warps.
-  // YOUR CODE HERE: launch the kernel the dispatch table above picks, on `stream` (split rows: launch_split)
+  // YOUR CODE HERE: 05c: launch the kernel the dispatch table above picks, on `stream` (split rows: launch_split)
   return cudaGetLastError();
 }
 
-// The bindings only see the template's declaration, so the three versions they call are compiled here.
+// The bindings only see the templates' declarations, so the versions they call are compiled here: each step's
+// launcher for float, __half and __nv_bfloat16.
+template cudaError_t softmax_vec_forward<float>(const float*, float*, int, int, cudaStream_t);
+template cudaError_t softmax_vec_forward<__half>(const __half*, __half*, int, int, cudaStream_t);
+template cudaError_t softmax_vec_forward<__nv_bfloat16>(const __nv_bfloat16*, __nv_bfloat16*, int, int, cudaStream_t);
+template cudaError_t softmax_regs_forward<float>(const float*, float*, int, int, cudaStream_t);
+template cudaError_t softmax_regs_forward<__half>(const __half*, __half*, int, int, cudaStream_t);
+template cudaError_t softmax_regs_forward<__nv_bfloat16>(const __nv_bfloat16*, __nv_bfloat16*, int, int, cudaStream_t);
 template cudaError_t softmax_forward<float>(const float*, float*, int, int, cudaStream_t);
 template cudaError_t softmax_forward<__half>(const __half*, __half*, int, int, cudaStream_t);
 template cudaError_t softmax_forward<__nv_bfloat16>(const __nv_bfloat16*, __nv_bfloat16*, int, int, cudaStream_t);

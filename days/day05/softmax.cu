@@ -233,7 +233,6 @@ __device__ __forceinline__ void exp_in_place(float (&v)[K], float& m, float& s) 
   // YOUR CODE HERE: 05a (05b reuses it): m = max of v[0 .. K), v[i] = exp(v[i] - m), s = Σ v[i]; all -inf: (-inf, 0)
 }
 
-
 // 05a: one block per row of any length: day 04's two passes (running state, then write) with 16-byte loads when
 // vec is true, and all-scalar when x and y are misaligned differently (vec false). The second read of the row
 // usually hits L2: this block read the same bytes moments before. 05b and 05c keep it as their fallback for rows
@@ -245,7 +244,6 @@ __global__ void __launch_bounds__(kVecThreads, 1)
   // block_reduce_online; out-of-range vector slots are -inf.
   // YOUR CODE HERE: 05a: y[blockIdx.x, :] = softmax of a row of any length (running (m, s), block merge, write)
 }
-
 
 // 05a's launcher: one block of kVecThreads per row, 16-byte accesses when x and y share their misalignment. That
 // check is made once, on the base pointers: both rows r are r · cols elements past their bases, so if the bases
@@ -292,7 +290,6 @@ __device__ __forceinline__ float output_scale(float m, float M, float S) {
   return (m == -INFINITY) ? 0.0f : expf(m - M) / S;
 }
 
-
 // 05b: one warp per row, rows of up to 32 * kValsT values (05b launches kValsT = 32: up to 1024 values; 05c
 // also 8 and 16, for rows of up to 256 and 512).
 // No shared memory and no __syncthreads: the warp's shuffles are the only communication.
@@ -304,7 +301,8 @@ __global__ void __launch_bounds__(kWarpRowsPerBlock* kWarpSize, kWarpMinBlocks)
   // YOUR CODE HERE: 05b: y[row, :] = softmax of x[row, :], row = blockIdx.x · kWarpRowsPerBlock + warp
 }
 
-// 05b: one block per row, rows of up to 1024 * kValsT values; blockDim.x is chosen by the launcher (a multiple of 32).
+// 05b: one block per row, rows of up to 1024 * kValsT values; blockDim.x is chosen by the launcher (a multiple
+// of 32).
 // __launch_bounds__(1024) caps the kernel at 64 registers per thread so that a 1024-thread block can launch.
 template <typename T, int kValsT>
 __global__ void __launch_bounds__(kMaxThreads)
@@ -313,7 +311,6 @@ __global__ void __launch_bounds__(kMaxThreads)
   // every thread calls the reduction, even one whose slots are all padding.
   // YOUR CODE HERE: 05b: y[blockIdx.x, :] = softmax of that row; blockDim.x threads, <= kValsT values each in registers
 }
-
 
 // 05b's launcher, first match wins (05c's dispatch table refines it):
 //   x, y misaligned differently   05a's kernel, all-scalar

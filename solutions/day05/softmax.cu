@@ -273,7 +273,6 @@ __device__ __forceinline__ void exp_in_place(float (&v)[K], float& m, float& s) 
   // END SOLUTION
 }
 
-
 // 05a: one block per row of any length: day 04's two passes (running state, then write) with 16-byte loads when
 // vec is true, and all-scalar when x and y are misaligned differently (vec false). The second read of the row
 // usually hits L2: this block read the same bytes moments before. 05b and 05c keep it as their fallback for rows
@@ -331,7 +330,6 @@ __global__ void __launch_bounds__(kVecThreads, 1)
   }
   // END SOLUTION
 }
-
 
 // 05a's launcher: one block of kVecThreads per row, 16-byte accesses when x and y share their misalignment. That
 // check is made once, on the base pointers: both rows r are r · cols elements past their bases, so if the bases
@@ -406,7 +404,6 @@ __device__ __forceinline__ float output_scale(float m, float M, float S) {
   return (m == -INFINITY) ? 0.0f : expf(m - M) / S;
 }
 
-
 // 05b: one warp per row, rows of up to 32 * kValsT values (05b launches kValsT = 32: up to 1024 values; 05c
 // also 8 and 16, for rows of up to 256 and 512).
 // No shared memory and no __syncthreads: the warp's shuffles are the only communication.
@@ -434,7 +431,8 @@ __global__ void __launch_bounds__(kWarpRowsPerBlock* kWarpSize, kWarpMinBlocks)
   // END SOLUTION
 }
 
-// 05b: one block per row, rows of up to 1024 * kValsT values; blockDim.x is chosen by the launcher (a multiple of 32).
+// 05b: one block per row, rows of up to 1024 * kValsT values; blockDim.x is chosen by the launcher (a multiple
+// of 32).
 // __launch_bounds__(1024) caps the kernel at 64 registers per thread so that a 1024-thread block can launch.
 template <typename T, int kValsT>
 __global__ void __launch_bounds__(kMaxThreads)
@@ -456,7 +454,6 @@ __global__ void __launch_bounds__(kMaxThreads)
   store_tile<T, kValsT, false>(yr, sp, threadIdx.x, blockDim.x, v, output_scale(m, M, S));
   // END SOLUTION
 }
-
 
 // 05b's launcher, first match wins (05c's dispatch table refines it):
 //   x, y misaligned differently   05a's kernel, all-scalar

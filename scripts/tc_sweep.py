@@ -39,11 +39,12 @@ def main():
     ap.add_argument("--sizes", default="4096,8192")
     ap.add_argument("--configs", nargs="*", default=DEFAULT_CONFIGS)
     ap.add_argument("--dtype", default="bf16", help="bf16, fp16 or both: bf16,fp16")
-    ap.add_argument("--op", default="matmul_mma", choices=["matmul_mma", "matmul_wmma", "matmul_wgmma"])
+    ap.add_argument("--op", default="matmul_mma",
+                    choices=["matmul_mma", "matmul_wmma", "matmul_mma_sync", "matmul_wgmma", "matmul_wgmma_async"])
     ap.add_argument("--check", action="store_true", help="also compare each config with fp64 on ragged shapes")
     ap.add_argument("--build-only", action="store_true")
     args = ap.parse_args()
-    if args.op == "matmul_wgmma":  # the sm_90a image for every config, the defaults ("") included
+    if args.op.startswith("matmul_wgmma"):  # the sm_90a image for every config, the defaults ("") included
         args.configs = [cfg if "WG_" in cfg else ",".join(x for x in ("wgmma", cfg) if x) for cfg in args.configs]
     prebuild(build, args.configs, workers=6)
     if args.build_only:

@@ -1,6 +1,9 @@
 // Day 11: matmul on the tensor cores, c[M, N] = a[M, K] @ b[K, N] (row-major), __half or __nv_bfloat16 storage,
-// fp32 accumulation, the result rounded once to the storage type. Two kernels, the same interface as days 06-09
-// (kernel 3, Hopper's wgmma, is in matmul_wgmma.cu).
+// fp32 accumulation, the result rounded once to the storage type. Three kernels, one graded step each, the same
+// interface as days 06-09 (kernel 3, Hopper's wgmma, is in matmul_wgmma.cu):
+//   step 11a matmul_wmma      kernel 1: WMMA fragments, one stage, padded rows
+//   step 11b matmul_mma_sync  kernel 2a: mma.sync + ldmatrix in inline PTX, kernel 1's one-stage loads (padded rows)
+//   step 11c matmul_mma       kernel 2: kernel 2a's math fed by a cp.async pipeline into XOR-swizzled tiles
 //
 // Kernel 1, matmul_wmma: the first tensor-core kernel, through CUDA's C++ WMMA API (<mma.h>).
 //   - The unit of work is a warp-wide 16 x 16 x 16 product: wmma::mma_sync(acc, a_frag, b_frag, acc) multiplies a
@@ -19,7 +22,8 @@
 //     so this is the only way to know which element is which), then out with guarded stores, rounded to T.
 //
 // Kernel 2, matmul_mma: the same product with the instructions WMMA compiles to, in inline PTX, and the data
-// movement that feeds them at speed.
+// movement that feeds them at speed. Kernel 2a (matmul_mma_sync, below the PTX wrappers) is its first half: the
+// mma.sync, ldmatrix and register epilogue parts of this list, with kernel 1's loads instead of the pipeline.
 //   - mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}: a warp multiplies a 16 x 16 A tile by a 16 x 8 B tile
 //     into a 16 x 8 fp32 accumulator. Unlike WMMA, the fragment layouts are documented (PTX ISA, "Matrix
 //     Fragments for mma.m16n8k16"): with g = lane / 4 and t = lane % 4,
@@ -112,7 +116,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 }  // namespace wmma_gemm
 
 // ---------------------------------------------------------------------------------------------------------------
-// Kernel 2: mma.sync + ldmatrix + cp.async, swizzled shared memory
+// Kernels 2a and 2: mma.sync + ldmatrix (2a with kernel 1's loads; 2 with cp.async stages, swizzled shared memory)
 // ---------------------------------------------------------------------------------------------------------------
 namespace mma_gemm {
 
@@ -198,6 +202,48 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4],
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
   }
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// Kernel 2a (step 11b, matmul_mma_sync): mma.sync + ldmatrix fed by kernel 1's plain, one-stage loads
+// ---------------------------------------------------------------------------------------------------------------
+// The first step towards kernel 2: its math with kernel 1's data movement. Tiles go global -> registers -> shared
+// memory with wmma_gemm::load_chunk (kernel 1's helper: 16-byte loads on the aligned path, guarded scalar loads
+// with zeros elsewhere), one stage, a barrier before and after the math. Rows are padded by 8 elements, so a row is
+// an odd number of 16-byte chunks long (A: 40 elements = 5 chunks, B: 136 = 17): the 8 rows an ldmatrix phase
+// reads start in 8 distinct 16-byte slots of a 128-byte line, no bank conflict. New here: the fragments are in
+// registers in the documented m16n8k16 layouts, filled by ldmatrix.x4 (A) and ldmatrix.x4.trans (B) from per-lane
+// row addresses, and the epilogue writes C straight from the accumulators. The block tile and warp tiles are
+// kernel 2's (128 x 128 x 32, 4 warps of 64 x 64), so the next step changes only how the tiles arrive.
+namespace simple {
+
+constexpr int BM = 128, BN = 128, BK = 32;
+constexpr int WARPS_M = 2, WARPS_N = 2;
+constexpr int kThreads = 32 * WARPS_M * WARPS_N;
+constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;  // warp tile 64 x 64
+constexpr int MI = WM / 16, NJ = WN / 8;             // 4 m16 A fragments, 8 n8 B fragments per warp
+constexpr int PAD = 8;                               // elements of padding per shared row (16 bytes)
+constexpr int LDA = BK + PAD, LDB = BN + PAD;        // shared row lengths: 80 and 272 bytes
+static_assert((LDA / 8) % 2 == 1 && (LDB / 8) % 2 == 1, "an odd number of 16-byte chunks per row: 8 rows, 8 slots");
+static_assert(MI * 16 == WM && NJ * 8 == WN && NJ % 2 == 0 && BK % 16 == 0, "warp tiles are whole 16 x 16 steps");
+
+template <typename T, bool kVec>
+__global__ void __launch_bounds__(kThreads, 2)
+    kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K) {
+  __shared__ __align__(128) T As[BM][LDA];
+  __shared__ __align__(128) T Bs[BK][LDB];
+  // Contract: per BK step all threads fill As[BM][LDA], Bs[BK][LDB] in 8-element chunks with
+  // wmma_gemm::load_chunk<T, kVec> (zeros outside A, B), barrier, BK / 16 steps of ldmatrix_x4 (A),
+  // ldmatrix_x4_trans (B) and mma_16816 on fp32 accumulators, barrier; epilogue from the accumulators,
+  // rounded to T, guarded by M and N (kVec: two columns per 4-byte store).
+  // YOUR CODE HERE: C tile (blockIdx.y · BM, blockIdx.x · BN); warp w: its 64 x 64 patch as MI x NJ m16n8 accumulators
+}
+
+}  // namespace simple
+
+// ---------------------------------------------------------------------------------------------------------------
+// Kernel 2 (step 11c, matmul_mma): the same math, tiles by a cp.async pipeline into swizzled shared memory
+// ---------------------------------------------------------------------------------------------------------------
+
 // Contract: swizzle maps logical 16-byte chunk `chunk` of `row` to its physical chunk so that 8 rows read
 // at one logical chunk hit 8 distinct 16-byte slots of a 128-byte line (CPR = 4, or CPR >= 8).
 // YOUR CODE HERE: swizzle<CPR>(row, chunk) and a guarded 8-element load (zeros past `valid`) for the kernel below
@@ -228,6 +274,14 @@ cudaError_t matmul_wmma_forward(const T* a, const T* b, T* c, int M, int N, int 
 }
 
 template <typename T>
+cudaError_t matmul_mma_sync_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
+  using namespace mma_gemm::simple;
+  // Aligned, as for kernel 1: a, b and c 16-byte aligned and K and N multiples of 8 (whole 16-byte chunks).
+  // YOUR CODE HERE: grid (ceil(N / BN), ceil(M / BM)); kernel<T, true> only when aligned, else kernel<T, false>
+  return cudaGetLastError();
+}
+
+template <typename T>
 cudaError_t matmul_mma_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
   using namespace mma_gemm;
   // YOUR CODE HERE: launch<T, true> when a, b, c are 16-byte aligned and K, N are multiples of 8; else launch<T, false>
@@ -236,6 +290,7 @@ cudaError_t matmul_mma_forward(const T* a, const T* b, T* c, int M, int N, int K
 
 #define INSTANTIATE(T)                                                                                      \
   template cudaError_t matmul_wmma_forward<T>(const T*, const T*, T*, int, int, int, cudaStream_t);        \
+  template cudaError_t matmul_mma_sync_forward<T>(const T*, const T*, T*, int, int, int, cudaStream_t);    \
   template cudaError_t matmul_mma_forward<T>(const T*, const T*, T*, int, int, int, cudaStream_t);
 INSTANTIATE(__half)
 INSTANTIATE(__nv_bfloat16)

@@ -156,6 +156,63 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
 }  // namespace mma
 
 // ---------------------------------------------------------------------------------------------------------------
+// Step 12a (flash_attention_mma_simple): the same algorithm with plain loads into padded tiles
+// ---------------------------------------------------------------------------------------------------------------
+// What step 12a asks for, before the data movement of step 12b: both products on tensor cores (mma.sync fed by
+// ldmatrix, Q's fragments kept in registers, P passed from S's accumulators to P V's A operand without shared
+// memory) and the online softmax in registers (tc::), causal included. The tiles are loaded the simple way: every
+// thread copies 16-byte chunks through registers into one K and one V buffer, between two barriers, so the warps
+// wait for each tile's loads and nothing overlaps them. Rows are padded by 8 elements instead of swizzled: a row of
+// D + 8 elements is an odd number of 16-byte chunks (9 or 17), so the 8 rows an ldmatrix phase reads start in 8
+// distinct 16-byte slots. The block shape (8 warps x 16 query rows), Bc and the register budget are the mma.sync
+// kernel's (mma::Cfg), so step 12b changes only the shared-memory layout and how the tiles arrive.
+namespace simple {
+
+using mma::kBr;
+using mma::kThreads;
+template <int D>
+using Cfg = mma::Cfg<D>;
+
+// Shared memory: Q [Br][D + 8], K [Bc][D + 8], V [Bc][D + 8], 16-bit, one buffer each.
+template <int D>
+struct Smem {
+  static constexpr int kBc = Cfg<D>::kBc;
+  static constexpr int kLd = D + 8;  // elements per padded row
+  static constexpr int kQ = 0;       // elements
+  static constexpr int kK = kQ + kBr * kLd;
+  static constexpr int kV = kK + kBc * kLd;
+  static constexpr size_t kBytes = 2 * (kV + kBc * kLd);  // d = 64: 36 KiB; d = 128: 68 KiB
+  static_assert((kLd / 8) % 2 == 1, "an odd number of 16-byte chunks per row: 8 rows start in 8 slots");
+};
+
+// Contract: all kThreads threads; rows >= rows_valid become zeros; row r of the tile at dst + r · (D + 8);
+// kVec: one 16-byte load and store per chunk, consecutive threads on consecutive chunks of a row (coalesced);
+// !kVec: 2-byte loads and stores (tensors not 16-byte aligned). The caller places the barriers.
+// YOUR CODE HERE: load_rows<T, D, kRows, kVec>(dst, src, rows_valid): kRows x D rows of src into padded dst
+
+// One block per (batch·head, tile of 128 query rows), heaviest causal tiles first, as in flash_mma_kernel:
+// blockIdx.x = bh · q_tiles + (q_tiles - 1 - tile). c = log2(e)/sqrt(D), scale = 1/sqrt(D).
+template <typename T, int D, bool kVec>
+__global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
+    flash_simple_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+                        T* __restrict__ o, float* __restrict__ lse, int n, int q_tiles, bool causal, float c,
+                        float scale) {
+  // Contract: Q, K, V in padded shared memory (Smem<D>), one K and one V tile at a time, each loaded by
+  // load_rows between two barriers; S = Q Kᵀ and O~ += P V with ldmatrix + mma16816; the online softmax with
+  // tc::online_softmax, tc::rescale, tc::pack_p (scores times c, log2 units); causal: no key tile past the
+  // block's last row is loaded; o = O~ / l rounded to T and lse = m · scale + ln l through tc::store_rows;
+  // rows >= n not written.
+  // YOUR CODE HERE: o rows q0 .. q0 + 127 of head bh and their lse; warp w owns rows q0 + 16w .. + 15, in registers
+}
+
+// Contract: Smem<D>::kBytes of dynamic shared memory (cudaFuncSetAttribute first: over 48 KiB at d = 128);
+// scale = 1 / sqrt(D), c = log2(e) · scale; bh · ceil(n / kBr) blocks of kThreads; return the first error.
+// YOUR CODE HERE: launch<T, D>(..., aligned, stream): flash_simple_kernel<T, D, aligned> on bh · ceil(n / kBr) blocks
+
+}  // namespace simple
+
+
+// ---------------------------------------------------------------------------------------------------------------
 // The wgmma kernel (sm_90a only)
 // ---------------------------------------------------------------------------------------------------------------
 
@@ -186,3 +243,28 @@ template cudaError_t flash_attention_mma_forward<__half>(const __half*, const __
 template cudaError_t flash_attention_mma_forward<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*,
                                                                 const __nv_bfloat16*, __nv_bfloat16*, float*, int,
                                                                 int, int, int, bool, cudaStream_t);
+
+// Step 12a: the simple kernel for every shape and device (no wgmma path).
+template <typename T>
+cudaError_t flash_attention_mma_simple_forward(const T* q, const T* k, const T* v, T* o, float* lse, int batch,
+                                               int heads, int n, int d, bool causal, cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, float>) {
+    return cudaErrorNotSupported;  // tensor cores take 16-bit inputs here (the bindings reject fp32 first)
+  } else {
+    if (batch == 0 || heads == 0 || n == 0) return cudaSuccess;
+    cudaError_t err = cudaSuccess;
+    // Contract: d = 64 or 128, any other d: cudaErrorInvalidValue; the 16-byte instance only when q, k, v and o
+    // are 16-byte aligned.
+    // YOUR CODE HERE: err = simple::launch<T, d> for d = 64 or 128 (bh = batch · heads, aligned as above)
+    return err;
+  }
+}
+
+template cudaError_t flash_attention_mma_simple_forward<float>(const float*, const float*, const float*, float*,
+                                                               float*, int, int, int, int, bool, cudaStream_t);
+template cudaError_t flash_attention_mma_simple_forward<__half>(const __half*, const __half*, const __half*,
+                                                                __half*, float*, int, int, int, int, bool,
+                                                                cudaStream_t);
+template cudaError_t flash_attention_mma_simple_forward<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*,
+                                                                       const __nv_bfloat16*, __nv_bfloat16*, float*,
+                                                                       int, int, int, int, bool, cudaStream_t);

@@ -433,6 +433,194 @@ cudaError_t launch(const T* q, const T* k, const T* v, T* o, float* lse, int bh,
 }  // namespace mma
 
 // ---------------------------------------------------------------------------------------------------------------
+// Step 12a (flash_attention_mma_simple): the same algorithm with plain loads into padded tiles
+// ---------------------------------------------------------------------------------------------------------------
+// What step 12a asks for, before the data movement of step 12b: both products on tensor cores (mma.sync fed by
+// ldmatrix, Q's fragments kept in registers, P passed from S's accumulators to P V's A operand without shared
+// memory) and the online softmax in registers (tc::), causal included. The tiles are loaded the simple way: every
+// thread copies 16-byte chunks through registers into one K and one V buffer, between two barriers, so the warps
+// wait for each tile's loads and nothing overlaps them. Rows are padded by 8 elements instead of swizzled: a row of
+// D + 8 elements is an odd number of 16-byte chunks (9 or 17), so the 8 rows an ldmatrix phase reads start in 8
+// distinct 16-byte slots. The block shape (8 warps x 16 query rows), Bc and the register budget are the mma.sync
+// kernel's (mma::Cfg), so step 12b changes only the shared-memory layout and how the tiles arrive.
+namespace simple {
+
+using mma::kBr;
+using mma::kThreads;
+template <int D>
+using Cfg = mma::Cfg<D>;
+
+// Shared memory: Q [Br][D + 8], K [Bc][D + 8], V [Bc][D + 8], 16-bit, one buffer each.
+template <int D>
+struct Smem {
+  static constexpr int kBc = Cfg<D>::kBc;
+  static constexpr int kLd = D + 8;  // elements per padded row
+  static constexpr int kQ = 0;       // elements
+  static constexpr int kK = kQ + kBr * kLd;
+  static constexpr int kV = kK + kBc * kLd;
+  static constexpr size_t kBytes = 2 * (kV + kBc * kLd);  // d = 64: 36 KiB; d = 128: 68 KiB
+  static_assert((kLd / 8) % 2 == 1, "an odd number of 16-byte chunks per row: 8 rows start in 8 slots");
+};
+
+// Contract: all kThreads threads; rows >= rows_valid become zeros; row r of the tile at dst + r · (D + 8);
+// kVec: one 16-byte load and store per chunk, consecutive threads on consecutive chunks of a row (coalesced);
+// !kVec: 2-byte loads and stores (tensors not 16-byte aligned). The caller places the barriers.
+// BEGIN SOLUTION: load_rows<T, D, kRows, kVec>(dst, src, rows_valid): kRows x D rows of src into padded dst
+template <typename T, int D, int kRows, bool kVec>
+__device__ __forceinline__ void load_rows(T* dst, const T* src, int rows_valid) {
+  constexpr int kLd = D + 8, kChunks = kRows * D / 8;
+  static_assert(kChunks % kThreads == 0, "whole steps");
+#pragma unroll
+  for (int e = threadIdx.x; e < kChunks; e += kThreads) {
+    const int r = e / (D / 8), ch = e % (D / 8);
+    const bool ok = r < rows_valid;
+    if constexpr (kVec) {
+      *reinterpret_cast<uint4*>(dst + r * kLd + ch * 8) =
+          ok ? *reinterpret_cast<const uint4*>(src + r * D + ch * 8) : make_uint4(0, 0, 0, 0);
+    } else {
+      const uint16_t* s16 = reinterpret_cast<const uint16_t*>(src) + r * D + ch * 8;
+      uint16_t* d16 = reinterpret_cast<uint16_t*>(dst + r * kLd + ch * 8);
+#pragma unroll
+      for (int x = 0; x < 8; ++x) d16[x] = ok ? s16[x] : uint16_t{0};
+    }
+  }
+}
+// END SOLUTION
+
+// One block per (batch·head, tile of 128 query rows), heaviest causal tiles first, as in flash_mma_kernel:
+// blockIdx.x = bh · q_tiles + (q_tiles - 1 - tile). c = log2(e)/sqrt(D), scale = 1/sqrt(D).
+template <typename T, int D, bool kVec>
+__global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
+    flash_simple_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+                        T* __restrict__ o, float* __restrict__ lse, int n, int q_tiles, bool causal, float c,
+                        float scale) {
+  // Contract: Q, K, V in padded shared memory (Smem<D>), one K and one V tile at a time, each loaded by
+  // load_rows between two barriers; S = Q Kᵀ and O~ += P V with ldmatrix + mma16816; the online softmax with
+  // tc::online_softmax, tc::rescale, tc::pack_p (scores times c, log2 units); causal: no key tile past the
+  // block's last row is loaded; o = O~ / l rounded to T and lse = m · scale + ln l through tc::store_rows;
+  // rows >= n not written.
+  // BEGIN SOLUTION: o rows q0 .. q0 + 127 of head bh and their lse; warp w owns rows q0 + 16w .. + 15, in registers
+  constexpr int kBc = Cfg<D>::kBc;
+  constexpr int kLd = Smem<D>::kLd;
+  constexpr int kKSteps = D / 16;  // k-steps of Q Kᵀ
+  extern __shared__ uint4 smem_raw[];
+  T* const Qs = reinterpret_cast<T*>(smem_raw) + Smem<D>::kQ;
+  T* const Ks = reinterpret_cast<T*>(smem_raw) + Smem<D>::kK;
+  T* const Vs = reinterpret_cast<T*>(smem_raw) + Smem<D>::kV;
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int bh = blockIdx.x / q_tiles;
+  const int q0 = (q_tiles - 1 - blockIdx.x % q_tiles) * kBr;
+  const size_t head = static_cast<size_t>(bh) * n * D;
+  const int keys = causal ? min(n, q0 + kBr) : n;  // the keys any row of this block sees
+  const int first_row = q0 + 16 * warp;            // this warp's first query row
+  const int row = first_row + lane / 4;            // this thread's rows: row and row + 8
+
+  load_rows<T, D, kBr, kVec>(Qs, q + head + static_cast<size_t>(q0) * D, n - q0);
+  __syncthreads();
+  // Q's A fragments, once: k-step kk = rows 16·warp .. +15, columns 16·kk .. +15; lane t addresses row t % 16 at
+  // column 16·kk + 8·(t / 16).
+  uint32_t qf[kKSteps][4];
+#pragma unroll
+  for (int kk = 0; kk < kKSteps; ++kk)
+    tc::ldmatrix_x4(qf[kk], tc::smem_addr(Qs + (16 * warp + lane % 16) * kLd + 16 * kk + 8 * (lane / 16)));
+
+  float acc[D / 2];  // O~: 16 rows x D per warp, accumulator layout
+#pragma unroll
+  for (int i = 0; i < D / 2; ++i) acc[i] = 0.0f;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+
+  for (int key0 = 0; key0 < keys; key0 += kBc) {
+    __syncthreads();  // every warp is done with the previous K and V tiles
+    load_rows<T, D, kBc, kVec>(Ks, k + head + static_cast<size_t>(key0) * D, n - key0);
+    load_rows<T, D, kBc, kVec>(Vs, v + head + static_cast<size_t>(key0) * D, n - key0);
+    __syncthreads();  // ... and everyone's copies of this tile are in
+    if (causal && key0 > first_row + 15) continue;  // the whole tile is above this warp's 16 rows
+
+    // S = Q Kᵀ: per k-step and 16 keys, one ldmatrix.x4 of K (keys 0-7 at k 0-7, keys 0-7 at k 8-15, keys 8-15 at
+    // k 0-7, keys 8-15 at k 8-15: the B fragments of two 8-key tiles) feeds two mma.
+    float s[kBc / 2];
+#pragma unroll
+    for (int i = 0; i < kBc / 2; ++i) s[i] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < kKSteps; ++kk)
+#pragma unroll
+      for (int np = 0; np < kBc / 16; ++np) {
+        uint32_t b[4];
+        const int key = 16 * np + lane % 8 + 8 * (lane / 16);
+        tc::ldmatrix_x4(b, tc::smem_addr(Ks + key * kLd + 16 * kk + 8 * ((lane / 8) % 2)));
+        tc::mma16816<T>(s + 8 * np, qf[kk], b[0], b[1]);
+        tc::mma16816<T>(s + 8 * np + 4, qf[kk], b[2], b[3]);
+      }
+    // The elementwise mask only where the tile crosses N or this warp's diagonal.
+    float alpha[2];
+    if (key0 + kBc > n || (causal && key0 + kBc - 1 > first_row))
+      tc::online_softmax<kBc, true>(s, m, l, alpha, row, key0, n, causal, c);
+    else
+      tc::online_softmax<kBc, false>(s, m, l, alpha, row, key0, n, causal, c);
+    tc::rescale<D>(acc, alpha);
+    uint32_t pa[kBc / 4];
+    tc::pack_p<T, kBc>(pa, s);
+
+    // O~ += P V: per 16 keys and 16 columns, one ldmatrix.x4.trans of V (keys 0-7 and 8-15 at columns 0-7, then
+    // at columns 8-15: the B fragments of two 8-column tiles) feeds two mma.
+#pragma unroll
+    for (int kk = 0; kk < kBc / 16; ++kk)
+#pragma unroll
+      for (int dp = 0; dp < D / 16; ++dp) {
+        uint32_t b[4];
+        const int key = 16 * kk + lane % 8 + 8 * ((lane / 8) % 2);
+        tc::ldmatrix_x4_trans(b, tc::smem_addr(Vs + key * kLd + 16 * dp + 8 * (lane / 16)));
+        tc::mma16816<T>(acc + 8 * dp, pa + 4 * kk, b[0], b[1]);
+        tc::mma16816<T>(acc + 8 * dp + 4, pa + 4 * kk, b[2], b[3]);
+      }
+  }
+
+  // O = O~ / l; lse = m/sqrt(d) + ln l. l >= 1 for every row (its max term is 2^0).
+  float lse_v[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float lt = tc::quad_sum(l[h]);
+    lse_v[h] = m[h] * scale + logf(lt);
+    l[h] = 1.0f / lt;
+  }
+#pragma unroll
+  for (int i = 0; i < D / 2; ++i) acc[i] *= l[(i >> 1) & 1];
+  // The warp's own 16 padded rows of Q are dead (their fragments are in registers): 16 · D elements of staging.
+  tc::store_rows<T, D, kVec>(Qs + 16 * warp * kLd, acc, o + head, lse + static_cast<size_t>(bh) * n, first_row, n,
+                             lse_v);
+  // END SOLUTION
+}
+
+// Contract: Smem<D>::kBytes of dynamic shared memory (cudaFuncSetAttribute first: over 48 KiB at d = 128);
+// scale = 1 / sqrt(D), c = log2(e) · scale; bh · ceil(n / kBr) blocks of kThreads; return the first error.
+// BEGIN SOLUTION: launch<T, D>(..., aligned, stream): flash_simple_kernel<T, D, aligned> on bh · ceil(n / kBr) blocks
+template <typename T, int D, bool kVec>
+cudaError_t launch_as(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, bool causal,
+                      cudaStream_t stream) {
+  auto kernel = flash_simple_kernel<T, D, kVec>;
+  const cudaError_t err =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Smem<D>::kBytes));
+  if (err != cudaSuccess) return err;
+  const int q_tiles = (n + kBr - 1) / kBr;
+  const float scale = 1.0f / sqrtf(static_cast<float>(D));
+  kernel<<<bh * q_tiles, kThreads, Smem<D>::kBytes, stream>>>(q, k, v, o, lse, n, q_tiles, causal,
+                                                              1.4426950408889634f * scale, scale);
+  return cudaGetLastError();
+}
+
+template <typename T, int D>
+cudaError_t launch(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, bool causal, bool aligned,
+                   cudaStream_t stream) {
+  return aligned ? launch_as<T, D, true>(q, k, v, o, lse, bh, n, causal, stream)
+                 : launch_as<T, D, false>(q, k, v, o, lse, bh, n, causal, stream);
+}
+// END SOLUTION
+
+}  // namespace simple
+
+
+// ---------------------------------------------------------------------------------------------------------------
 // The wgmma kernel (sm_90a only)
 // ---------------------------------------------------------------------------------------------------------------
 
@@ -757,3 +945,38 @@ template cudaError_t flash_attention_mma_forward<__half>(const __half*, const __
 template cudaError_t flash_attention_mma_forward<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*,
                                                                 const __nv_bfloat16*, __nv_bfloat16*, float*, int,
                                                                 int, int, int, bool, cudaStream_t);
+
+// Step 12a: the simple kernel for every shape and device (no wgmma path).
+template <typename T>
+cudaError_t flash_attention_mma_simple_forward(const T* q, const T* k, const T* v, T* o, float* lse, int batch,
+                                               int heads, int n, int d, bool causal, cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, float>) {
+    return cudaErrorNotSupported;  // tensor cores take 16-bit inputs here (the bindings reject fp32 first)
+  } else {
+    if (batch == 0 || heads == 0 || n == 0) return cudaSuccess;
+    cudaError_t err = cudaSuccess;
+    // Contract: d = 64 or 128, any other d: cudaErrorInvalidValue; the 16-byte instance only when q, k, v and o
+    // are 16-byte aligned.
+    // BEGIN SOLUTION: err = simple::launch<T, d> for d = 64 or 128 (bh = batch · heads, aligned as above)
+    const int bh = batch * heads;
+    const bool aligned = ((reinterpret_cast<uintptr_t>(q) | reinterpret_cast<uintptr_t>(k) |
+                           reinterpret_cast<uintptr_t>(v) | reinterpret_cast<uintptr_t>(o)) % 16) == 0;
+    if (d == 64)
+      err = simple::launch<T, 64>(q, k, v, o, lse, bh, n, causal, aligned, stream);
+    else if (d == 128)
+      err = simple::launch<T, 128>(q, k, v, o, lse, bh, n, causal, aligned, stream);
+    else
+      err = cudaErrorInvalidValue;  // no instance for this head dim (the bindings reject it first)
+    // END SOLUTION
+    return err;
+  }
+}
+
+template cudaError_t flash_attention_mma_simple_forward<float>(const float*, const float*, const float*, float*,
+                                                               float*, int, int, int, int, bool, cudaStream_t);
+template cudaError_t flash_attention_mma_simple_forward<__half>(const __half*, const __half*, const __half*,
+                                                                __half*, float*, int, int, int, int, bool,
+                                                                cudaStream_t);
+template cudaError_t flash_attention_mma_simple_forward<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*,
+                                                                       const __nv_bfloat16*, __nv_bfloat16*, float*,
+                                                                       int, int, int, int, bool, cudaStream_t);

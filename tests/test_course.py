@@ -113,7 +113,10 @@ def test_baselines_resolve_by_op_or_by_exercise_name(course):
     assert base("day06", "matmul") == ("day06", "matmul_uncoalesced")  # same day, named
     assert base("day08", "matmul_2d") == ("day07", "matmul")           # other op, named
     assert base("day07", "matmul") == ("day06", "matmul")              # same op
-    assert base("day09", "matmul") is None and course.day("day09").exercises[0].baseline.ceiling
+    assert base("day09", "matmul_vec") == ("day08", "matmul_2d")       # the ladder: other day, named
+    assert base("day09", "matmul_warptile") == ("day09", "matmul_vec")  # same day, named
+    matmul = next(e for e in course.day("day09").exercises if e.name == "matmul")
+    assert base("day09", "matmul") is None and matmul.baseline.ceiling
 
 
 def test_variants_multiply_cases_and_label_them(course):

@@ -3,6 +3,7 @@
 `grader doctor`, and `grader site build`, each run as a student runs it (a new process) on this machine.
 
     python3 scripts/readme_figures.py [--dry-run]
+    python3 scripts/readme_figures.py --merge ROWS.json   # rows measured elsewhere (a GPU machine's run)
 
 Each run replaces this machine's row in measured/readme-figures.json (rows of other machines are kept, so a GPU
 machine's figures and a CPU machine's sit side by side) and rewrites the block of README.md between the
@@ -96,14 +97,19 @@ def block(rows: dict) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dry-run", action="store_true", help="print the figures, write nothing")
+    ap.add_argument("--merge", type=Path, metavar="ROWS.json", help="measure nothing: take the machines' rows of "
+                    "another run's measured/readme-figures.json (e.g. from scripts/device_run.sh README_FIGURES=1)")
     args = ap.parse_args()
-    key, desc = machine()
-    row = {"machine": desc, "date": datetime.date.today().isoformat(), **measure()}
-    print(json.dumps(row, indent=1))
-    if args.dry_run:
-        return 0
     rows = json.loads(DATA.read_text()) if DATA.is_file() else {}
-    rows[key] = row
+    if args.merge:
+        rows.update(json.loads(args.merge.read_text()))
+    else:
+        key, desc = machine()
+        row = {"machine": desc, "date": datetime.date.today().isoformat(), **measure()}
+        print(json.dumps(row, indent=1))
+        if args.dry_run:
+            return 0
+        rows[key] = row
     DATA.write_text(json.dumps(rows, indent=1) + "\n")
     readme = (ROOT / "README.md").read_text()
     if BEGIN not in readme or END not in readme:

@@ -25,8 +25,8 @@ LOG=$(mktemp -d)
 export PYTHONUNBUFFERED=1
 cd "$(dirname "$0")/.."
 
-if compgen -G ".whl/*.whl" >/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl \
+if compgen -G ".whl/*.whl" >/dev/null; then  # compiled to .pyc at install, as a student's pip does (timings)
+  python3 -m pip install -q --no-index --no-deps --no-cache-dir --target /tmp/site .whl/*.whl \
     && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 python3 -m pip install -q --no-deps --no-build-isolation -e . >"$LOG/install.log" 2>&1 || cat "$LOG/install.log"

@@ -17,7 +17,8 @@
 # of a solution, a stub and a known-wrong submission, ranked, and the leaderboard into $OUT/leaderboard),
 # DEADLINE_S (start no new `grader check` after this many seconds), WATCH (e.g. "day03": scripts/watch_bench.py on that
 # day; its table into $OUT, its logs into logs.tar.gz), README_FIGURES=1 (scripts/readme_figures.py on this GPU: its
-# rows into $OUT/readme-figures.json; here, `scripts/readme_figures.py --merge` that file).
+# rows into $OUT/readme-figures.json; here, `scripts/readme_figures.py --merge` that file), ATTEMPTS (e.g. "day02 day05":
+# the natural first attempts of tests/first_attempts.yaml against their bars, scripts/first_attempts.py).
 # Full logs go to $OUT/logs.tar.gz, results to $OUT/results.json; a short table is printed last.
 set -uo pipefail
 OUT=${OUT:-$(mktemp -d)}
@@ -79,6 +80,10 @@ for w in ${WATCH:-}; do  # the student's loop: cold check, unchanged re-check, e
   echo "== watch $w"; timeout 300 python3 scripts/watch_bench.py --day "$w" --out "$LOG/watch-$w" 2>&1 | tail -12
   cp "$LOG/watch-$w/watch_bench.json" "$OUT/watch-$w.json" 2>/dev/null
 done
+if [ -n "${ATTEMPTS:-}" ]; then  # each first attempt passes (or fails) its step's bar as its entry expects
+  echo "== first attempts $ATTEMPTS"; timeout 400 python3 scripts/first_attempts.py --day $ATTEMPTS \
+    --json "$OUT/first-attempts.json" 2>&1 | tee "$LOG/first_attempts.txt" | tail -12
+fi
 if [ -n "${README_FIGURES:-}" ]; then  # the README's times on this GPU machine
   echo "== readme figures"; timeout 300 python3 scripts/readme_figures.py 2>&1 | tee "$LOG/readme_figures.txt" | tail -12
   cp measured/readme-figures.json "$OUT/readme-figures.json" 2>/dev/null

@@ -1,0 +1,100 @@
+"""Times the natural first attempts of tests/first_attempts.yaml against their exercises' bars: each is the day's
+solution with the entry's edits, checked by `grader check --dir COPY --exercise EX` as a student's folder would be.
+Prints one row per attempt (verdict, speedup, bar, whether that is what the entry expects) and exits 1 if any
+attempt did not do what it expects or no longer applies. On a machine without a GPU the checks compile only, and
+the table says so.
+
+    python3 scripts/first_attempts.py [--day day02 ...] [--seed 1] [--json OUT.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+ATTEMPTS = ROOT / "tests" / "first_attempts.yaml"
+
+
+def load(days: list[str] | None = None) -> list[dict]:
+    entries = yaml.safe_load(ATTEMPTS.read_text()) or []
+    return [e for e in entries if not days or e["day"] in days]
+
+
+def apply(entry: dict, dest: Path) -> str | None:
+    """Copies the day's solution (and the days its exercises `use`) under dest and applies the edits; returns why
+    it could not, or None."""
+    sys.path.insert(0, str(ROOT))
+    from grader.course import load_course
+
+    day = load_course(ROOT / "course.yaml").day(entry["day"])
+    src = dest / entry["day"]
+    shutil.copytree(ROOT / "solutions" / entry["day"], src)
+    for used in {u.split("/")[0] for e in day.exercises for u in e.uses}:
+        shutil.copytree(ROOT / "solutions" / used, dest / used)
+    for edit in entry["edits"]:
+        f = src / edit["file"]
+        text = f.read_text()
+        if text.count(edit["find"]) != 1:
+            return f"{edit['file']}: the text to replace occurs {text.count(edit['find'])} times (must be once)"
+        f.write_text(text.replace(edit["find"], edit["replace"]))
+    return None
+
+
+def run(entry: dict, seed: int) -> dict:
+    row = {"name": entry["name"], "target": f"{entry['day']}.{entry['exercise']}", "expect": entry["expect"]}
+    with tempfile.TemporaryDirectory(prefix="attempt-") as tmp:
+        why = apply(entry, Path(tmp))
+        if why:
+            return {**row, "verdict": "stale", "as_expected": False, "note": why}
+        out = Path(tmp) / "result.json"
+        p = subprocess.run([sys.executable, "-m", "grader", "check", entry["day"], "--dir",
+                            str(Path(tmp) / entry["day"]), "--exercise", entry["exercise"], "--seed", str(seed),
+                            "--json", str(out)], cwd=ROOT, capture_output=True, text=True)
+        data = json.loads(out.read_text()) if out.exists() else None
+    ex = next((x for x in (data or {}).get("exercises", []) if x["exercise"] == entry["exercise"]), None)
+    if ex is None:
+        tail = (p.stdout + p.stderr).strip().splitlines()[-1:] or ["no output"]
+        return {**row, "verdict": f"no result (exit {p.returncode})", "as_expected": False, "note": tail[0]}
+    row.update(verdict=ex["status"], speedup=ex.get("speedup"), threshold=ex.get("threshold"))
+    if ex["status"] == "no_gpu":  # it compiled; whether it passes needs a GPU
+        row.update(verdict="compiled only", as_expected=None)
+    else:
+        row["as_expected"] = ex.get("speedup") is not None and (ex["status"] == "pass") == (entry["expect"] == "pass")
+    return row
+
+
+def table(rows: list[dict]) -> str:
+    head = ["attempt", "exercise", "expect", "verdict", "speedup", "bar", "as expected"]
+    body = [[r["name"], r["target"], r["expect"], r["verdict"],
+             f"{r['speedup']:.2f}x" if r.get("speedup") is not None else "-",
+             f"{r['threshold']:g}x" if r.get("threshold") is not None else "-",
+             {True: "yes", False: "NO", None: "-"}[r["as_expected"]]] for r in rows]
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
+    lines = ["  ".join(str(x).ljust(w) for x, w in zip(line, widths)).rstrip() for line in [head, *body]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    notes = [f"{r['name']}: {r['note']}" for r in rows if r.get("note")]
+    return "\n".join(lines + notes)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--day", nargs="*", help="only these days' attempts")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--json", type=Path, help="also write the rows here")
+    a = p.parse_args(argv)
+    rows = [run(e, a.seed) for e in load(a.day)]
+    print(table(rows))
+    if a.json:
+        a.json.write_text(json.dumps(rows, indent=1))
+    return 1 if any(r["as_expected"] is False for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""tests/first_attempts.yaml still describes real attempts: each names an exercise of its day, says what it
+expects, and its edits apply to the current solution exactly once (a solution that moved on makes the entry stale,
+loudly). Whether each attempt passes its bar is a benchmark on the GPU (scripts/first_attempts.py), not a test."""
+from __future__ import annotations
+
+import sys
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT, has_gpu, needs_nvcc
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import first_attempts  # noqa: E402
+
+ENTRIES = yaml.safe_load((ROOT / "tests" / "first_attempts.yaml").read_text())
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=[e["name"] for e in ENTRIES])
+def test_an_attempt_names_its_exercise_and_applies_to_the_solution(entry, tmp_path):
+    from grader.course import load_course
+
+    assert entry["expect"] in ("pass", "fail") and entry.get("why") and entry["edits"]
+    day = load_course(ROOT / "course.yaml").day(entry["day"])
+    ex = next((e for e in day.exercises if e.name == entry["exercise"]), None)
+    assert ex is not None and ex.threshold is not None, f"{entry['day']} has no timed exercise {entry['exercise']}"
+    assert first_attempts.apply(entry, tmp_path) is None
+    assert (tmp_path / entry["day"] / entry["edits"][0]["file"]).read_text() != \
+        (ROOT / "solutions" / entry["day"] / entry["edits"][0]["file"]).read_text()
+
+
+def test_a_stale_edit_is_reported_not_applied(tmp_path):
+    entry = {**ENTRIES[0], "edits": [{"file": ENTRIES[0]["edits"][0]["file"], "find": "no such text", "replace": ""}]}
+    assert "occurs 0 times" in first_attempts.apply(entry, tmp_path)
+    row = first_attempts.run(entry, seed=1)
+    assert row["verdict"] == "stale" and row["as_expected"] is False
+    assert "NO" in first_attempts.table([row])
+
+
+@needs_nvcc
+@pytest.mark.skipif(has_gpu(), reason="the compile-only path; on a GPU the script times the attempt")
+def test_without_a_gpu_an_attempt_is_compiled_and_left_unjudged():
+    row = first_attempts.run(ENTRIES[0], seed=1)
+    assert row["verdict"] == "compiled only" and row["as_expected"] is None, row

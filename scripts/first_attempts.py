@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 ATTEMPTS = ROOT / "tests" / "first_attempts.yaml"
 
 
@@ -28,16 +29,17 @@ def load(days: list[str] | None = None) -> list[dict]:
 
 
 def apply(entry: dict, dest: Path) -> str | None:
-    """Copies the day's solution (and the days its exercises `use`) under dest and applies the edits; returns why
-    it could not, or None."""
-    sys.path.insert(0, str(ROOT))
+    """Copies the day's solution (and the folders its exercise `uses:`, where the build looks for them) under dest
+    and applies the edits; returns why it could not, or None."""
+    from grader.check.build import used_folders
     from grader.course import load_course
 
     day = load_course(ROOT / "course.yaml").day(entry["day"])
+    ex = next(e for e in day.exercises if e.name == entry["exercise"])
     src = dest / entry["day"]
     shutil.copytree(ROOT / "solutions" / entry["day"], src)
-    for used in {u.split("/")[0] for e in day.exercises for u in e.uses}:
-        shutil.copytree(ROOT / "solutions" / used, dest / used)
+    for used, folder in used_folders(ex, src).items():
+        shutil.copytree(ROOT / "solutions" / used, folder)
     for edit in entry["edits"]:
         f = src / edit["file"]
         text = f.read_text()

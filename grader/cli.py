@@ -236,11 +236,12 @@ def combine_runs(runs: list, expected: int = RANKED_RUNS):
 # -- check: one exercise, then the command ----------------------------------------------------------------
 def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, seeds: tuple[int, ...],
                    dtypes: list[str] | None = None, case_s: float | None = None, correctness_only: bool = False,
-                   ranked: bool = False, fixed_seeds: tuple[int, ...] = (), session=None):
+                   ranked: bool = False, fixed_seeds: tuple[int, ...] = (), session=None, prestarted=None):
     """One exercise's result: its sources read first (one unfit to compile is the student's build error), then one
     run per seed (a ranked check: two, the second only if the first passed, combined by combine_runs), compiled
     only where there is no GPU. fixed_seeds (a ranked check's hidden seeds) come first, one correctness-only run
-    each: they are cheap, and any failure decides. session: a long-lived worker to run in (`grader watch`)."""
+    each: they are cheap, and any failure decides. session: a long-lived worker to run in (`grader watch`).
+    prestarted: a worker started before planning (cmd_check), for the first run only; closed after it."""
     from grader.check.build import source_paths
     from grader.check.compile_check import compile_sources, source_problem
     from grader.check.job import make_job
@@ -257,6 +258,9 @@ def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, 
     runs = []
     planned = [(s, True) for s in fixed_seeds] + [(s, correctness_only) for s in seeds]
     for k, (seed, untimed) in enumerate(planned, 1):
+        if k > 1 and prestarted is not None:
+            prestarted.close()  # it served the first run; every later run gets a fresh process as before
+            prestarted = None
         job = make_job(course=course, root=root, day=day, ex=ex, src_dir=src_dir, seed=seed, dtypes=dtypes,
                        correctness_only=untimed)
         timings.mark(f"{ex.name}: job planned ({len(job.cases)} cases)")
@@ -264,7 +268,8 @@ def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, 
         try:
             with console.status(f"starting {what}…") as status:
                 res = run_job(job, variant=variant, case_s=case_s, correctness_only=untimed,
-                              on_event=Progress(status, len(job.cases)), worker=WORKER, session=session)
+                              on_event=Progress(status, len(job.cases)), worker=WORKER,
+                              session=session or prestarted)
         finally:
             if ranked:  # the job file names the seed: a ranked run's inputs must not be recoverable from it
                 (Paths(root).logs() / f"{day.id}-{ex.name}-{variant}.job.json").unlink(missing_ok=True)
@@ -328,15 +333,23 @@ def cmd_check(args) -> int:
         console.print(f"seed {seed} (rerun with --seed {seed} to get the same inputs)", style="dim")
     mark = {"ranked": True, "seed": None, "seed_sha256": ranked.seed_sha256} if ranked else {"ranked": False}
     out = []
-    for ex in exercises:
-        extra = hidden.for_exercise(overlay, day.id, ex.name)
-        ex = extra.merged(ex)
-        res = check_exercise(course=course, root=root, day=day, ex=ex, src_dir=src_dir, variant=variant, seeds=seeds,
-                             dtypes=args.dtype, case_s=args.timeout, correctness_only=args.correctness_only,
-                             ranked=bool(ranked), fixed_seeds=tuple(extra.seeds))
-        report.render(console, res, ex, hint(res, ex, course.hints), ranked=ranked.seed_sha256 if ranked else None)
-        timings.mark(f"{ex.name}: verdict printed")
-        out.append({**res.as_dict(), **mark})
+    prestarted = _prestart(root, day, exercises[0], variant)
+    try:
+        for ex in exercises:
+            extra = hidden.for_exercise(overlay, day.id, ex.name)
+            ex = extra.merged(ex)
+            res = check_exercise(course=course, root=root, day=day, ex=ex, src_dir=src_dir, variant=variant,
+                                 seeds=seeds, dtypes=args.dtype, case_s=args.timeout,
+                                 correctness_only=args.correctness_only, ranked=bool(ranked),
+                                 fixed_seeds=tuple(extra.seeds), prestarted=prestarted)
+            prestarted.close()  # the next exercise starts its own worker, as every later run does
+            prestarted = None
+            report.render(console, res, ex, hint(res, ex, course.hints), ranked=ranked.seed_sha256 if ranked else None)
+            timings.mark(f"{ex.name}: verdict printed")
+            out.append({**res.as_dict(), **mark})
+    finally:
+        if prestarted is not None:
+            prestarted.close()
     results.save(root, day.id, variant, out, ranked=bool(ranked), seed_sha256=ranked.seed_sha256 if ranked else None)
     # "when" (UTC, ISO 8601): a leaderboard drops results older than its window (stale).
     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -355,6 +368,18 @@ def cmd_check(args) -> int:
         console.print("results for " + ", ".join(relative_path(p, Path.cwd()) for p in paths), style="dim")
     timings.mark("results written")
     return exit_code([r["status"] for r in out])
+
+
+def _prestart(root: Path, day, ex, variant: str):
+    """The first exercise's worker, started before its job is planned: importing torch (seconds) overlaps the
+    parent's planning. It is a fresh process, as each run's worker is, and serves that one run only (the log is
+    the exercise's own, written afresh as run_job's is)."""
+    from grader.check.runner import WorkerSession
+    from grader.paths import Paths
+
+    log = Paths(root).logs() / f"{day.id}-{ex.name}-{variant}.log"
+    timings.mark("worker started early")
+    return WorkerSession(cwd=root, log_path=log, worker=WORKER, log_mode="w").start()
 
 
 def cmd_watch(args) -> int:

@@ -60,6 +60,9 @@ def main():
         out.write(json.dumps({"ev": ev, **kw}) + "\n")
         out.flush()
 
+    if os.environ.get("FAKE_WORKER_STARTS"):  # one line per process: its pid and how it was started
+        with open(os.environ["FAKE_WORKER_STARTS"], "a") as f:
+            f.write(f"{os.getpid()} {'serve' if '--serve' in sys.argv else 'job'}\n")
     if os.environ.get("FAKE_WORKER_PIDFILE"):
         with open(os.environ["FAKE_WORKER_PIDFILE"], "w") as f:
             f.write(str(os.getpid()))

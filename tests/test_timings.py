@@ -2,6 +2,7 @@
 import re
 
 from grader import cli, timings
+from grader.paths import Paths
 from tests.test_cli import fake_course, grade, no_secret  # noqa: F401 -- fixtures
 
 
@@ -22,3 +23,17 @@ def test_no_timings_unless_asked(fake_course, monkeypatch, capsys):  # noqa: F81
     monkeypatch.delenv(timings.ENV, raising=False)
     assert cli.main(["--course", str(fake_course / "course.yaml"), "check", "day01", "--solution"]) == 0
     assert "[timings]" not in capsys.readouterr().err
+
+
+def test_the_first_worker_starts_before_the_job_is_planned(fake_course, monkeypatch, capsys, tmp_path):  # noqa: F811
+    """Importing torch in the worker overlaps the parent's planning; every later run still gets a fresh process."""
+    monkeypatch.setenv(timings.ENV, "")
+    starts = tmp_path / "starts.txt"
+    monkeypatch.setenv("FAKE_WORKER_STARTS", str(starts))
+    monkeypatch.setenv("GRADER_RANKED_SEED", "leaderboard-secret-0123456789abcdef")
+    assert grade(fake_course, "--timings", "--ranked") == 0  # two runs, on independent inputs
+    steps = [m.group(1) for m in re.finditer(r"^\[timings\]\s+\d+\.\d+ s  (.*)$", capsys.readouterr().err, re.M)]
+    assert steps.index("worker started early") < next(i for i, s in enumerate(steps) if "job planned" in s)
+    procs = [line.split() for line in starts.read_text().splitlines()]
+    assert [how for _, how in procs] == ["serve", "job"] and procs[0][0] != procs[1][0], procs
+    assert (Paths(fake_course).logs() / "day01-softmax-solution.log").is_file()  # the exercise's log, as before

@@ -146,18 +146,21 @@ class WorkerSession:
     on_restart(why) is told, once per replacement."""
 
     def __init__(self, *, cwd: Path, log_path: Path, worker: str = "grader.check.worker",
-                 env: dict[str, str] | None = None, on_restart: Callable[[str], None] = lambda why: None):
+                 env: dict[str, str] | None = None, on_restart: Callable[[str], None] = lambda why: None,
+                 log_mode: str = "a"):
         self.cwd, self.log_path, self.worker, self.env, self.on_restart = Path(cwd), Path(log_path), worker, env, on_restart
+        self.log_mode = log_mode
         self.proc: subprocess.Popen | None = None
         self._q: queue.Queue = queue.Queue()
         self._log = None
         self._lost: str | None = None  # why the last worker is gone (a new one is started with a notice)
         self.started = 0  # workers started so far
+        self._asked = False  # whether the current worker was sent a request (one never asked is killed at once)
 
     def _start(self) -> None:
         if self._log is None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            self._log = open(self.log_path, "a")
+            self._log = open(self.log_path, self.log_mode)
         r, w = os.pipe()
         try:
             self.proc = subprocess.Popen([sys.executable, "-m", self.worker, "--serve", "--fd", str(w)], pass_fds=[w],
@@ -171,9 +174,16 @@ class WorkerSession:
         self._q = queue.Queue()
         threading.Thread(target=_reader, args=(r, self._q), daemon=True).start()
         self.started += 1
+        self._asked = False
         if self._lost:
             self.on_restart(self._lost)
             self._lost = None
+
+    def start(self) -> WorkerSession:
+        """Starts the worker now, before the first request: it imports torch while the caller still plans."""
+        if self.proc is None:
+            self._start()
+        return self
 
     def _gone(self, why: str) -> None:
         if self.proc is not None:
@@ -186,6 +196,7 @@ class WorkerSession:
         if self.proc is None or self.proc.poll() is not None:
             self._start()
         request = json.dumps({"job": str(job_path), "start": start, "had_failure": had_failure})
+        self._asked = True
         try:
             self.proc.stdin.write(request + "\n")
             self.proc.stdin.flush()
@@ -214,8 +225,9 @@ class WorkerSession:
         """Ends the current worker (no notice: nothing went wrong)."""
         if self.proc is not None:
             try:
-                self.proc.stdin.close()  # end of requests: it exits by itself
-                self.proc.wait(timeout=5)
+                self.proc.stdin.close()  # end of requests: it exits by itself (once its imports are done)
+                if self._asked:
+                    self.proc.wait(timeout=5)
             except (OSError, subprocess.TimeoutExpired):
                 pass
             _kill(self.proc)

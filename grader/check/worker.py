@@ -455,6 +455,10 @@ def serve(emit: Emitter, requests) -> int:
     """Runs one job per request line (see the module's doc) until stdin closes or the CUDA context is lost."""
     from grader.check.build import loads_once
 
+    try:  # before the first request: the runner may start this worker while it still plans the job
+        import torch  # noqa: F401
+    except Exception:
+        pass  # run() imports it again and says what is wrong, as an event, once a job asks
     for line in requests:
         if not line.strip():
             continue

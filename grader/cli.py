@@ -342,8 +342,9 @@ def cmd_check(args) -> int:
                                  seeds=seeds, dtypes=args.dtype, case_s=args.timeout,
                                  correctness_only=args.correctness_only, ranked=bool(ranked),
                                  fixed_seeds=tuple(extra.seeds), prestarted=prestarted)
-            prestarted.close()  # the next exercise starts its own worker, as every later run does
-            prestarted = None
+            if prestarted is not None:  # the next exercise starts its own worker, as every later run does
+                prestarted.close()
+                prestarted = None
             report.render(console, res, ex, hint(res, ex, course.hints), ranked=ranked.seed_sha256 if ranked else None)
             timings.mark(f"{ex.name}: verdict printed")
             out.append({**res.as_dict(), **mark})

@@ -37,3 +37,16 @@ def test_the_first_worker_starts_before_the_job_is_planned(fake_course, monkeypa
     procs = [line.split() for line in starts.read_text().splitlines()]
     assert [how for _, how in procs] == ["serve", "job"] and procs[0][0] != procs[1][0], procs
     assert (Paths(fake_course).logs() / "day01-softmax-solution.log").is_file()  # the exercise's log, as before
+
+
+def test_a_day_of_two_exercises_runs_each_in_a_process_of_its_own(fake_course, monkeypatch, capsys, tmp_path):  # noqa: F811
+    text = (fake_course / "course.yaml").read_text()
+    first = text[text.index("      - name: softmax"):]
+    (fake_course / "course.yaml").write_text(text + first.replace("name: softmax", "name: softmax_again"))
+    starts = tmp_path / "starts.txt"
+    monkeypatch.setenv("FAKE_WORKER_STARTS", str(starts))
+    assert grade(fake_course) == 0
+    out = capsys.readouterr().out
+    assert "softmax_again" in out and "internal error" not in out
+    procs = [line.split() for line in starts.read_text().splitlines()]
+    assert [how for _, how in procs] == ["serve", "job"] and procs[0][0] != procs[1][0], procs

@@ -241,7 +241,7 @@ def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, 
     run per seed (a ranked check: two, the second only if the first passed, combined by combine_runs), compiled
     only where there is no GPU. fixed_seeds (a ranked check's hidden seeds) come first, one correctness-only run
     each: they are cheap, and any failure decides. session: a long-lived worker to run in (`grader watch`).
-    prestarted: a worker started before planning (cmd_check), for the first run only; closed after it."""
+    prestarted: a worker started before planning (cmd_check), for the first run only; released after it."""
     from grader.check.build import source_paths
     from grader.check.compile_check import compile_sources, source_problem
     from grader.check.job import make_job
@@ -259,7 +259,7 @@ def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, 
     planned = [(s, True) for s in fixed_seeds] + [(s, correctness_only) for s in seeds]
     for k, (seed, untimed) in enumerate(planned, 1):
         if k > 1 and prestarted is not None:
-            prestarted.close()  # it served the first run; every later run gets a fresh process as before
+            prestarted.release()  # it served the first run; every later run gets a fresh process as before
             prestarted = None
         job = make_job(course=course, root=root, day=day, ex=ex, src_dir=src_dir, seed=seed, dtypes=dtypes,
                        correctness_only=untimed)
@@ -333,7 +333,7 @@ def cmd_check(args) -> int:
         console.print(f"seed {seed} (rerun with --seed {seed} to get the same inputs)", style="dim")
     mark = {"ranked": True, "seed": None, "seed_sha256": ranked.seed_sha256} if ranked else {"ranked": False}
     out = []
-    prestarted = _prestart(root, day, exercises[0], variant)
+    prestarted = first = _prestart(root, day, exercises[0], variant)
     try:
         for ex in exercises:
             extra = hidden.for_exercise(overlay, day.id, ex.name)
@@ -341,16 +341,16 @@ def cmd_check(args) -> int:
             res = check_exercise(course=course, root=root, day=day, ex=ex, src_dir=src_dir, variant=variant,
                                  seeds=seeds, dtypes=args.dtype, case_s=args.timeout,
                                  correctness_only=args.correctness_only, ranked=bool(ranked),
-                                 fixed_seeds=tuple(extra.seeds), prestarted=prestarted)
-            if prestarted is not None:  # the next exercise starts its own worker, as every later run does
-                prestarted.close()
-                prestarted = None
+                                 fixed_seeds=tuple(extra.seeds), prestarted=first)
+            if first is not None:  # the next exercise starts its own worker, as every later run does
+                first.release()
+                first = None
+                timings.mark("early worker released")
             report.render(console, res, ex, hint(res, ex, course.hints), ranked=ranked.seed_sha256 if ranked else None)
             timings.mark(f"{ex.name}: verdict printed")
             out.append({**res.as_dict(), **mark})
     finally:
-        if prestarted is not None:
-            prestarted.close()
+        prestarted.close()  # the early worker is gone by now (waited for here, not before the verdict)
     results.save(root, day.id, variant, out, ranked=bool(ranked), seed_sha256=ranked.seed_sha256 if ranked else None)
     # "when" (UTC, ISO 8601): a leaderboard drops results older than its window (stale).
     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

@@ -235,20 +235,6 @@ def main(argv: list[str] | None = None) -> int:
             same.seconds.append(secs)
             same.note = note
         steps.append(same)
-        # Some images ship Python packages without bytecode and with site-packages read-only, so every process
-        # compiles torch's .py files again (seconds); a pip install writes the bytecode once. The same check with a
-        # bytecode cache of its own (warmed by one untimed run) is what such an install gives.
-        cached = Step("unchanged grader check, bytecode cached")
-        pyc = {"PYTHONPYCACHEPREFIX": str(Path(tmp) / "pycache")}
-        for k in range(a.rechecks + 1):
-            secs, note = timed_check(root, a.day, folder, a.seed, a.check_limit,
-                                     out and out / f"unchanged-pyc-{k}.log", pyc)
-            if secs is None:
-                cached.note = note
-                break
-            cached.seconds += [secs] if k else []
-            cached.note = note + " (as after a pip install; the first, cache-filling run untimed)"
-        steps.append(cached)
         steps += bench_watch(root, a.day, folder, kernel, a.seed, a.edits, a.check_limit, a.edit_limit,
                              out and out / "watch.log")
     title = f"grader watch benchmark: {a.day} on {gpu_name()}, {time.strftime('%Y-%m-%d %H:%M')}"

@@ -156,6 +156,7 @@ class WorkerSession:
         self._lost: str | None = None  # why the last worker is gone (a new one is started with a notice)
         self.started = 0  # workers started so far
         self._asked = False  # whether the current worker was sent a request (one never asked is killed at once)
+        self._released: list[subprocess.Popen] = []  # let go by release(), made sure of by close()
 
     def _start(self) -> None:
         if self._log is None:
@@ -233,8 +234,28 @@ class WorkerSession:
             _kill(self.proc)
             self.proc = None
 
+    def release(self) -> None:
+        """Lets the current worker go without waiting while its CUDA context is torn down: its stdin closes (the
+        end of requests: it exits by itself) and close() makes sure it is gone."""
+        if self.proc is not None and not self._asked:
+            self.close_worker()  # still importing torch: nothing to finish
+        elif self.proc is not None:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+            self._released.append(self.proc)
+            self.proc = None
+
     def close(self) -> None:
         self.close_worker()
+        for proc in self._released:
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+            _kill(proc)
+        self._released = []
         if self._log is not None:
             self._log.close()
             self._log = None

@@ -41,7 +41,9 @@ skip build || { echo "== build times"; python3 scripts/build_times.py "$LOG" 2>&
 skip pytest || { echo "== GPU tests"; t0=$(date +%s)
   timeout ${PYTEST_S:-560} python3 -m pytest -m gpu -v -p no:cacheprovider -n ${PYTEST_N:-12} ${PYTEST_K:+-k "$PYTEST_K"} tests \
     2>&1 | tee "$LOG/pytest_gpu.txt" | grep -Ev " (PASSED|SKIPPED) " | tail -40
-  echo "GPU suite wall time: $(( $(date +%s) - t0 )) s (-n ${PYTEST_N:-12})" | tee -a "$LOG/pytest_gpu.txt"; }
+  echo "GPU suite wall time: $(( $(date +%s) - t0 )) s (-n ${PYTEST_N:-12})" | tee -a "$LOG/pytest_gpu.txt"
+  # a suite cut off by PYTEST_S leaves xdist workers and their grader workers behind: they would skew what follows
+  pkill -9 -f "pytest -m gpu" 2>/dev/null; pkill -9 -f "grader.check.worker" 2>/dev/null; sleep 1; }
 skip sweep || { echo "== sgemm sweep"; timeout 400 python3 scripts/sgemm_sweep.py ${SWEEP_ARGS:-} 2>&1 | tee "$LOG/sgemm_sweep.txt" | grep -v "^ptxas\|^    "; }
 skip checks && days=""
 for d in $days; do

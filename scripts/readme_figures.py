@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.util
 import json
 import os
 import platform
@@ -63,23 +64,28 @@ def machine() -> tuple[str, str]:
     return f"cpu-{cores}", f"no GPU (compile-only mode), {cores} cores of {cpu}, torch {tv}, nvcc {rel}"
 
 
-def timed(args: list[str], env: dict) -> tuple[float, int]:
+def timed(args: list[str], env: dict, ok: tuple[int, ...] = (0,)) -> tuple[float, int]:
     t0 = time.perf_counter()
     p = subprocess.run([sys.executable, "-m", "grader", *args], cwd=ROOT, env=env, capture_output=True, text=True)
-    return time.perf_counter() - t0, p.returncode
+    secs = time.perf_counter() - t0
+    if p.returncode not in ok:
+        raise SystemExit(f"`grader {' '.join(args)}` exited {p.returncode}, nothing written:\n"
+                         f"{(p.stdout + p.stderr)[-3000:]}")
+    return secs, p.returncode
 
 
 def measure() -> dict:
     with tempfile.TemporaryDirectory() as state:
         # An empty state folder: a student's first check on a fresh clone (GRADER_STATE keeps .grader/ untouched).
         env = {**os.environ, "GRADER_STATE": state, "PYTHONPATH": str(ROOT)}
-        doctor, _ = timed(["doctor"], env)
-        cold, code = timed(["check", "day01"], env)
-        warm, code2 = timed(["check", "day01"], env)
-        site, code3 = timed(["site", "build", "--out", str(Path(state) / "site")], env)
-    if code not in (0, 1, 2) or code2 != code or code3 != 0:
-        raise SystemExit(f"a command failed (exit codes {code}, {code2}, {code3}): nothing written")
-    return {"doctor_s": doctor, "check_cold_s": cold, "check_warm_s": warm, "site_build_s": site}
+        doctor, _ = timed(["doctor"], env, ok=(0, 2))
+        cold, code = timed(["check", "day01"], env, ok=(0, 1, 2))  # the stub: "not implemented" (exit 1)
+        warm, _ = timed(["check", "day01"], env, ok=(code,))
+        row = {"doctor_s": doctor, "check_cold_s": cold, "check_warm_s": warm}
+        # The site is the instructor's (the `site` extra): a machine without MkDocs leaves its figure to another.
+        if importlib.util.find_spec("mkdocs") is not None:
+            row["site_build_s"], _ = timed(["site", "build", "--out", str(Path(state) / "site")], env)
+    return row
 
 
 def block(rows: dict) -> str:

@@ -87,7 +87,8 @@ if [ -n "${ATTEMPTS:-}" ]; then  # each first attempt passes (or fails) its step
     --json "$OUT/first-attempts.json" 2>&1 | tee "$LOG/first_attempts.txt" | tail -12
 fi
 if [ -n "${README_FIGURES:-}" ]; then  # the README's times on this GPU machine
-  echo "== readme figures"; timeout 300 python3 scripts/readme_figures.py 2>&1 | tee "$LOG/readme_figures.txt" | tail -12
+  wj=$(ls "$OUT"/watch-day03.json 2>/dev/null)  # WATCH=day03 in the same call adds the student's loop
+  echo "== readme figures"; timeout 300 python3 scripts/readme_figures.py ${wj:+--watch "$wj"} 2>&1 | tee "$LOG/readme_figures.txt" | tail -12
   cp measured/readme-figures.json "$OUT/readme-figures.json" 2>/dev/null
 fi
 if [ -d .grader/profile ]; then  # only when something was profiled

@@ -4,6 +4,7 @@
 
     python3 scripts/readme_figures.py [--dry-run]
     python3 scripts/readme_figures.py --merge ROWS.json   # rows measured elsewhere (a GPU machine's run)
+    python3 scripts/readme_figures.py --watch WATCH.json  # also the day03 loop of scripts/watch_bench.py --out
 
 Each run replaces this machine's row in measured/readme-figures.json (rows of other machines are kept, so a GPU
 machine's figures and a CPU machine's sit side by side) and rewrites the block of README.md between the
@@ -19,6 +20,7 @@ import os
 import platform
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -33,7 +35,10 @@ FIGURES = [  # key, what the README calls it
     ("check_cold_s", "`grader check day01`, cold (nothing built or cached)"),
     ("check_warm_s", "`grader check day01` again, unchanged"),
     ("site_build_s", "`grader site build`"),
+    ("watch_recheck_s", "`grader check day03` again, unchanged (median)"),
+    ("watch_edit_s", "`grader watch day03`: a one-line kernel edit saved → verdict (median)"),
 ]
+WATCH_STEPS = {"unchanged grader check": "watch_recheck_s", "watch: edit -> verdict line": "watch_edit_s"}
 
 
 def machine() -> tuple[str, str]:
@@ -77,7 +82,8 @@ def timed(args: list[str], env: dict, ok: tuple[int, ...] = (0,)) -> tuple[float
 def measure() -> dict:
     with tempfile.TemporaryDirectory() as state:
         # An empty state folder: a student's first check on a fresh clone (GRADER_STATE keeps .grader/ untouched).
-        env = {**os.environ, "GRADER_STATE": state, "PYTHONPATH": str(ROOT)}
+        env = {**os.environ, "GRADER_STATE": state,
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
         doctor, _ = timed(["doctor"], env, ok=(0, 2))
         cold, code = timed(["check", "day01"], env, ok=(0, 1, 2))  # the stub: "not implemented" (exit 1)
         warm, _ = timed(["check", "day01"], env, ok=(code,))
@@ -86,6 +92,12 @@ def measure() -> dict:
         if importlib.util.find_spec("mkdocs") is not None:
             row["site_build_s"], _ = timed(["site", "build", "--out", str(Path(state) / "site")], env)
     return row
+
+
+def watch_figures(doc: dict) -> dict:
+    """The medians of watch_bench's steps that the README shows (a step with no measurement is left out)."""
+    return {WATCH_STEPS[st["name"]]: statistics.median(st["seconds"]) for st in doc["steps"]
+            if st["name"] in WATCH_STEPS and st["seconds"]}
 
 
 def block(rows: dict) -> str:
@@ -105,6 +117,8 @@ def main() -> int:
     ap.add_argument("--dry-run", action="store_true", help="print the figures, write nothing")
     ap.add_argument("--merge", type=Path, metavar="ROWS.json", help="measure nothing: take the machines' rows of "
                     "another run's measured/readme-figures.json (e.g. from scripts/device_run.sh README_FIGURES=1)")
+    ap.add_argument("--watch", type=Path, metavar="WATCH.json", help="add the medians of scripts/watch_bench.py's "
+                    "table (its watch_bench.json, run on this machine) to this machine's row")
     args = ap.parse_args()
     rows = json.loads(DATA.read_text()) if DATA.is_file() else {}
     if args.merge:
@@ -112,6 +126,8 @@ def main() -> int:
     else:
         key, desc = machine()
         row = {"machine": desc, "date": datetime.date.today().isoformat(), **measure()}
+        if args.watch:
+            row.update(watch_figures(json.loads(args.watch.read_text())))
         print(json.dumps(row, indent=1))
         if args.dry_run:
             return 0

@@ -31,3 +31,12 @@ def test_the_first_commands_have_a_cpu_path():
     assert "https://download.pytorch.org/whl/cpu" in text and "https://download.pytorch.org/whl/cu130" in text
     assert text.count("pip install -e . && grader doctor && grader check day01") == 2
     assert "compile-only mode" in text and "ptxas" in text
+
+
+def test_the_watch_figures_are_the_medians_of_watch_bench():
+    fig = _figures()
+    doc = {"steps": [{"name": "unchanged grader check", "seconds": [4.4, 4.1, 4.2]},
+                     {"name": "watch: edit -> verdict line", "seconds": [1.9, 1.6, 1.7, 2.5, 1.8]},
+                     {"name": "watch: edit -> speed line", "seconds": [9.0]},
+                     {"name": "cold grader check (empty build cache)", "seconds": []}]}
+    assert fig.watch_figures(doc) == {"watch_recheck_s": 4.2, "watch_edit_s": 1.8}

@@ -1,6 +1,8 @@
 """Day 20's end-to-end table: attention built from day 12's forward and day 20's backward (both from solutions/, or
 --dir for day 20's), trained in the tiny language model against SDPA pinned to its FlashAttention-2 backend: the
-losses step by step, and the time per training step. Both kernels are built the way `grader check` builds them.
+losses step by step, and the time per training step. Both kernels are built the way `grader check` builds them,
+and recorded for autograd two ways: a Python autograd.Function (as day 18's op records its formula), and one C++
+autograd node (scripts/day20_attention_node.cpp), which shows what Python costs where the host bounds the step.
 
     python3 scripts/day20_measure.py OUT_DIR            # writes OUT_DIR/day20.json and OUT_DIR/day20.md
     python3 scripts/day20_measure.py --insert day20.json # regenerates the README's table from a saved run
@@ -24,6 +26,22 @@ def _build(torch, day: str, exercise: str, src_dir: Path):
     module, _, _ = build_exercise(ex, src_dir=src_dir, root=ROOT, day_id=day,
                                   capability=tuple(torch.cuda.get_device_capability(0)))
     return module
+
+
+def _build_node(torch, day20_dir: Path):
+    """scripts/day20_attention_node.cpp with day 12's forward and day 20's backward (day20_dir's), built with the
+    flags course.yaml gives day 20 (the mma.sync image for sm_80 and the wgmma one for sm_90a)."""
+    from torch.utils.cpp_extension import load
+
+    from grader.course import load_course
+
+    ex = next(e for e in load_course(ROOT / "course.yaml").day("day20").exercises if e.name == "attention_bwd_tc")
+    flags = ["-O3", "-std=c++17", "-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
+             "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__", *ex.extra_cuda_cflags]
+    sources = [ROOT / "scripts" / "day20_attention_node.cpp", ROOT / "solutions" / "day12" / "attention.cu",
+               day20_dir / "attention_bwd_tc.cu"]
+    return load("day20_attention_node", [str(p) for p in sources], extra_include_paths=[str(ROOT / "common")],
+                extra_cuda_cflags=flags, extra_cflags=["-O2", "-std=c++17"])
 
 
 def attention_fn(torch, forward, backward):
@@ -57,15 +75,21 @@ def measure(day20_dir: Path) -> dict:
 
     fwd = _build(torch, "day12", "flash_attention_mma", ROOT / "solutions" / "day12").flash_attention_mma
     bwd_mod = _build(torch, "day20", "attention_bwd_tc", day20_dir)
+    node = _build_node(torch, day20_dir)
+    variants = {  # (the table's label, the attention)
+        "attention_bwd_tc": attention_fn(torch, fwd, bwd_mod.attention_bwd_tc),
+        "attention_bwd_tc_deterministic": attention_fn(torch, fwd, bwd_mod.attention_bwd_tc_deterministic),
+        "attention_bwd_tc, one C++ autograd node": lambda q, k, v: node.attention(q, k, v, True),
+    }
     configs = {"lesson": tiny_lm.Config(),
                "large": tiny_lm.Config(d_model=1024, heads=8, layers=2, seq=2048, batch=4, steps=20, lr=1e-3)}
     rows = []
     for cname, cfg in configs.items():
-        for variant in ("attention_bwd_tc", "attention_bwd_tc_deterministic"):
-            attn = attention_fn(torch, fwd, getattr(bwd_mod, variant))
+        for variant, attn in variants.items():
             for dname, dtype in (("bf16", torch.bfloat16), ("fp16", torch.float16)):
                 with sdpa_kernel(SDPBackend.FLASH_ATTENTION):  # the reference runs (the math run sets its own)
-                    r = tiny_lm.compare(attn, dtype, seed=1234, cfg=cfg)
+                    # 101 interleaved steps: a few-ms step bound by the host drifts by 10 % from run to run
+                    r = tiny_lm.compare(attn, dtype, seed=1234, cfg=cfg, reps=101)
                 rows.append({"config": cname, "describe": cfg.describe(), "backward": variant, "dtype": dname,
                              **{k: r[k] for k in ("max_diff", "rounding_diff", "step_ms", "sdpa_step_ms",
                                                   "first_loss", "last_loss")}})

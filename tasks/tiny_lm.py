@@ -113,9 +113,10 @@ def time_steps(runs: dict, data: list[torch.Tensor], cfg: Config, reps: int = 21
     return {name: 1e3 * sorted(t)[len(t) // 2] for name, t in times.items()}
 
 
-def compare(attention, dtype, seed: int, cfg: Config = Config(), device="cuda") -> dict:
+def compare(attention, dtype, seed: int, cfg: Config = Config(), device="cuda", reps: int = 21) -> dict:
     """Train the same model three times from the same weights on the same batches: with `attention`, with SDPA,
-    and with SDPA's math backend (SDPA against itself: the size of a difference that rounding alone makes)."""
+    and with SDPA's math backend (SDPA against itself: the size of a difference that rounding alone makes). reps:
+    the timed steps of each model (interleaved, see time_steps)."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     torch.manual_seed(seed)
@@ -131,7 +132,7 @@ def compare(attention, dtype, seed: int, cfg: Config = Config(), device="cuda") 
         else:
             losses[name], opt = train(model, data, cfg)
             runs[name] = (model, opt)
-    ms = time_steps(runs, data, cfg)
+    ms = time_steps(runs, data, cfg, reps)
     op, ref, math_ = losses["op"], losses["sdpa"], losses["sdpa_math"]
     return {"losses": op, "sdpa_losses": ref, "max_diff": max(abs(a - b) for a, b in zip(op, ref)),
             "rounding_diff": max(abs(a - b) for a, b in zip(math_, ref)), "step_ms": ms["op"], "sdpa_step_ms": ms["sdpa"],

@@ -4,7 +4,10 @@ The same code runs on GPUs with NCCL."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -86,3 +89,16 @@ def test_a_wrong_schedule_is_caught(tmp_path):
     """The test can fail: a ring that attends to its own shard at every step gives wrong values for 2 ranks."""
     o, _, ref_o, _ = _run(tmp_path, 2, (1, 2, 32, 16), False, wrong=True)
     assert not torch.allclose(o.double(), ref_o, atol=1e-5, rtol=1e-4)
+
+
+def test_the_measurement_script_runs_on_cpu_processes(tmp_path):
+    """scripts/day19_ring_measure.py's smoke run (gloo): every row timed, and the gathered ring output checked."""
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "day19_ring_measure.py"), str(tmp_path), "--cpu",
+                        "--world", "2", "--sizes", "8", "16", "--heads", "2", "--dim", "8", "--reps", "1"],
+                       capture_output=True, text=True, timeout=240, cwd=ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((tmp_path / "day19-dist.json").read_text())
+    assert [(r["causal"], r["n_per_rank"]) for r in doc["rows"]] == [(False, 8), (False, 16), (True, 8), (True, 16)]
+    for r in doc["rows"]:
+        assert r["max_abs_diff"] < 1e-5 and r["ring_ms"] > 0 and r["compute_ms"] > 0 and r["comm_ms"] > 0, r
+    assert "| no | 8 | 16 |" in (tmp_path / "day19-dist.md").read_text()

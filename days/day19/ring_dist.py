@@ -29,7 +29,9 @@ def _attend(q, k, v, scale, causal_diagonal):
     return m, p.sum(dim=-1), p @ v.float()
 
 
-def ring_attention(q, k, v, causal=False, group=None):
+def ring_attention(q, k, v, causal=False, group=None, attend=_attend):
+    """attend(q, k, v, scale, causal_diagonal) -> (m, l, acc): one shard's partial in fp32 (a flash kernel's
+    (o, lse) is (lse, 1, o)); the default computes it with plain matmuls."""
     rank, world = dist.get_rank(group), dist.get_world_size(group)
     succ, pred = (rank + 1) % world, (rank - 1) % world
     scale = 1.0 / math.sqrt(q.shape[-1])
@@ -46,7 +48,7 @@ def ring_attention(q, k, v, causal=False, group=None):
                   [dist.P2POp(dist.irecv, t, pred, group) for t in incoming]
             pending = dist.batch_isend_irecv(ops)
         if not (causal and j > rank):  # a later shard holds only keys after every local query
-            m_b, l_b, acc_b = _attend(q, *held, scale, causal and j == rank)
+            m_b, l_b, acc_b = attend(q, *held, scale, causal and j == rank)
             m_new = torch.maximum(m, m_b)
             fa, fb = torch.exp(m - m_new), torch.exp(m_b - m_new)  # m is -inf only before the first shard
             fa = torch.nan_to_num(fa, nan=0.0)

@@ -25,7 +25,27 @@ using torch::autograd::tensor_list;
 struct Attention : torch::autograd::Function<Attention> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q_in, const at::Tensor& k_in,
                             const at::Tensor& v_in, bool causal, bool deterministic) {
-    const at::Tensor q = q_in.contiguous(), k = k_in.contiguous(), v = v_in.contiguous();
+    at::Tensor q = q_in, k = k_in, v = v_in;
+    if (!(q.is_contiguous() && k.is_contiguous() && v.is_contiguous())) {
+      // The kernels read contiguous [B, H, N, d]. A model's q, k and v are usually views of one projection, the
+      // same strides g elements apart: then one launch copies all three (else one each).
+      const int64_t es = static_cast<int64_t>(q.element_size());
+      const int64_t gap = (static_cast<const char*>(k.data_ptr()) - static_cast<const char*>(q.data_ptr())) / es;
+      const bool packed = k.sizes() == q.sizes() && v.sizes() == q.sizes() && k.strides() == q.strides() &&
+                          v.strides() == q.strides() && gap > 0 &&
+                          static_cast<const char*>(v.data_ptr()) - static_cast<const char*>(q.data_ptr()) ==
+                              2 * gap * es &&
+                          k.storage().is_alias_of(q.storage()) && v.storage().is_alias_of(q.storage());
+      if (packed) {
+        const at::Tensor qkv =
+            q.as_strided({3, q.size(0), q.size(1), q.size(2), q.size(3)},
+                         {gap, q.stride(0), q.stride(1), q.stride(2), q.stride(3)}, q.storage_offset())
+                .contiguous();
+        q = qkv.select(0, 0), k = qkv.select(0, 1), v = qkv.select(0, 2);
+      } else {
+        q = q.contiguous(), k = k.contiguous(), v = v.contiguous();
+      }
+    }
     at::Tensor o = at::empty_like(q);
     at::Tensor lse = at::empty({q.size(0), q.size(1), q.size(2)}, q.options().dtype(at::kFloat));
     course::attention_any_float(
@@ -34,13 +54,18 @@ struct Attention : torch::autograd::Function<Attention> {
     ctx->save_for_backward({q, k, v, o, lse});
     ctx->saved_data["causal"] = causal;
     ctx->saved_data["deterministic"] = deterministic;
-    return o;
+    // Handed back in [B, N, H, d] memory, as SDPA does: a model that merges the heads (transpose(1, 2).reshape)
+    // then gets a view, and this one copy is made here, in C++.
+    at::Tensor out = at::empty({q.size(0), q.size(2), q.size(1), q.size(3)}, q.options());
+    out.copy_(o.transpose(1, 2));
+    return out.transpose(1, 2);
   }
 
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const auto s = ctx->get_saved_variables();
     const at::Tensor dout = grads[0].contiguous();
-    at::Tensor dq = at::empty_like(s[0]), dk = at::empty_like(s[1]), dv = at::empty_like(s[2]);
+    const at::Tensor grads3 = at::empty({3, s[0].size(0), s[0].size(1), s[0].size(2), s[0].size(3)}, s[0].options());
+    at::Tensor dq = grads3.select(0, 0), dk = grads3.select(0, 1), dv = grads3.select(0, 2);  // one allocation
     const bool causal = ctx->saved_data["causal"].toBool();
     if (ctx->saved_data["deterministic"].toBool())
       course::attention_bwd_tiled_any_float(

@@ -44,6 +44,30 @@ def _build_node(torch, day20_dir: Path):
                 extra_cuda_cflags=flags, extra_cflags=["-O2", "-std=c++17"])
 
 
+def check_node(torch, node, reference) -> None:
+    """The C++ node gives the Python Function's bits (the same kernels; the deterministic backward, so that the bits
+    can be compared) for the three ways a model hands q, k, v over: views of one projection (one packed copy),
+    separate strided tensors, contiguous tensors. Raises if not."""
+    g = torch.Generator(device="cuda").manual_seed(5)
+    b, n, h, d = 2, 77, 3, 64
+    for dtype in (torch.bfloat16, torch.float16):
+        packed = torch.randn(b, n, 3, h, d, device="cuda", dtype=dtype, generator=g)
+        dout = torch.randn(b, h, n, d, device="cuda", dtype=dtype, generator=g)
+        inputs = {"views of one projection": lambda t: [x.transpose(1, 2) for x in t.unbind(2)],
+                  "separate strided tensors": lambda t: [x.clone().transpose(1, 2) for x in t.unbind(2)],
+                  "contiguous tensors": lambda t: [x.transpose(1, 2).contiguous() for x in t.unbind(2)]}
+        for how, make in inputs.items():
+            results = []
+            for fn in (reference, lambda q, k, v: node.attention(q, k, v, True, True)):
+                leaf = packed.clone().requires_grad_()
+                o = fn(*make(leaf))
+                o.backward(dout)
+                results.append((o.detach(), leaf.grad))
+            (o1, g1), (o2, g2) = results
+            if not (torch.equal(o1, o2) and torch.equal(g1, g2)):
+                raise SystemExit(f"the C++ node differs from the Python Function ({how}, {dtype})")
+
+
 def attention_fn(torch, forward, backward):
     """Causal attention as an autograd.Function over the two raw ops (the day-18 op registers the same pair)."""
 
@@ -76,6 +100,7 @@ def measure(day20_dir: Path) -> dict:
     fwd = _build(torch, "day12", "flash_attention_mma", ROOT / "solutions" / "day12").flash_attention_mma
     bwd_mod = _build(torch, "day20", "attention_bwd_tc", day20_dir)
     node = _build_node(torch, day20_dir)
+    check_node(torch, node, attention_fn(torch, fwd, bwd_mod.attention_bwd_tc_deterministic))
     variants = {  # (the table's label, the attention)
         "attention_bwd_tc": attention_fn(torch, fwd, bwd_mod.attention_bwd_tc),
         "attention_bwd_tc_deterministic": attention_fn(torch, fwd, bwd_mod.attention_bwd_tc_deterministic),

@@ -83,22 +83,21 @@ def gpu_name() -> str:
     return name or "no GPU (compile-only verdicts)"
 
 
-def env(**extra: str) -> dict[str, str]:
+def env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-            "PYTHONUNBUFFERED": "1", **extra}
+            "PYTHONUNBUFFERED": "1"}
 
 
 def grader(root: Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "grader", "--course", str(root / "course.yaml"), *args]
 
 
-def timed_check(root: Path, day: str, folder: Path, seed: int, limit_s: float, log: Path | None,
-                extra_env: dict[str, str] | None = None) -> tuple[float | None, str]:
+def timed_check(root: Path, day: str, folder: Path, seed: int, limit_s: float, log: Path | None) -> tuple[float | None, str]:
     """Wall seconds of one `grader check` (None if it ran out of time) and a note (its exit code)."""
     t0 = time.monotonic()
     try:
         p = subprocess.run(grader(root, "check", day, "--dir", str(folder), "--seed", str(seed), "--timings"),
-                           cwd=root, capture_output=True, text=True, timeout=limit_s, env=env(**(extra_env or {})))
+                           cwd=root, capture_output=True, text=True, timeout=limit_s, env=env())
     except subprocess.TimeoutExpired:
         return None, f"no verdict in {limit_s:g} s"
     secs = time.monotonic() - t0

@@ -258,9 +258,6 @@ def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, 
     runs = []
     planned = [(s, True) for s in fixed_seeds] + [(s, correctness_only) for s in seeds]
     for k, (seed, untimed) in enumerate(planned, 1):
-        if k > 1 and prestarted is not None:
-            prestarted.release()  # it served the first run; every later run gets a fresh process as before
-            prestarted = None
         job = make_job(course=course, root=root, day=day, ex=ex, src_dir=src_dir, seed=seed, dtypes=dtypes,
                        correctness_only=untimed)
         timings.mark(f"{ex.name}: job planned ({len(job.cases)} cases)")
@@ -273,6 +270,10 @@ def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, 
         finally:
             if ranked:  # the job file names the seed: a ranked run's inputs must not be recoverable from it
                 (Paths(root).logs() / f"{day.id}-{ex.name}-{variant}.job.json").unlink(missing_ok=True)
+            if prestarted is not None:  # it served this first run; every later run gets a fresh process
+                prestarted.release()
+                prestarted = None
+                timings.mark("early worker released")
         timings.mark(f"{ex.name}: worker finished ({res.status})")
         if res.status == Status.NO_GPU:
             res = compiled_only(res, ex, compile_sources([*(src_dir / s for s in ex.sources if s.endswith(".py")),
@@ -333,19 +334,15 @@ def cmd_check(args) -> int:
         console.print(f"seed {seed} (rerun with --seed {seed} to get the same inputs)", style="dim")
     mark = {"ranked": True, "seed": None, "seed_sha256": ranked.seed_sha256} if ranked else {"ranked": False}
     out = []
-    prestarted = first = _prestart(root, day, exercises[0], variant)
+    prestarted = _prestart(root, day, exercises[0], variant)
     try:
-        for ex in exercises:
+        for k, ex in enumerate(exercises):
             extra = hidden.for_exercise(overlay, day.id, ex.name)
             ex = extra.merged(ex)
             res = check_exercise(course=course, root=root, day=day, ex=ex, src_dir=src_dir, variant=variant,
                                  seeds=seeds, dtypes=args.dtype, case_s=args.timeout,
                                  correctness_only=args.correctness_only, ranked=bool(ranked),
-                                 fixed_seeds=tuple(extra.seeds), prestarted=first)
-            if first is not None:  # the next exercise starts its own worker, as every later run does
-                first.release()
-                first = None
-                timings.mark("early worker released")
+                                 fixed_seeds=tuple(extra.seeds), prestarted=prestarted if k == 0 else None)
             report.render(console, res, ex, hint(res, ex, course.hints), ranked=ranked.seed_sha256 if ranked else None)
             timings.mark(f"{ex.name}: verdict printed")
             out.append({**res.as_dict(), **mark})
@@ -375,12 +372,11 @@ def _prestart(root: Path, day, ex, variant: str):
     """The first exercise's worker, started before its job is planned: importing torch (seconds) overlaps the
     parent's planning. It is a fresh process, as each run's worker is, and serves that one run only (the log is
     the exercise's own, written afresh as run_job's is)."""
-    from grader.check.runner import WorkerSession
-    from grader.paths import Paths
+    from grader.check.runner import WorkerSession, exercise_log
 
-    log = Paths(root).logs() / f"{day.id}-{ex.name}-{variant}.log"
     timings.mark("worker started early")
-    return WorkerSession(cwd=root, log_path=log, worker=WORKER, log_mode="w").start()
+    return WorkerSession(cwd=root, log_path=exercise_log(root, day.id, ex.name, variant), worker=WORKER,
+                         log_mode="w").start()
 
 
 def cmd_watch(args) -> int:

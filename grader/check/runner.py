@@ -267,6 +267,11 @@ class WorkerSession:
         self.close()
 
 
+def exercise_log(root: Path, day_id: str, exercise: str, variant: str) -> Path:
+    """Where the workers of one exercise's check write their output."""
+    return Paths(root).logs() / f"{day_id}-{exercise}-{variant}.log"
+
+
 def run_job(job: Job, *, variant: str, case_s: float | None = None, correctness_only: bool = False,
             on_event: Callable[[dict], None] = lambda ev: None, worker: str = "grader.check.worker",
             sanitize_failures: bool = True, session: WorkerSession | None = None) -> ExerciseResult:
@@ -283,7 +288,7 @@ def run_job(job: Job, *, variant: str, case_s: float | None = None, correctness_
     planned = job.cases
     results: dict[int, dict] = {}
     logs = Paths(root).logs()
-    log_path = logs / f"{day_id}-{ex.name}-{variant}.log"
+    log_path = exercise_log(root, day_id, ex.name, variant)
     job_path = job.write(logs / f"{day_id}-{ex.name}-{variant}.job.json")
     res.log = str(log_path if session is None else session.log_path)
     case_limit = case_s or job.limits.case_s

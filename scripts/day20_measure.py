@@ -33,15 +33,14 @@ def _build_node(torch, day20_dir: Path):
     flags course.yaml gives day 20 (the mma.sync image for sm_80 and the wgmma one for sm_90a)."""
     from torch.utils.cpp_extension import load
 
+    from grader.check.build import BASE_CUDA_FLAGS, CXX_FLAGS
     from grader.course import load_course
 
     ex = next(e for e in load_course(ROOT / "course.yaml").day("day20").exercises if e.name == "attention_bwd_tc")
-    flags = ["-O3", "-std=c++17", "-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
-             "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__", *ex.extra_cuda_cflags]
     sources = [ROOT / "scripts" / "day20_attention_node.cpp", ROOT / "solutions" / "day12" / "attention.cu",
                day20_dir / "attention_bwd_tc.cu"]
     return load("day20_attention_node", [str(p) for p in sources], extra_include_paths=[str(ROOT / "common")],
-                extra_cuda_cflags=flags, extra_cflags=["-O2", "-std=c++17"])
+                extra_cuda_cflags=BASE_CUDA_FLAGS + list(ex.extra_cuda_cflags), extra_cflags=list(CXX_FLAGS))
 
 
 def check_node(torch, node, reference) -> None:

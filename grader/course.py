@@ -53,6 +53,8 @@ Param = bool | int | float | str
 class Case(Strict):
     shape: tuple[int, ...]
     offset: int = Field(0, ge=0, description="elements between an aligned allocation and the tensor")
+    layout: str | None = Field(None, description="a memory layout the task defines (its LAYOUTS): the case's tensors "
+                                                 "are views in that layout, with the same values")
     params: dict[str, Param] = Field({}, description="passed to the task's functions and, in order, to the op")
 
     @field_validator("shape")
@@ -70,9 +72,14 @@ class Case(Strict):
     def label(self) -> str:
         s = "x".join(map(str, self.shape))
         s = f"{s}+{self.offset}" if self.offset else s
+        s = f"{s} {self.layout}" if self.layout else s
         for k, v in self.params.items():  # "causal" for causal=True; nothing for False; k=v otherwise
             s += f" {k}" if v is True else "" if v is False else f" {k}={v}"
         return s
+
+    def same_tensors(self, other: Case) -> bool:
+        """The same shape in the same memory (params aside): how sanitize_shapes names correctness cases."""
+        return (self.shape, self.offset, self.layout) == (other.shape, other.offset, other.layout)
 
     def with_params(self, extra: dict) -> Case:
         return self.model_copy(update={"params": {**extra, **self.params}})
@@ -216,7 +223,7 @@ class Exercise(Strict):
         if self.sanitize_shapes and not self.sanitize:
             raise ValueError("sanitize_shapes lists shapes for the `sanitize:` tools, but there are none")
         for c in self.sanitize_shapes:
-            if not any(c.shape == k.shape and c.offset == k.offset for k in self.correctness):
+            if not any(c.same_tensors(k) for k in self.correctness):
                 raise ValueError(f"sanitize_shapes: {c.label()} is not one of the correctness shapes")
         if self.probes and not self.probe_shapes:
             raise ValueError("probes are listed but probe_shapes is empty")

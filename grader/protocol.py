@@ -277,9 +277,11 @@ class Task:
 
     # -- making a case --------------------------------------------------------------------------------------
     def materialize(self, torch, *, shape, dtype: str, params: dict, seed: int, offset: int = 0,
-                    probe: str | None = None, device: str = "cuda", reference: bool = True) -> CaseData:
+                    layout: str | None = None, probe: str | None = None, device: str = "cuda",
+                    reference: bool = True) -> CaseData:
         """The case's tensors: seeded random inputs (a probe's variant of them), outputs to write, `offset`
-        elements past an aligned allocation; and the fp64 reference by output name."""
+        elements past an aligned allocation or, with a `layout`, views in the task's layout of that name; and the
+        fp64 reference by output name."""
         tdtype = getattr(torch, TORCH_DTYPES[dtype])
         gen = torch.Generator(device=device).manual_seed(seed)
         inputs = {k: place(torch, v, offset) for k, v in
@@ -289,10 +291,22 @@ class Task:
                 raise CourseConfigError(f"the task has no probe {probe!r} (it has: {', '.join(self.probes) or '-'})")
             inputs = {k: place(torch, v, offset) for k, v in self.probes[probe](inputs, gen).items()}
         outputs = {k: place(torch, v, offset) for k, v in self.module.make_outputs(inputs, **params).items()}
+        if layout is not None:
+            arrange = self.layout(layout)
+            inputs, outputs = arrange(inputs), arrange(outputs)
         case = CaseData(dtype, dict(params), inputs, outputs, shape=tuple(shape))
         if reference:
             case.reference = self.reference(case)
         return case
+
+    def layout(self, name: str):
+        """The task's function for layout `name`: a dict of tensors -> the same values, as views in that layout
+        (the tensors it does not rearrange unchanged)."""
+        found = getattr(self.module, "LAYOUTS", {}).get(name)
+        if found is None:
+            have = ", ".join(getattr(self.module, "LAYOUTS", {})) or "none"
+            raise CourseConfigError(f"task {self.module.__name__} has no layout {name!r} (its LAYOUTS: {have})")
+        return found
 
     def reference(self, case: CaseData) -> dict:
         """The fp64 reference of the case's current inputs, by output name."""

@@ -23,6 +23,30 @@ def make_inputs(shape, dtype, generator, device, causal=False):
     return {"q": q, "k": k, "v": v}
 
 
+def _model_layout(tensors: dict) -> dict:
+    """What a transformer hands attention, with the same values: q, k, v sliced from one [B, N, 3, H, d] projection
+    (rows 3·H·d elements apart, heads d apart), o and dout in [B, N, H, d] memory (the order SDPA returns o in, and
+    the gradient of a merge of the heads). lse and the gradients dq, dk, dv are left as they are."""
+    out = dict(tensors)
+    if {"q", "k", "v"} <= tensors.keys():
+        b, h, n, d = tensors["q"].shape
+        packed = torch.empty((b, n, 3, h, d), dtype=tensors["q"].dtype, device=tensors["q"].device)
+        for i, name in enumerate(("q", "k", "v")):
+            out[name] = packed.select(2, i).transpose(1, 2)
+            out[name].copy_(tensors[name])
+    for name in ("o", "dout"):
+        if name in tensors:
+            t = tensors[name]
+            b, h, n, d = t.shape
+            out[name] = torch.empty((b, n, h, d), dtype=t.dtype, device=t.device).transpose(1, 2)
+            out[name].copy_(t)
+    return out
+
+
+# Case layouts (course.yaml's `layout:`): the same values as views, for the kernels that take views.
+LAYOUTS = {"model": _model_layout}
+
+
 def make_outputs(inputs, causal=False):
     q = inputs["q"]
     return {"o": torch.empty_like(q), "lse": torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)}

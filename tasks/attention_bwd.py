@@ -17,6 +17,7 @@ import math
 import torch
 
 from tasks.attention import reference as _forward  # the forward's fp64 o and lse, one batch entry at a time
+from tasks.attention import LAYOUTS  # noqa: F401 (q, k, v packed; o and dout in [B, N, H, d] memory)
 
 # SDPA's math backend (matmul, softmax, matmul: the same materialized algorithm as the naive kernels, in cuBLAS),
 # differentiated by autograd. See `library` for what its timing includes.

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import torch
 
-from tasks.attention_bwd import (check, flops, make_inputs, make_outputs, probes,  # noqa: F401 (the protocol
-                                 reference, refill)                                  # reads them here)
+from tasks.attention_bwd import (LAYOUTS, check, flops, make_inputs, make_outputs,  # noqa: F401 (the protocol
+                                 probes, reference, refill)                           # reads them here)
 
 LIBRARY = "SDPA flash bwd"
 

@@ -165,3 +165,54 @@ def test_a_task_can_refill_its_inputs_cheaply_before_timed_calls():
     t.refill(torch, c, torch.Generator().manual_seed(3))
     assert not torch.equal(dout, c.inputs["dout"]) and c.inputs["dout"].data_ptr() == ptr
     assert torch.equal(q, c.inputs["q"])
+
+
+def test_a_case_layout_gives_the_same_values_as_views():
+    """`layout: model` (tasks/attention.py): q, k, v slices of one [B, N, 3, H, d] buffer, o and dout in
+    [B, N, H, d] memory, the gradients and lse untouched; the values and the reference are the plain case's."""
+    import torch
+
+    from grader.protocol import Task
+
+    t = Task.load("tasks.attention_bwd")
+    kw = dict(shape=(2, 3, 17, 64), dtype="bf16", params={"causal": True}, seed=4, device="cpu")
+    plain, views = t.materialize(torch, **kw), t.materialize(torch, layout="model", **kw)
+    b, h, n, d = kw["shape"]
+    for name in ("q", "k", "v", "o", "dout", "lse"):
+        assert torch.equal(plain.inputs[name], views.inputs[name]), name
+    q, k, v = (views.inputs[x] for x in "qkv")
+    assert q.stride() == (n * 3 * h * d, d, 3 * h * d, 1) and k.data_ptr() - q.data_ptr() == h * d * q.element_size()
+    assert q.untyped_storage().data_ptr() == v.untyped_storage().data_ptr()
+    for name in ("o", "dout"):
+        assert views.inputs[name].stride() == (n * h * d, d, h * d, 1), name
+    assert views.inputs["lse"].is_contiguous() and all(t_.is_contiguous() for t_ in views.outputs.values())
+    for name, ref in plain.reference.items():
+        assert torch.equal(ref, views.reference[name]), name
+    fwd = Task.load("tasks.attention").materialize(torch, layout="model", **kw)
+    assert fwd.outputs["o"].stride() == (n * h * d, d, h * d, 1) and fwd.outputs["lse"].is_contiguous()
+
+
+def test_an_unknown_case_layout_is_the_courses_error_naming_the_tasks_layouts():
+    import torch
+
+    from grader.protocol import CourseConfigError, Task
+
+    with pytest.raises(CourseConfigError, match=r"no layout 'bshd' \(its LAYOUTS: model\)"):
+        Task.load("tasks.attention").materialize(torch, shape=(1, 1, 5, 64), dtype="fp32", params={}, seed=1,
+                                                 device="cpu", layout="bshd")
+
+
+def test_every_case_layout_in_the_course_is_one_its_task_defines():
+    from pathlib import Path
+
+    from grader.protocol import Task
+
+    course = load_course(Path(__file__).resolve().parents[1] / "course.yaml")
+    seen = 0
+    for day in course.days:
+        for ex in day.exercises:
+            for case in [*ex.correctness, *ex.benchmark, *ex.probe_shapes, *ex.sanitize_shapes]:
+                if case.layout:
+                    seen += 1
+                    assert case.layout in getattr(Task.load(ex.task).module, "LAYOUTS", {}), (ex.name, case.label())
+    assert seen >= 4  # days 12 and 20 have model-layout cases

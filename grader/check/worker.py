@@ -411,7 +411,8 @@ def run(job: Job, emit: Emitter, *, start: int = 0, had_failure: bool = False, o
         emit("case_start", index=c.index, kind=c.kind, dtype=c.dtype, label=c.label)
         try:
             case = task.materialize(torch, shape=c.case.shape, dtype=c.dtype, params=dict(c.case.params),
-                                    seed=c.seed(job.seed), offset=c.case.offset, probe=c.probe, device=job.device)
+                                    seed=c.seed(job.seed), offset=c.case.offset, layout=c.case.layout,
+                                    probe=c.probe, device=job.device)
             result = judge(task, fn, case, ex, dev, extra_checks=c.kind == "correctness" and c.probe is None
                            and not sanitized, src_dir=Path(job.target.src_dir), capability=cap, root=root)
             # Whose work is it: once per dtype on a correctness case, and on every timed shape before it is timed.

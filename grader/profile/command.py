@@ -54,6 +54,7 @@ class Target:
     shape: tuple[int, ...]
     offset: int = 0
     params: dict = field(default_factory=dict)
+    layout: str | None = None
 
 
 def parse_shape(text: str, ex: Exercise) -> tuple[int, ...]:
@@ -78,7 +79,7 @@ def targets(day: Day, exercises: list[Exercise], dtype: str | None, shape: str |
         first = ex.benchmark[0] if ex.benchmark else max(ex.correctness, key=lambda c: math.prod(c.shape))
         case = first.with_params(ex.variants[0] if ex.variants else {})
         out.append(Target(ex, dtype or ex.dtypes[0], parse_shape(shape, ex) if shape else case.shape,
-                          0 if shape else case.offset, dict(case.params)))
+                          0 if shape else case.offset, dict(case.params), None if shape else case.layout))
     return out
 
 
@@ -199,7 +200,8 @@ def profile_exercise(*, root: Path, course: Course, day: Day, t: Target, src_dir
     out_dir, logs = Paths(root).profiles(), Paths(root).logs()
     out_dir.mkdir(parents=True, exist_ok=True)
     spec = {"root": str(root), "day": day.id, "exercise": ex.model_dump(mode="json"), "src_dir": str(src_dir),
-            "dtype": t.dtype, "shape": list(t.shape), "offset": t.offset, "params": t.params, "remeasure": remeasure}
+            "dtype": t.dtype, "shape": list(t.shape), "offset": t.offset, "layout": t.layout, "params": t.params,
+            "remeasure": remeasure}
     with tempfile.TemporaryDirectory() as tmp:
         status.update(f"{day.id}.{ex.name}: building (or reusing `grader check`'s build); the first profile on a "
                       "GPU also measures its ceilings…")

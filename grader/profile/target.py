@@ -27,7 +27,7 @@ SEED = 0  # inputs do not change a kernel's speed; a fixed seed makes two profil
 def _case(torch, task: Task, spec):
     """The case `grader check` would make for this shape (the same protocol code), without its reference."""
     return task.materialize(torch, shape=spec["shape"], dtype=spec["dtype"], params=spec.get("params", {}),
-                            seed=SEED, offset=spec.get("offset", 0), reference=False)
+                            seed=SEED, offset=spec.get("offset", 0), layout=spec.get("layout"), reference=False)
 
 
 def prepare(spec: dict, torch, ex, task, root: Path) -> dict:

@@ -2,13 +2,15 @@
 // interface, o = softmax(Q Kᵀ / sqrt(d), causal mask optional) V plus the row logsumexp, for contiguous q, k, v,
 // o of shape [B, H, N, d] in float32, float16 or bfloat16 and an fp32 lse of shape [B, H, N]; each day's
 // bindings.cpp only names its launchers. The launchers live in the day's attention.cu, which includes only CUDA
-// headers and takes raw pointers, sizes and PyTorch's current stream.
+// headers and takes raw pointers, sizes and PyTorch's current stream. The kernels of days 12 and 20 also take
+// views (attention_views_any_float): each tensor's strides are passed on (head_strides.h), its columns contiguous.
 #pragma once
 
 #include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAGuard.h>
 
 #include "course_glue.h"
+#include "head_strides.h"
 
 namespace course {
 
@@ -19,8 +21,10 @@ struct AttentionSizes {
   int batch, heads, n, d;
 };
 
+// views: the tensors may be views with contiguous columns (the strided kernels); o_written: o is this call's output.
 inline AttentionSizes check_attention_args(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                           const at::Tensor& o, const at::Tensor& lse) {
+                                           const at::Tensor& o, const at::Tensor& lse, bool views = false,
+                                           bool o_written = true) {
   TORCH_CHECK(q.is_cuda() && k.is_cuda() && v.is_cuda() && o.is_cuda() && lse.is_cuda(),
               "q, k, v, o and lse must be CUDA tensors");
   TORCH_CHECK(k.device() == q.device() && v.device() == q.device() && o.device() == q.device() &&
@@ -39,8 +43,21 @@ inline AttentionSizes check_attention_args(const at::Tensor& q, const at::Tensor
   TORCH_CHECK(lse.scalar_type() == at::kFloat, "lse must be float32, got ", lse.scalar_type());
   TORCH_CHECK(lse.dim() == 3 && lse.size(0) == B && lse.size(1) == H && lse.size(2) == N, "lse must be [B, H, N] = [",
               B, ", ", H, ", ", N, "], got ", lse.sizes());
-  TORCH_CHECK(q.is_contiguous() && k.is_contiguous() && v.is_contiguous() && o.is_contiguous() && lse.is_contiguous(),
-              "q, k, v, o and lse must be contiguous");
+  if (views) {
+    // Any head, row and batch strides (the kernel is told them); the columns are contiguous, and o, written by
+    // many blocks at once, has no two elements at one address.
+    TORCH_CHECK(q.stride(3) == 1 && k.stride(3) == 1 && v.stride(3) == 1 && o.stride(3) == 1,
+                "q, k, v and o must have contiguous columns (stride 1 in the last dim), got strides q ", q.strides(),
+                ", k ", k.strides(), ", v ", v.strides(), ", o ", o.strides());
+    TORCH_CHECK(!o_written || o.is_non_overlapping_and_dense(),
+                "o must be a dense tensor (contiguous, or a permutation of one, e.g. [B, N, H, d] memory viewed as "
+                "[B, H, N, d]), got strides ", o.strides());
+    TORCH_CHECK(lse.is_contiguous(), "lse must be contiguous");
+  } else {
+    TORCH_CHECK(q.is_contiguous() && k.is_contiguous() && v.is_contiguous() && o.is_contiguous() &&
+                    lse.is_contiguous(),
+                "q, k, v, o and lse must be contiguous");
+  }
   // One query row per (b, h, i) is the most any kernel counts in an int (grid sizes, row indices).
   TORCH_CHECK(B * H * N <= INT_MAX, "B * H * N = ", B * H * N, " does not fit in int");
   return {static_cast<int>(B), static_cast<int>(H), static_cast<int>(N), static_cast<int>(d)};
@@ -60,6 +77,28 @@ void attention_any_float(const at::Tensor& q, const at::Tensor& k, const at::Ten
     using T = decltype(tag);
     check_launch(launch(data_as<const T>(q), data_as<const T>(k), data_as<const T>(v), data_as<T>(o),
                         data_as<float>(lse), s.batch, s.heads, s.n, s.d, causal, stream),
+                 what);
+  });
+}
+
+// A tensor's head strides in elements: dims 0, 1, 2 of [B, H, N, d] (the columns, dim 3, are contiguous).
+inline HeadStrides head_strides(const at::Tensor& t) { return {t.stride(0), t.stride(1), t.stride(2)}; }
+
+// The same for the kernels that take views (days 12 and 20): q, k, v and o may have any strides but the columns',
+// which the launcher receives,
+//   launch(const T* q, const T* k, const T* v, T* o, float* lse, batch, heads, n, d, strides, causal, stream)
+// with strides.q .. strides.o read off the tensors (strides.dout = strides.o: the forward has no dout).
+template <typename Launch>
+void attention_views_any_float(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, at::Tensor& o,
+                               at::Tensor& lse, bool causal, Launch launch, const char* what) {
+  const AttentionSizes s = check_attention_args(q, k, v, o, lse, /*views=*/true);
+  const AttentionStrides st{head_strides(q), head_strides(k), head_strides(v), head_strides(o), head_strides(o)};
+  const c10::cuda::CUDAGuard guard(q.device());
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  dispatch_float_types(q.scalar_type(), [&](auto tag) {
+    using T = decltype(tag);
+    check_launch(launch(data_as<const T>(q), data_as<const T>(k), data_as<const T>(v), data_as<T>(o),
+                        data_as<float>(lse), s.batch, s.heads, s.n, s.d, st, causal, stream),
                  what);
   });
 }

@@ -3,7 +3,8 @@
 // incoming gradient dout, it writes dq, dk, dv. q, k, v, o, dout, dq, dk, dv are contiguous [B, H, N, d] tensors
 // of one dtype (float32, float16 or bfloat16), lse is a contiguous fp32 [B, H, N]. Each day's bindings.cpp only
 // names its launcher; the launchers live in the day's .cu file, which includes only CUDA headers and takes raw
-// pointers, sizes and PyTorch's current stream. Modelled on attention_binding.h, whose checks it reuses.
+// pointers, sizes and PyTorch's current stream. Modelled on attention_binding.h, whose checks it reuses. Day 20's
+// kernels also take views of q, k, v, o and dout (attention_bwd_views_any_float).
 #pragma once
 
 #include <ATen/ops/empty.h>
@@ -18,10 +19,12 @@ namespace course {
 
 // The forward's checks for q, k, v, o, lse (shapes, dtypes, device, contiguity, d = 64 or 128, B·H·N in an int),
 // then the same for dout (an input) and dq, dk, dv (the outputs).
+// views: q, k, v, o and dout may be views with contiguous columns (day 20's kernels); dq, dk, dv stay contiguous.
 inline AttentionSizes check_attention_bwd_args(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                                const at::Tensor& o, const at::Tensor& lse, const at::Tensor& dout,
-                                               const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv) {
-  const AttentionSizes s = check_attention_args(q, k, v, o, lse);
+                                               const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv,
+                                               bool views = false) {
+  const AttentionSizes s = check_attention_args(q, k, v, o, lse, views, /*o_written=*/false);
   const std::pair<const char*, const at::Tensor*> more[] = {{"dout", &dout}, {"dq", &dq}, {"dk", &dk}, {"dv", &dv}};
   for (const auto& [name, t] : more) {
     TORCH_CHECK(t->is_cuda() && t->device() == q.device(), name, " must be a CUDA tensor on q's device (", q.device(),
@@ -29,7 +32,12 @@ inline AttentionSizes check_attention_bwd_args(const at::Tensor& q, const at::Te
     TORCH_CHECK(t->sizes() == q.sizes(), name, " must have q's shape ", q.sizes(), ", got ", t->sizes());
     TORCH_CHECK(t->scalar_type() == q.scalar_type(), name, " must have q's dtype ", q.scalar_type(), ", got ",
                 t->scalar_type());
-    TORCH_CHECK(t->is_contiguous(), name, " must be contiguous");
+    if (views && t == &dout) {
+      TORCH_CHECK(t->stride(3) == 1, "dout must have contiguous columns (stride 1 in the last dim), got strides ",
+                  t->strides());
+    } else {
+      TORCH_CHECK(t->is_contiguous(), name, " must be contiguous");
+    }
   }
   return s;
 }
@@ -114,6 +122,30 @@ void attention_bwd_tiled_any_float(const at::Tensor& q, const at::Tensor& k, con
                       dq_acc_needed ? data_as<float>(dq_acc) : nullptr, batch, heads, n, d, c, stream);
       },
       what);
+}
+
+// The tiled backward on views (day 20): q, k, v, o and dout with any strides but the columns', dq, dk, dv
+// contiguous, delta and dq_acc as in attention_bwd_tiled_any_float; the launcher also receives the strides,
+//   launch(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, d, strides, causal, stream).
+template <typename Launch>
+void attention_bwd_views_any_float(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& o,
+                                   const at::Tensor& lse, const at::Tensor& dout, at::Tensor& dq, at::Tensor& dk,
+                                   at::Tensor& dv, bool causal, bool dq_acc_needed, Launch launch, const char* what) {
+  const AttentionSizes s = check_attention_bwd_args(q, k, v, o, lse, dout, dq, dk, dv, /*views=*/true);
+  const AttentionStrides st{head_strides(q), head_strides(k), head_strides(v), head_strides(o), head_strides(dout)};
+  const c10::cuda::CUDAGuard guard(q.device());
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  const auto fp32 = q.options().dtype(at::kFloat);
+  const at::Tensor delta = at::empty({s.batch, s.heads, s.n}, fp32);
+  const at::Tensor dq_acc = dq_acc_needed ? at::empty({s.batch, s.heads, s.n, s.d}, fp32) : at::Tensor();
+  dispatch_float_types(q.scalar_type(), [&](auto tag) {
+    using T = decltype(tag);
+    check_launch(launch(data_as<const T>(q), data_as<const T>(k), data_as<const T>(v), data_as<const T>(o),
+                        data_as<const float>(lse), data_as<const T>(dout), data_as<T>(dq), data_as<T>(dk),
+                        data_as<T>(dv), data_as<float>(delta), dq_acc_needed ? data_as<float>(dq_acc) : nullptr,
+                        s.batch, s.heads, s.n, s.d, st, causal, stream),
+                 what);
+  });
 }
 
 }  // namespace course

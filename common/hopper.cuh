@@ -3,7 +3,7 @@
 // run time whether that image is the one running.
 //
 //   available()            this GPU is a 9.0 part and runs the sm_90a image of the calling file (probed once)
-//   make_map<T>            a TMA descriptor for a [B·H][N][D] tensor, boxes of [rows][64], 128-byte swizzle
+//   make_map<T>            a TMA descriptor for a [B][H][N][D] tensor of any head strides, boxes of [rows][64]
 //   desc_sw128             a wgmma shared-memory matrix descriptor (128-byte swizzle)
 //   wgmma_ss<T, N, ...>    d[64 x N] (+)= A[64 x 16] B[16 x N], N = 32/64/128, operands in shared memory, either major-ness
 //   wgmma_rs<T, N>         d[64 x N] += A[64 x 16] B[16 x N], A in registers, B N-major in shared memory
@@ -27,6 +27,8 @@
 
 #include <cstdint>
 #include <type_traits>
+
+#include "head_strides.h"  // course::HeadStrides
 
 namespace hopper {
 
@@ -81,22 +83,32 @@ static inline PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
   return fn;
 }
 
-// The tensor [B·H, N, D] as a 3-D TMA view, boxes of [rows][64] with the 128-byte swizzle; rows past N (within a
-// head) arrive as zeros. False when the driver has no TMA or the tensor does not qualify (16-byte alignment).
+// The tensor [B, H, N, D] (rows where `st` says: a view of a bigger tensor is fine) as a 4-D TMA view, boxes of
+// [rows][64] with the 128-byte swizzle; rows past N (within a head) arrive as zeros. False when the driver has no
+// TMA or the tensor does not qualify (16-byte aligned start and strides): the caller then takes another path.
 template <typename T>
-bool make_map(CUtensorMap* map, const T* ptr, int bh, int n, int d, int rows) {
+bool make_map(CUtensorMap* map, const T* ptr, course::HeadStrides st, int batch, int heads, int n, int d, int rows) {
   const auto encode = encode_tiled();
-  if (encode == nullptr) return false;
-  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(d), static_cast<cuuint64_t>(n), static_cast<cuuint64_t>(bh)};
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(d) * sizeof(T), static_cast<cuuint64_t>(n) * d * sizeof(T)};
-  const cuuint32_t box[3] = {64, static_cast<cuuint32_t>(rows), 1};
-  const cuuint32_t steps[3] = {1, 1, 1};
+  if (encode == nullptr || !st.rows16(sizeof(T)) || reinterpret_cast<uintptr_t>(ptr) % 16 != 0) return false;
+  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(d), static_cast<cuuint64_t>(n), static_cast<cuuint64_t>(heads),
+                              static_cast<cuuint64_t>(batch)};
+  const cuuint64_t strides[3] = {static_cast<cuuint64_t>(st.row) * sizeof(T),
+                                 static_cast<cuuint64_t>(st.head) * sizeof(T),
+                                 static_cast<cuuint64_t>(st.batch) * sizeof(T)};
+  const cuuint32_t box[4] = {64, static_cast<cuuint32_t>(rows), 1, 1};
+  const cuuint32_t steps[4] = {1, 1, 1, 1};
   const CUtensorMapDataType type =
       std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-  return encode(map, type, 3, const_cast<T*>(ptr), dims, strides, box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE,
+  return encode(map, type, 4, const_cast<T*>(ptr), dims, strides, box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE,
                 CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
+
+// Which head a tile comes from: its TMA coordinates after the column and the row
+// (make_map's dimensions 2 and 3).
+struct Head {
+  int h, b;
+};
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
@@ -252,21 +264,22 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
         : "memory");
   } while (!done);
 }
-// A box of the 3-D view [B·H][N][D] (coordinates innermost first: column, row, head) into shared memory.
-__device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap* map, int col, int row, int bh,
+// A box of the 4-D view [B][H][N][D] (coordinates innermost first: column, row, head, batch) into shared memory.
+__device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap* map, int col, int row, Head hd,
                                          uint32_t bar) {
   asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n"
-      ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(col), "r"(row), "r"(bh), "r"(bar)
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
+      "[%6];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(col), "r"(row), "r"(hd.h), "r"(hd.b), "r"(bar)
       : "memory");
 }
 // kRows x D rows of a head (rows past N arrive as zeros): D/64 boxes of [kRows][64], one per column block, counted
 // in by bar (which this arms with the bytes). The map's box must be [kRows][64].
 template <int D, int kRows>
-__device__ __forceinline__ void tma_tile(uint32_t dst, const CUtensorMap* map, int row, int bh, uint32_t bar) {
+__device__ __forceinline__ void tma_tile(uint32_t dst, const CUtensorMap* map, int row, Head hd, uint32_t bar) {
   mbar_expect_tx(bar, kRows * D * 2);
 #pragma unroll
-  for (int h = 0; h < D / 64; ++h) tma_load(dst + h * (kRows * 128), map, 64 * h, row, bh, bar);
+  for (int h = 0; h < D / 64; ++h) tma_load(dst + h * (kRows * 128), map, 64 * h, row, hd, bar);
 }
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL

@@ -1,7 +1,9 @@
 // Day 12: FlashAttention-2 forward on tensor cores. The same op as day 10 (O = softmax(scale · Q Kᵀ) V per
-// (batch, head) and the fp32 row logsumexp; q, k, v, o contiguous [B, H, N, d], lse fp32 [B, H, N], scale =
-// 1/sqrt(d), d = 64 or 128, causal: query i sees keys j <= i), for __half and __nv_bfloat16 only: both products
-// run on tensor cores with fp32 accumulation. fp32 inputs are rejected (day 10 is the fp32 kernel).
+// (batch, head) and the fp32 row logsumexp; q, k, v, o [B, H, N, d], lse fp32 [B, H, N], scale = 1/sqrt(d),
+// d = 64 or 128, causal: query i sees keys j <= i), for __half and __nv_bfloat16 only: both products run on tensor
+// cores with fp32 accumulation. fp32 inputs are rejected (day 10 is the fp32 kernel). Step 12a takes contiguous
+// tensors; step 12b takes views too (head_strides.h: each tensor's batch, head and row strides), which is what a
+// model hands over: q, k, v sliced from one projection, o wanted in [B, N, H, d] memory.
 //
 // Changes vs day 10's flash_attention (CUDA cores, fp32 tiles in shared memory, P through shared memory):
 //   - mma.sync.m16n8k16 (inline PTX, day 11) for S = Q Kᵀ and O += P V, fp32 accumulators in registers. One
@@ -39,11 +41,12 @@
 //     no transpose either.
 //   - wgmma is asynchronous: each iteration issues S for tile t+1 and P V for tile t back to back, waits for S
 //     only, and runs the softmax of tile t+1 on the CUDA cores while the tensor cores are still busy with P V.
-//   - Tiles arrive by TMA: one thread issues cp.async.bulk.tensor copies of [rows][64] boxes from a 3-D view
-//     [B·H][N][d] of each tensor (rows past N come back as zeros), the Tensor Memory Accelerator writes them in
-//     the 128-byte-swizzled layout wgmma reads, and an mbarrier per buffer counts the bytes in; the other threads
-//     wait on its phase. V[t+1] and K[t+2] are in flight during iteration t; one __syncthreads per iteration
-//     frees the buffers of tile t-1. (FA12_WG_TMA=0: the same tiles by cp.async from every thread, 16 bytes each.)
+//   - Tiles arrive by TMA: one thread issues cp.async.bulk.tensor copies of [rows][64] boxes from a 4-D view
+//     [B][H][N][d] of each tensor with the tensor's own strides (rows past N come back as zeros), the Tensor
+//     Memory Accelerator writes them in the 128-byte-swizzled layout wgmma reads, and an mbarrier per buffer
+//     counts the bytes in; the other threads wait on its phase. V[t+1] and K[t+2] are in flight during
+//     iteration t; one __syncthreads per iteration frees the buffers of tile t-1. (FA12_WG_TMA=0: the same tiles
+//     by cp.async from every thread, 16 bytes each.)
 // Measured on an H200 (days/day12/README.md, `grader check day12 --solution`; measured/NOTES.md for the steps):
 // every case correct in fp16 and bf16; at bf16 4x16x4096x128 547 TFLOP/s = 1.57x SDPA's FlashAttention-2 backend
 // and 0.83x its cuDNN backend (causal: 493, 1.64x, 0.86x); d = 64: 351 TFLOP/s, 1.18x and 0.73x. With cp.async
@@ -59,6 +62,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "head_strides.h"  // course::HeadStrides: where a head's rows lie (the op takes views)
 #include "hopper.cuh"  // wgmma, TMA and mbarrier wrappers, the sm_90a probe (shared with day 20's backward)
 #include "ptx.cuh"     // cp.async, ldmatrix, mma.sync, pack2, ex2, quad reductions (day 11's wrappers)
 
@@ -126,23 +130,28 @@ using ptx::quad_sum;
 using ptx::smem_addr;
 
 // Contract: quad reductions give the same bits in all 4 lanes; online_softmax works on an m16n8 accumulator
-// tile (mask, m, l, p, alpha); store_rows writes a warp's 16 rows of O and their lse.
+// tile (mask, m, l, p, alpha); store_rows writes a warp's 16 rows of O (row r of the head at out + r · ld) and
+// their lse.
 // YOUR CODE HERE: online_softmax, rescale, pack_p, store_rows (the warp-level pieces both kernels share)
 
 }  // namespace tc
 
 namespace mma {
 
-// Contract: rows >= rows_valid become zeros; kVec: cp.async, 16 bytes per thread per step, consecutive
-// threads on consecutive chunks (the caller commits and waits); !kVec: 2-byte loads and stores.
-// YOUR CODE HERE: load_tile<T, D, kRows, kVec>(dst, src, rows_valid): kRows x D rows of src into swizzled dst
+// Contract: row r of the tile is src + r · ld; rows >= rows_valid become zeros; kVec: cp.async, 16 bytes per
+// thread per step, consecutive threads on consecutive chunks (the caller commits and waits); !kVec: 2-byte loads
+// and stores.
+// YOUR CODE HERE: load_tile<T, D, kRows, kVec>(dst, src, ld, rows_valid): kRows x D rows of src into swizzled dst
 
 // One block per (batch·head, tile of 128 query rows), heaviest causal tiles first:
-// blockIdx.x = bh · q_tiles + (q_tiles - 1 - tile). c = log2(e)/sqrt(D), scale = 1/sqrt(D).
+// blockIdx.x = bh · q_tiles + (q_tiles - 1 - tile), bh = b · heads + h; head bh of q starts at
+// q + st.q.start(bh, heads) and its rows are st.q.row apart (k, v, o likewise; lse is contiguous).
+// c = log2(e)/sqrt(D), scale = 1/sqrt(D).
 template <typename T, int D, bool kVec>
 __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
     flash_mma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,
-                     float* __restrict__ lse, int n, int q_tiles, bool causal, float c, float scale) {
+                     float* __restrict__ lse, int n, int heads, course::AttentionStrides st, int q_tiles,
+                     bool causal, float c, float scale) {
   // Contract: Q, K[2], V[2] in swizzled shared memory (Smem<D>), K/V tiles double-buffered by cp.async;
   // S = Q Kᵀ and O~ += P V with ldmatrix + mma16816; online softmax in log2 units (scores times c);
   // causal masking; o = O~ / l rounded to T, lse = m · scale + ln l; rows >= n not written.
@@ -220,16 +229,18 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
 // the sm_90a image runs; same outputs (o, lse) as flash_mma_kernel.
 // YOUR CODE HERE: optional: namespace hopper, the wgmma kernel (day 11's kernel 3) and its launch<T, D>
 
+// q, k, v, o: [B, H, N, d] with the head strides in `st` (views of bigger tensors are fine; columns contiguous).
 template <typename T>
 cudaError_t flash_attention_mma_forward(const T* q, const T* k, const T* v, T* o, float* lse, int batch, int heads,
-                                        int n, int d, bool causal, cudaStream_t stream) {
+                                        int n, int d, course::AttentionStrides st, bool causal,
+                                        cudaStream_t stream) {
   if constexpr (std::is_same_v<T, float>) {
     return cudaErrorNotSupported;  // tensor cores take 16-bit inputs here (the bindings reject fp32 first)
   } else {
     if (batch == 0 || heads == 0 || n == 0) return cudaSuccess;
     cudaError_t err = cudaSuccess;
     // Contract: any other d: cudaErrorInvalidValue; take the wgmma kernel only where it is available.
-    // YOUR CODE HERE: err = the launch for d = 64 or 128 (bh = batch · heads, aligned = q, k, v, o 16-byte aligned)
+    // YOUR CODE HERE: err = the launch for d = 64 or 128 (aligned = every row of q, k, v, o 16-byte aligned)
     return err;
   }
 }
@@ -237,12 +248,15 @@ cudaError_t flash_attention_mma_forward(const T* q, const T* k, const T* v, T* o
 // The bindings see only the declaration (common/attention_binding.h dispatches all three dtypes, so the float
 // instance exists and returns an error).
 template cudaError_t flash_attention_mma_forward<float>(const float*, const float*, const float*, float*, float*,
-                                                        int, int, int, int, bool, cudaStream_t);
+                                                        int, int, int, int, course::AttentionStrides, bool,
+                                                        cudaStream_t);
 template cudaError_t flash_attention_mma_forward<__half>(const __half*, const __half*, const __half*, __half*,
-                                                         float*, int, int, int, int, bool, cudaStream_t);
+                                                         float*, int, int, int, int, course::AttentionStrides, bool,
+                                                         cudaStream_t);
 template cudaError_t flash_attention_mma_forward<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*,
                                                                 const __nv_bfloat16*, __nv_bfloat16*, float*, int,
-                                                                int, int, int, bool, cudaStream_t);
+                                                                int, int, int, course::AttentionStrides, bool,
+                                                                cudaStream_t);
 
 // Step 12a: the simple kernel for every shape and device (no wgmma path).
 template <typename T>

@@ -1,7 +1,8 @@
 // Day 20: the fused FlashAttention-2 backward on tensor cores. The op of days 15-17 (from q, k, v, the forward's o
-// and fp32 lse, and dout: dq, dk, dv; [B, H, N, d] contiguous, scale = 1/sqrt(d), d = 64 or 128, causal: query i
-// sees keys j <= i), for __half and __nv_bfloat16: every product on mma.sync with fp32 accumulation, P and dS
-// rounded to 16 bits where they enter a product (as FlashAttention-2 does). fp32 is day 17's.
+// and fp32 lse, and dout: dq, dk, dv; [B, H, N, d], the inputs possibly views (head_strides.h), the gradients
+// contiguous, scale = 1/sqrt(d), d = 64 or 128, causal: query i sees keys j <= i), for __half and __nv_bfloat16:
+// every product on mma.sync with fp32 accumulation, P and dS rounded to 16 bits where they enter a product (as
+// FlashAttention-2 does). fp32 is day 17's.
 //
 // Changes vs day 17 (CUDA cores, fp32 tiles):
 //   - The key-tile walk computes the TRANSPOSED score tiles, Sᵀ = K Qᵀ and dPᵀ = V dOᵀ (keys as rows), so that
@@ -40,6 +41,7 @@
 #include <type_traits>
 
 #include "float_convert.cuh"  // to_float(v), from_float<T>(v)
+#include "head_strides.h"  // course::AttentionStrides: where each tensor's rows lie (the op takes views)
 #include "hopper.cuh"  // wgmma, TMA, mbarriers and the sm_90a probe (day 12's forward uses the same)
 #include "ptx.cuh"
 
@@ -77,11 +79,11 @@ struct QCfg {
 
 [[maybe_unused]] constexpr float kLog2e = 1.4426950408889634f;  // used in your code only
 
-// kRows x D tile of a [n, D] matrix (src = its first row; rows >= rows_valid become zeros) into swizzled shared
-// memory by nthreads threads. kVec: cp.async, 16 bytes per copy; otherwise 2-byte loads (tensors not 16-byte
-// aligned), completed before return.
+// kRows x D tile of a head (src = its first row, rows ld elements apart; rows >= rows_valid become zeros) into
+// swizzled shared memory by nthreads threads. kVec: cp.async, 16 bytes per copy; otherwise 2-byte loads (tensors
+// or rows not 16-byte aligned), completed before return.
 template <typename T, int D, int kRows, int kThreads, bool kVec>
-__device__ __forceinline__ void load_tile(T* dst, const T* src, int rows_valid) {
+__device__ __forceinline__ void load_tile(T* dst, const T* src, long long ld, int rows_valid) {
   // YOUR CODE HERE: rows r < rows_valid from src, zeros after; chunk c of row r at swz<D>(r, c)
 }
 
@@ -114,32 +116,37 @@ __device__ __forceinline__ void pack(uint32_t (&out)[kCols / 4], const float (&a
   // YOUR CODE HERE: out[i] = acc[2i], acc[2i+1] as two 16-bit values
 }
 
-// D = rowsum(dO ∘ O), one warp per row; the atomic version's workspace row is zeroed here too (dq_acc may be null).
+// D = rowsum(dO ∘ O), one warp per row (row = bh · n + i; delta and dq_acc are contiguous, o and dout where
+// st.o and st.dout say); the atomic version's workspace row is zeroed here too (dq_acc may be null).
 template <typename T, int D>
 __global__ void __launch_bounds__(256) prep_kernel(const T* __restrict__ o, const T* __restrict__ dout,
-                                                   float* __restrict__ delta, float* __restrict__ dq_acc, int rows) {
+                                                   float* __restrict__ delta, float* __restrict__ dq_acc, int n,
+                                                   int heads, course::AttentionStrides st, int rows) {
   // YOUR CODE HERE: D[row] = Σ_c dout·o in fp32 (one warp per row); zero dq_acc's row when it is not null
 }
 
 // The key-tile walk. One block per (batch·head, tile of kBc keys): blockIdx.x = bh · k_tiles + tile (tile 0 first:
-// with a causal mask it sees the most query tiles). kAtomic: also adds dQ's pieces into dq_acc.
+// with a causal mask it sees the most query tiles). kAtomic: also adds dQ's pieces into dq_acc. Head bh = b · heads
+// + h of q starts at q + st.q.start(bh, heads), its rows st.q.row apart (k, v, dout likewise); lse, delta, dk, dv
+// and dq_acc are contiguous (head bh at bh · n rows).
 template <typename T, int D, bool kVec, bool kAtomic>
 __global__ void __launch_bounds__(KvCfg<D>::kThreads, 1)
     dkdv_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                 const float* __restrict__ lse, const T* __restrict__ dout, const float* __restrict__ delta,
-                T* __restrict__ dk, T* __restrict__ dv, float* __restrict__ dq_acc, int n, int k_tiles, bool causal,
-                float c, float scale) {
+                T* __restrict__ dk, T* __restrict__ dv, float* __restrict__ dq_acc, int n, int heads,
+                course::AttentionStrides st, int k_tiles, bool causal, float c, float scale) {
   // YOUR CODE HERE: K, V tiles once; per query tile (prefetching the next): Sᵀ = K_w Qᵀ, dPᵀ = V_w dOᵀ, P and dS (masked), dV += Pᵀ dO, dK += dSᵀ Q; kAtomic: dSᵀ to shared memory, dQ_tile = dS K, atomics into dq_acc; then dK (× scale) and dV
 }
 
 // The deterministic dQ: one block per (batch·head, tile of kBr queries), walking the key tiles; each warp owns 16
 // queries and accumulates their dQ rows in registers. blockIdx.x = bh · q_tiles + (q_tiles - 1 - tile): with a
-// causal mask the last query tiles see the most keys and run first.
+// causal mask the last query tiles see the most keys and run first. q, k, v, dout through st as in dkdv_kernel; dq
+// contiguous.
 template <typename T, int D, bool kVec>
 __global__ void __launch_bounds__(QCfg<D>::kThreads)
     dq_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, const float* __restrict__ lse,
-              const T* __restrict__ dout, const float* __restrict__ delta, T* __restrict__ dq, int n, int q_tiles,
-              bool causal, float c, float scale) {
+              const T* __restrict__ dout, const float* __restrict__ delta, T* __restrict__ dq, int n, int heads,
+              course::AttentionStrides st, int q_tiles, bool causal, float c, float scale) {
   // YOUR CODE HERE: per key tile (double-buffered): S = Q_w Kᵀ, dP = dO_w Vᵀ, dS (masked), dQ_w += dS K; then dq = scale · dQ_w
 }
 
@@ -159,66 +166,71 @@ cudaError_t allow_smem(Kernel kernel, size_t bytes) {
 
 template <typename T, int D, bool kVec>
 cudaError_t backward(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout, T* dq, T* dk,
-                     T* dv, float* delta, float* dq_acc, int bh, int n, bool causal, bool atomic,
-                     cudaStream_t stream) {
+                     T* dv, float* delta, float* dq_acc, int batch, int heads, int n,
+                     const course::AttentionStrides& st, bool causal, bool atomic, cudaStream_t stream) {
   // YOUR CODE HERE: the pre-pass; the key-tile walk (with dQ atomics, then the rounding, or without, then the dQ walk)
   return cudaGetLastError();
 }
 
 template <typename T>
 cudaError_t attention_bwd(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout, T* dq,
-                          T* dk, T* dv, float* delta, float* dq_acc, int batch, int heads, int n, int d, bool causal,
-                          bool atomic, cudaStream_t stream) {
+                          T* dk, T* dv, float* delta, float* dq_acc, int batch, int heads, int n, int d,
+                          const course::AttentionStrides& st, bool causal, bool atomic, cudaStream_t stream) {
   if constexpr (std::is_same_v<T, float>) {
     return cudaErrorInvalidValue;  // the bindings send fp32 elsewhere (tensor cores take 16-bit inputs)
   } else {
     if (batch == 0 || heads == 0 || n == 0) return cudaSuccess;
-    const int bh = batch * heads;
-    // 16-byte alignment of every tensor lets the tiles travel by cp.async; otherwise 2-byte copies.
+    // 16-byte aligned rows in every tensor (start pointers and strides) let the tiles travel by cp.async;
+    // otherwise 2-byte copies.
     const bool vec = ((reinterpret_cast<uintptr_t>(q) | reinterpret_cast<uintptr_t>(k) |
                        reinterpret_cast<uintptr_t>(v) | reinterpret_cast<uintptr_t>(dout) |
                        reinterpret_cast<uintptr_t>(dq) | reinterpret_cast<uintptr_t>(dk) |
-                       reinterpret_cast<uintptr_t>(dv)) % 16) == 0;
+                       reinterpret_cast<uintptr_t>(dv)) % 16) == 0 &&
+                     st.rows16(sizeof(T));
     if (d == 64)
-      return vec ? backward<T, 64, true>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, bh, n, causal, atomic, stream)
-                 : backward<T, 64, false>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, bh, n, causal, atomic,
-                                          stream);
+      return vec ? backward<T, 64, true>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, st,
+                                         causal, atomic, stream)
+                 : backward<T, 64, false>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, st,
+                                          causal, atomic, stream);
     if (d == 128)
-      return vec ? backward<T, 128, true>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, bh, n, causal, atomic,
-                                          stream)
-                 : backward<T, 128, false>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, bh, n, causal, atomic,
-                                           stream);
+      return vec ? backward<T, 128, true>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, st,
+                                          causal, atomic, stream)
+                 : backward<T, 128, false>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, st,
+                                           causal, atomic, stream);
     return cudaErrorInvalidValue;  // the bindings accept d = 64 and 128 only
   }
 }
 
 }  // namespace fa2_tc
 
-// The launchers the bindings call (common/attention_bwd_binding.h): delta is an fp32 [B, H, N] scratch for D,
-// dq_acc an fp32 [B, H, N, d] one for the atomic version's dQ sums (nullptr for the deterministic one).
+// The launchers the bindings call (common/attention_bwd_binding.h): q, k, v, o and dout are [B, H, N, d] with the
+// head strides in `st` (views are fine; columns contiguous), dq, dk, dv contiguous; delta is an fp32 [B, H, N]
+// scratch for D, dq_acc an fp32 [B, H, N, d] one for the atomic version's dQ sums (nullptr for the deterministic
+// one).
 template <typename T>
 cudaError_t attention_bwd_tc_atomic(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout,
                                     T* dq, T* dk, T* dv, float* delta, float* dq_acc, int batch, int heads, int n,
-                                    int d, bool causal, cudaStream_t stream) {
-  return fa2_tc::attention_bwd(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, d, causal, true,
+                                    int d, course::AttentionStrides st, bool causal, cudaStream_t stream) {
+  return fa2_tc::attention_bwd(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, d, st, causal, true,
                                stream);
 }
 
 template <typename T>
 cudaError_t attention_bwd_tc_deterministic(const T* q, const T* k, const T* v, const T* o, const float* lse,
                                            const T* dout, T* dq, T* dk, T* dv, float* delta, float* dq_acc, int batch,
-                                           int heads, int n, int d, bool causal, cudaStream_t stream) {
-  return fa2_tc::attention_bwd(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, d, causal, false,
-                               stream);
+                                           int heads, int n, int d, course::AttentionStrides st, bool causal,
+                                           cudaStream_t stream) {
+  return fa2_tc::attention_bwd(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, d, st, causal,
+                               false, stream);
 }
 
 #define INSTANTIATE(T)                                                                                              \
   template cudaError_t attention_bwd_tc_atomic<T>(const T*, const T*, const T*, const T*, const float*, const T*,  \
-                                                  T*, T*, T*, float*, float*, int, int, int, int, bool,            \
-                                                  cudaStream_t);                                                   \
+                                                  T*, T*, T*, float*, float*, int, int, int, int,                  \
+                                                  course::AttentionStrides, bool, cudaStream_t);                   \
   template cudaError_t attention_bwd_tc_deterministic<T>(const T*, const T*, const T*, const T*, const float*,     \
                                                          const T*, T*, T*, T*, float*, float*, int, int, int, int, \
-                                                         bool, cudaStream_t)
+                                                         course::AttentionStrides, bool, cudaStream_t)
 INSTANTIATE(float);
 INSTANTIATE(__half);
 INSTANTIATE(__nv_bfloat16);

@@ -4,15 +4,17 @@
 // fp32 backward, and day 20's op sends fp32 there).
 #include "attention_bwd_binding.h"
 
+// q, k, v, o, dout may be views (their strides in st, columns contiguous); dq, dk, dv are contiguous.
 // delta: fp32 [B, H, N] for D; dq_acc: fp32 [B, H, N, d] for the atomic version's dQ sums (nullptr otherwise).
 template <typename T>
 cudaError_t attention_bwd_tc_atomic(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout,
                                     T* dq, T* dk, T* dv, float* delta, float* dq_acc, int batch, int heads, int n,
-                                    int d, bool causal, cudaStream_t stream);
+                                    int d, course::AttentionStrides st, bool causal, cudaStream_t stream);
 template <typename T>
 cudaError_t attention_bwd_tc_deterministic(const T* q, const T* k, const T* v, const T* o, const float* lse,
                                            const T* dout, T* dq, T* dk, T* dv, float* delta, float* dq_acc, int batch,
-                                           int heads, int n, int d, bool causal, cudaStream_t stream);
+                                           int heads, int n, int d, course::AttentionStrides st, bool causal,
+                                           cudaStream_t stream);
 
 namespace {
 void require_16bit(const at::Tensor& q, const char* op) {
@@ -28,7 +30,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       [](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& o, const at::Tensor& lse,
          const at::Tensor& dout, at::Tensor& dq, at::Tensor& dk, at::Tensor& dv, bool causal) {
         require_16bit(q, "attention_bwd_tc");
-        course::attention_bwd_tiled_any_float(q, k, v, o, lse, dout, dq, dk, dv, causal, true,
+        course::attention_bwd_views_any_float(q, k, v, o, lse, dout, dq, dk, dv, causal, true,
                                               [](auto... args) { return attention_bwd_tc_atomic(args...); },
                                               "attention_bwd_tc_atomic");
       },
@@ -39,7 +41,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       [](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& o, const at::Tensor& lse,
          const at::Tensor& dout, at::Tensor& dq, at::Tensor& dk, at::Tensor& dv, bool causal) {
         require_16bit(q, "attention_bwd_tc_deterministic");
-        course::attention_bwd_tiled_any_float(q, k, v, o, lse, dout, dq, dk, dv, causal, false,
+        course::attention_bwd_views_any_float(q, k, v, o, lse, dout, dq, dk, dv, causal, false,
                                               [](auto... args) { return attention_bwd_tc_deterministic(args...); },
                                               "attention_bwd_tc_deterministic");
       },

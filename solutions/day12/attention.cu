@@ -1,7 +1,9 @@
 // Day 12: FlashAttention-2 forward on tensor cores. The same op as day 10 (O = softmax(scale · Q Kᵀ) V per
-// (batch, head) and the fp32 row logsumexp; q, k, v, o contiguous [B, H, N, d], lse fp32 [B, H, N], scale =
-// 1/sqrt(d), d = 64 or 128, causal: query i sees keys j <= i), for __half and __nv_bfloat16 only: both products
-// run on tensor cores with fp32 accumulation. fp32 inputs are rejected (day 10 is the fp32 kernel).
+// (batch, head) and the fp32 row logsumexp; q, k, v, o [B, H, N, d], lse fp32 [B, H, N], scale = 1/sqrt(d),
+// d = 64 or 128, causal: query i sees keys j <= i), for __half and __nv_bfloat16 only: both products run on tensor
+// cores with fp32 accumulation. fp32 inputs are rejected (day 10 is the fp32 kernel). Step 12a takes contiguous
+// tensors; step 12b takes views too (head_strides.h: each tensor's batch, head and row strides), which is what a
+// model hands over: q, k, v sliced from one projection, o wanted in [B, N, H, d] memory.
 //
 // Changes vs day 10's flash_attention (CUDA cores, fp32 tiles in shared memory, P through shared memory):
 //   - mma.sync.m16n8k16 (inline PTX, day 11) for S = Q Kᵀ and O += P V, fp32 accumulators in registers. One
@@ -39,11 +41,12 @@
 //     no transpose either.
 //   - wgmma is asynchronous: each iteration issues S for tile t+1 and P V for tile t back to back, waits for S
 //     only, and runs the softmax of tile t+1 on the CUDA cores while the tensor cores are still busy with P V.
-//   - Tiles arrive by TMA: one thread issues cp.async.bulk.tensor copies of [rows][64] boxes from a 3-D view
-//     [B·H][N][d] of each tensor (rows past N come back as zeros), the Tensor Memory Accelerator writes them in
-//     the 128-byte-swizzled layout wgmma reads, and an mbarrier per buffer counts the bytes in; the other threads
-//     wait on its phase. V[t+1] and K[t+2] are in flight during iteration t; one __syncthreads per iteration
-//     frees the buffers of tile t-1. (FA12_WG_TMA=0: the same tiles by cp.async from every thread, 16 bytes each.)
+//   - Tiles arrive by TMA: one thread issues cp.async.bulk.tensor copies of [rows][64] boxes from a 4-D view
+//     [B][H][N][d] of each tensor with the tensor's own strides (rows past N come back as zeros), the Tensor
+//     Memory Accelerator writes them in the 128-byte-swizzled layout wgmma reads, and an mbarrier per buffer
+//     counts the bytes in; the other threads wait on its phase. V[t+1] and K[t+2] are in flight during
+//     iteration t; one __syncthreads per iteration frees the buffers of tile t-1. (FA12_WG_TMA=0: the same tiles
+//     by cp.async from every thread, 16 bytes each.)
 // Measured on an H200 (days/day12/README.md, `grader check day12 --solution`; measured/NOTES.md for the steps):
 // every case correct in fp16 and bf16; at bf16 4x16x4096x128 547 TFLOP/s = 1.57x SDPA's FlashAttention-2 backend
 // and 0.83x its cuDNN backend (causal: 493, 1.64x, 0.86x); d = 64: 351 TFLOP/s, 1.18x and 0.73x. With cp.async
@@ -59,6 +62,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "head_strides.h"  // course::HeadStrides: where a head's rows lie (the op takes views)
 #include "hopper.cuh"  // wgmma, TMA and mbarrier wrappers, the sm_90a probe (shared with day 20's backward)
 #include "ptx.cuh"     // cp.async, ldmatrix, mma.sync, pack2, ex2, quad reductions (day 11's wrappers)
 
@@ -147,7 +151,8 @@ using ptx::quad_sum;
 using ptx::smem_addr;
 
 // Contract: quad reductions give the same bits in all 4 lanes; online_softmax works on an m16n8 accumulator
-// tile (mask, m, l, p, alpha); store_rows writes a warp's 16 rows of O and their lse.
+// tile (mask, m, l, p, alpha); store_rows writes a warp's 16 rows of O (row r of the head at out + r · ld) and
+// their lse.
 // BEGIN SOLUTION: online_softmax, rescale, pack_p, store_rows (the warp-level pieces both kernels share)
 // Online softmax on one S tile held in the m16n8 accumulator layout: s[4·j + e] for 8-column tile j, e = 0, 1 on
 // row `row` and e = 2, 3 on row + 8, columns col0 + 8·j + 2·(lane % 4) + (e % 2). Masks (if kMask) keys >= n and,
@@ -212,10 +217,11 @@ __device__ __forceinline__ void pack_p(uint32_t (&pa)[kCols / 4], const float (&
 }
 
 // Writes this warp's 16 rows of O (accumulator layout, D columns, already divided by l) and their lse: through a
-// [16][D] swizzled staging area in shared memory (the warp's own), then 16 bytes per lane per store.
+// [16][D] swizzled staging area in shared memory (the warp's own), then 16 bytes per lane per store. Row r of the
+// head's O is at out + r · ld.
 template <typename T, int D, bool kVec>
-__device__ __forceinline__ void store_rows(T* stage, const float (&o)[D / 2], T* out, float* lse_out, int row0,
-                                           int n, const float (&lse)[2]) {
+__device__ __forceinline__ void store_rows(T* stage, const float (&o)[D / 2], T* out, long long ld, float* lse_out,
+                                           int row0, int n, const float (&lse)[2]) {
   const int lane = threadIdx.x % 32;
   const int r = lane / 4;
 #pragma unroll
@@ -233,7 +239,7 @@ __device__ __forceinline__ void store_rows(T* stage, const float (&o)[D / 2], T*
     const int rr = e / (D / 8), cc = e % (D / 8);
     if (row0 + rr >= n) continue;
     const T* src = stage + rr * D + ((cc ^ (rr & 7)) << 3);
-    T* dst = out + static_cast<size_t>(row0 + rr) * D + cc * 8;
+    T* dst = out + (row0 + rr) * ld + cc * 8;
     if constexpr (kVec) {
       *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
     } else {
@@ -252,14 +258,15 @@ __device__ __forceinline__ void store_rows(T* stage, const float (&o)[D / 2], T*
 
 namespace mma {
 
-// Contract: rows >= rows_valid become zeros; kVec: cp.async, 16 bytes per thread per step, consecutive
-// threads on consecutive chunks (the caller commits and waits); !kVec: 2-byte loads and stores.
-// BEGIN SOLUTION: load_tile<T, D, kRows, kVec>(dst, src, rows_valid): kRows x D rows of src into swizzled dst
-// kRows x D tile of a [n, D] matrix (src = its first row; rows >= rows_valid become zeros) into swizzled shared
-// memory. kVec: cp.async, 16 bytes per thread per step, consecutive threads on consecutive chunks of a row
-// (coalesced); otherwise 2-byte loads and stores (tensors not 16-byte aligned).
+// Contract: row r of the tile is src + r · ld; rows >= rows_valid become zeros; kVec: cp.async, 16 bytes per
+// thread per step, consecutive threads on consecutive chunks (the caller commits and waits); !kVec: 2-byte loads
+// and stores.
+// BEGIN SOLUTION: load_tile<T, D, kRows, kVec>(dst, src, ld, rows_valid): kRows x D rows of src into swizzled dst
+// kRows x D tile of a head (src = its first row, rows ld elements apart; rows >= rows_valid become zeros) into
+// swizzled shared memory. kVec: cp.async, 16 bytes per thread per step, consecutive threads on consecutive chunks
+// of a row (coalesced); otherwise 2-byte loads and stores (tensors or rows not 16-byte aligned).
 template <typename T, int D, int kRows, bool kVec>
-__device__ __forceinline__ void load_tile(T* dst, const T* src, int rows_valid) {
+__device__ __forceinline__ void load_tile(T* dst, const T* src, long long ld, int rows_valid) {
   constexpr int kChunks = kRows * D / 8;
   static_assert(kChunks % kThreads == 0, "whole steps");
 #pragma unroll
@@ -267,9 +274,9 @@ __device__ __forceinline__ void load_tile(T* dst, const T* src, int rows_valid) 
     const int r = e / (D / 8), c = e % (D / 8);
     const bool ok = r < rows_valid;
     if constexpr (kVec) {
-      tc::cp_async16(tc::smem_addr(dst + swz<D>(r, c)), ok ? src + r * D + c * 8 : src, ok);
+      tc::cp_async16(tc::smem_addr(dst + swz<D>(r, c)), ok ? src + r * ld + c * 8 : src, ok);
     } else {
-      const uint16_t* s16 = reinterpret_cast<const uint16_t*>(src) + r * D + c * 8;
+      const uint16_t* s16 = reinterpret_cast<const uint16_t*>(src) + r * ld + c * 8;
       uint16_t* d16 = reinterpret_cast<uint16_t*>(dst + swz<D>(r, c));
 #pragma unroll
       for (int x = 0; x < 8; ++x) d16[x] = ok ? s16[x] : uint16_t{0};
@@ -279,11 +286,14 @@ __device__ __forceinline__ void load_tile(T* dst, const T* src, int rows_valid) 
 // END SOLUTION
 
 // One block per (batch·head, tile of 128 query rows), heaviest causal tiles first:
-// blockIdx.x = bh · q_tiles + (q_tiles - 1 - tile). c = log2(e)/sqrt(D), scale = 1/sqrt(D).
+// blockIdx.x = bh · q_tiles + (q_tiles - 1 - tile), bh = b · heads + h; head bh of q starts at
+// q + st.q.start(bh, heads) and its rows are st.q.row apart (k, v, o likewise; lse is contiguous).
+// c = log2(e)/sqrt(D), scale = 1/sqrt(D).
 template <typename T, int D, bool kVec>
 __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
     flash_mma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,
-                     float* __restrict__ lse, int n, int q_tiles, bool causal, float c, float scale) {
+                     float* __restrict__ lse, int n, int heads, course::AttentionStrides st, int q_tiles,
+                     bool causal, float c, float scale) {
   // Contract: Q, K[2], V[2] in swizzled shared memory (Smem<D>), K/V tiles double-buffered by cp.async;
   // S = Q Kᵀ and O~ += P V with ldmatrix + mma16816; online softmax in log2 units (scores times c);
   // causal masking; o = O~ / l rounded to T, lse = m · scale + ln l; rows >= n not written.
@@ -298,19 +308,18 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int bh = blockIdx.x / q_tiles;
   const int q0 = (q_tiles - 1 - blockIdx.x % q_tiles) * kBr;
-  const size_t head = static_cast<size_t>(bh) * n * D;
-  const T* const kh = k + head;
-  const T* const vh = v + head;
+  const T* const kh = k + st.k.start(bh, heads);
+  const T* const vh = v + st.v.start(bh, heads);
   const int kv_end = causal ? min(n, q0 + kBr) : n;
   const int tiles = (kv_end + kBc - 1) / kBc;
   const int wrow = q0 + 16 * warp;  // this warp's first query row
   const int row = wrow + lane / 4;  // this thread's rows: row and row + 8
 
-  load_tile<T, D, kBr, kVec>(Qs, q + head + static_cast<size_t>(q0) * D, n - q0);
+  load_tile<T, D, kBr, kVec>(Qs, q + st.q.start(bh, heads) + q0 * st.q.row, st.q.row, n - q0);
   tc::cp_async_commit();
-  load_tile<T, D, kBc, kVec>(Ks, kh, n);
+  load_tile<T, D, kBc, kVec>(Ks, kh, st.k.row, n);
   tc::cp_async_commit();
-  load_tile<T, D, kBc, kVec>(Vs, vh, n);
+  load_tile<T, D, kBc, kVec>(Vs, vh, st.v.row, n);
   tc::cp_async_commit();
   tc::cp_async_wait<2>();
   __syncthreads();  // Q complete
@@ -334,7 +343,7 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
     tc::cp_async_wait<1>();  // K[t] landed (V[t] may still be in flight)
     __syncthreads();         // ... for every thread; and tile t-1 is done with the other buffers
     if (t + 1 < tiles)
-      load_tile<T, D, kBc, kVec>(Ks + ((t + 1) & 1) * kBc * D, kh + static_cast<size_t>(kv0 + kBc) * D,
+      load_tile<T, D, kBc, kVec>(Ks + ((t + 1) & 1) * kBc * D, kh + (kv0 + kBc) * st.k.row, st.k.row,
                                  n - kv0 - kBc);
     tc::cp_async_commit();  // possibly empty: keeps the group count uniform
 
@@ -368,7 +377,7 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
     tc::cp_async_wait<1>();  // V[t] landed
     __syncthreads();
     if (t + 1 < tiles)
-      load_tile<T, D, kBc, kVec>(Vs + ((t + 1) & 1) * kBc * D, vh + static_cast<size_t>(kv0 + kBc) * D,
+      load_tile<T, D, kBc, kVec>(Vs + ((t + 1) & 1) * kBc * D, vh + (kv0 + kBc) * st.v.row, st.v.row,
                                  n - kv0 - kBc);
     tc::cp_async_commit();
 
@@ -401,7 +410,8 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) acc[i] *= l[(i >> 1) & 1];
   // The warp's own 16 rows of the Q tile are dead (their fragments are in registers): the staging area.
-  tc::store_rows<T, D, kVec>(Qs + 16 * warp * D, acc, o + head, lse + static_cast<size_t>(bh) * n, wrow, n, lse_v);
+  tc::store_rows<T, D, kVec>(Qs + 16 * warp * D, acc, o + st.o.start(bh, heads), st.o.row,
+                             lse + static_cast<size_t>(bh) * n, wrow, n, lse_v);
   // END SOLUTION
 }
 
@@ -409,24 +419,24 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
 // c = log2(e) · scale; return the first error.
 // BEGIN SOLUTION: launch<T, D>(..., aligned, stream): flash_mma_kernel<T, D, aligned> on bh · ceil(n / kBr) blocks
 template <typename T, int D, bool kVec>
-cudaError_t launch_as(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, bool causal,
-                      cudaStream_t stream) {
+cudaError_t launch_as(const T* q, const T* k, const T* v, T* o, float* lse, int batch, int heads, int n,
+                      const course::AttentionStrides& st, bool causal, cudaStream_t stream) {
   auto kernel = flash_mma_kernel<T, D, kVec>;
   const cudaError_t err =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Smem<D>::kBytes));
   if (err != cudaSuccess) return err;
   const int q_tiles = (n + kBr - 1) / kBr;
   const float scale = 1.0f / sqrtf(static_cast<float>(D));
-  kernel<<<bh * q_tiles, kThreads, Smem<D>::kBytes, stream>>>(q, k, v, o, lse, n, q_tiles, causal,
-                                                              1.4426950408889634f * scale, scale);
+  kernel<<<batch * heads * q_tiles, kThreads, Smem<D>::kBytes, stream>>>(q, k, v, o, lse, n, heads, st, q_tiles,
+                                                                        causal, 1.4426950408889634f * scale, scale);
   return cudaGetLastError();
 }
 
 template <typename T, int D>
-cudaError_t launch(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, bool causal, bool aligned,
-                   cudaStream_t stream) {
-  return aligned ? launch_as<T, D, true>(q, k, v, o, lse, bh, n, causal, stream)
-                 : launch_as<T, D, false>(q, k, v, o, lse, bh, n, causal, stream);
+cudaError_t launch(const T* q, const T* k, const T* v, T* o, float* lse, int batch, int heads, int n,
+                   const course::AttentionStrides& st, bool causal, bool aligned, cudaStream_t stream) {
+  return aligned ? launch_as<T, D, true>(q, k, v, o, lse, batch, heads, n, st, causal, stream)
+                 : launch_as<T, D, false>(q, k, v, o, lse, batch, heads, n, st, causal, stream);
 }
 // END SOLUTION
 
@@ -587,8 +597,8 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) acc[i] *= l[(i >> 1) & 1];
   // The warp's own 16 padded rows of Q are dead (their fragments are in registers): 16 · D elements of staging.
-  tc::store_rows<T, D, kVec>(Qs + 16 * warp * kLd, acc, o + head, lse + static_cast<size_t>(bh) * n, first_row, n,
-                             lse_v);
+  tc::store_rows<T, D, kVec>(Qs + 16 * warp * kLd, acc, o + head, D, lse + static_cast<size_t>(bh) * n, first_row,
+                             n, lse_v);
   // END SOLUTION
 }
 
@@ -655,10 +665,10 @@ struct Smem {
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
-// kRows x D tile (rows >= rows_valid zero-filled; `safe` is any readable address) into the swizzled layout at
-// shared address dst, by all 256 threads with cp.async.
+// kRows x D tile (rows ld elements apart, rows >= rows_valid zero-filled; `safe` is any readable address) into the
+// swizzled layout at shared address dst, by all 256 threads with cp.async.
 template <typename T, int D, int kRows>
-__device__ __forceinline__ void load_sw128(uint32_t dst, const T* src, int rows_valid, const T* safe) {
+__device__ __forceinline__ void load_sw128(uint32_t dst, const T* src, long long ld, int rows_valid, const T* safe) {
   constexpr int kChunks = kRows * D / 8;
   static_assert(kChunks % kThreads == 0, "whole steps");
 #pragma unroll
@@ -666,7 +676,7 @@ __device__ __forceinline__ void load_sw128(uint32_t dst, const T* src, int rows_
     const int r = e / (D / 8), c = e % (D / 8);
     const bool ok = r < rows_valid;
     const uint32_t at = dst + (c / 8) * (kRows * 128) + r * 128 + (((c % 8) ^ (r & 7)) << 4);
-    tc::cp_async16(at, ok ? src + r * D + c * 8 : safe, ok);
+    tc::cp_async16(at, ok ? src + r * ld + c * 8 : safe, ok);
   }
 }
 
@@ -704,7 +714,8 @@ __device__ __forceinline__ void issue_pv(float (&o)[D / 2], const uint32_t (&pa)
 template <typename T, int D>
 __global__ void __launch_bounds__(kThreads, 1)
     flash_wgmma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,
-                       float* __restrict__ lse, int n, int q_tiles, bool causal, float c, float scale,
+                       float* __restrict__ lse, int n, int heads, course::AttentionStrides st, int q_tiles,
+                       bool causal, float c, float scale,
                        const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
                        const __grid_constant__ CUtensorMap tm_v) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -717,16 +728,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
   const int bh = blockIdx.x / q_tiles;
   const int q0 = (q_tiles - 1 - blockIdx.x % q_tiles) * kBr;
-  const size_t head = static_cast<size_t>(bh) * n * D;
-  const T* const qh = q + head;
-  const T* const kh = k + head;
-  const T* const vh = v + head;
+  const Head hd{bh % heads, bh / heads};  // TMA's coordinates of this head
+  const T* const qh = q + st.q.start(bh, heads);
+  const T* const kh = k + st.k.start(bh, heads);
+  const T* const vh = v + st.v.start(bh, heads);
   const int kv_end = causal ? min(n, q0 + kBr) : n;
   const int tiles = (kv_end + kBc - 1) / kBc;
   const int wrow = q0 + 64 * wg + 16 * warp;  // this warp's first query row
   const int row = wrow + lane / 4;            // this thread's rows: row and row + 8
   const uint32_t q_base = base + S::kQ + wg * S::kQWarpgroup;
-  const T* const safe = qh + static_cast<size_t>(q0) * D;  // a row that exists
+  const T* const safe = qh + q0 * st.q.row;  // a row that exists
   // Tile j of K or V lives in buffer j % kStages; its barrier (TMA path) completes once per use of that buffer, so
   // tile j waits for the phase of parity (j / kStages) % 2.
   auto k_stage = [&](int j) { return base + S::kK + (j % kStages) * S::kStage; };
@@ -736,16 +747,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   // Copies of tile j: TMA by thread 0, or cp.async by every thread (into the caller's commit group).
   auto load_k = [&](int j) {
     if constexpr (kTma) {
-      if (threadIdx.x == 0) tma_tile<D, kBc>(k_stage(j), &tm_k, j * kBc, bh, k_bar(j));
+      if (threadIdx.x == 0) tma_tile<D, kBc>(k_stage(j), &tm_k, j * kBc, hd, k_bar(j));
     } else {
-      load_sw128<T, D, kBc>(k_stage(j), kh + static_cast<size_t>(j) * kBc * D, n - j * kBc, safe);
+      load_sw128<T, D, kBc>(k_stage(j), kh + j * kBc * st.k.row, st.k.row, n - j * kBc, safe);
     }
   };
   auto load_v = [&](int j) {
     if constexpr (kTma) {
-      if (threadIdx.x == 0) tma_tile<D, kBc>(v_stage(j), &tm_v, j * kBc, bh, v_bar(j));
+      if (threadIdx.x == 0) tma_tile<D, kBc>(v_stage(j), &tm_v, j * kBc, hd, v_bar(j));
     } else {
-      load_sw128<T, D, kBc>(v_stage(j), vh + static_cast<size_t>(j) * kBc * D, n - j * kBc, safe);
+      load_sw128<T, D, kBc>(v_stage(j), vh + j * kBc * st.v.row, st.v.row, n - j * kBc, safe);
     }
   };
 
@@ -763,11 +774,11 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int w = 0; w < 2; ++w)
 #pragma unroll
         for (int h = 0; h < D / 64; ++h)
-          tma_load(base + S::kQ + w * S::kQWarpgroup + h * (64 * 128), &tm_q, 64 * h, q0 + 64 * w, bh, bar_q);
+          tma_load(base + S::kQ + w * S::kQWarpgroup + h * (64 * 128), &tm_q, 64 * h, q0 + 64 * w, hd, bar_q);
     }
   } else {
-    load_sw128<T, D, 64>(base + S::kQ, safe, n - q0, safe);
-    load_sw128<T, D, 64>(base + S::kQ + S::kQWarpgroup, safe + 64 * D, n - q0 - 64, safe);
+    load_sw128<T, D, 64>(base + S::kQ, safe, st.q.row, n - q0, safe);
+    load_sw128<T, D, 64>(base + S::kQ + S::kQWarpgroup, safe + 64 * st.q.row, st.q.row, n - q0 - 64, safe);
   }
   load_k(0);
   tc::cp_async_commit();
@@ -879,55 +890,57 @@ __global__ void __launch_bounds__(kThreads, 1)
   // in 16 · D · 2 bytes of its warpgroup's Q tile (bytes that held other warps' Q rows: hence the barrier).
   __syncthreads();
   T* const stage = reinterpret_cast<T*>(sbase + S::kQ + wg * S::kQWarpgroup) + 16 * warp * D;
-  tc::store_rows<T, D, true>(stage, o_acc, o + head, lse + static_cast<size_t>(bh) * n, wrow, n, lse_v);
+  tc::store_rows<T, D, true>(stage, o_acc, o + st.o.start(bh, heads), st.o.row, lse + static_cast<size_t>(bh) * n,
+                             wrow, n, lse_v);
 #else
   __trap();  // only the sm_90a image has this kernel; the launcher never picks it elsewhere
 #endif
 }
 
 template <typename T, int D>
-cudaError_t launch(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, bool causal,
-                   cudaStream_t stream) {
+cudaError_t launch(const T* q, const T* k, const T* v, T* o, float* lse, int batch, int heads, int n,
+                   const course::AttentionStrides& st, bool causal, cudaStream_t stream) {
   CUtensorMap tm_q{}, tm_k{}, tm_v{};
-  if (kTma && !(make_map(&tm_q, q, bh, n, D, 64) && make_map(&tm_k, k, bh, n, D, kBc) &&
-                make_map(&tm_v, v, bh, n, D, kBc)))
-    return mma::launch<T, D>(q, k, v, o, lse, bh, n, causal, true, stream);  // no TMA from this driver
+  if (kTma && !(make_map(&tm_q, q, st.q, batch, heads, n, D, 64) && make_map(&tm_k, k, st.k, batch, heads, n, D, kBc) &&
+                make_map(&tm_v, v, st.v, batch, heads, n, D, kBc)))
+    return mma::launch<T, D>(q, k, v, o, lse, batch, heads, n, st, causal, true, stream);  // no TMA here
   auto kernel = flash_wgmma_kernel<T, D>;
   const cudaError_t err =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Smem<D>::kBytes));
   if (err != cudaSuccess) return err;
   const int q_tiles = (n + kBr - 1) / kBr;
   const float scale = 1.0f / sqrtf(static_cast<float>(D));
-  kernel<<<bh * q_tiles, kThreads, Smem<D>::kBytes, stream>>>(q, k, v, o, lse, n, q_tiles, causal,
-                                                              1.4426950408889634f * scale, scale, tm_q, tm_k, tm_v);
+  kernel<<<batch * heads * q_tiles, kThreads, Smem<D>::kBytes, stream>>>(
+      q, k, v, o, lse, n, heads, st, q_tiles, causal, 1.4426950408889634f * scale, scale, tm_q, tm_k, tm_v);
   return cudaGetLastError();
 }
 
 }  // namespace hopper
 // END SOLUTION
 
+// q, k, v, o: [B, H, N, d] with the head strides in `st` (views of bigger tensors are fine; columns contiguous).
 template <typename T>
 cudaError_t flash_attention_mma_forward(const T* q, const T* k, const T* v, T* o, float* lse, int batch, int heads,
-                                        int n, int d, bool causal, cudaStream_t stream) {
+                                        int n, int d, course::AttentionStrides st, bool causal,
+                                        cudaStream_t stream) {
   if constexpr (std::is_same_v<T, float>) {
     return cudaErrorNotSupported;  // tensor cores take 16-bit inputs here (the bindings reject fp32 first)
   } else {
     if (batch == 0 || heads == 0 || n == 0) return cudaSuccess;
     cudaError_t err = cudaSuccess;
     // Contract: any other d: cudaErrorInvalidValue; take the wgmma kernel only where it is available.
-    // BEGIN SOLUTION: err = the launch for d = 64 or 128 (bh = batch · heads, aligned = q, k, v, o 16-byte aligned)
-    const int bh = batch * heads;
-    // cp.async and the 16-byte stores need 16-byte aligned rows; rows are d·2 = 128 or 256 bytes, so the start
-    // pointers decide.
+    // BEGIN SOLUTION: err = the launch for d = 64 or 128 (aligned = every row of q, k, v, o 16-byte aligned)
+    // cp.async and the 16-byte stores need 16-byte aligned rows: the start pointers and every stride decide.
     const bool aligned = ((reinterpret_cast<uintptr_t>(q) | reinterpret_cast<uintptr_t>(k) |
-                           reinterpret_cast<uintptr_t>(v) | reinterpret_cast<uintptr_t>(o)) % 16) == 0;
+                           reinterpret_cast<uintptr_t>(v) | reinterpret_cast<uintptr_t>(o)) % 16) == 0 &&
+                         st.rows16(sizeof(T));
     const bool wgmma = FA12_HOPPER && aligned && hopper::available();
     if (d == 64) {
-      err = wgmma ? hopper::launch<T, 64>(q, k, v, o, lse, bh, n, causal, stream)
-                  : mma::launch<T, 64>(q, k, v, o, lse, bh, n, causal, aligned, stream);
+      err = wgmma ? hopper::launch<T, 64>(q, k, v, o, lse, batch, heads, n, st, causal, stream)
+                  : mma::launch<T, 64>(q, k, v, o, lse, batch, heads, n, st, causal, aligned, stream);
     } else if (d == 128) {
-      err = wgmma ? hopper::launch<T, 128>(q, k, v, o, lse, bh, n, causal, stream)
-                  : mma::launch<T, 128>(q, k, v, o, lse, bh, n, causal, aligned, stream);
+      err = wgmma ? hopper::launch<T, 128>(q, k, v, o, lse, batch, heads, n, st, causal, stream)
+                  : mma::launch<T, 128>(q, k, v, o, lse, batch, heads, n, st, causal, aligned, stream);
     } else {
       err = cudaErrorInvalidValue;  // no instance for this head dim (the bindings reject it first)
     }
@@ -939,12 +952,15 @@ cudaError_t flash_attention_mma_forward(const T* q, const T* k, const T* v, T* o
 // The bindings see only the declaration (common/attention_binding.h dispatches all three dtypes, so the float
 // instance exists and returns an error).
 template cudaError_t flash_attention_mma_forward<float>(const float*, const float*, const float*, float*, float*,
-                                                        int, int, int, int, bool, cudaStream_t);
+                                                        int, int, int, int, course::AttentionStrides, bool,
+                                                        cudaStream_t);
 template cudaError_t flash_attention_mma_forward<__half>(const __half*, const __half*, const __half*, __half*,
-                                                         float*, int, int, int, int, bool, cudaStream_t);
+                                                         float*, int, int, int, int, course::AttentionStrides, bool,
+                                                         cudaStream_t);
 template cudaError_t flash_attention_mma_forward<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*,
                                                                 const __nv_bfloat16*, __nv_bfloat16*, float*, int,
-                                                                int, int, int, bool, cudaStream_t);
+                                                                int, int, int, course::AttentionStrides, bool,
+                                                                cudaStream_t);
 
 // Step 12a: the simple kernel for every shape and device (no wgmma path).
 template <typename T>

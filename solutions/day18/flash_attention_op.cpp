@@ -12,12 +12,12 @@
 
 #include <tuple>
 
-#include "attention_bwd_binding.h"  // check_attention_args, attention_any_float, attention_bwd_tiled_any_float
+#include "attention_bwd_binding.h"  // check_attention_args, attention_views_any_float, attention_bwd_tiled_any_float
 
 // Day 12's forward and day 17's second-pass backward, as their .cu files define them.
 template <typename T>
 cudaError_t flash_attention_mma_forward(const T* q, const T* k, const T* v, T* o, float* lse, int batch, int heads,
-                                        int n, int d, bool causal, cudaStream_t stream);
+                                        int n, int d, course::AttentionStrides st, bool causal, cudaStream_t stream);
 template <typename T>
 cudaError_t attention_bwd_twopass(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout,
                                   T* dq, T* dk, T* dv, float* delta, float* dq_acc, int batch, int heads, int n, int d,
@@ -40,7 +40,7 @@ std::tuple<at::Tensor, at::Tensor> flash_attention_cuda(const at::Tensor& q, con
   const at::Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
   o = at::empty(qc.sizes(), qc.options());
   lse = at::empty({qc.size(0), qc.size(1), qc.size(2)}, qc.options().dtype(at::kFloat));
-  course::attention_any_float(
+  course::attention_views_any_float(
       qc, kc, vc, o, lse, causal, [](auto... args) { return flash_attention_mma_forward(args...); },
       "flash_attention_mma_forward");
   // END SOLUTION

@@ -1,7 +1,8 @@
 // Day 20: the fused FlashAttention-2 backward on tensor cores. The op of days 15-17 (from q, k, v, the forward's o
-// and fp32 lse, and dout: dq, dk, dv; [B, H, N, d] contiguous, scale = 1/sqrt(d), d = 64 or 128, causal: query i
-// sees keys j <= i), for __half and __nv_bfloat16: every product on mma.sync with fp32 accumulation, P and dS
-// rounded to 16 bits where they enter a product (as FlashAttention-2 does). fp32 is day 17's.
+// and fp32 lse, and dout: dq, dk, dv; [B, H, N, d], the inputs possibly views (head_strides.h), the gradients
+// contiguous, scale = 1/sqrt(d), d = 64 or 128, causal: query i sees keys j <= i), for __half and __nv_bfloat16:
+// every product on mma.sync with fp32 accumulation, P and dS rounded to 16 bits where they enter a product (as
+// FlashAttention-2 does). fp32 is day 17's.
 //
 // Changes vs day 17 (CUDA cores, fp32 tiles):
 //   - The key-tile walk computes the TRANSPOSED score tiles, Sᵀ = K Qᵀ and dPᵀ = V dOᵀ (keys as rows), so that
@@ -40,6 +41,7 @@
 #include <type_traits>
 
 #include "float_convert.cuh"  // to_float(v), from_float<T>(v)
+#include "head_strides.h"  // course::AttentionStrides: where each tensor's rows lie (the op takes views)
 #include "hopper.cuh"  // wgmma, TMA, mbarriers and the sm_90a probe (day 12's forward uses the same)
 #include "ptx.cuh"
 
@@ -77,11 +79,11 @@ struct QCfg {
 
 [[maybe_unused]] constexpr float kLog2e = 1.4426950408889634f;  // used in your code only
 
-// kRows x D tile of a [n, D] matrix (src = its first row; rows >= rows_valid become zeros) into swizzled shared
-// memory by nthreads threads. kVec: cp.async, 16 bytes per copy; otherwise 2-byte loads (tensors not 16-byte
-// aligned), completed before return.
+// kRows x D tile of a head (src = its first row, rows ld elements apart; rows >= rows_valid become zeros) into
+// swizzled shared memory by nthreads threads. kVec: cp.async, 16 bytes per copy; otherwise 2-byte loads (tensors
+// or rows not 16-byte aligned), completed before return.
 template <typename T, int D, int kRows, int kThreads, bool kVec>
-__device__ __forceinline__ void load_tile(T* dst, const T* src, int rows_valid) {
+__device__ __forceinline__ void load_tile(T* dst, const T* src, long long ld, int rows_valid) {
   // BEGIN SOLUTION: rows r < rows_valid from src, zeros after; chunk c of row r at swz<D>(r, c)
   constexpr int kChunks = kRows * D / 8;
   static_assert(kChunks % kThreads == 0, "whole steps");
@@ -90,7 +92,7 @@ __device__ __forceinline__ void load_tile(T* dst, const T* src, int rows_valid) 
     for (int e = threadIdx.x; e < kChunks; e += kThreads) {
       const int r = e / (D / 8), c = e % (D / 8);
       const bool ok = r < rows_valid;
-      ptx::cp_async16(ptx::smem_addr(dst + swz<D>(r, c)), ok ? src + r * D + c * 8 : src, ok);
+      ptx::cp_async16(ptx::smem_addr(dst + swz<D>(r, c)), ok ? src + r * ld + c * 8 : src, ok);
     }
   } else {
     // Not unrolled: this path runs while the walk's accumulators hold nearly every register.
@@ -98,7 +100,7 @@ __device__ __forceinline__ void load_tile(T* dst, const T* src, int rows_valid) 
     for (int e = threadIdx.x; e < kChunks; e += kThreads) {
       const int r = e / (D / 8), c = e % (D / 8);
       const bool ok = r < rows_valid;
-      const uint16_t* s16 = reinterpret_cast<const uint16_t*>(src) + r * D + c * 8;
+      const uint16_t* s16 = reinterpret_cast<const uint16_t*>(src) + r * ld + c * 8;
       uint32_t* d32 = reinterpret_cast<uint32_t*>(dst + swz<D>(r, c));
 #pragma unroll 1
       for (int x = 0; x < 4; ++x) d32[x] = ok ? s16[2 * x] | static_cast<uint32_t>(s16[2 * x + 1]) << 16 : 0u;
@@ -189,15 +191,18 @@ __device__ __forceinline__ void pack(uint32_t (&out)[kCols / 4], const float (&a
   // END SOLUTION
 }
 
-// D = rowsum(dO ∘ O), one warp per row; the atomic version's workspace row is zeroed here too (dq_acc may be null).
+// D = rowsum(dO ∘ O), one warp per row (row = bh · n + i; delta and dq_acc are contiguous, o and dout where
+// st.o and st.dout say); the atomic version's workspace row is zeroed here too (dq_acc may be null).
 template <typename T, int D>
 __global__ void __launch_bounds__(256) prep_kernel(const T* __restrict__ o, const T* __restrict__ dout,
-                                                   float* __restrict__ delta, float* __restrict__ dq_acc, int rows) {
+                                                   float* __restrict__ delta, float* __restrict__ dq_acc, int n,
+                                                   int heads, course::AttentionStrides st, int rows) {
   // BEGIN SOLUTION: D[row] = Σ_c dout·o in fp32 (one warp per row); zero dq_acc's row when it is not null
   const int row = blockIdx.x * 8 + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (row >= rows) return;
-  const T* orow = o + static_cast<size_t>(row) * D;
-  const T* grow = dout + static_cast<size_t>(row) * D;
+  const int bh = row / n, i = row % n;
+  const T* orow = o + st.o.start(bh, heads) + i * st.o.row;
+  const T* grow = dout + st.dout.start(bh, heads) + i * st.dout.row;
   float acc = 0.0f;
 #pragma unroll
   for (int c = lane; c < D; c += 32) acc = fmaf(to_float(grow[c]), to_float(orow[c]), acc);
@@ -214,13 +219,15 @@ __global__ void __launch_bounds__(256) prep_kernel(const T* __restrict__ o, cons
 }
 
 // The key-tile walk. One block per (batch·head, tile of kBc keys): blockIdx.x = bh · k_tiles + tile (tile 0 first:
-// with a causal mask it sees the most query tiles). kAtomic: also adds dQ's pieces into dq_acc.
+// with a causal mask it sees the most query tiles). kAtomic: also adds dQ's pieces into dq_acc. Head bh = b · heads
+// + h of q starts at q + st.q.start(bh, heads), its rows st.q.row apart (k, v, dout likewise); lse, delta, dk, dv
+// and dq_acc are contiguous (head bh at bh · n rows).
 template <typename T, int D, bool kVec, bool kAtomic>
 __global__ void __launch_bounds__(KvCfg<D>::kThreads, 1)
     dkdv_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                 const float* __restrict__ lse, const T* __restrict__ dout, const float* __restrict__ delta,
-                T* __restrict__ dk, T* __restrict__ dv, float* __restrict__ dq_acc, int n, int k_tiles, bool causal,
-                float c, float scale) {
+                T* __restrict__ dk, T* __restrict__ dv, float* __restrict__ dq_acc, int n, int heads,
+                course::AttentionStrides st, int k_tiles, bool causal, float c, float scale) {
   // BEGIN SOLUTION: K, V tiles once; per query tile (prefetching the next): Sᵀ = K_w Qᵀ, dPᵀ = V_w dOᵀ, P and dS (masked), dV += Pᵀ dO, dK += dSᵀ Q; kAtomic: dSᵀ to shared memory, dQ_tile = dS K, atomics into dq_acc; then dK (× scale) and dV
   using Cfg = KvCfg<D>;
   constexpr int kBc = Cfg::kBc, kBr = Cfg::kBr, kThreads = Cfg::kThreads;
@@ -237,9 +244,9 @@ __global__ void __launch_bounds__(KvCfg<D>::kThreads, 1)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int bh = blockIdx.x / k_tiles;
   const int k0 = (blockIdx.x % k_tiles) * kBc;
-  const size_t head = static_cast<size_t>(bh) * n * D;
-  const T* const qh = q + head;
-  const T* const doh = dout + head;
+  const size_t head = static_cast<size_t>(bh) * n * D;  // dk, dv and dq_acc are contiguous
+  const T* const qh = q + st.q.start(bh, heads);
+  const T* const doh = dout + st.dout.start(bh, heads);
   const float* const lseh = lse + static_cast<size_t>(bh) * n;
   const float* const deltah = delta + static_cast<size_t>(bh) * n;
   const int i_begin = causal ? k0 / kBr : 0;  // query tiles before this one see none of the block's keys
@@ -250,8 +257,8 @@ __global__ void __launch_bounds__(KvCfg<D>::kThreads, 1)
 
   auto fetch = [&](int i, int buf) {  // Q, dO, lse·log2 e, D of query tile i into buffer buf
     const int q0 = i * kBr;
-    load_tile<T, D, kBr, kThreads, kVec>(Qs + buf * kBr * D, qh + static_cast<size_t>(q0) * D, n - q0);
-    load_tile<T, D, kBr, kThreads, kVec>(DOs + buf * kBr * D, doh + static_cast<size_t>(q0) * D, n - q0);
+    load_tile<T, D, kBr, kThreads, kVec>(Qs + buf * kBr * D, qh + q0 * st.q.row, st.q.row, n - q0);
+    load_tile<T, D, kBr, kThreads, kVec>(DOs + buf * kBr * D, doh + q0 * st.dout.row, st.dout.row, n - q0);
     for (int r = threadIdx.x; r < kBr; r += kThreads) {
       const bool ok = q0 + r < n;
       Ls[buf * kBr + r] = ok ? lseh[q0 + r] * kLog2e : INFINITY;  // p = 2^(s·c − lse·log2 e): 0 past N
@@ -259,8 +266,8 @@ __global__ void __launch_bounds__(KvCfg<D>::kThreads, 1)
     }
   };
 
-  load_tile<T, D, kBc, kThreads, kVec>(Ks, k + head + static_cast<size_t>(k0) * D, n - k0);
-  load_tile<T, D, kBc, kThreads, kVec>(Vs, v + head + static_cast<size_t>(k0) * D, n - k0);
+  load_tile<T, D, kBc, kThreads, kVec>(Ks, k + st.k.start(bh, heads) + k0 * st.k.row, st.k.row, n - k0);
+  load_tile<T, D, kBc, kThreads, kVec>(Vs, v + st.v.start(bh, heads) + k0 * st.v.row, st.v.row, n - k0);
   if (i_begin < i_end) fetch(i_begin, 0);
   ptx::cp_async_commit();
 
@@ -365,12 +372,13 @@ __global__ void __launch_bounds__(KvCfg<D>::kThreads, 1)
 
 // The deterministic dQ: one block per (batch·head, tile of kBr queries), walking the key tiles; each warp owns 16
 // queries and accumulates their dQ rows in registers. blockIdx.x = bh · q_tiles + (q_tiles - 1 - tile): with a
-// causal mask the last query tiles see the most keys and run first.
+// causal mask the last query tiles see the most keys and run first. q, k, v, dout through st as in dkdv_kernel; dq
+// contiguous.
 template <typename T, int D, bool kVec>
 __global__ void __launch_bounds__(QCfg<D>::kThreads)
     dq_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, const float* __restrict__ lse,
-              const T* __restrict__ dout, const float* __restrict__ delta, T* __restrict__ dq, int n, int q_tiles,
-              bool causal, float c, float scale) {
+              const T* __restrict__ dout, const float* __restrict__ delta, T* __restrict__ dq, int n, int heads,
+              course::AttentionStrides st, int q_tiles, bool causal, float c, float scale) {
   // BEGIN SOLUTION: per key tile (double-buffered): S = Q_w Kᵀ, dP = dO_w Vᵀ, dS (masked), dQ_w += dS K; then dq = scale · dQ_w
   using Cfg = QCfg<D>;
   constexpr int kBc = Cfg::kBc, kBr = Cfg::kBr, kThreads = Cfg::kThreads;
@@ -383,18 +391,18 @@ __global__ void __launch_bounds__(QCfg<D>::kThreads)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int bh = blockIdx.x / q_tiles;
   const int q0 = (q_tiles - 1 - blockIdx.x % q_tiles) * kBr;
-  const size_t head = static_cast<size_t>(bh) * n * D;
-  const T* const kh = k + head;
-  const T* const vh = v + head;
+  const size_t head = static_cast<size_t>(bh) * n * D;  // dq is contiguous
+  const T* const kh = k + st.k.start(bh, heads);
+  const T* const vh = v + st.v.start(bh, heads);
   const int wrow = q0 + 16 * warp;
   const int row = wrow + lane / 4;  // this thread's queries: row and row + 8
   const int kv_end = causal ? min(n, q0 + kBr) : n;
   const int tiles = (kv_end + kBc - 1) / kBc;
 
-  load_tile<T, D, kBr, kThreads, kVec>(Qs, q + head + static_cast<size_t>(q0) * D, n - q0);
-  load_tile<T, D, kBr, kThreads, kVec>(DOs, dout + head + static_cast<size_t>(q0) * D, n - q0);
-  load_tile<T, D, kBc, kThreads, kVec>(Ks, kh, n);
-  load_tile<T, D, kBc, kThreads, kVec>(Vs, vh, n);
+  load_tile<T, D, kBr, kThreads, kVec>(Qs, q + st.q.start(bh, heads) + q0 * st.q.row, st.q.row, n - q0);
+  load_tile<T, D, kBr, kThreads, kVec>(DOs, dout + st.dout.start(bh, heads) + q0 * st.dout.row, st.dout.row, n - q0);
+  load_tile<T, D, kBc, kThreads, kVec>(Ks, kh, st.k.row, n);
+  load_tile<T, D, kBc, kThreads, kVec>(Vs, vh, st.v.row, n);
   ptx::cp_async_commit();
 
   float l2[2], dlt[2];
@@ -413,9 +421,9 @@ __global__ void __launch_bounds__(QCfg<D>::kThreads)
     ptx::cp_async_wait<0>();
     __syncthreads();
     if (t + 1 < tiles) {
-      load_tile<T, D, kBc, kThreads, kVec>(Ks + ((t + 1) & 1) * kBc * D, kh + static_cast<size_t>(kv0 + kBc) * D,
+      load_tile<T, D, kBc, kThreads, kVec>(Ks + ((t + 1) & 1) * kBc * D, kh + (kv0 + kBc) * st.k.row, st.k.row,
                                            n - kv0 - kBc);
-      load_tile<T, D, kBc, kThreads, kVec>(Vs + ((t + 1) & 1) * kBc * D, vh + static_cast<size_t>(kv0 + kBc) * D,
+      load_tile<T, D, kBc, kThreads, kVec>(Vs + ((t + 1) & 1) * kBc * D, vh + (kv0 + kBc) * st.v.row, st.v.row,
                                            n - kv0 - kBc);
     }
     ptx::cp_async_commit();
@@ -535,9 +543,10 @@ __device__ __forceinline__ void issue_grad(float (&acc)[D / 2], const uint32_t (
 template <typename T, int D, bool kAtomic>
 __global__ void __launch_bounds__(kThreads, 1)
     dkdv_wgmma_kernel(const float* __restrict__ lse, const float* __restrict__ delta, T* __restrict__ dk,
-                      T* __restrict__ dv, float* __restrict__ dq_acc, int n, int k_tiles, bool causal, float c,
-                      float scale, const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
-                      const __grid_constant__ CUtensorMap tm_v, const __grid_constant__ CUtensorMap tm_do) {
+                      T* __restrict__ dv, float* __restrict__ dq_acc, int n, int heads, int k_tiles, bool causal,
+                      float c, float scale, const __grid_constant__ CUtensorMap tm_q,
+                      const __grid_constant__ CUtensorMap tm_k, const __grid_constant__ CUtensorMap tm_v,
+                      const __grid_constant__ CUtensorMap tm_do) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using S = Smem<D>;
   extern __shared__ uint4 smem_raw[];
@@ -549,6 +558,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = ptx::lane_id();
   const int bh = blockIdx.x / k_tiles;
+  const Head hd{bh % heads, bh / heads};  // TMA's coordinates of this head
   const int k0 = (blockIdx.x % k_tiles) * kBc;
   const int kw = k0 + 64 * wg;  // this warpgroup's first key
   const int i_begin = causal ? k0 / kBr : 0;
@@ -562,8 +572,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto do_at = [&](int st) { return base + S::kDO + st * S::kQTile; };
   auto fetch_q = [&](int i) {  // thread 0: Q and dO of query tile i into stage (i - i_begin) % 2
     const int st = (i - i_begin) & 1;
-    tma_tile<D, kBr>(q_at(st), &tm_q, i * kBr, bh, bar_q(st));
-    tma_tile<D, kBr>(do_at(st), &tm_do, i * kBr, bh, bar_do(st));
+    tma_tile<D, kBr>(q_at(st), &tm_q, i * kBr, hd, bar_q(st));
+    tma_tile<D, kBr>(do_at(st), &tm_do, i * kBr, hd, bar_do(st));
   };
   auto fetch_ld = [&](int i) {  // lse·log2 e and D of query tile i (+inf and 0 past N), by threads 0 .. kBr-1
     const int st = (i - i_begin) & 1, r = threadIdx.x, q = i * kBr + r;
@@ -580,8 +590,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (i_begin < i_end) fetch_ld(i_begin);
   __syncthreads();  // barriers initialised, tile i_begin's lse and D stored
   if (threadIdx.x == 0) {
-    tma_tile<D, kBc>(base + S::kK, &tm_k, k0, bh, bar_k);
-    tma_tile<D, kBc>(base + S::kV, &tm_v, k0, bh, bar_v);
+    tma_tile<D, kBc>(base + S::kK, &tm_k, k0, hd, bar_k);
+    tma_tile<D, kBc>(base + S::kV, &tm_v, k0, hd, bar_v);
     if (i_begin < i_end) fetch_q(i_begin);
     if (i_begin + 1 < i_end) fetch_q(i_begin + 1);
   }
@@ -709,19 +719,20 @@ __global__ void __launch_bounds__(kThreads, 1)
 // The walk on wgmma when this GPU and these tensors allow it; false (nothing launched) otherwise.
 template <typename T, int D>
 bool launch(const T* q, const T* k, const T* v, const T* dout, const float* lse, const float* delta, T* dk, T* dv,
-            float* dq_acc, int bh, int n, bool causal, bool atomic, float c, float scale, cudaStream_t stream,
-            cudaError_t* err) {
+            float* dq_acc, int batch, int heads, int n, const course::AttentionStrides& st, bool causal, bool atomic,
+            float c, float scale, cudaStream_t stream, cudaError_t* err) {
   if (!available()) return false;
   CUtensorMap tm_q{}, tm_k{}, tm_v{}, tm_do{};
-  if (!(make_map(&tm_q, q, bh, n, D, kBr) && make_map(&tm_do, dout, bh, n, D, kBr) &&
-        make_map(&tm_k, k, bh, n, D, kBc) && make_map(&tm_v, v, bh, n, D, kBc)))
+  if (!(make_map(&tm_q, q, st.q, batch, heads, n, D, kBr) && make_map(&tm_do, dout, st.dout, batch, heads, n, D, kBr) &&
+        make_map(&tm_k, k, st.k, batch, heads, n, D, kBc) && make_map(&tm_v, v, st.v, batch, heads, n, D, kBc)))
     return false;
+  const int bh = batch * heads;
   const int k_tiles = (n + kBc - 1) / kBc;
   auto kernel = atomic ? dkdv_wgmma_kernel<T, D, true> : dkdv_wgmma_kernel<T, D, false>;
   *err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Smem<D>::kBytes));
   if (*err == cudaSuccess) {
-    kernel<<<bh * k_tiles, kThreads, Smem<D>::kBytes, stream>>>(lse, delta, dk, dv, dq_acc, n, k_tiles, causal, c,
-                                                                scale, tm_q, tm_k, tm_v, tm_do);
+    kernel<<<bh * k_tiles, kThreads, Smem<D>::kBytes, stream>>>(lse, delta, dk, dv, dq_acc, n, heads, k_tiles, causal,
+                                                                c, scale, tm_q, tm_k, tm_v, tm_do);
     *err = cudaGetLastError();
   }
   return true;
@@ -737,27 +748,27 @@ cudaError_t allow_smem(Kernel kernel, size_t bytes) {
 
 template <typename T, int D, bool kVec>
 cudaError_t backward(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout, T* dq, T* dk,
-                     T* dv, float* delta, float* dq_acc, int bh, int n, bool causal, bool atomic,
-                     cudaStream_t stream) {
+                     T* dv, float* delta, float* dq_acc, int batch, int heads, int n,
+                     const course::AttentionStrides& st, bool causal, bool atomic, cudaStream_t stream) {
   // BEGIN SOLUTION: the pre-pass; the key-tile walk (with dQ atomics, then the rounding, or without, then the dQ walk)
   const float scale = 1.0f / sqrtf(static_cast<float>(D));
   const float c = kLog2e * scale;
-  const int rows = bh * n;
-  prep_kernel<T, D><<<(rows + 7) / 8, 256, 0, stream>>>(o, dout, delta, atomic ? dq_acc : nullptr, rows);
+  const int bh = batch * heads, rows = bh * n;
+  prep_kernel<T, D><<<(rows + 7) / 8, 256, 0, stream>>>(o, dout, delta, atomic ? dq_acc : nullptr, n, heads, st, rows);
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) return err;
 
   // The key-tile walk: on wgmma where the GPU, the image and the tensors allow it, else on mma.sync.
   const bool wgmma = kVec && FA20_HOPPER &&
-                     hopper_bwd::launch<T, D>(q, k, v, dout, lse, delta, dk, dv, dq_acc, bh, n, causal, atomic, c,
-                                              scale, stream, &err);
+                     hopper_bwd::launch<T, D>(q, k, v, dout, lse, delta, dk, dv, dq_acc, batch, heads, n, st, causal,
+                                              atomic, c, scale, stream, &err);
   if (err != cudaSuccess) return err;
   if (!wgmma) {
     const int k_tiles = (n + KvCfg<D>::kBc - 1) / KvCfg<D>::kBc;
     auto kernel = atomic ? dkdv_kernel<T, D, kVec, true> : dkdv_kernel<T, D, kVec, false>;
     if ((err = allow_smem(kernel, KvCfg<D>::kBytes)) != cudaSuccess) return err;
     kernel<<<bh * k_tiles, KvCfg<D>::kThreads, KvCfg<D>::kBytes, stream>>>(
-        q, k, v, lse, dout, delta, dk, dv, atomic ? dq_acc : nullptr, n, k_tiles, causal, c, scale);
+        q, k, v, lse, dout, delta, dk, dv, atomic ? dq_acc : nullptr, n, heads, st, k_tiles, causal, c, scale);
     if ((err = cudaGetLastError()) != cudaSuccess) return err;
   }
   // dq: the atomic sums scaled and rounded, or the deterministic query-tile walk.
@@ -769,8 +780,8 @@ cudaError_t backward(const T* q, const T* k, const T* v, const T* o, const float
     auto qkernel = dq_kernel<T, D, kVec>;
     if ((err = allow_smem(qkernel, QCfg<D>::kBytes)) != cudaSuccess) return err;
     const int q_tiles = (n + QCfg<D>::kBr - 1) / QCfg<D>::kBr;
-    qkernel<<<bh * q_tiles, QCfg<D>::kThreads, QCfg<D>::kBytes, stream>>>(q, k, v, lse, dout, delta, dq, n, q_tiles,
-                                                                         causal, c, scale);
+    qkernel<<<bh * q_tiles, QCfg<D>::kThreads, QCfg<D>::kBytes, stream>>>(q, k, v, lse, dout, delta, dq, n, heads,
+                                                                         st, q_tiles, causal, c, scale);
   }
   // END SOLUTION
   return cudaGetLastError();
@@ -778,58 +789,63 @@ cudaError_t backward(const T* q, const T* k, const T* v, const T* o, const float
 
 template <typename T>
 cudaError_t attention_bwd(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout, T* dq,
-                          T* dk, T* dv, float* delta, float* dq_acc, int batch, int heads, int n, int d, bool causal,
-                          bool atomic, cudaStream_t stream) {
+                          T* dk, T* dv, float* delta, float* dq_acc, int batch, int heads, int n, int d,
+                          const course::AttentionStrides& st, bool causal, bool atomic, cudaStream_t stream) {
   if constexpr (std::is_same_v<T, float>) {
     return cudaErrorInvalidValue;  // the bindings send fp32 elsewhere (tensor cores take 16-bit inputs)
   } else {
     if (batch == 0 || heads == 0 || n == 0) return cudaSuccess;
-    const int bh = batch * heads;
-    // 16-byte alignment of every tensor lets the tiles travel by cp.async; otherwise 2-byte copies.
+    // 16-byte aligned rows in every tensor (start pointers and strides) let the tiles travel by cp.async;
+    // otherwise 2-byte copies.
     const bool vec = ((reinterpret_cast<uintptr_t>(q) | reinterpret_cast<uintptr_t>(k) |
                        reinterpret_cast<uintptr_t>(v) | reinterpret_cast<uintptr_t>(dout) |
                        reinterpret_cast<uintptr_t>(dq) | reinterpret_cast<uintptr_t>(dk) |
-                       reinterpret_cast<uintptr_t>(dv)) % 16) == 0;
+                       reinterpret_cast<uintptr_t>(dv)) % 16) == 0 &&
+                     st.rows16(sizeof(T));
     if (d == 64)
-      return vec ? backward<T, 64, true>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, bh, n, causal, atomic, stream)
-                 : backward<T, 64, false>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, bh, n, causal, atomic,
-                                          stream);
+      return vec ? backward<T, 64, true>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, st,
+                                         causal, atomic, stream)
+                 : backward<T, 64, false>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, st,
+                                          causal, atomic, stream);
     if (d == 128)
-      return vec ? backward<T, 128, true>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, bh, n, causal, atomic,
-                                          stream)
-                 : backward<T, 128, false>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, bh, n, causal, atomic,
-                                           stream);
+      return vec ? backward<T, 128, true>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, st,
+                                          causal, atomic, stream)
+                 : backward<T, 128, false>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, st,
+                                           causal, atomic, stream);
     return cudaErrorInvalidValue;  // the bindings accept d = 64 and 128 only
   }
 }
 
 }  // namespace fa2_tc
 
-// The launchers the bindings call (common/attention_bwd_binding.h): delta is an fp32 [B, H, N] scratch for D,
-// dq_acc an fp32 [B, H, N, d] one for the atomic version's dQ sums (nullptr for the deterministic one).
+// The launchers the bindings call (common/attention_bwd_binding.h): q, k, v, o and dout are [B, H, N, d] with the
+// head strides in `st` (views are fine; columns contiguous), dq, dk, dv contiguous; delta is an fp32 [B, H, N]
+// scratch for D, dq_acc an fp32 [B, H, N, d] one for the atomic version's dQ sums (nullptr for the deterministic
+// one).
 template <typename T>
 cudaError_t attention_bwd_tc_atomic(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout,
                                     T* dq, T* dk, T* dv, float* delta, float* dq_acc, int batch, int heads, int n,
-                                    int d, bool causal, cudaStream_t stream) {
-  return fa2_tc::attention_bwd(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, d, causal, true,
+                                    int d, course::AttentionStrides st, bool causal, cudaStream_t stream) {
+  return fa2_tc::attention_bwd(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, d, st, causal, true,
                                stream);
 }
 
 template <typename T>
 cudaError_t attention_bwd_tc_deterministic(const T* q, const T* k, const T* v, const T* o, const float* lse,
                                            const T* dout, T* dq, T* dk, T* dv, float* delta, float* dq_acc, int batch,
-                                           int heads, int n, int d, bool causal, cudaStream_t stream) {
-  return fa2_tc::attention_bwd(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, d, causal, false,
-                               stream);
+                                           int heads, int n, int d, course::AttentionStrides st, bool causal,
+                                           cudaStream_t stream) {
+  return fa2_tc::attention_bwd(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, d, st, causal,
+                               false, stream);
 }
 
 #define INSTANTIATE(T)                                                                                              \
   template cudaError_t attention_bwd_tc_atomic<T>(const T*, const T*, const T*, const T*, const float*, const T*,  \
-                                                  T*, T*, T*, float*, float*, int, int, int, int, bool,            \
-                                                  cudaStream_t);                                                   \
+                                                  T*, T*, T*, float*, float*, int, int, int, int,                  \
+                                                  course::AttentionStrides, bool, cudaStream_t);                   \
   template cudaError_t attention_bwd_tc_deterministic<T>(const T*, const T*, const T*, const T*, const float*,     \
                                                          const T*, T*, T*, T*, float*, float*, int, int, int, int, \
-                                                         bool, cudaStream_t)
+                                                         course::AttentionStrides, bool, cudaStream_t)
 INSTANTIATE(float);
 INSTANTIATE(__half);
 INSTANTIATE(__nv_bfloat16);

@@ -63,3 +63,17 @@ def test_rates_above_what_the_gpu_can_do_are_impossible():
     assert 1000 < h100 < 1100 and peak_tflops((9, 0), 132, 1.98, "fp32") == h100 / 2
     assert too_fast(pct_of_copy=1.02) is None and "copy" in too_fast(pct_of_copy=27.9)
     assert too_fast(tflops=600, peak=h100) is None and "peak" in too_fast(tflops=5000, peak=h100)
+
+
+def test_every_known_wrong_edit_still_finds_its_text_in_the_solution():
+    """The GPU suite plants each known-wrong bug by a find/replace in the solution; a solution edited since then
+    would leave the bug unplanted. Caught here, without a GPU, before a GPU run is spent on it."""
+    from pathlib import Path
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[1]
+    stale = [bug["name"] for bug in yaml.safe_load((root / "tests" / "known_wrong.yaml").read_text())
+             for e in bug.get("edits") or [bug]
+             if (root / "solutions" / bug["day"] / e["file"]).read_text().count(e["find"]) < 1]
+    assert not stale, f"known-wrong edits whose `find` is no longer in the solution: {stale}"

@@ -69,6 +69,13 @@ class Case(Strict):
     def _shorthand(cls, v):
         return {"shape": v} if isinstance(v, (list, tuple)) else v
 
+    @model_validator(mode="after")
+    def _offset_or_layout(self):
+        if self.offset and self.layout:
+            raise ValueError(f"a case takes an offset or a layout, not both (a layout makes its own views), got "
+                             f"offset {self.offset} and layout {self.layout!r}")
+        return self
+
     def label(self) -> str:
         s = "x".join(map(str, self.shape))
         s = f"{s}+{self.offset}" if self.offset else s

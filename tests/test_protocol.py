@@ -216,3 +216,13 @@ def test_every_case_layout_in_the_course_is_one_its_task_defines():
                     seen += 1
                     assert case.layout in getattr(Task.load(ex.task).module, "LAYOUTS", {}), (ex.name, case.label())
     assert seen >= 4  # days 12 and 20 have model-layout cases
+
+
+def test_a_case_with_both_an_offset_and_a_layout_is_refused():
+    from pydantic import ValidationError
+
+    from grader.course import Case
+
+    assert Case.model_validate({"shape": [1, 2, 5, 64], "layout": "model"}).label() == "1x2x5x64 model"
+    with pytest.raises(ValidationError, match="an offset or a layout, not both"):
+        Case.model_validate({"shape": [1, 2, 5, 64], "offset": 1, "layout": "model"})

@@ -63,37 +63,22 @@ inline AttentionSizes check_attention_args(const at::Tensor& q, const at::Tensor
   return {static_cast<int>(B), static_cast<int>(H), static_cast<int>(N), static_cast<int>(d)};
 }
 
-// Checks the tensors, picks T from the dtype and calls
-//   launch(const T* q, const T* k, const T* v, T* o, float* lse, batch, heads, n, d, causal, stream)
-// on q's device and that device's current stream. `launch` is a generic lambda around one of the day's launcher
-// templates, e.g. [](auto... args) { return flash_attention_forward(args...); }, so T is deduced from the pointers.
-template <typename Launch>
-void attention_any_float(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, at::Tensor& o,
-                         at::Tensor& lse, bool causal, Launch launch, const char* what) {
-  const AttentionSizes s = check_attention_args(q, k, v, o, lse);
-  const c10::cuda::CUDAGuard guard(q.device());  // the stream below, and any scratch, belong to q's device
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
-  dispatch_float_types(q.scalar_type(), [&](auto tag) {
-    using T = decltype(tag);
-    check_launch(launch(data_as<const T>(q), data_as<const T>(k), data_as<const T>(v), data_as<T>(o),
-                        data_as<float>(lse), s.batch, s.heads, s.n, s.d, causal, stream),
-                 what);
-  });
-}
-
 // A tensor's head strides in elements: dims 0, 1, 2 of [B, H, N, d] (the columns, dim 3, are contiguous).
 inline HeadStrides head_strides(const at::Tensor& t) { return {t.stride(0), t.stride(1), t.stride(2)}; }
 
-// The same for the kernels that take views (days 12 and 20): q, k, v and o may have any strides but the columns',
-// which the launcher receives,
+// Checks the tensors, picks T from the dtype and calls
 //   launch(const T* q, const T* k, const T* v, T* o, float* lse, batch, heads, n, d, strides, causal, stream)
-// with strides.q .. strides.o read off the tensors (strides.dout = strides.o: the forward has no dout).
+// on q's device and that device's current stream, strides.q .. strides.o read off the tensors (strides.dout =
+// strides.o: the forward has no dout). views: q, k, v and o may have any strides but the columns' (the kernels of
+// days 12 and 20); else they must be contiguous (attention_any_float). `launch` is a generic lambda around one of
+// the day's launcher templates, e.g. [](auto... args) { return flash_attention_mma_forward(args...); }, so T is
+// deduced from the pointers.
 template <typename Launch>
 void attention_views_any_float(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, at::Tensor& o,
-                               at::Tensor& lse, bool causal, Launch launch, const char* what) {
-  const AttentionSizes s = check_attention_args(q, k, v, o, lse, /*views=*/true);
+                               at::Tensor& lse, bool causal, Launch launch, const char* what, bool views = true) {
+  const AttentionSizes s = check_attention_args(q, k, v, o, lse, views);
   const AttentionStrides st{head_strides(q), head_strides(k), head_strides(v), head_strides(o), head_strides(o)};
-  const c10::cuda::CUDAGuard guard(q.device());
+  const c10::cuda::CUDAGuard guard(q.device());  // the stream below, and any scratch, belong to q's device
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   dispatch_float_types(q.scalar_type(), [&](auto tag) {
     using T = decltype(tag);
@@ -101,6 +86,20 @@ void attention_views_any_float(const at::Tensor& q, const at::Tensor& k, const a
                         data_as<float>(lse), s.batch, s.heads, s.n, s.d, st, causal, stream),
                  what);
   });
+}
+
+// The same for contiguous tensors and launchers that take no strides:
+//   launch(const T* q, const T* k, const T* v, T* o, float* lse, batch, heads, n, d, causal, stream).
+template <typename Launch>
+void attention_any_float(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, at::Tensor& o,
+                         at::Tensor& lse, bool causal, Launch launch, const char* what) {
+  attention_views_any_float(
+      q, k, v, o, lse, causal,
+      [&](auto qp, auto kp, auto vp, auto op, float* lsep, int batch, int heads, int n, int d,
+          const AttentionStrides&, bool c, cudaStream_t stream) {
+        return launch(qp, kp, vp, op, lsep, batch, heads, n, d, c, stream);
+      },
+      what, /*views=*/false);
 }
 
 // The same for launchers that also take an fp32 scratch of B·H·N·N values (the materialized S, then P, of the

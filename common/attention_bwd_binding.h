@@ -44,23 +44,41 @@ inline AttentionSizes check_attention_bwd_args(const at::Tensor& q, const at::Te
 
 // Checks the tensors, picks T from the dtype and calls
 //   launch(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout, T* dq, T* dk, T* dv,
-//          batch, heads, n, d, causal, stream)
-// on q's device and that device's current stream. `launch` is a generic lambda around one of the day's launcher
-// templates, e.g. [](auto... args) { return attention_bwd_naive(args...); }, so T is deduced from the pointers.
+//          batch, heads, n, d, strides, causal, stream)
+// on q's device and that device's current stream, the strides read off q, k, v, o and dout. views: those five may
+// have any strides but the columns' (day 20's kernels); else they must be contiguous. dq, dk, dv are contiguous.
 template <typename Launch>
-void attention_bwd_any_float(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& o,
-                             const at::Tensor& lse, const at::Tensor& dout, at::Tensor& dq, at::Tensor& dk,
-                             at::Tensor& dv, bool causal, Launch launch, const char* what) {
-  const AttentionSizes s = check_attention_bwd_args(q, k, v, o, lse, dout, dq, dk, dv);
+void attention_bwd_strided_any_float(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                     const at::Tensor& o, const at::Tensor& lse, const at::Tensor& dout,
+                                     at::Tensor& dq, at::Tensor& dk, at::Tensor& dv, bool causal, bool views,
+                                     Launch launch, const char* what) {
+  const AttentionSizes s = check_attention_bwd_args(q, k, v, o, lse, dout, dq, dk, dv, views);
+  const AttentionStrides st{head_strides(q), head_strides(k), head_strides(v), head_strides(o), head_strides(dout)};
   const c10::cuda::CUDAGuard guard(q.device());  // the stream below, and any scratch, belong to q's device
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   dispatch_float_types(q.scalar_type(), [&](auto tag) {
     using T = decltype(tag);
     check_launch(launch(data_as<const T>(q), data_as<const T>(k), data_as<const T>(v), data_as<const T>(o),
                         data_as<const float>(lse), data_as<const T>(dout), data_as<T>(dq), data_as<T>(dk),
-                        data_as<T>(dv), s.batch, s.heads, s.n, s.d, causal, stream),
+                        data_as<T>(dv), s.batch, s.heads, s.n, s.d, st, causal, stream),
                  what);
   });
+}
+
+// The same for contiguous tensors and launchers that take no strides:
+//   launch(q, k, v, o, lse, dout, dq, dk, dv, batch, heads, n, d, causal, stream). `launch` is a generic lambda
+// around one of the day's launcher templates, e.g. [](auto... args) { return attention_bwd_naive(args...); }.
+template <typename Launch>
+void attention_bwd_any_float(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& o,
+                             const at::Tensor& lse, const at::Tensor& dout, at::Tensor& dq, at::Tensor& dk,
+                             at::Tensor& dv, bool causal, Launch launch, const char* what) {
+  attention_bwd_strided_any_float(
+      q, k, v, o, lse, dout, dq, dk, dv, causal, /*views=*/false,
+      [&](auto qp, auto kp, auto vp, auto op, const float* lsep, auto dop, auto dqp, auto dkp, auto dvp, int batch,
+          int heads, int n, int d, const AttentionStrides&, bool c, cudaStream_t stream) {
+        return launch(qp, kp, vp, op, lsep, dop, dqp, dkp, dvp, batch, heads, n, d, c, stream);
+      },
+      what);
 }
 
 // The same for launchers that also take the materialized backward's fp32 scratch: an [B, H, N, N] buffer (P, then
@@ -104,48 +122,43 @@ void attention_bwd_dkdv_any_float(const at::Tensor& q, const at::Tensor& k, cons
       what);
 }
 
-// The complete backward without N x N scratch (day 17): launch(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc,
-// batch, heads, n, d, causal, stream), delta an fp32 [B, H, N] scratch for D, dq_acc an fp32 [B, H, N, d] one for
-// dQ sums that several blocks add into (allocated only when dq_acc_needed; else nullptr).
+// The complete backward without N x N scratch, on views (day 20): q, k, v, o and dout with any strides but the
+// columns' (views = false: contiguous), dq, dk, dv contiguous; the launcher also receives the strides,
+//   launch(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, d, strides, causal, stream),
+// delta an fp32 [B, H, N] scratch for D, dq_acc an fp32 [B, H, N, d] one for dQ sums that several blocks add into
+// (allocated only when dq_acc_needed; else nullptr).
 template <typename Launch>
-void attention_bwd_tiled_any_float(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& o,
+void attention_bwd_views_any_float(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& o,
                                    const at::Tensor& lse, const at::Tensor& dout, at::Tensor& dq, at::Tensor& dk,
-                                   at::Tensor& dv, bool causal, bool dq_acc_needed, Launch launch, const char* what) {
-  attention_bwd_any_float(
-      q, k, v, o, lse, dout, dq, dk, dv, causal,
+                                   at::Tensor& dv, bool causal, bool dq_acc_needed, Launch launch, const char* what,
+                                   bool views = true) {
+  attention_bwd_strided_any_float(
+      q, k, v, o, lse, dout, dq, dk, dv, causal, views,
       [&](auto qp, auto kp, auto vp, auto op, const float* lsep, auto dop, auto dqp, auto dkp, auto dvp, int batch,
-          int heads, int n, int d, bool c, cudaStream_t stream) {
+          int heads, int n, int d, const AttentionStrides& st, bool c, cudaStream_t stream) {
         const auto fp32 = q.options().dtype(at::kFloat);
         const at::Tensor delta = at::empty({batch, heads, n}, fp32);
         const at::Tensor dq_acc = dq_acc_needed ? at::empty({batch, heads, n, d}, fp32) : at::Tensor();
         return launch(qp, kp, vp, op, lsep, dop, dqp, dkp, dvp, data_as<float>(delta),
-                      dq_acc_needed ? data_as<float>(dq_acc) : nullptr, batch, heads, n, d, c, stream);
+                      dq_acc_needed ? data_as<float>(dq_acc) : nullptr, batch, heads, n, d, st, c, stream);
       },
       what);
 }
 
-// The tiled backward on views (day 20): q, k, v, o and dout with any strides but the columns', dq, dk, dv
-// contiguous, delta and dq_acc as in attention_bwd_tiled_any_float; the launcher also receives the strides,
-//   launch(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, d, strides, causal, stream).
+// The same on contiguous tensors, for launchers that take no strides (day 17): launch(q, k, v, o, lse, dout, dq,
+// dk, dv, delta, dq_acc, batch, heads, n, d, causal, stream).
 template <typename Launch>
-void attention_bwd_views_any_float(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& o,
+void attention_bwd_tiled_any_float(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& o,
                                    const at::Tensor& lse, const at::Tensor& dout, at::Tensor& dq, at::Tensor& dk,
                                    at::Tensor& dv, bool causal, bool dq_acc_needed, Launch launch, const char* what) {
-  const AttentionSizes s = check_attention_bwd_args(q, k, v, o, lse, dout, dq, dk, dv, /*views=*/true);
-  const AttentionStrides st{head_strides(q), head_strides(k), head_strides(v), head_strides(o), head_strides(dout)};
-  const c10::cuda::CUDAGuard guard(q.device());
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
-  const auto fp32 = q.options().dtype(at::kFloat);
-  const at::Tensor delta = at::empty({s.batch, s.heads, s.n}, fp32);
-  const at::Tensor dq_acc = dq_acc_needed ? at::empty({s.batch, s.heads, s.n, s.d}, fp32) : at::Tensor();
-  dispatch_float_types(q.scalar_type(), [&](auto tag) {
-    using T = decltype(tag);
-    check_launch(launch(data_as<const T>(q), data_as<const T>(k), data_as<const T>(v), data_as<const T>(o),
-                        data_as<const float>(lse), data_as<const T>(dout), data_as<T>(dq), data_as<T>(dk),
-                        data_as<T>(dv), data_as<float>(delta), dq_acc_needed ? data_as<float>(dq_acc) : nullptr,
-                        s.batch, s.heads, s.n, s.d, st, causal, stream),
-                 what);
-  });
+  attention_bwd_views_any_float(
+      q, k, v, o, lse, dout, dq, dk, dv, causal, dq_acc_needed,
+      [&](auto qp, auto kp, auto vp, auto op, const float* lsep, auto dop, auto dqp, auto dkp, auto dvp,
+          float* delta, float* dq_acc, int batch, int heads, int n, int d, const AttentionStrides&, bool c,
+          cudaStream_t stream) {
+        return launch(qp, kp, vp, op, lsep, dop, dqp, dkp, dvp, delta, dq_acc, batch, heads, n, d, c, stream);
+      },
+      what, /*views=*/false);
 }
 
 }  // namespace course

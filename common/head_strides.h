@@ -28,11 +28,6 @@ struct HeadStrides {
   }
 };
 
-// The strides of a contiguous [B, H, N, d] tensor.
-COURSE_HD HeadStrides contiguous_heads(int heads, int n, int d) {
-  return {static_cast<long long>(heads) * n * d, static_cast<long long>(n) * d, d};
-}
-
 // One set per tensor of the op: the forward reads q, k, v and writes o; the backward reads all five (dout is the
 // incoming gradient) and writes dq, dk, dv contiguous.
 struct AttentionStrides {

@@ -4,7 +4,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from grader.check.build import (BuildError, arch_list, build_exercise, build_folder, build_key, build_lock, extension_name,
+from grader.check.build import (BuildError, arch_list, build_exercise, build_folder, build_key, build_lock, build_unit, extension_name,
                                 load_built, map_paths, parse_diagnostics, sync_sources, workspace)
 from grader.check.plan import plan
 from grader.paths import Paths
@@ -22,7 +22,7 @@ def test_diagnostics_point_into_the_students_file(root):
 
 def test_diagnostics_from_the_builds_copy_name_the_students_file(root):
     # The compiler sees the workspace's copy of the sources; the student must read their own file's name.
-    copy, student = workspace(root, "day01", "softmax") / "src", root / "days" / "day01"
+    copy, student = workspace(root, "day01", build_unit(_exercise())) / "src", root / "days" / "day01"
     log = (f"{copy}/softmax.cu(42): error: identifier \"rowz\" is undefined\n"
            f"{copy}/helpers.cuh:7:3: error: 'x' was not declared in this scope\n"
            f"{root}/common/float_convert.cuh(3): warning: a warning in a shared header\n")
@@ -46,6 +46,11 @@ def test_names(root, tmp_path):
     # one name for every version of an exercise's code: the build commands define it, and must not change
     assert extension_name("day03", "softmax") == "day03_softmax"
     assert extension_name("day11", "matmul-mma") == "day11_matmul_mma"
+    # the unit is the recipe (sources, includes, flags), not the exercise, and reads as the first source's stem
+    assert build_unit(_exercise(name="a")) == build_unit(_exercise(name="b"))
+    assert build_unit(_exercise()).startswith("softmax-")
+    assert build_unit(_exercise(extra_cuda_cflags=["-DSTEP=2"])) != build_unit(_exercise())
+    assert build_unit(_exercise(sources=["softmax.cu", "bindings_steps.cpp"])) != build_unit(_exercise())
     paths = Paths(root)
     assert paths.variant(root / "days" / "day03") == "student"
     assert paths.variant(root / "solutions" / "day03") == "solution"
@@ -147,14 +152,15 @@ def test_an_edited_copy_compiles_in_the_workspace_rewriting_only_the_edited_sour
     root, ex = _course(tmp_path), _exercise()
     a = root / "days" / "day01"
     mod, _, recovered = build_exercise(ex, src_dir=a, root=root, day_id="day01", capability=CAP)
-    work = workspace(root, "day01", "softmax")
+    work = workspace(root, "day01", build_unit(ex))
     (call,) = fake.calls
-    assert call["name"] == "day01_softmax" and call["build_directory"] == str(work)
+    name = extension_name("day01", build_unit(ex))
+    assert call["name"] == name and call["build_directory"] == str(work)
     assert call["sources"] == [str(work / "src" / "softmax.cu"), str(work / "src" / "bindings.cpp")]
     assert call["extra_include_paths"] == [str(root / "common")] and not recovered
     assert sorted(p.name for p in (work / "src").iterdir()) == ["bindings.cpp", "helpers.cuh", "softmax.cu"]
     folder = build_folder(ex, a, root, "day01", CAP)
-    assert mod.folder == folder and (folder / "day01_softmax.so").is_file()
+    assert mod.folder == folder and (folder / f"{name}.so").is_file()
 
     # the same code elsewhere: the keyed build, no compile
     b = tmp_path / "copy" / "day01"
@@ -171,18 +177,63 @@ def test_an_edited_copy_compiles_in_the_workspace_rewriting_only_the_edited_sour
     assert after["bindings.cpp"] == before["bindings.cpp"] and after["helpers.cuh"] == before["helpers.cuh"]
     assert after["softmax.cu"][1] == (b / "softmax.cu").read_bytes()
     assert mod_b.folder == build_folder(ex, b, root, "day01", CAP) != folder
-    assert b"an edit" in (mod_b.folder / "day01_softmax.so").read_bytes()  # each key keeps its own module
-    assert b"an edit" not in (folder / "day01_softmax.so").read_bytes()
+    assert b"an edit" in (mod_b.folder / f"{name}.so").read_bytes()  # each key keeps its own module
+    assert b"an edit" not in (folder / f"{name}.so").read_bytes()
 
     # back to the first version: a hit, no compile
     assert build_exercise(ex, src_dir=a, root=root, day_id="day01", capability=CAP)[0].folder == folder
     assert len(fake.calls) == 2
 
 
+def test_a_gencode_list_is_cut_to_the_image_this_gpu_runs():
+    from grader.check.build import flags_for_gpu
+
+    flags = ["-DX=1", "-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_80,code=compute_80",
+             "-gencode=arch=compute_90a,code=sm_90a"]
+    assert flags_for_gpu(flags, (9, 0)) == ["-DX=1", "-gencode=arch=compute_90a,code=sm_90a"]
+    assert flags_for_gpu(flags, (8, 0)) == ["-DX=1", "-gencode=arch=compute_80,code=sm_80"]
+    assert flags_for_gpu(flags, (8, 9)) == flags  # no exact image: compatible SASS or the PTX, all kept
+    assert flags_for_gpu(["-DX=1"], (9, 0)) == ["-DX=1"]
+
+
+def test_exercises_with_one_recipe_share_one_build(tmp_path, monkeypatch):
+    """Two exercises of a day that compile the same files with the same flags (day 11's steps): the first check
+    builds, the second imports that module; other flags are another build."""
+    fake = FakeTorchBuild(monkeypatch)
+    root = _course(tmp_path)
+    a = root / "days" / "day01"
+    first = build_exercise(_exercise(name="step_a"), src_dir=a, root=root, day_id="day01", capability=CAP)[0]
+    second = build_exercise(_exercise(name="step_b"), src_dir=a, root=root, day_id="day01", capability=CAP)[0]
+    assert len(fake.calls) == 1 and first.folder == second.folder
+    build_exercise(_exercise(name="step_c", extra_cuda_cflags=["-DSTEP=3"]), src_dir=a, root=root, day_id="day01",
+                   capability=CAP)
+    assert len(fake.calls) == 2 and fake.calls[1]["build_directory"] != fake.calls[0]["build_directory"]
+
+
+def test_a_build_while_another_holds_the_workspace_takes_the_next_free_one(tmp_path, monkeypatch):
+    """Builds of one unit at once (a class graded in parallel) do not queue behind one lock: each takes a free
+    workspace; a lone build always uses the first."""
+    from grader.check.build import BUILD_SLOTS, _try_flock
+
+    fake = FakeTorchBuild(monkeypatch)
+    root, ex = _course(tmp_path), _exercise()
+    a = root / "days" / "day01"
+    first = workspace(root, "day01", build_unit(ex))
+    fd = _try_flock(first, wait=False)  # another process's build in progress
+    try:
+        build_exercise(ex, src_dir=a, root=root, day_id="day01", capability=CAP)
+    finally:
+        os.close(fd)  # closing the last descriptor releases the flock
+    assert fake.calls[0]["build_directory"] == str(workspace(root, "day01", build_unit(ex), 1)) and BUILD_SLOTS > 1
+    (a / "softmax.cu").write_text((a / "softmax.cu").read_text() + "// edited\n")
+    build_exercise(ex, src_dir=a, root=root, day_id="day01", capability=CAP)
+    assert fake.calls[1]["build_directory"] == str(first)
+
+
 def test_a_stale_torch_lock_in_the_workspace_is_recovered_by_the_next_build(tmp_path, monkeypatch):
     FakeTorchBuild(monkeypatch)
     root, ex = _course(tmp_path), _exercise()
-    work = workspace(root, "day01", "softmax")
+    work = workspace(root, "day01", build_unit(ex))
     work.mkdir(parents=True)
     (work / "lock").write_text("")  # a killed build's
     _, _, recovered = build_exercise(ex, src_dir=root / "days" / "day01", root=root, day_id="day01", capability=CAP)
@@ -205,7 +256,7 @@ def test_load_built_imports_the_keyed_build_without_ninja(tmp_path, monkeypatch)
 
 def test_a_failed_build_names_the_students_file_and_publishes_nothing(tmp_path, monkeypatch):
     root, ex = _course(tmp_path), _exercise()
-    src = workspace(root, "day01", "softmax") / "src"
+    src = workspace(root, "day01", build_unit(ex)) / "src"
     FakeTorchBuild(monkeypatch, fail_with=RuntimeError(
         f"Error building extension 'day01_softmax': [1/3] nvcc ... -c {src}/softmax.cu -o softmax.cuda.o\n"
         f"FAILED: softmax.cuda.o\n{src}/softmax.cu(2): error: expected a \";\"\n"))
@@ -219,7 +270,7 @@ def test_a_failed_build_names_the_students_file_and_publishes_nothing(tmp_path, 
 
 def test_compiler_output_that_is_not_utf8_is_still_a_readable_build_error(tmp_path, monkeypatch):
     root, ex = _course(tmp_path), _exercise()
-    src = workspace(root, "day01", "softmax") / "src"
+    src = workspace(root, "day01", build_unit(ex)) / "src"
     out = f"{src}/softmax.cu(2): error: bad character \"".encode() + b"\xe9\"\n"
     # what torch raises when it decodes that output as UTF-8
     FakeTorchBuild(monkeypatch, fail_with=UnicodeDecodeError("utf-8", out, len(out) - 3, len(out) - 2, "invalid"))
@@ -249,7 +300,7 @@ def test_real_build_of_an_edited_copy_recompiles_only_the_edited_file(tmp_path):
     ex = _exercise(name="twice", sources=["op.cpp", "bindings.cpp"])
     mod, _, _ = build_exercise(ex, src_dir=a, root=root, day_id="day01", capability=CAP)
     assert mod.op(5) == 11
-    work = workspace(root, "day01", "twice")
+    work = workspace(root, "day01", build_unit(ex))
     objects = {p.name: p.stat().st_mtime_ns for p in work.glob("*.o")}
     assert sorted(objects) == ["bindings.o", "op.o"]
 
@@ -276,6 +327,20 @@ def test_plan_orders_cases_and_seeds_them_independently(course):
     assert [c.seed(2) for c in cases] != seeds
     assert all(c.kind == "correctness" for c in plan(ex, ["fp16"], benchmark=False))
     assert {c.dtype for c in plan(ex, ["fp16"])} == {"fp16"}
+
+
+def test_plan_of_named_cases_keeps_their_inputs(course):
+    """--case: only the cases whose name contains the text, numbered afresh, each with the seed it has in the whole
+    plan (a failure seen in a full check reproduces alone)."""
+    ex = course.day("day03").exercises[0]
+    whole = {c.named: c.seed(7) for c in plan(ex, benchmark=False)}
+    one = next(iter(whole))  # e.g. "fp32 1x1"
+    some = plan(ex, benchmark=False, cases=[one.split(" ", 1)[1]])
+    assert some and [c.index for c in some] == list(range(len(some)))
+    assert {c.named.split(" ", 1)[1] for c in some} >= {one.split(" ", 1)[1]} and len(some) < len(whole)
+    assert all(whole[c.named] == c.seed(7) for c in some)
+    assert [c.named for c in plan(ex, benchmark=False, cases=[one])] == [one]
+    assert plan(ex, benchmark=False, cases=["no such case"]) == []
 
 
 # -- Python exercises (build: python) --------------------------------------------------------------------------
@@ -371,7 +436,7 @@ def test_used_files_of_earlier_days_build_from_the_folder_beside_and_key_the_bui
     (d2 / "register.py").write_text("# register_fake\n")
     ex = _exercise(name="op", op="course::op", sources=["op.cpp", "register.py"], uses=["day01/softmax.cu"])
     build_exercise(ex, src_dir=d2, root=root, day_id="day02", capability=CAP)
-    work = workspace(root, "day02", "op")
+    work = workspace(root, "day02", build_unit(ex))
     (call,) = fake.calls
     assert call["sources"] == [str(work / "src" / "op.cpp"), str(work / "src" / "day01" / "softmax.cu")]
     assert call["is_python_module"] is False  # a library of torch ops: loaded, not imported

@@ -329,8 +329,10 @@ def run(course, monkeypatch, behaviour, **kw):
 
 def built(course, name="softmax.cu") -> str:
     """Where the build compiles day01's source (build.py's workspace): the path in the tool's reports."""
+    from grader.check.build import build_unit, workspace
+
     ex = course.day("day01").exercises[0]
-    return str(Paths(ROOT).builds() / f"day01-{ex.name}-work" / "src" / name)
+    return str(workspace(ROOT, "day01", build_unit(ex)) / "src" / name)
 
 
 def test_a_nonfinite_case_is_rerun_under_memcheck_and_names_the_line(course, monkeypatch, fake_sanitizer):

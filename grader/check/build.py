@@ -6,7 +6,9 @@ headers beside them and in the include folders, the flags, the GPU and torch) na
 `.grader/build/` that keeps the built module. The same code in any folder is built once; a hit imports the module
 with no ninja run at all.
 
-A miss compiles in one workspace per exercise (`<day>-<exercise>-work`, one build at a time, under an flock): the
+Exercises of a day that compile the same files with the same flags are one build unit (build_unit): one build
+serves them all. A miss compiles in a workspace of its unit (`<day>-<unit>-work`, one build at a time, under an
+flock; builds of one unit at once take the next free workspace, up to BUILD_SLOTS): the
 sources are copied into its `src/`, rewriting only the files whose bytes changed, and torch's ninja build runs
 there. Its commands name the workspace's fixed paths and a fixed module name, so they never change between
 versions of the code, and ninja recompiles only the files that changed since the workspace's previous build (a
@@ -104,23 +106,54 @@ def arch_list(capability: tuple[int, int]) -> str:
     return f"{capability[0]}.{capability[1]}"
 
 
-def extension_name(day: str, exercise: str) -> str:
-    """The module name of an exercise's extension: the same for every version of its code, so that the build
-    commands (which define TORCH_EXTENSION_NAME) do not change when the code does."""
-    return re.sub(r"\W", "_", f"{day}_{exercise}")
+_GENCODE = re.compile(r"^-gencode=arch=compute_\d+a?,code=(?P<kind>sm|compute)_(?P<cc>\d+)a?$")
 
 
-@contextmanager
-def build_lock(build_dir: Path):
-    """Serialize builds of one folder, and clear a lock torch left behind.
+def flags_for_gpu(flags: list[str], capability: tuple[int, int]) -> list[str]:
+    """An exercise's nvcc flags for the GPU at hand: where its `-gencode` list holds SASS for exactly this GPU
+    (sm_90a on an H100), only that image is built, as TORCH_CUDA_ARCH_LIST does for the other exercises; the
+    others (sm_80 SASS, compute_80 PTX) would never run here and cost most of a build. Without an exact image the
+    list is kept whole (the driver runs compatible SASS or compiles the PTX)."""
+    gencodes = [f for f in flags if _GENCODE.match(f)]
+    cc = f"{capability[0]}{capability[1]}"
+    exact = [f for f in gencodes if _GENCODE.match(f)["kind"] == "sm" and _GENCODE.match(f)["cc"] == cc]
+    return [f for f in flags if f not in gencodes or f in exact] if exact else list(flags)
 
-    torch's own lock is a bare file (`<build_dir>/lock`): a build that was killed leaves it, and every later load
-    waits for it forever. We hold an flock (released by the kernel when a process dies) around every build, so
-    while we hold it any leftover torch lock belongs to a dead build and is safe to delete."""
+
+def extension_name(day: str, unit: str) -> str:
+    """The module name of a build unit's extension (build_unit): the same for every version of its code, so that
+    the build commands (which define TORCH_EXTENSION_NAME) do not change when the code does."""
+    return re.sub(r"\W", "_", f"{day}_{unit}")
+
+
+def build_unit(ex) -> str:
+    """What names an exercise's build (its module, workspaces and keyed folders): the recipe, not the exercise.
+    Exercises of a day that compile the same files with the same flags and includes share one build (day 11's
+    five steps are one library, day 19's two rings one module): the first check builds it, the others import it.
+    The name reads as the first source's stem and a hash of the recipe, stable across versions of the code."""
+    recipe = repr((ex.build, list(ex.sources), list(_uses(ex)), list(ex.include_dirs), list(ex.extra_cuda_cflags),
+                   _torch_op(ex)))
+    return f"{Path(ex.sources[0]).stem}-{hashlib.sha1(recipe.encode()).hexdigest()[:8]}"
+
+
+def _try_flock(build_dir: Path, wait: bool) -> int | None:
+    """An flock on build_dir's `.grader-lock` (released by the kernel when a process dies): its fd, or None where
+    wait is False and another process holds it."""
     build_dir.mkdir(parents=True, exist_ok=True)
     fd = os.open(build_dir / ".grader-lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+@contextmanager
+def _held(build_dir: Path, fd: int):
+    """While the flock fd is held: any leftover torch lock belongs to a dead build and is deleted (yields whether
+    there was one); the flock is released on leaving."""
+    try:
         stale = build_dir / "lock"
         recovered = stale.exists()
         if recovered:
@@ -129,6 +162,18 @@ def build_lock(build_dir: Path):
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+@contextmanager
+def build_lock(build_dir: Path):
+    """Serialize builds of one folder, and clear a lock torch left behind.
+
+    torch's own lock is a bare file (`<build_dir>/lock`): a build that was killed leaves it, and every later load
+    waits for it forever. We hold an flock around every build, so while we hold it any leftover torch lock belongs
+    to a dead build and is safe to delete."""
+    fd = _try_flock(build_dir, wait=True)
+    with _held(build_dir, fd) as recovered:
+        yield recovered
 
 
 class BuildError(Exception):
@@ -271,7 +316,7 @@ def _key(ex, files: dict[str, bytes], root: Path, capability: tuple[int, int]) -
             if base.is_dir() else []
         for p in headers:
             add(p.relative_to(base).as_posix(), p.read_bytes())
-    add("flags", *ex.extra_cuda_cflags, "base", *BASE_CUDA_FLAGS, "cxx", *CXX_FLAGS)
+    add("flags", *flags_for_gpu(ex.extra_cuda_cflags, capability), "base", *BASE_CUDA_FLAGS, "cxx", *CXX_FLAGS)
     add("capability", *capability, "torch", torch.__version__, torch.version.cuda)
     return h.hexdigest()
 
@@ -281,20 +326,47 @@ def build_key(ex, src_dir: Path, root: Path, capability: tuple[int, int]) -> str
     return _key(ex, _read_files(ex, Path(src_dir), Path(root)), Path(root), capability)
 
 
-def _keyed_folder(root: Path, day_id: str, ex_name: str, key: str) -> Path:
-    return Paths(root).builds() / f"{day_id}-{ex_name}-{key[:16]}"
+def _keyed_folder(root: Path, day_id: str, unit: str, key: str) -> Path:
+    return Paths(root).builds() / f"{day_id}-{unit}-{key[:16]}"
 
 
 def build_folder(ex, src_dir: Path, root: Path, day_id: str, capability: tuple[int, int]) -> Path:
-    """The folder that keeps the module built from src_dir's code (`<day>-<exercise>-<key>`): the same for the
-    same code in any folder."""
-    return _keyed_folder(Path(root), day_id, ex.name, build_key(ex, src_dir, root, capability))
+    """The folder that keeps the module built from src_dir's code (`<day>-<unit>-<key>`): the same for the same
+    code in any folder, and for every exercise of the day with the same recipe."""
+    return _keyed_folder(Path(root), day_id, build_unit(ex), build_key(ex, src_dir, root, capability))
 
 
-def workspace(root: Path, day_id: str, ex_name: str) -> Path:
-    """The folder where every version of one exercise is compiled, one build at a time (ninja's state lives
-    there); the sources it compiled are in its src/."""
-    return Paths(root).builds() / f"{day_id}-{ex_name}-work"
+# Workspaces per build unit. One student builds one at a time and only ever uses the first; builds of one unit
+# that run at once (a class graded in parallel, the GPU test suite's workers) each take a free one rather than
+# queue behind a single lock. Each keeps its own ninja state, so a workspace's first build compiles everything.
+BUILD_SLOTS = 4
+
+
+def workspace(root: Path, day_id: str, unit: str, slot: int = 0) -> Path:
+    """A folder where versions of one build unit are compiled, one build at a time (ninja's state lives there);
+    the sources it compiled last are in its src/."""
+    return Paths(root).builds() / (f"{day_id}-{unit}-work" + (f".{slot}" if slot else ""))
+
+
+def workspaces(root: Path, day_id: str, unit: str) -> list[Path]:
+    """Every workspace of the unit (for mapping a tool's paths back: any of them may have compiled the code)."""
+    return [workspace(root, day_id, unit, s) for s in range(BUILD_SLOTS)]
+
+
+@contextmanager
+def free_workspace(root: Path, day_id: str, unit: str):
+    """Holds the first workspace of the unit that no other build holds, else waits for the first; yields
+    (workspace, recovered: whether a dead build's torch lock was cleared)."""
+    for slot in range(BUILD_SLOTS):
+        work = workspace(root, day_id, unit, slot)
+        fd = _try_flock(work, wait=False)
+        if fd is not None:
+            break
+    else:
+        work = workspace(root, day_id, unit)
+        fd = _try_flock(work, wait=True)
+    with _held(work, fd) as recovered:
+        yield work, recovered
 
 
 def sync_sources(files: dict[str, bytes], dst: Path) -> list[str]:
@@ -384,13 +456,15 @@ def build_exercise(ex, *, src_dir: Path, root: Path, day_id: str, capability: tu
     torch_extension: the sources compiled with ninja (reused when the same code was built before, in any
     folder); python: the first source imported as a module."""
     src_dir, root = Path(src_dir), Path(root)
-    name = extension_name(day_id, ex.name)
     if ex.build == "python":
-        module, secs = load_python_module(name=name, path=src_dir / ex.sources[0], root=root)
+        module, secs = load_python_module(name=extension_name(day_id, ex.name), path=src_dir / ex.sources[0],
+                                          root=root)
         return module, secs, False
+    unit = build_unit(ex)
+    name = extension_name(day_id, unit)
     t0 = time.perf_counter()
     files = _read_files(ex, src_dir, root)
-    folder = _keyed_folder(root, day_id, ex.name, _key(ex, files, root, capability))
+    folder = _keyed_folder(root, day_id, unit, _key(ex, files, root, capability))
     lib = folder / f"{name}{LIB_SUFFIX}"
     if str(folder) in _IMPORTED and lib.is_file():  # the same code, already loaded here: nothing to build or import
         _mark_used(folder)
@@ -398,14 +472,14 @@ def build_exercise(ex, *, src_dir: Path, root: Path, day_id: str, capability: tu
     recovered = False
     module = None
     if not lib.is_file():
-        work = workspace(root, day_id, ex.name)
-        with build_lock(work) as recovered:
+        with free_workspace(root, day_id, unit) as (work, recovered):
             if not lib.is_file():  # not built by another process while we waited
                 src = work / "src"
                 sync_sources(files, src)
                 built = _load(name=name, sources=[src / s for s in compiled_sources(ex)],
                               include_dirs=[root / i for i in ex.include_dirs], build_dir=work,
-                              extra_cuda_cflags=ex.extra_cuda_cflags, capability=capability, root=root,
+                              extra_cuda_cflags=flags_for_gpu(ex.extra_cuda_cflags, capability),
+                              capability=capability, root=root,
                               folders=source_folders(ex, src, src_dir), python_module=not _torch_op(ex))
                 _publish(work / f"{name}{LIB_SUFFIX}", lib)
                 # A library that registers torch ops (TORCH_LIBRARY) is loaded once per process: loading its keyed
@@ -437,9 +511,9 @@ def load_built(ex, *, src_dir: Path, root: Path, day_id: str, capability: tuple[
     when not given. A Python exercise is simply imported again (its JIT compiles when first called).
     FileNotFoundError when that code has not been built."""
     src_dir, root = Path(src_dir), Path(root)
-    name = extension_name(day_id, ex.name)
     if ex.build == "python":
-        return load_python_module(name=name, path=src_dir / ex.sources[0], root=root)[0]
+        return load_python_module(name=extension_name(day_id, ex.name), path=src_dir / ex.sources[0], root=root)[0]
+    name = extension_name(day_id, build_unit(ex))
     if capability is None:
         import torch
 

@@ -387,11 +387,12 @@ def run_under_sanitizer(job_path: Path, tool: str, case_index: int | list[int] |
 
 def folders_of(job) -> dict[Path, Path]:
     """The compiled copies of the job's sources (the exercise's and the baseline's) and the folders they came from."""
-    from grader.check.build import source_folders, workspace
+    from grader.check.build import build_unit, source_folders, workspaces
 
     root = Path(job.root)
     out = {}
     for t in (job.target, job.baseline_target):
-        if t is not None:
-            out.update(source_folders(t.exercise, workspace(root, t.day, t.exercise.name) / "src", Path(t.src_dir)))
+        if t is not None and t.exercise.build != "python":
+            for work in workspaces(root, t.day, build_unit(t.exercise)):  # whichever compiled this code
+                out.update(source_folders(t.exercise, work / "src", Path(t.src_dir)))
     return out

@@ -75,7 +75,9 @@ def _stress(ctx):
     case, ex = ctx.case, ctx.exercise
     device = next(iter(case.inputs.values())).device
     runs = stress_runs(case.shape)
-    if runs == 0:
+    # The protocol (counters, fences, slots) is the same code for every element type: its races show in the
+    # first dtype's runs as well as in any, and every dtype would triple the check (as with compute-sanitizer).
+    if runs == 0 or case.dtype != ex.dtypes[0]:
         return None
     base = 1_000_003 * (1 + sum(case.shape)) + 7919 * int(case.params.get("ranks", 1))
     for run in range(1, runs + 1):
@@ -106,6 +108,7 @@ def _ordering(ctx):
     instances (tasks/ring_ordering.py): the ordering bugs the hardware does not show in a test."""
     from grader.protocol import CourseConfigError, Result
     from grader.verdicts import Category
+    from grader.paths import Paths
     from tasks.ring_ordering import analyze, compile_ptx
 
     ex = ctx.exercise
@@ -115,7 +118,8 @@ def _ordering(ctx):
         raise CourseConfigError(f"the ordering check knows the ops {', '.join(FLAGS)}, not {ex.op!r}")
     sources = tuple(ctx.src_dir / s for s in ex.sources if s.endswith(".cu"))
     try:
-        ptx = compile_ptx(sources, tuple(ctx.root / d for d in ex.include_dirs), tuple(ctx.capability))
+        ptx = compile_ptx(sources, tuple(ctx.root / d for d in ex.include_dirs), tuple(ctx.capability),
+                          Paths(ctx.root).cache())
     except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
         return Result("ordering", False, Category.CHECK_FAILED, f"could not read the kernel's PTX: {e}")
     if ptx is None:

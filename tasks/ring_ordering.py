@@ -16,6 +16,8 @@ A block-scope fence or operation (`.cta`) is too narrow: producer and consumer a
 """
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 import subprocess
 import tempfile
@@ -93,24 +95,52 @@ def analyze(ptx: str, flags: str) -> tuple[int, list[Finding]]:
     return checked, findings
 
 
+def _ptx_key(nvcc: str, sources: tuple, include_dirs: tuple, flags: list[str]) -> str:
+    """sha256 of what the PTX is made from: the compiler, its flags, the sources, the headers beside them and
+    under the include folders."""
+    from grader.check.build import HEADER_SUFFIXES
+
+    h = hashlib.sha256(repr((nvcc, flags)).encode())
+    files = [Path(s) for s in sources]
+    for folder in {Path(s).parent for s in sources} | {Path(d) for d in include_dirs}:
+        if folder.is_dir():
+            files += sorted(p for p in folder.rglob("*") if p.suffix in HEADER_SUFFIXES and p.is_file())
+    for f in files:
+        data = f.read_bytes()
+        h.update(f"{f}:{len(data)}:".encode() + data)
+    return h.hexdigest()
+
+
 @cache
-def compile_ptx(sources: tuple, include_dirs: tuple, capability: tuple) -> str | None:
-    """The PTX of the .cu sources for this GPU's architecture; None without nvcc; raises on a compile error."""
-    from grader.check.compile_check import nvcc_path
+def compile_ptx(sources: tuple, include_dirs: tuple, capability: tuple, cache_dir: Path | None = None) -> str | None:
+    """The PTX of the .cu sources for this GPU's architecture; None without nvcc; raises on a compile error.
+    cache_dir: PTX kept by the content of its inputs (a second exercise with the same sources, or a re-check of
+    unchanged code, reads it instead of running nvcc again: ring_attention.cu takes 20 s)."""
     from grader.check.build import BASE_CUDA_FLAGS, TORCH_CUDA_DEFINES
+    from grader.check.compile_check import nvcc_path
 
     nvcc = nvcc_path()
     if nvcc is None:
         return None
     arch = f"{capability[0]}{capability[1]}"
+    flags = [*BASE_CUDA_FLAGS, *TORCH_CUDA_DEFINES, *[f"-I{d}" for d in include_dirs], f"-arch=compute_{arch}"]
+    kept = Path(cache_dir) / "ptx" / f"{_ptx_key(str(nvcc), sources, include_dirs, flags)[:32]}.ptx" \
+        if cache_dir else None
+    if kept is not None and kept.is_file():
+        return kept.read_text()
     out = []
     for src in sources:
         with tempfile.TemporaryDirectory() as tmp:
             ptx = Path(tmp) / "k.ptx"
-            cmd = [nvcc, "-ptx", str(src), "-o", str(ptx), *BASE_CUDA_FLAGS, *TORCH_CUDA_DEFINES,
-                   *[f"-I{d}" for d in include_dirs], f"-arch=compute_{arch}"]
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+            p = subprocess.run([nvcc, "-ptx", str(src), "-o", str(ptx), *flags], capture_output=True, text=True,
+                               timeout=600)
             if p.returncode != 0:
                 raise RuntimeError(f"nvcc -ptx failed: {(p.stderr or p.stdout).strip()[:300]}")
             out.append(ptx.read_text())
-    return "\n".join(out)
+    text = "\n".join(out)
+    if kept is not None:  # written whole, then renamed: a reader never sees half a file
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        tmp = kept.with_name(f".{kept.name}.{os.getpid()}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, kept)
+    return text

@@ -57,3 +57,26 @@ def test_a_missing_fence_fails(tmp_path, variant, fence_fails, acqrel_fails, why
         assert bool(findings) == fails, (flags, findings[:2])
         if fails:
             assert all(why in f.why for f in findings)
+
+
+@needs_nvcc
+def test_ptx_is_kept_by_the_content_of_its_inputs(tmp_path, monkeypatch):
+    """A second exercise with the same sources (day 19's two rings), or a re-check of unchanged code, reads the kept
+    PTX instead of running nvcc; an edit to the source or to a header beside it compiles again."""
+    import tasks.ring_ordering as ro
+
+    src = tmp_path / "k.cu"
+    src.write_text('#include "h.cuh"\n__global__ void k(int* p) { p[0] = VALUE; }\n')
+    (tmp_path / "h.cuh").write_text("#define VALUE 1\n")
+    cache_dir = tmp_path / "cache"
+    first = compile_ptx((src,), INCLUDE, ARCH, cache_dir)
+    assert len(list((cache_dir / "ptx").glob("*.ptx"))) == 1
+    compile_ptx.cache_clear()  # a new process: only the kept file remains
+    real_run = ro.subprocess.run
+    monkeypatch.setattr(ro.subprocess, "run", lambda *a, **k: pytest.fail("nvcc ran for unchanged inputs"))
+    assert compile_ptx((src,), INCLUDE, ARCH, cache_dir) == first
+    monkeypatch.setattr(ro.subprocess, "run", real_run)
+    (tmp_path / "h.cuh").write_text("#define VALUE 2\n")
+    compile_ptx.cache_clear()
+    second = compile_ptx((src,), INCLUDE, ARCH, cache_dir)
+    assert second != first and len(list((cache_dir / "ptx").glob("*.ptx"))) == 2

@@ -236,7 +236,8 @@ def combine_runs(runs: list, expected: int = RANKED_RUNS):
 # -- check: one exercise, then the command ----------------------------------------------------------------
 def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, seeds: tuple[int, ...],
                    dtypes: list[str] | None = None, case_s: float | None = None, correctness_only: bool = False,
-                   ranked: bool = False, fixed_seeds: tuple[int, ...] = (), session=None, prestarted=None):
+                   ranked: bool = False, fixed_seeds: tuple[int, ...] = (), session=None, prestarted=None,
+                   cases: list[str] | None = None):
     """One exercise's result: its sources read first (one unfit to compile is the student's build error), then one
     run per seed (a ranked check: two, the second only if the first passed, combined by combine_runs), compiled
     only where there is no GPU. fixed_seeds (a ranked check's hidden seeds) come first, one correctness-only run
@@ -259,7 +260,7 @@ def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, 
     planned = [(s, True) for s in fixed_seeds] + [(s, correctness_only) for s in seeds]
     for k, (seed, untimed) in enumerate(planned, 1):
         job = make_job(course=course, root=root, day=day, ex=ex, src_dir=src_dir, seed=seed, dtypes=dtypes,
-                       correctness_only=untimed)
+                       correctness_only=untimed, cases=cases)
         timings.mark(f"{ex.name}: job planned ({len(job.cases)} cases)")
         what = f"{day.id}.{ex.name}" + (f" (run {k} of {len(planned)})" if len(planned) > 1 else "")
         try:
@@ -308,6 +309,8 @@ def cmd_check(args) -> int:
         raise GraderError("--ranked times the code as the leaderboard does: drop --correctness-only")
     if args.hidden and not args.ranked:
         raise GraderError("--hidden adds the instructor's hidden cases to a ranked run only: add --ranked")
+    if args.ranked and args.case:
+        raise GraderError("--ranked runs every case, as the leaderboard does: drop --case")
     root, course_path, course = _load(args)
     timings.mark("course loaded")
     day = course.day(args.day)
@@ -321,6 +324,8 @@ def cmd_check(args) -> int:
         bad = [d for d in args.dtype if d not in DTYPES]
         if bad:
             raise GraderError(f"unknown dtype(s) {bad}: use {', '.join(DTYPES)}")
+    if args.case:
+        _cases_exist(args, day, exercises)
     ranked = ranked_seeds(ranked_secret(root)) if args.ranked else None
     overlay = None
     if ranked:
@@ -342,13 +347,19 @@ def cmd_check(args) -> int:
             res = check_exercise(course=course, root=root, day=day, ex=ex, src_dir=src_dir, variant=variant,
                                  seeds=seeds, dtypes=args.dtype, case_s=args.timeout,
                                  correctness_only=args.correctness_only, ranked=bool(ranked),
-                                 fixed_seeds=tuple(extra.seeds), prestarted=prestarted if k == 0 else None)
+                                 fixed_seeds=tuple(extra.seeds), prestarted=prestarted if k == 0 else None,
+                                 cases=args.case)
             report.render(console, res, ex, hint(res, ex, course.hints), ranked=ranked.seed_sha256 if ranked else None)
             timings.mark(f"{ex.name}: verdict printed")
             out.append({**res.as_dict(), **mark})
     finally:
         prestarted.close()  # the early worker is gone by now (waited for here, not before the verdict)
-    results.save(root, day.id, variant, out, ranked=bool(ranked), seed_sha256=ranked.seed_sha256 if ranked else None)
+    if args.case:  # some cases only: not the day's result (`grader list` keeps the last whole check)
+        console.print(f"--case: only the cases named {', '.join(map(repr, args.case))} ran; this is not saved as "
+                      f"{day.id}'s result", style="dim")
+    else:
+        results.save(root, day.id, variant, out, ranked=bool(ranked),
+                     seed_sha256=ranked.seed_sha256 if ranked else None)
     # "when" (UTC, ISO 8601): a leaderboard drops results older than its window (stale).
     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     doc = {"day": day.id, "variant": variant, "when": when, **({"ranked": True, "seed_sha256": ranked.seed_sha256} if ranked
@@ -366,6 +377,19 @@ def cmd_check(args) -> int:
         console.print("results for " + ", ".join(relative_path(p, Path.cwd()) for p in paths), style="dim")
     timings.mark("results written")
     return exit_code([r["status"] for r in out])
+
+
+def _cases_exist(args, day, exercises) -> None:
+    """Each exercise checked has a case that --case names (else a usage error that shows what its cases are
+    called), so a typo never gives an empty check that passes."""
+    from grader.check.plan import plan
+
+    for ex in exercises:
+        everything = plan(ex, args.dtype, benchmark=not args.correctness_only)
+        if not plan(ex, args.dtype, benchmark=not args.correctness_only, cases=args.case):
+            examples = ", ".join(repr(c.named) for c in everything[:3])
+            raise GraderError(f"--case {' / '.join(map(repr, args.case))}: no case of {day.id}.{ex.name} is named so "
+                              f"(its cases are named like {examples}; --exercise picks one exercise)")
 
 
 def _prestart(root: Path, day, ex, variant: str):
@@ -809,6 +833,9 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--dir", help="check the files in this folder instead of days/dayNN")
     c.add_argument("--exercise", help="only this exercise of the day")
     c.add_argument("--dtype", action="append", help="only this dtype (repeatable): fp32, fp16, bf16")
+    c.add_argument("--case", action="append", metavar="TEXT",
+                   help="only the cases whose name, as the verdict prints it (e.g. 'fp16 1x2x37x64 causal'), contains "
+                        "TEXT (repeatable): a quick re-check of the case that failed; not saved as the day's result")
     c.add_argument("--seed", type=seed_value, help="seed for the random inputs (default: a fresh one, printed)")
     c.add_argument("--correctness-only", action="store_true", help="skip timing")
     c.add_argument("--timeout", type=positive_seconds, help="seconds one case may take before it counts as hung")

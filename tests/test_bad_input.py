@@ -332,3 +332,11 @@ def test_doctor_without_torch_says_which_build_to_install(monkeypatch, capsys):
         assert cli.main(["doctor"]) == 2
         out = " ".join(capsys.readouterr().out.split())
         assert want in out and not_want not in out and ("compile-only mode" in out) == (not driver), out
+
+
+def test_a_case_name_that_matches_nothing_is_a_usage_error_that_shows_the_names():
+    r = run_grader("check", "day01", "--solution", "--case", "9x9x9")
+    assert r.returncode == 2 and "no case of day01.softmax is named so" in r.stdout + r.stderr, r.stdout + r.stderr
+    assert "'fp32 " in r.stdout + r.stderr and "Traceback" not in r.stdout + r.stderr
+    r = run_grader("check", "day01", "--solution", "--ranked", "--case", "fp32")
+    assert r.returncode == 2 and "drop --case" in r.stdout + r.stderr

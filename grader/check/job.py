@@ -52,7 +52,8 @@ class Job(BaseModel):
 
 
 def make_job(*, course: Course, root: Path, day: Day, ex: Exercise, src_dir: Path, seed: int,
-             dtypes: list[str] | None = None, correctness_only: bool = False, device: str = "cuda") -> Job:
+             dtypes: list[str] | None = None, correctness_only: bool = False, device: str = "cuda",
+             cases: list[str] | None = None) -> Job:
     b = ex.baseline
     kind = "none" if b is None else "solution" if b.solution else "library" if b.library else "ceiling"
     base = None
@@ -60,5 +61,5 @@ def make_job(*, course: Course, root: Path, day: Day, ex: Exercise, src_dir: Pat
         base_day, base_ex = course.baseline_exercise(ex)
         base = Target(day=base_day.id, exercise=base_ex, src_dir=str(Paths(root).solution(base_day.id)))
     return Job(root=str(root), target=Target(day=day.id, exercise=ex, src_dir=str(src_dir)), baseline=kind,
-               baseline_target=base, cases=plan(ex, dtypes, benchmark=not correctness_only), seed=seed,
+               baseline_target=base, cases=plan(ex, dtypes, benchmark=not correctness_only, cases=cases), seed=seed,
                timing=course.defaults.timing, limits=ex.limit(course.limits), device=device)

@@ -397,6 +397,8 @@ def sanitize_check(res: ExerciseResult, job: Job, job_path: Path, root: Path, ca
     wanted = ex.sanitize_shapes
     indices = [c.index for c in job.cases if c.kind == "correctness" and c.dtype == dtype and c.probe is None
                and (not wanted or any(c.case.same_tensors(w) for w in wanted))]
+    if not indices:  # `--case` chose none of the shapes the tools run on: nothing to run them over
+        return
     exe = find_sanitizer()
     limit = min(SANITIZE_CHECK_MAX_S, STARTUP_S + SANITIZE_SLOWDOWN * case_limit)
     for n, tool in enumerate(ex.sanitize):

@@ -1,4 +1,5 @@
 import atexit
+import json
 import os
 import shutil
 import subprocess
@@ -17,6 +18,45 @@ STATE = Path(tempfile.mkdtemp(prefix=f"grader-test-state-{os.environ.get('PYTEST
 os.environ["GRADER_STATE"] = str(STATE)
 atexit.register(shutil.rmtree, STATE, ignore_errors=True)
 
+# The GPU tests share one state across the run's xdist workers instead: their builds are the expensive part, and
+# builds are keyed by content, so the solution a known-wrong kernel was copied from, the bindings it did not edit
+# and the baselines of timed checks are compiled once for the whole suite, not once per worker. Made by the main
+# process (xdist's controller, which starts the workers after loading this file, so they inherit it).
+# A caller may name the folder itself (scripts/device_run.sh does, so that the suite's second phase, the
+# gpu_alone tests, finds the builds of the first); it then owns it, and it is not removed here.
+SHARED_ENV = "GRADER_TEST_SHARED_STATE"
+if "PYTEST_XDIST_WORKER" not in os.environ and not os.environ.get(SHARED_ENV):
+    _shared = Path(tempfile.mkdtemp(prefix="grader-test-shared-state-"))
+    os.environ[SHARED_ENV] = str(_shared)
+    atexit.register(shutil.rmtree, _shared, ignore_errors=True)
+SHARED_STATE = Path(os.environ.get(SHARED_ENV) or STATE)
+
+
+def pytest_runtest_logreport(report):
+    """$GRADER_TEST_TIMES names a file that gets one JSON line per test phase (id, phase, outcome, seconds and the
+    test's recorded properties, e.g. its build seconds): scripts/gpu_suite.py makes the suite's record from it, and
+    a suite cut off by its time limit still leaves the lines of every test that finished."""
+    path = os.environ.get("GRADER_TEST_TIMES")
+    if not path or hasattr(report, "node"):  # xdist's controller sees each worker's reports again (report.node)
+        return
+    line = {"id": report.nodeid, "when": report.when, "outcome": report.outcome, "seconds": round(report.duration, 2),
+            "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"), "props": dict(report.user_properties)}
+    if report.failed:  # a suite cut off by its limit prints no failures: keep each one's end here
+        line["message"] = report.longreprtext[-3000:]
+    with open(path, "a") as f:  # one short write per line: lines from several xdist workers never interleave
+        f.write(json.dumps(line) + "\n")
+
+
+def _slowest_first(items) -> None:
+    """GPU tests in the order of their seconds in the last recorded suite (measured/gpu-suite.json), slowest first,
+    so that no long test starts last and holds the run's end; a test not recorded yet goes first (new tests are
+    often a new day's). Every xdist worker sorts the same list the same way, as xdist requires."""
+    try:
+        seconds = json.loads((ROOT / "measured" / "gpu-suite.json").read_text()).get("seconds") or {}
+    except (OSError, ValueError):
+        return
+    items.sort(key=lambda it: -seconds.get(it.nodeid, float("inf")) if "gpu" in it.keywords else 0.0)
+
 
 def has_gpu() -> bool:
     try:
@@ -28,6 +68,7 @@ def has_gpu() -> bool:
 
 def pytest_collection_modifyitems(config, items):
     if has_gpu():
+        _slowest_first(items)
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU")
     for item in items:
@@ -47,10 +88,12 @@ def course():
     return load_course(ROOT / "course.yaml")
 
 
-def run_grader(*args, cwd=ROOT, timeout=900):
-    """The grader as a user runs it: a separate process, output captured."""
+def run_grader(*args, cwd=ROOT, timeout=900, state: Path | None = None):
+    """The grader as a user runs it: a separate process, output captured. state: its $GRADER_STATE, where not
+    this worker's own (SHARED_STATE)."""
+    env = None if state is None else {**os.environ, "GRADER_STATE": str(state)}
     return subprocess.run([sys.executable, "-m", "grader", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, env=env)
 
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None and not Path("/usr/local/cuda/bin/nvcc").exists(),

@@ -77,3 +77,23 @@ def test_every_known_wrong_edit_still_finds_its_text_in_the_solution():
              for e in bug.get("edits") or [bug]
              if (root / "solutions" / bug["day"] / e["file"]).read_text().count(e["find"]) < 1]
     assert not stale, f"known-wrong edits whose `find` is no longer in the solution: {stale}"
+
+
+def test_every_case_a_known_wrong_names_is_a_case_of_its_exercises(course):
+    """A known-wrong entry's `cases:` (run with `grader check --case`) must name a case of every exercise it
+    checks, in its dtype if it names one: a typo would otherwise be a usage error on the GPU, found only there."""
+    from pathlib import Path
+
+    import yaml
+
+    from grader.check.plan import plan
+
+    root = Path(__file__).resolve().parents[1]
+    missing = []
+    for bug in yaml.safe_load((root / "tests" / "known_wrong.yaml").read_text()):
+        exercises = [e for e in course.day(bug["day"]).exercises if bug.get("exercise") in (None, e.name)]
+        dtypes = [bug["dtype"]] if "dtype" in bug else None
+        for ex in exercises if bug.get("cases") else []:
+            names = [c.named for c in plan(ex, dtypes, benchmark=bool(bug.get("timed")))]
+            missing += [(bug["name"], ex.name, text) for text in bug["cases"] if not any(text in n for n in names)]
+    assert not missing, missing

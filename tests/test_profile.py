@@ -12,7 +12,7 @@ from grader.profile import ncu, roofline
 from grader.profile import report as profile_report
 from grader.paths import Paths
 from grader.profile.command import analyze, draw, parse_shape, targets
-from tests.conftest import ROOT, has_gpu, run_grader
+from tests.conftest import ROOT, SHARED_STATE, has_gpu, run_grader
 
 FIXTURE = (Path(__file__).parent / "data" / "ncu_raw_two_kernels.csv").read_text()
 CEILINGS = {"gpu": "NVIDIA H200", "capability": "9.0", "memory_Bps": 4.4e12, "ffma_flops": 6.0e13,
@@ -250,6 +250,7 @@ def test_profile_without_gpu_says_it_needs_one(tmp_path):
 
 # -- on a GPU -----------------------------------------------------------------------------------------------
 @pytest.mark.gpu
+@pytest.mark.gpu_alone  # beside other GPU work a kernel's DRAM share drops and a memory-bound one reads compute-bound
 @pytest.mark.parametrize("day, bound", [("day05", "memory"), ("day09", "compute")])
 def test_profile_solution_on_gpu(day, bound, tmp_path):
     if not (ROOT / "solutions" / day).is_dir():
@@ -259,7 +260,7 @@ def test_profile_solution_on_gpu(day, bound, tmp_path):
     except Exception as e:
         pytest.skip(f"Nsight Compute not installed: {e}")
     out = tmp_path / "p.json"
-    r = run_grader("profile", day, "--solution", "--json", str(out))
+    r = run_grader("profile", day, "--solution", "--json", str(out), state=SHARED_STATE)  # the suite's builds
     assert_clean(r)
     if "ERR_NVGPUCTRPERM" in r.stdout:
         pytest.skip("no permission to read GPU performance counters here")

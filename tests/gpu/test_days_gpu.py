@@ -5,11 +5,12 @@ suite runs in parallel (pytest -n) and a known-wrong copy recompiles only the fi
 import json
 import re
 import shutil
+import time
 
 import pytest
 import yaml
 
-from tests.conftest import ROOT, run_grader
+from tests.conftest import ROOT, SHARED_STATE, run_grader
 
 pytestmark = pytest.mark.gpu
 
@@ -20,11 +21,30 @@ def _ready_days():
     return [d.id for d in load_course(ROOT / "course.yaml").days if d.status == "ready"]
 
 
-def _check(*args, tmp_path, timed=False):
+_ITEM = []  # the test running in this process (one at a time per xdist worker), for its recorded properties
+
+
+@pytest.fixture(autouse=True)
+def _current_item(request):
+    _ITEM[:] = [request.node]
+    yield
+    _ITEM.clear()
+
+
+def _check(*args, tmp_path, timed=False, shared=True):
+    """`grader check` with the suite's shared state (builds made once for every worker), unless shared is False."""
     out = tmp_path / "result.json"
-    r = run_grader("check", *args, *([] if timed else ["--correctness-only"]), "--seed", "7", "--json", str(out))
+    t0 = time.perf_counter()
+    r = run_grader("check", *args, *([] if timed else ["--correctness-only"]), "--seed", "7", "--json", str(out),
+                   state=SHARED_STATE if shared else None)
     assert "Traceback" not in r.stdout + r.stderr, r.stdout + r.stderr
     data = json.loads(out.read_text()) if out.exists() else None
+    if _ITEM and data:  # where the suite's time goes (scripts/gpu_suite.py): the builds against the whole check
+        builds = [b.get("seconds") or 0 for ex in data.get("exercises", []) for b in ex.get("builds", [])]
+        failed = [f"{c['dtype']} {c['label']}: {c['category']}" for ex in data.get("exercises", [])
+                  for c in ex.get("cases", []) if not c.get("ok")]
+        _ITEM[0].user_properties += [("check_s", round(time.perf_counter() - t0, 1)),
+                                     ("build_s", round(sum(builds), 1)), ("failed", failed[:12])]
     return r, data
 
 
@@ -89,6 +109,7 @@ def test_known_wrong_kernel_fails_with_the_right_message(bug, tmp_path):
     args += (["--timeout", str(bug["timeout"])] if "timeout" in bug else [])
     args += (["--exercise", bug["exercise"]] if "exercise" in bug else [])
     args += (["--dtype", bug["dtype"]] if "dtype" in bug else [])
+    args += [a for name in bug.get("cases") or [] for a in ("--case", name)]
     r, data = _check(*args, tmp_path=tmp_path, timed=bug.get("timed", False))
     assert r.returncode == 1, r.stdout
     cases = [c for ex in data["exercises"] for c in ex["cases"]]
@@ -100,16 +121,19 @@ def test_known_wrong_kernel_fails_with_the_right_message(bug, tmp_path):
 
 
 def test_stale_build_lock_is_recovered(tmp_path):
+    """In this worker's own state: no other test's build of day01 holds (or clears) the first workspace."""
     src = tmp_path / "day01"
     shutil.copytree(ROOT / "solutions" / "day01", src)
-    r, _ = _check("day01", "--dir", str(src), tmp_path=tmp_path)
+    r, _ = _check("day01", "--dir", str(src), tmp_path=tmp_path, shared=False)
     assert r.returncode == 0
-    from grader.check.build import workspace
+    from grader.check.build import build_unit, workspace
+    from grader.course import load_course
 
-    (workspace(ROOT, "day01", "softmax") / "lock").write_text("")  # as left by a build that was killed
+    (ex,) = load_course(ROOT / "course.yaml").day("day01").exercises
+    (workspace(ROOT, "day01", build_unit(ex)) / "lock").write_text("")  # as left by a build that was killed
     with open(src / "softmax.cu", "a") as f:  # new content: a build, not a cache hit, so the lock is met
         f.write("\n// a comment that changes the build key\n")
-    r, _ = _check("day01", "--dir", str(src), tmp_path=tmp_path)
+    r, _ = _check("day01", "--dir", str(src), tmp_path=tmp_path, shared=False)
     assert r.returncode == 0 and "recovered a stale build lock" in r.stdout
 
 
@@ -120,9 +144,9 @@ def test_grader_sanitize_names_each_planted_bug_at_its_line(ex, tool):
     kernel; the solution under the same tool is clean (exit 0)."""
     if "day14" not in _ready_days():
         pytest.skip("day14 is planned")
-    r = run_grader("sanitize", "day14", "--exercise", ex, "--tool", tool, "--seed", "7")
+    r = run_grader("sanitize", "day14", "--exercise", ex, "--tool", tool, "--seed", "7", state=SHARED_STATE)
     assert "Traceback" not in r.stdout + r.stderr, r.stdout + r.stderr
     assert r.returncode == 1, r.stdout
     assert re.search(rf"days/day14/(?:{ex}\.cu|softmax_rows\.cuh):\d+", r.stdout), r.stdout
-    r = run_grader("sanitize", "day14", "--solution", "--exercise", ex, "--tool", tool, "--seed", "7")
+    r = run_grader("sanitize", "day14", "--solution", "--exercise", ex, "--tool", tool, "--seed", "7", state=SHARED_STATE)
     assert r.returncode == 0 and "clean" in r.stdout, r.stdout

@@ -1,0 +1,82 @@
+"""The GPU suite's record: from the per-test lines tests/conftest.py writes ($GRADER_TEST_TIMES), the test count,
+outcomes, wall time and the slowest tests (with their build seconds where the test recorded them), printed as a
+short table and written as JSON (scripts/device_run.sh copies it to $OUT/gpu-suite.json; committed as
+measured/gpu-suite.json).
+
+    python3 scripts/gpu_suite.py TIMES.jsonl --wall S --summary "LINE" --collected N --json OUT.json"""
+import argparse
+import json
+import subprocess
+import time
+from pathlib import Path
+
+
+def gpu_name() -> str:
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=30).stdout.strip().splitlines()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return f"{len(out)} x {out[0]}" if len(out) > 1 else (out[0] if out else "unknown")
+
+
+def per_test(lines: list[dict]) -> dict[str, dict]:
+    """id -> {outcome, seconds (setup + call + teardown), props} of each test that finished (ran its call, or was
+    skipped); a failed phase fails the test. A test cut off mid-call left only its setup line: not counted."""
+    ended = {ln["id"] for ln in lines if ln["when"] == "call" or ln["outcome"] != "passed"}
+    tests: dict[str, dict] = {}
+    for ln in (ln for ln in lines if ln["id"] in ended):
+        t = tests.setdefault(ln["id"], {"outcome": "passed", "seconds": 0.0, "props": {}, "worker": ln.get("worker")})
+        t["seconds"] += ln["seconds"]
+        t["props"].update(ln.get("props") or {})
+        if ln["outcome"] == "failed":
+            t["outcome"] = "failed"
+            t["message"] = ln.get("message", "")
+        elif ln["outcome"] == "skipped" and t["outcome"] != "failed":
+            t["outcome"] = "skipped"
+    return tests
+
+
+def record(lines: list[dict], *, wall_s: float, summary: str, collected: int | None, slowest: int = 15) -> dict:
+    tests = per_test(lines)
+    counts = {k: sum(t["outcome"] == k for t in tests.values()) for k in ("passed", "failed", "skipped")}
+    ranked = sorted(tests.items(), key=lambda kv: -kv[1]["seconds"])[:slowest]
+    build = sum(float(t["props"].get("build_s", 0)) for t in tests.values())
+    return {"gpu": gpu_name(), "date": time.strftime("%Y-%m-%d"), "collected": collected, "finished": len(tests),
+            **counts, "wall_s": round(wall_s), "pytest_summary": summary,
+            "test_seconds_total": round(sum(t["seconds"] for t in tests.values())),
+            "build_seconds_total": round(build),
+            "slowest": [{"id": i, "seconds": round(t["seconds"], 1), "outcome": t["outcome"],
+                         **{k: t["props"][k] for k in ("build_s", "check_s") if k in t["props"]}}
+                        for i, t in ranked],
+            "failures": {i: t.get("message", "") for i, t in tests.items() if t["outcome"] == "failed"},
+            # every test's seconds: tests/conftest.py starts the slowest first on the next run
+            "seconds": {i: round(t["seconds"], 1) for i, t in sorted(tests.items())}}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("times", type=Path)
+    ap.add_argument("--wall", type=float, required=True)
+    ap.add_argument("--summary", default="")
+    ap.add_argument("--collected", type=int)
+    ap.add_argument("--json", type=Path)
+    a = ap.parse_args()
+    lines = [json.loads(x) for x in a.times.read_text().splitlines() if x.strip()] if a.times.is_file() else []
+    rec = record(lines, wall_s=a.wall, summary=a.summary, collected=a.collected)
+    if a.json:
+        a.json.write_text(json.dumps(rec, indent=1) + "\n")
+    print(f"GPU suite on {rec['gpu']}: {rec['passed']} passed, {rec['failed']} failed, {rec['skipped']} skipped of "
+          f"{rec['collected'] or '?'} collected ({rec['finished']} finished) in {rec['wall_s']} s wall; "
+          f"{rec['test_seconds_total']} s of test time, {rec['build_seconds_total']} s of it in builds")
+    print(f"  {rec['pytest_summary']}")
+    print(f"  {'seconds':>7} {'build':>6}  slowest tests")
+    for s in rec["slowest"]:
+        b = f"{s['build_s']:6.0f}" if "build_s" in s else f"{'-':>6}"
+        print(f"  {s['seconds']:7.1f} {b}  {s['id']}{'' if s['outcome'] == 'passed' else '  ' + s['outcome'].upper()}")
+    for i, m in rec["failures"].items():
+        print(f"FAILED {i}\n{m[-1500:]}")
+
+
+if __name__ == "__main__":
+    main()

@@ -72,17 +72,21 @@ def _why_missing(day, solution: bool) -> str:
     return ": run `grader release` to create it"
 
 
-def _baselines_present(exercises, course, root: Path) -> None:
-    """A timed exercise whose baseline is another day's solution needs that solution (a student repository gets it
-    when the instructor publishes it): say so before building anything."""
+def unpublished_baselines(exercises, course, root: Path) -> dict[str, str]:
+    """The timed exercises whose baseline is another day's solution that this repository does not have yet (a
+    student repository gets it when the instructor publishes it), each with the note that says so. Such an exercise
+    is checked for correctness only (compile-only where there is no GPU): the timing is the one step that needs the
+    baseline."""
+    notes = {}
     for ex in exercises:
         b = ex.baseline.solution if ex.baseline and ex.timed else None
         if b and not Paths(root).solution(b).is_dir():
             due = course.day(b).due
             after = f", after {b} is due ({due.isoformat()})" if due else ""
-            raise GraderError(f"{ex.name} is timed against {b}'s solution, which this repository does not have yet "
-                              f"(solutions/{b}/ arrives when the instructor publishes it{after}): check correctness "
-                              "with --correctness-only until then")
+            notes[ex.name] = (f"{ex.name} is timed against {b}'s solution, which this repository does not have yet "
+                              f"(solutions/{b}/ arrives when the instructor publishes it{after}): its correctness is "
+                              "checked now, its speed once it arrives")
+    return notes
 
 
 def _exercises(args, day, src_dir: Path, root: Path) -> list:
@@ -318,8 +322,12 @@ def cmd_check(args) -> int:
         raise GraderError(f"{day.id} ({day.title}) is planned, not ready yet: no exercise to check")
     src_dir, variant = _source_dir(args, root, day)
     exercises = _exercises(args, day, src_dir, root)
-    if not args.correctness_only:
-        _baselines_present(exercises, course, root)
+    untimed = {} if args.correctness_only else unpublished_baselines(exercises, course, root)
+    if untimed and args.ranked:
+        raise GraderError(next(iter(untimed.values())).split(": its correctness")[0] + ": a ranked run is timed, so "
+                          "it waits for that solution")
+    for note in untimed.values():
+        console.print(note, style="dim")
     if args.dtype:
         bad = [d for d in args.dtype if d not in DTYPES]
         if bad:
@@ -346,7 +354,7 @@ def cmd_check(args) -> int:
             ex = extra.merged(ex)
             res = check_exercise(course=course, root=root, day=day, ex=ex, src_dir=src_dir, variant=variant,
                                  seeds=seeds, dtypes=args.dtype, case_s=args.timeout,
-                                 correctness_only=args.correctness_only, ranked=bool(ranked),
+                                 correctness_only=args.correctness_only or ex.name in untimed, ranked=bool(ranked),
                                  fixed_seeds=tuple(extra.seeds), prestarted=prestarted if k == 0 else None,
                                  cases=args.case)
             report.render(console, res, ex, hint(res, ex, course.hints), ranked=ranked.seed_sha256 if ranked else None)
@@ -409,8 +417,9 @@ def cmd_watch(args) -> int:
     from grader.check.verdict import hint
 
     root, course, day, src_dir, variant, exercises = _ready_day(args, "watch")
-    if not args.correctness_only:
-        _baselines_present(exercises, course, root)
+    untimed = {} if args.correctness_only else unpublished_baselines(exercises, course, root)
+    for note in untimed.values():
+        console.print(note, style="dim")
     bad = [d for d in args.dtype or [] if d not in DTYPES]
     if bad:
         raise GraderError(f"unknown dtype(s) {bad}: use {', '.join(DTYPES)}")
@@ -418,8 +427,8 @@ def cmd_watch(args) -> int:
 
     def check(ex, session):
         return check_exercise(course=course, root=root, day=day, ex=ex, src_dir=src_dir, variant=variant, seeds=(seed,),
-                              dtypes=args.dtype, case_s=args.timeout, correctness_only=args.correctness_only,
-                              session=session)
+                              dtypes=args.dtype, case_s=args.timeout,
+                              correctness_only=args.correctness_only or ex.name in untimed, session=session)
 
     return watch.watch(check=check, console=console, root=root, day=day, exercises=exercises, src_dir=src_dir,
                        seed=seed, worker=WORKER, hints=lambda res, ex: hint(res, ex, course.hints),
@@ -601,8 +610,8 @@ def release_to(args) -> int:
     waiting = [(ex, b) for ex, b in tree.baselines if b not in doc.get("published", {})]
     if waiting:
         console.print(f"[yellow]note:[/] {len(waiting)} timed exercise(s) are timed against a solution the student "
-                      f"repository gets only with `grader publish` (until then, `grader check --correctness-only`); "
-                      f"first: {waiting[0][0]}, against {waiting[0][1]}")
+                      "repository gets only with `grader publish` (until then `grader check` checks their correctness "
+                      f"only); first: {waiting[0][0]}, against {waiting[0][1]}")
     return 0
 
 

@@ -125,16 +125,22 @@ def test_a_day_released_later_is_explained_in_the_student_repository(student, ca
 
 
 def test_a_baseline_that_is_not_published_yet_is_explained_then_found(student, capsys):
+    """Before the baseline is published the exercise is still checked: correctness (compile-only without a GPU),
+    with a note; a ranked run, which is timed, is refused; once published the exercise is timed again."""
     course_file, dest = student
     capsys.readouterr()
-    assert check(dest, "day02", "--exercise", "k") == 2
-    out = capsys.readouterr().out
-    assert ("k is timed against day01's solution, which this repository does not have yet (solutions/day01/ arrives "
-            f"when the instructor publishes it, after day01 is due ({rc.PAST.isoformat()})): check correctness with "
-            "--correctness-only") in out
-    assert publish(course_file, "day01", dest) == 0
     course = load_course(dest / "course.yaml")
-    cli._baselines_present(course.day("day02").exercises, course, dest)  # no longer refused
+    notes = cli.unpublished_baselines(course.day("day02").exercises, course, dest)
+    assert notes["k"] == ("k is timed against day01's solution, which this repository does not have yet "
+                          "(solutions/day01/ arrives when the instructor publishes it, after day01 is due "
+                          f"({rc.PAST.isoformat()})): its correctness is checked now, its speed once it arrives")
+    assert check(dest, "day02", "--exercise", "k") != 2  # checked, not refused
+    out = " ".join(capsys.readouterr().out.split())
+    assert "its correctness is checked now" in out and "timed against day01's solution" in out
+    assert check(dest, "day02", "--exercise", "k", "--ranked") == 2
+    assert "a ranked run is timed, so it waits for that solution" in " ".join(capsys.readouterr().out.split())
+    assert publish(course_file, "day01", dest) == 0
+    assert cli.unpublished_baselines(course.day("day02").exercises, course, dest) == {}
 
 
 def test_dates_survive_the_release(student):

@@ -345,3 +345,13 @@ def test_every_hole_in_the_stubs_is_labelled_with_its_contract():
     missing = unlabelled_holes(ROOT / "days")
     assert not missing, ("holes without a label (write `BEGIN SOLUTION: <contract>` on the marker in solutions/, "
                          f"then `grader release`): {', '.join(missing)}")
+
+
+def test_the_syllabus_table_names_every_exercise_as_check_takes_it(course, root):
+    """Day 13's three routes and day 14's five tools share one signature: the table's exercise column is what
+    `--exercise` takes, one row each, with its points."""
+    from grader.authoring.syllabus import render
+
+    rows = [r.split(" | ") for r in render(course).splitlines() if r.startswith("| day") and "`" in r]
+    named = [(r[0].lstrip("| "), r[1], r[-1].rstrip(" |")) for r in rows]
+    assert named == [(d.id, e.name, str(e.points)) for d in course.days for e in d.exercises]

@@ -20,13 +20,14 @@ def render(course: Course) -> str:
         link = f"[{d.id}](days/{d.id}/README.md)" if d.status == "ready" else d.id
         out.append(f"| {link} | {title} | {d.track} | {d.status} | {', '.join(d.prerequisites) or '-'} | "
                    f"{'; '.join(d.topics)} |")
-    out += ["", "## Graded exercises", ""]
-    out.append("| day | exercise | dtypes | baseline | needed speedup | points |")
-    out.append("|---|---|---|---|---:|---:|")
+    out += ["", "## Graded exercises", "",
+            "The exercise column is the name `grader check dayNN --exercise NAME` takes; the signature is the op's.", ""]
+    out.append("| day | exercise | signature | dtypes | baseline | needed speedup | points |")
+    out.append("|---|---|---|---|---|---:|---:|")
     for d in course.days:
         for e in d.exercises:
             base = e.baseline.describe() if e.baseline else "not timed"
             need = f"{e.threshold:g}x" if e.threshold else "-"
-            out.append(f"| {d.id} | `{e.signature.split('#')[0].strip()}` | {', '.join(e.dtypes)} | {base} | "
-                       f"{need} | {e.points} |")
+            out.append(f"| {d.id} | {e.name} | `{e.signature.split('#')[0].strip()}` | {', '.join(e.dtypes)} | "
+                       f"{base} | {need} | {e.points} |")
     return "\n".join(out) + "\n"

@@ -662,12 +662,15 @@ def cmd_leaderboard(args) -> int:
     lb.write(board, out)
     for r in board.rejected:
         console.print(Text.assemble(("rejected", "yellow"), f" {r.source} ({r.kind}): {r.reason}"))
+    for r in board.not_entered:
+        console.print(Text.assemble(("not entered", "dim"), f" {r.source} ({r.kind.replace('_', ' ')}): {r.reason}"))
     for b in board.boards:
         top = b["entries"][0]
         console.print(f"{b['day']} on {b['gpu']}: {len(b['entries'])} ranked, first {top['name']} "
                       f"{top['speedup']:.2f}x")
+    apart = f", {len(board.not_entered)} not entered (missing or compiled only)" if board.not_entered else ""
     console.print(f"{board.accepted} result(s) ranked on {len(board.boards)} board(s), {len(board.rejected)} "
-                  f"rejected; written into {out} (leaderboard.md, leaderboard.json, rejected.json, plots/)")
+                  f"rejected{apart}; written into {out} (leaderboard.md, leaderboard.json, rejected.json, plots/)")
     return 0
 
 

@@ -49,6 +49,15 @@ class Reject(Exception):
         self.kind, self.reason = kind, reason
 
 
+# Results of another kind, not faulty ones: counted and listed apart from the rejections, in their own words.
+MISSING, COMPILED_ONLY = "missing", "compiled_only"
+
+
+class NotEntered(Reject):
+    """A valid result that is no entry: `grader grade`'s record of a day the submission has no folder for, or a
+    check that only compiled (no GPU ran it)."""
+
+
 @dataclass
 class Rejected:
     source: str
@@ -80,6 +89,7 @@ class Board:
     boards: list[dict]
     rejected: list[Rejected]
     accepted: int
+    not_entered: list[Rejected] = field(default_factory=list)  # kind MISSING or COMPILED_ONLY
 
 
 # -- reading one result -------------------------------------------------------------------------------------------
@@ -209,6 +219,11 @@ def read_entry(path: Path, *, now: datetime, max_age: timedelta | None, seed_sha
         if not (isinstance(ex, dict) and isinstance(ex.get("exercise"), str) and isinstance(ex.get("status"), str)
                 and isinstance(ex.get("info", {}), dict) and isinstance(ex.get("cases", []), list)):
             raise Reject(MALFORMED, f"exercise {i + 1} lacks its name, status, info or cases")
+    grade = doc.get("grade")
+    if isinstance(grade, dict) and grade.get("missing") is True:
+        raise NotEntered(MISSING, f"the submission has no {day} folder: nothing was graded")
+    if all(ex["status"] == Status.NO_GPU for ex in exercises):
+        raise NotEntered(COMPILED_ONLY, "compiled only: no GPU ran it, so neither correctness nor speed is known")
     try:
         when = parse_when(doc.get("when"))
     except ValueError:
@@ -282,13 +297,16 @@ def result_files(paths: Iterable[str | Path]) -> list[Path]:
 
 
 def collect(files: list[Path], *, now: datetime | None = None, max_age_days: float | None = 30,
-            seed_sha256: str | None = None) -> tuple[list[Entry], list[Rejected]]:
+            seed_sha256: str | None = None) -> tuple[list[Entry], list[Rejected], list[Rejected]]:
+    """(entries, rejected, not entered)."""
     now = now or datetime.now(timezone.utc)
     max_age = timedelta(days=max_age_days) if max_age_days is not None else None
-    entries, rejected = [], []
+    entries, rejected, not_entered = [], [], []
     for f in files:
         try:
             entries.append(read_entry(f, now=now, max_age=max_age, seed_sha256=seed_sha256))
+        except NotEntered as r:
+            not_entered.append(Rejected(str(f), r.kind, r.reason))
         except Reject as r:
             rejected.append(Rejected(str(f), r.kind, r.reason))
     # The same result twice (copied under another name), then a participant's older results for a day and GPU.
@@ -307,7 +325,7 @@ def collect(files: list[Path], *, now: datetime | None = None, max_age_days: flo
                                                           f"{e.gpu} ({latest[key].source}); the latest counts"))
         else:
             latest[key] = e
-    return list(latest.values()), rejected
+    return list(latest.values()), rejected, not_entered
 
 
 def rank(entries: list[Entry]) -> list[dict]:
@@ -334,10 +352,11 @@ def build(paths: Iterable[str | Path], *, now: datetime | None = None, max_age_d
     files = result_files(paths)
     if not files:
         raise GraderError("no result files (*.json) found in what was given")
-    entries, rejected = collect(files, now=now, max_age_days=max_age_days, seed_sha256=seed_sha256)
+    entries, rejected, not_entered = collect(files, now=now, max_age_days=max_age_days, seed_sha256=seed_sha256)
     rejected.sort(key=lambda r: r.source)
+    not_entered.sort(key=lambda r: r.source)
     return Board(build=uuid.uuid4().hex[:12], built_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                 boards=rank(entries), rejected=rejected, accepted=len(entries))
+                 boards=rank(entries), rejected=rejected, accepted=len(entries), not_entered=not_entered)
 
 
 # -- rendering ----------------------------------------------------------------------------------------------------
@@ -352,7 +371,8 @@ def markdown(board: Board) -> str:
              "the same run; *% of ceiling* is the geometric mean of the kernel against a device copy of the same "
              "bytes (or, for compute-bound exercises, the ceiling op), where the result measured it.", "",
              f"<!-- build {board.build} -->", f"Built {board.built_at}: {board.accepted} result(s) ranked, "
-             f"{len(board.rejected)} rejected.", ""]
+             f"{len(board.rejected)} rejected" + (f", {len(board.not_entered)} not entered (missing or compiled only)"
+                                                   if board.not_entered else "") + ".", ""]
     if not board.boards:
         lines += ["No ranked results yet.", ""]
     for b in board.boards:
@@ -365,6 +385,12 @@ def markdown(board: Board) -> str:
             lines.append(f"| {e['rank']} | {_cell(e['name'])} | {e['speedup']:.2f}x | {roof} | {_cell(exs)} | "
                          f"{_cell(e['torch'])} | {e['when'][:16].replace('T', ' ')} |")
         lines += ["", f"![{_cell(b['day'])} on {_cell(b['gpu'])}]({b['plot']})", ""]
+    if board.not_entered:
+        lines += ["## Not entered", "", "Results of another kind, not faults: a day a submission has no folder for, "
+                  "or a check that only compiled.", "", "| result | kind | what it is |", "|---|---|---|"]
+        lines += [f"| {_cell(Path(r.source).parent.name + '/' + Path(r.source).name)} | {r.kind.replace('_', ' ')} | "
+                  f"{_cell(r.reason)} |" for r in board.not_entered]
+        lines.append("")
     if board.rejected:
         lines += ["## Rejected", "", "| result | why | reason |", "|---|---|---|"]
         lines += [f"| {_cell(Path(r.source).parent.name + '/' + Path(r.source).name)} | {r.kind} | {_cell(r.reason)} |"
@@ -442,7 +468,7 @@ def write(board: Board, out: Path) -> list[Path]:
     except OSError as e:
         raise GraderError(f"--out: cannot create {out}: {e.strerror or e}") from None
     doc = {"build": board.build, "built_at": board.built_at, "accepted": board.accepted, "boards": board.boards,
-           "rejected": len(board.rejected)}
+           "rejected": len(board.rejected), "not_entered": [asdict(r) for r in board.not_entered]}
     rej = {"build": board.build, "rejected": [asdict(r) for r in board.rejected]}
     written = []
     try:

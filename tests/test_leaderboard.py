@@ -48,8 +48,8 @@ def put(root: Path, who: str, doc, name="day01.json") -> Path:
 def judge(tmp_path, doc, **kw):
     """The one rejection of a lone result (or None if it was accepted)."""
     put(tmp_path / "r", "alice", doc)
-    entries, rejected = lb.collect(lb.result_files([tmp_path / "r"]), now=NOW, **kw)
-    assert len(entries) + len(rejected) == 1
+    entries, rejected, apart = lb.collect(lb.result_files([tmp_path / "r"]), now=NOW, **kw)
+    assert len(entries) + len(rejected) == 1 and not apart
     return rejected[0] if rejected else None
 
 
@@ -158,12 +158,36 @@ def test_duplicates_the_same_file_twice_and_older_runs_of_one_participant(tmp_pa
     put(r, "alice", doc, "copy.json")
     put(r, "bob", result(exercise("a", (3.0, 3.0)), when="2026-11-18T10:00:00Z"), "old.json")
     put(r, "bob", result(exercise("a", (2.5, 2.5)), when="2026-11-19T10:00:00Z"), "new.json")
-    entries, rejected = lb.collect(lb.result_files([r]), now=NOW)
+    entries, rejected, _ = lb.collect(lb.result_files([r]), now=NOW)
     assert sorted((e.name, e.speedup) for e in entries) == [("alice", 2.0), ("bob", 2.5)]  # the latest counts
     why = {Path(x.source).name: (x.kind, x.reason) for x in rejected}
     assert why["day01.json"][0] == "duplicate" and "the same result as" in why["day01.json"][1]
     assert why["old.json"] == ("duplicate", f"bob has a later ranked result for day01 on {H100['gpu']} "
                                             f"({r / 'bob' / 'new.json'}); the latest counts")
+
+
+def test_missing_and_compiled_only_results_are_not_entered_and_not_rejected(tmp_path):
+    """`grader grade`'s record of a day a submission has no folder for, and a check that only compiled, are results
+    of another kind: listed apart in their own words, never as malformed."""
+    r = tmp_path / "r"
+    put(r, "alice", result(when=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")))
+    missing = result()
+    missing.pop("when")
+    missing.update(ranked=False, grade={"missing": True, "when": "2026-11-20 10:00:00"})
+    put(r, "bob", missing)
+    compiled = result()
+    for ex in compiled["exercises"]:
+        ex["status"], ex["info"] = "no_gpu", {}
+    put(r, "carol", compiled)
+    entries, rejected, apart = lb.collect(lb.result_files([r]), now=datetime.now(timezone.utc))
+    assert [e.name for e in entries] == ["alice"] and rejected == []
+    assert {(Path(x.source).parent.name, x.kind) for x in apart} == {("bob", "missing"), ("carol", "compiled_only")}
+    out = tmp_path / "out"
+    p = run_grader("leaderboard", "build", str(r), "--out", str(out))
+    assert p.returncode == 0 and "0 rejected, 2 not entered" in " ".join(p.stdout.split()), p.stdout
+    md = (out / "leaderboard.md").read_text()
+    assert "## Not entered" in md and "| bob/day01.json | missing |" in md and "## Rejected" not in md
+    assert json.loads((out / "rejected.json").read_text())["rejected"] == []
 
 
 def test_the_command_prints_and_lists_each_rejection(tmp_path):

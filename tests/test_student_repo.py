@@ -1,5 +1,6 @@
 """`grader release --to DIR`: the student repository, with no solution text, no marker lines and no hidden cases in
 it; reproducible; written only into a new or empty folder or over an earlier release."""
+import argparse
 import json
 import os
 import shutil
@@ -244,7 +245,8 @@ def test_instructor_only_paths_come_from_course_yaml(course_file, tmp_path, caps
     assert release_to(course_file, dest) == 0
     files = tree_of(dest)
     assert "tests/test_x.py" in files and "tests/known_wrong.yaml" not in files and "tools/run.sh" not in files
-    assert not any(p.endswith("README.md") for p in files)
+    # the lessons and the instructor's README stay out; the README the release writes for students is its own
+    assert [p for p in files if p.endswith("README.md")] == ["README.md"] and b"## What is allowed" in files["README.md"]
     assert "note: 1 tracked file(s) have uncommitted changes" in capsys.readouterr().out  # course.yaml
     (root / "tools/run.sh").write_text("# not released: not worth a note\n")
     assert release_to(course_file, dest) == 0
@@ -346,3 +348,35 @@ def test_refused_writes_are_grader_errors(course_file, tmp_path):
     tree = student_repo.build(root, course_file, course, rc.TODAY)
     with pytest.raises(GraderError, match="holds the course itself"):
         student_repo.write(tree, root, root, course, {"hidden.yaml"})
+
+
+def test_the_released_readme_is_the_students_and_everything_it_names_is_there(committed_course):
+    """The README a class receives is written for students: every path and link it names is in the release (dayNN
+    standing for each released day), every `grader` command it shows is one the grader has, and nothing of the
+    instructor's side (tests, scripts, CI, solutions) is mentioned."""
+    import re
+    from datetime import date
+
+    pytest.importorskip("nbgrader")
+    root = committed_course
+    course = load_course(root / "course.yaml")
+    tree = student_repo.build(root, root / "course.yaml", course, date(9999, 1, 1))
+    readme = tree.files["README.md"].data.decode()
+    files = set(tree.files)
+    folders = {"/".join(p.split("/")[:i]) + "/" for p in files for i in range(1, p.count("/") + 1)}
+    assert readme.startswith(f"# {course.title}\n") and "## What is allowed" in readme
+    named = set(re.findall(r"`((?:days|common|tasks|grader)/[\w./-]*|[\w-]+\.(?:md|yaml))`", readme))
+    named |= set(re.findall(r"\]\(([^)#]+)\)", readme))
+    assert len(named) >= 5
+    for path in named:
+        for day in (tree.days if "dayNN" in path else [None]):
+            p = path.replace("dayNN", day) if day else path
+            assert p in files or p in folders or p.rstrip("/") + "/" in folders, path
+    subcommands = {a for act in cli.parser()._actions if isinstance(act, argparse._SubParsersAction) for a in act.choices}
+    code = re.findall(r"```bash\n(.*?)```", readme, re.S) + re.findall(r"`([^`\n]+)`", readme)
+    shown = {m for c in code for m in re.findall(r"(?m)(?:^|&& )grader (\w+)", c)}
+    assert shown and shown <= subcommands, shown - subcommands
+    for day in tree.days:  # the table names each released day's exercises as --exercise takes them
+        assert all(e.name in readme for e in course.day(day).exercises)
+    for instructors in ("tests/", "scripts/", ".ci/", "solutions/", "pytest", "device_run"):
+        assert instructors not in readme, instructors

@@ -1,10 +1,11 @@
 """`grader release --to DIR`: the student repository, written from the instructor's.
 
 It holds the course's files (grader/authoring/course_files.py says which) with the released days' stubs
-generated from solutions/ (grader/authoring/release.py) and course.yaml without planted-bug edits
-(course_text.py). Before anything is written the whole tree is scanned (leaks.py): a marker line, a solution line
-that the instructor's public files do not already show, or the hidden cases stop the release with the file and
-line. The same inputs give the same bytes (no dates or times are written), so a release can be rebuilt and diffed.
+generated from solutions/ (grader/authoring/release.py), course.yaml without planted-bug edits (course_text.py)
+and a README for students (student_readme.py) in place of the instructor's. Before anything is written the whole
+tree is scanned (leaks.py): a marker line, a solution line that the instructor's public files do not already
+show, or the hidden cases stop the release with the file and line. The same inputs give the same bytes (no dates
+or times are written), so a release can be rebuilt and diffed.
 
 DIR gets a manifest, `.release.json`: the released days, the sha256 of every file the release wrote and of every
 solution `grader publish` added. It is what makes DIR recognisable as a previous release: a later release
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
-from grader.authoring import course_files, leaks, release
+from grader.authoring import course_files, leaks, release, student_readme
 from grader.authoring.course_text import student_course_yaml
 from grader.course import Course
 from grader.errors import GraderError
@@ -97,6 +98,10 @@ def build(root: Path, course_file: Path, course: Course, today: date, overlay: P
     course_rel = Path(course_file).resolve().relative_to(root).as_posix()
     tree.files[course_rel] = Entry(student_course_yaml(Path(course_file).read_text(encoding="utf-8"), course_rel)
                                    .encode("utf-8"))
+    # The student's README, not the instructor's (which describes tests, scripts and grading a class).
+    readme = (Path(course_rel).parent / "README.md").as_posix()
+    tree.files[readme] = Entry(student_readme.render(course, days).encode("utf-8"))
+    copied.pop(readme, None)
     copied.pop(course_rel, None)
     known = {t.path for t in tracked}
     for p in release.release_plan(course, root, days) if days else []:

@@ -10,8 +10,6 @@
 //   ex2                   2^x in one MUFU instruction
 //   lane_id               the lane, read so that the compiler recomputes what derives from it at each use
 //   quad_sum / quad_max   reductions over the 4 lanes that own one row of an m16n8 accumulator
-//   swz<D>                the XOR swizzle of a [rows][D] tile of 16-bit values (16-byte chunks), which makes
-//                         ldmatrix conflict-free without padding
 //
 // The fragment layouts (PTX ISA, "mma.m16n8k16"): in an m16n8 fp32 accumulator, lane t holds rows t/4 and t/4 + 8,
 // columns 2(t%4) and 2(t%4) + 1. An A fragment (16x16, row-major) is 4 registers of two 16-bit values: rows t/4
@@ -106,13 +104,6 @@ __device__ __forceinline__ float quad_max(float x) {
 __device__ __forceinline__ float quad_sum(float x) {
   x += __shfl_xor_sync(0xffffffffu, x, 1);
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
-}
-
-// Element offset of (row, 16-byte chunk) in a [rows][D] tile of 16-bit values: chunk c of row r is stored at
-// c ^ (r % 8), so the 8 rows one ldmatrix phase reads land in 8 different groups of banks.
-template <int D>
-__device__ __forceinline__ int swz(int row, int chunk) {
-  return row * D + ((chunk ^ (row & 7)) << 3);
 }
 
 }  // namespace ptx

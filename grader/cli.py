@@ -578,10 +578,15 @@ def release_to(args) -> int:
     root, course_path, course = _load(args)
     overlay = hidden.locate(course_path, args.hidden)
     today = date.today()
-    with console.status("building the student repository…"):
-        tree = student_repo.build(root, course_path, course, today, overlay)
-    names = {hidden.FILE_NAME} | ({overlay.name} if overlay else set())
     dest = Path(args.to).expanduser()
+    try:  # an earlier release there: the days whose solutions it holds, whose answers may now go out
+        before = student_repo.read_manifest(dest.resolve()) if dest.is_dir() else None
+    except OSError:
+        before = None
+    with console.status("building the student repository…"):
+        tree = student_repo.build(root, course_path, course, today, overlay,
+                                  published=set((before or {}).get("published", {})))
+    names = {hidden.FILE_NAME} | ({overlay.name} if overlay else set())
     try:
         res = student_repo.write(tree, dest, root, course, names)
     except OSError as e:
@@ -595,11 +600,9 @@ def release_to(args) -> int:
         console.print(f"not yet released: {', '.join(later)}", style="dim")
     left = ", ".join(f"{why} ({n})" for why, n in sorted(tree.left_out.items()))
     console.print(f"left out: {left}", style="dim")
-    if tree.quoted:
-        most = sorted(tree.quoted.items(), key=lambda kv: (-kv[1], kv[0]))
-        shown = ", ".join(f"{rel} ({n})" for rel, n in most[:4]) + (", …" if len(most) > 4 else "")
-        console.print(f"note: {len(most)} public file(s) show lines that also stand in solution regions, as you wrote "
-                      f"them (released unchanged): {shown}", style="dim")
+    for day, path, answers in tree.held:
+        console.print(f"[yellow]held back:[/] {day}: it includes {path}, which holds {answers}'s answers; it goes out "
+                      f"with the next release after `grader publish {answers} --to {dest}`")
     if tree.uncommitted:
         console.print(f"[yellow]note:[/] {len(tree.uncommitted)} tracked file(s) have uncommitted changes, released "
                       f"as they are in the working tree (first: {tree.uncommitted[0]})")

@@ -346,6 +346,13 @@ class Day(Strict):
 INSTRUCTOR_ONLY_PATHS = ("tests/", "scripts/", "measured/", ".ci/", ".github/workflows/leaderboard.yml")
 
 
+class AllowLeak(Strict):
+    """A line a released file may share with a solution region: one so common that it gives no answer away."""
+    text: str = Field(min_length=1, description="the line's code, as it stands (whitespace and a trailing comment "
+                                                  "do not matter)")
+    reason: str = Field(min_length=10, description="why showing it gives nothing away")
+
+
 class Course(Strict):
     model_config = ConfigDict(extra="ignore", frozen=True)  # top-level anchors (exercise_defaults) are allowed
 
@@ -358,6 +365,13 @@ class Course(Strict):
     defaults: Defaults = Defaults()
     hints: dict[str, str] = Field({}, description="default hints by failure category; an exercise's own win")
     days: list[Day] = Field(min_length=1)
+    answers: dict[str, str] = Field(
+        {}, description="shared files (relative to course.yaml) that hold the answers to a day's holes, each with "
+        "that day: `grader release --to` keeps one out of the student repository until that day's solution is "
+        "published there (`grader publish`), and holds back every day that includes it until then")
+    allow_leak: list[AllowLeak] = Field(
+        [], description="lines a released file may share with a solution region, each with its reason; the release "
+        "refuses any other")
     instructor_only: list[str] = Field(
         list(INSTRUCTOR_ONLY_PATHS), description="files `grader release --to` leaves out of the student repository "
         "besides solutions/ and the hidden cases, relative to course.yaml: `folder/` for a folder, else a file name "
@@ -387,6 +401,11 @@ class Course(Strict):
         dup = sorted({i for i in ids if ids.count(i) > 1})
         if dup:
             raise ValueError(f"duplicate day ids {dup}")
+        for path, day in self.answers.items():
+            if day not in ids:
+                raise ValueError(f"answers: {path} answers {day!r}, which is not a day of the course")
+            if path.startswith(("/", "../")) or "/../" in path:
+                raise ValueError(f"answers: {path!r} must be a path inside the course, relative to course.yaml")
         index = {d.id: i for i, d in enumerate(self.days)}
         for i, d in enumerate(self.days):
             for p in d.prerequisites:

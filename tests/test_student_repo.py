@@ -256,11 +256,52 @@ def test_instructor_only_paths_come_from_course_yaml(course_file, tmp_path, caps
     assert "note: 2 tracked file(s) have uncommitted changes" in capsys.readouterr().out
 
 
-def test_a_public_file_that_quotes_a_solution_line_is_noted(course_file, tmp_path, capsys):
+def test_a_lesson_that_quotes_a_holes_answer_stops_the_release_unless_allowed_with_a_reason(course_file, tmp_path,
+                                                                                           capsys):
     root = course_file.parent
-    (root / "days/day01/README.md").write_text("```cuda\nfloat secret_day01_value = x[i] * 17.0f + 0.day01f;\n```\n")
+    line = "float secret_day01_value = x[i] * 17.0f + 0.day01f;"
+    (root / "days/day01/README.md").write_text(f"```cuda\n{line}\n```\n")
+    assert release_to(course_file, tmp_path / "student") == 2
+    out = " ".join(capsys.readouterr().out.split())
+    assert "days/day01/README.md:2: line from a solution region of solutions/day01/k.cu" in out and "allow_leak" in out
+    assert not (tmp_path / "student").exists()
+    doc = rc.course_doc()
+    doc["allow_leak"] = [{"text": line, "reason": "the lesson's worked example, on purpose"}]
+    rc.write(root, "course.yaml", yaml.safe_dump(doc, sort_keys=False))
     assert release_to(course_file, tmp_path / "student") == 0
-    assert "1 public file(s) show lines that also stand in solution regions" in capsys.readouterr().out
+    doc["allow_leak"] = [{"text": line, "reason": ""}]  # a reason is required
+    rc.write(root, "course.yaml", yaml.safe_dump(doc, sort_keys=False))
+    assert release_to(course_file, tmp_path / "again") == 2 and "reason" in capsys.readouterr().out
+
+
+def test_a_shared_file_of_answers_waits_for_its_day_and_holds_back_the_days_that_include_it(course_file, tmp_path,
+                                                                                            capsys):
+    """course.yaml's `answers:`: a shared header that holds day01's answers stays out until day01's solution is
+    published in the target, and day02, whose code includes it, waits with it; then both go out."""
+    root = course_file.parent
+    rc.write(root, "common/answers.cuh", "#pragma once\n// day 01's helpers, written out\n")
+    sol = root / "solutions/day02/k.cu"
+    sol.write_text('#include "answers.cuh"\n' + sol.read_text())
+    rc.git(root, "add", "-A")
+    doc = rc.course_doc()
+    doc["answers"] = {"common/answers.cuh": "day01"}
+    rc.write(root, "course.yaml", yaml.safe_dump(doc, sort_keys=False))
+    dest = tmp_path / "student"
+    assert release_to(course_file, dest) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "held back: day02: it includes common/answers.cuh, which holds day01's answers" in out
+    files = tree_of(dest)
+    assert "common/answers.cuh" not in files and not any(p.startswith("days/day02/") for p in files)
+    assert json.loads(files[".release.json"])["days"] == ["day01", "day05"]
+    assert cli.main(["--course", str(course_file), "publish", "day01", "--to", str(dest)]) == 0
+    assert release_to(course_file, dest) == 0
+    files = tree_of(dest)
+    assert "common/answers.cuh" in files and "days/day02/k.cu" in files
+    assert json.loads(files[".release.json"])["days"] == ["day01", "day02", "day05"]
+    doc["answers"] = {"common/answers.cuh": "day02"}  # day02 would hold back itself: a course error
+    rc.write(root, "course.yaml", yaml.safe_dump(doc, sort_keys=False))
+    assert release_to(course_file, tmp_path / "other") == 2
+    assert "holds day02's own answers" in " ".join(capsys.readouterr().out.split())
 
 
 # -- the scanner --------------------------------------------------------------------------------------------------

@@ -17,7 +17,19 @@
 __global__ void softmax_naive_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
   // Contract: one thread owns row r and walks it three times (max m, then Σ exp(x - m), then write).
   // Every exponent is x - m <= 0, so nothing overflows; the row sum is >= 1.
-  // YOUR CODE HERE: y[r, :] = softmax(x[r, :]) for r = this thread's global index (size_t); r >= rows returns
+  // size_t, not int: blockIdx.x * blockDim.x can pass INT_MAX when rows is close to it, and row * cols
+  // (the row's offset) passes it for any tensor over 2^31 elements.
+  const size_t row = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (row >= static_cast<size_t>(rows)) return;  // the last block is partly outside the tensor
+  const float* xr = x + row * cols;
+  float* yr = y + row * cols;
+
+  // Pass 1: the row maximum. Subtracting it keeps every exponent <= 0, so expf never overflows (x = 1000
+  // would give expf(1000) = inf without it). -INFINITY is the identity of max and handles -inf entries.
+  float m = -INFINITY;
+  for (int c = 0; c < cols; ++c) m = fmaxf(m, xr[c]);
+
+  // YOUR CODE HERE: pass 2, sum = Σ_c exp(xr[c] - m); pass 3, yr[c] = exp(xr[c] - m) / sum for every column
 }
 
 // The launcher: the only entry point bindings.cpp sees. It picks the launch configuration and reports launch

@@ -50,7 +50,13 @@ constexpr int kBlockY = 8;
 template <typename T>
 __global__ void __launch_bounds__(kBlockX* kBlockY)
     delta_kernel(const T* __restrict__ o, const T* __restrict__ dout, float* __restrict__ delta, int rows, int d) {
-  // YOUR CODE HERE: D = rowsum(dO ∘ O), one warp per row
+  constexpr int kWarpSize = 32;  // = kBlockX: threadIdx.x is the lane
+  const int row = blockIdx.x * kBlockY + threadIdx.y;
+  if (row >= rows) return;  // the whole warp leaves together: the shuffles below see all 32 lanes
+  const T* orow = o + static_cast<size_t>(row) * d;
+  const T* grow = dout + static_cast<size_t>(row) * d;
+  float acc = 0.0f;
+  // YOUR CODE HERE: acc = this lane's part of dout[row] · o[row]; the warp's sum (day 02's butterfly) into delta[row]
 }
 
 // (2) s[bh][i][j] = exp(scale · q[bh][i] · k[bh][j] - lse[bh][i]), or 0 where causal and j > i. Block (32, 8), one
@@ -59,7 +65,13 @@ template <typename T>
 __global__ void __launch_bounds__(kBlockX* kBlockY)
     probs_kernel(const T* __restrict__ q, const T* __restrict__ k, const float* __restrict__ lse,
                  float* __restrict__ s, int n, int d, float scale, bool causal) {
-  // YOUR CODE HERE: P = exp(scale · q·k - lse), 0 where masked
+  const int j = blockIdx.x * kBlockX + threadIdx.x;
+  const int i = blockIdx.y * kBlockY + threadIdx.y;
+  if (i >= n || j >= n) return;
+  const size_t bh = blockIdx.z;
+  const T* qi = q + (bh * n + i) * d;
+  const T* kj = k + (bh * n + j) * d;
+  // YOUR CODE HERE: p = 0 where masked, else exp(scale · qi·kj - lse[bh·n + i]); s[(bh·n + i)·n + j] = p
 }
 
 // (4) In place: s[bh][i][j] = p · (dout[bh][i] · v[bh][j] - delta[bh][i]), p the value s holds on entry (P).
@@ -68,6 +80,10 @@ template <typename T>
 __global__ void __launch_bounds__(kBlockX* kBlockY)
     ds_kernel(const T* __restrict__ dout, const T* __restrict__ v, const float* __restrict__ delta,
               float* __restrict__ s, int n, int d) {
+  const int j = blockIdx.x * kBlockX + threadIdx.x;
+  const int i = blockIdx.y * kBlockY + threadIdx.y;
+  if (i >= n || j >= n) return;
+  const size_t bh = blockIdx.z;
   // YOUR CODE HERE: dS = P ∘ (dP - D), dP = dO·v computed on the spot
 }
 
@@ -77,7 +93,13 @@ template <typename T>
 __global__ void __launch_bounds__(kBlockX* kBlockY)
     product_kernel(const float* __restrict__ m, const T* __restrict__ x, T* __restrict__ out, int n, int d,
                    float alpha) {
-  // YOUR CODE HERE: out = alpha · M X, one thread per output element
+  const int c = blockIdx.x * kBlockX + threadIdx.x;
+  const int i = blockIdx.y * kBlockY + threadIdx.y;
+  if (i >= n || c >= d) return;
+  const size_t bh = blockIdx.z;
+  const float* mi = m + (bh * n + i) * n;  // row i of M: the same address for the whole warp
+  const T* xh = x + bh * n * d;
+  // YOUR CODE HERE: out[(bh·n + i)·d + c] = alpha · Σ_j mi[j] · xh[j·d + c], accumulated in fp32
 }
 
 // (3), (6) out[bh][j][c] = alpha · sum_i m[bh][i][j] · x[bh][i][c]: the scratch transposed times an [N, d] input
@@ -87,7 +109,13 @@ template <typename T>
 __global__ void __launch_bounds__(kBlockX* kBlockY)
     transposed_product_kernel(const float* __restrict__ m, const T* __restrict__ x, T* __restrict__ out, int n,
                               int d, float alpha) {
-  // YOUR CODE HERE: out = alpha · Mᵀ X, one thread per output element
+  const int c = blockIdx.x * kBlockX + threadIdx.x;
+  const int j = blockIdx.y * kBlockY + threadIdx.y;
+  if (j >= n || c >= d) return;
+  const size_t bh = blockIdx.z;
+  const float* mh = m + bh * n * n;
+  const T* xh = x + bh * n * d;
+  // YOUR CODE HERE: out[(bh·n + j)·d + c] = alpha · Σ_i mh[i·n + j] · xh[i·d + c], accumulated in fp32
 }
 
 }  // namespace naive_bwd
@@ -99,7 +127,12 @@ cudaError_t attention_bwd_naive(const T* q, const T* k, const T* v, const T* o, 
                                 bool causal, cudaStream_t stream) {
   using namespace naive_bwd;
   if (batch == 0 || heads == 0 || n == 0) return cudaSuccess;
-  // YOUR CODE HERE: the six launches, in order
+  const int bh = batch * heads;  // blockIdx.z: at most 65535 (a larger grid fails to launch, with that error)
+  const float scale = 1.0f / sqrtf(static_cast<float>(d));
+  const dim3 block(kBlockX, kBlockY);
+  const dim3 nn_grid((n + kBlockX - 1) / kBlockX, (n + kBlockY - 1) / kBlockY, bh);  // one thread per (i, j)
+  const dim3 nd_grid((d + kBlockX - 1) / kBlockX, (n + kBlockY - 1) / kBlockY, bh);  // one thread per (row, c)
+  // YOUR CODE HERE: the six launches, in order, each followed by a cudaGetLastError() check
   return cudaGetLastError();
 }
 

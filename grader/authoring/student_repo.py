@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date
@@ -50,9 +51,10 @@ class Tree:
     files: dict[str, Entry]
     days: list[str]
     left_out: Counter = field(default_factory=Counter)  # why -> how many tracked files
-    quoted: dict[str, int] = field(default_factory=dict)  # public file -> lines of solution regions it shows
     uncommitted: list[str] = field(default_factory=list)  # released (or made into stubs) from the working tree
     baselines: list[tuple[str, str]] = field(default_factory=list)  # (day.exercise, the day of its baseline)
+    held: list[tuple[str, str, str]] = field(default_factory=list)  # (day held back, shared file it includes, the
+    #                                                                   day that file answers, not published yet)
 
 
 def _text(path: Path) -> str | None:
@@ -78,31 +80,70 @@ def hidden_paths(root: Path, course_file: Path, overlay: Path | None) -> set[str
     return out
 
 
-def build(root: Path, course_file: Path, course: Course, today: date, overlay: Path | None = None) -> Tree:
-    """The student repository of the course at root, as of today, without writing anything."""
+_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+
+
+def _includes(root: Path, course_dir: str, course: Course, day_id: str) -> set[str]:
+    """The names a day's solution files `#include "..."` (its own files, and the earlier days' files it uses)."""
+    base = root / course_dir / course_files.SOLUTIONS
+    files = [p for p in (base / day_id).glob("*") if p.is_file()]
+    files += [base / u for ex in course.day(day_id).exercises for u in ex.uses]
+    return {m for f in files if (text := _text(f)) is not None for m in _INCLUDE.findall(text)}
+
+
+def held_back(root: Path, course_dir: str, course: Course, days: list[str], published: set[str]):
+    """(shared files kept out: path -> the day whose holes they answer, [(day held back, file, that day)]) for
+    course.yaml's `answers:` not published yet: such a file would hand a day's answers out before its due date, so
+    it stays out, and so does every day whose code includes it."""
+    kept_out = {path: day for path, day in course.answers.items() if day not in published}
+    names = {Path(path).name: path for path in kept_out}
+    held = []
+    for d in days:
+        for name in sorted(_includes(root, course_dir, course, d)):
+            if Path(name).name in names:
+                path = names[Path(name).name]
+                if kept_out[path] == d:
+                    raise GraderError(f"{d}'s code includes {path}, which course.yaml's `answers:` says holds {d}'s "
+                                      "own answers: it could never be released before it is published. Move those "
+                                      f"answers out of what {d} includes")
+                held.append((d, path, kept_out[path]))
+                break
+    return kept_out, held
+
+
+def build(root: Path, course_file: Path, course: Course, today: date, overlay: Path | None = None,
+          published: set[str] = frozenset()) -> Tree:
+    """The student repository of the course at root, as of today, without writing anything. published: the days
+    whose solutions the target already holds (`grader publish`): shared files that answer them may go out."""
     root = Path(root).resolve()
     tracked = course_files.tracked_files(root)
     days = course_files.released_days(course, today)
     hidden = hidden_paths(root, course_file, overlay)
-    tree = Tree({}, days)
+    course_dir = Path(course_file).resolve().parent.relative_to(root).as_posix()
+    course_dir = "" if course_dir == "." else course_dir + "/"
+    kept_out, held = held_back(root, course_dir, course, days, set(published))
+    days = [d for d in days if d not in {h[0] for h in held}]
+    tree = Tree({}, days, held=held)
     solution_files: dict[str, str] = {}
     for t in tracked:
         why = course_files.why_left_out(t.path, course, days, hidden)
+        rel = t.path[len(course_dir):] if t.path.startswith(course_dir) else t.path
+        if why is None and rel in kept_out:
+            why = f"answers {kept_out[rel]} (until its solution is published)"
+        elif why and why.startswith("days released later") and t.path.split("/")[1] in {h[0] for h in held}:
+            why = "days held back (they include a file of answers not published yet)"
         if t.path.startswith(course_files.SOLUTIONS) and (text := _text(root / t.path)) is not None:
             solution_files[t.path] = text
         if why:
             tree.left_out[why.split(" (")[0]] += 1
             continue
         tree.files[t.path] = Entry((root / t.path).read_bytes(), t.executable)
-    copied = dict(tree.files)
     course_rel = Path(course_file).resolve().relative_to(root).as_posix()
     tree.files[course_rel] = Entry(student_course_yaml(Path(course_file).read_text(encoding="utf-8"), course_rel)
                                    .encode("utf-8"))
     # The student's README, not the instructor's (which describes tests, scripts and grading a class).
     readme = (Path(course_rel).parent / "README.md").as_posix()
     tree.files[readme] = Entry(student_readme.render(course, days).encode("utf-8"))
-    copied.pop(readme, None)
-    copied.pop(course_rel, None)
     known = {t.path for t in tracked}
     for p in release.release_plan(course, root, days) if days else []:
         src = p.source.relative_to(root).as_posix()
@@ -113,13 +154,13 @@ def build(root: Path, course_file: Path, course: Course, today: date, overlay: P
         rel = p.target.relative_to(root).as_posix()
         was = tree.files.get(rel)
         tree.files[rel] = Entry(p.text.encode("utf-8"), was.executable if was else False)
-        copied.pop(rel, None)
         if p.source.is_file() and (text := _text(p.source)) is not None:
             solution_files.setdefault(p.source.relative_to(root).as_posix(), text)
     tree.files = dict(sorted(tree.files.items()))
     stubbed = tuple(f"{course_files.SOLUTIONS}{d}/" for d in days)
     tree.uncommitted = [u for u in course_files.uncommitted(root) if u in tree.files or u.startswith(stubbed)]
-    _check(tree, copied, solution_files, overlay)
+    _check(tree, solution_files, overlay, course, {p for p in solution_files
+                                                    if p[len(course_dir):].split("/")[1] in set(published)})
     for d in (course.day(i) for i in days):
         for ex in d.exercises:
             b = ex.baseline.solution if ex.baseline else None
@@ -128,22 +169,25 @@ def build(root: Path, course_file: Path, course: Course, today: date, overlay: P
     return tree
 
 
-def _check(tree: Tree, copied: dict[str, Entry], solution_files: dict[str, str], overlay: Path | None) -> None:
-    """Refuses a tree that leaks; notes how many solution lines each public file quotes (the instructor's choice)."""
-    texts = {p: e.data.decode("utf-8", "replace") for p, e in copied.items()}
-    every = leaks.solution_lines(solution_files)
-    public = leaks.public_lines(texts)
-    secrets = {c: p for c, p in every.items() if c not in public}
+def _check(tree: Tree, solution_files: dict[str, str], overlay: Path | None, course: Course,
+           published: set[str] = frozenset()) -> None:
+    """Refuses a tree that holds any line of a solution region (less the lines any stub hands out, the regions of
+    solutions already published there, and course.yaml's `allow_leak:`), a marker line, or the hidden cases: a
+    lesson or a shared header that quotes a hole's answer is a leak like any other."""
+    allowed = {leaks.code_of(a.text, prefix) for a in course.allow_leak for prefix in ("//", "#")}
+    every = leaks.solution_lines(solution_files)  # what no stub gives away, from every solution file
+    unpublished = leaks.solution_lines({p: s for p, s in solution_files.items() if p not in published})
+    secrets = {c: p for c, p in unpublished.items() if c in every and c not in allowed}
     hidden = (overlay.name, overlay.read_bytes()) if overlay is not None and overlay.is_file() else None
     found = leaks.scan({p: e.data for p, e in tree.files.items()}, secrets, hidden)
     if found:
         shown = "\n  ".join(map(str, found[:MAX_SHOWN]))
         more = f"\n  … and {len(found) - MAX_SHOWN} more" if len(found) > MAX_SHOWN else ""
         raise GraderError(f"the student repository would hold instructor-only text, so nothing was written:\n  "
-                          f"{shown}{more}\nFix the markers in solutions/ (or what course.yaml's instructor_only: "
-                          "leaves in) and release again")
-    quoted = Counter(f.path for f in leaks.scan({p: e.data for p, e in copied.items()}, every))
-    tree.quoted = dict(sorted(quoted.items()))
+                          f"{shown}{more}\nFix the markers in solutions/, rewrite the lesson or header that quotes a "
+                          "hole's answer (or name a shared file that holds a day's answers under course.yaml's "
+                          "`answers:`), or, for a line so common it gives nothing away, add it to `allow_leak:` with "
+                          "its reason; then release again")
 
 
 # -- the folder ------------------------------------------------------------------------------------------------

@@ -50,13 +50,13 @@ constexpr int kBlockY = 8;
 template <typename T>
 __global__ void __launch_bounds__(kBlockX* kBlockY)
     delta_kernel(const T* __restrict__ o, const T* __restrict__ dout, float* __restrict__ delta, int rows, int d) {
-  // BEGIN SOLUTION: D = rowsum(dO ∘ O), one warp per row
   constexpr int kWarpSize = 32;  // = kBlockX: threadIdx.x is the lane
   const int row = blockIdx.x * kBlockY + threadIdx.y;
   if (row >= rows) return;  // the whole warp leaves together: the shuffles below see all 32 lanes
   const T* orow = o + static_cast<size_t>(row) * d;
   const T* grow = dout + static_cast<size_t>(row) * d;
   float acc = 0.0f;
+  // BEGIN SOLUTION: acc = this lane's part of dout[row] · o[row]; the warp's sum (day 02's butterfly) into delta[row]
   for (int c = threadIdx.x; c < d; c += kWarpSize) acc = fmaf(to_float(grow[c]), to_float(orow[c]), acc);
 #pragma unroll
   for (int offset = kWarpSize / 2; offset > 0; offset /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, offset);
@@ -70,15 +70,15 @@ template <typename T>
 __global__ void __launch_bounds__(kBlockX* kBlockY)
     probs_kernel(const T* __restrict__ q, const T* __restrict__ k, const float* __restrict__ lse,
                  float* __restrict__ s, int n, int d, float scale, bool causal) {
-  // BEGIN SOLUTION: P = exp(scale · q·k - lse), 0 where masked
   const int j = blockIdx.x * kBlockX + threadIdx.x;
   const int i = blockIdx.y * kBlockY + threadIdx.y;
   if (i >= n || j >= n) return;
   const size_t bh = blockIdx.z;
+  const T* qi = q + (bh * n + i) * d;
+  const T* kj = k + (bh * n + j) * d;
+  // BEGIN SOLUTION: p = 0 where masked, else exp(scale · qi·kj - lse[bh·n + i]); s[(bh·n + i)·n + j] = p
   float p = 0.0f;
   if (!(causal && j > i)) {
-    const T* qi = q + (bh * n + i) * d;
-    const T* kj = k + (bh * n + j) * d;
     float acc = 0.0f;
     for (int c = 0; c < d; ++c) acc = fmaf(to_float(qi[c]), to_float(kj[c]), acc);
     p = expf(acc * scale - lse[bh * n + i]);  // <= 1: lse is the log of the row's full sum
@@ -93,11 +93,11 @@ template <typename T>
 __global__ void __launch_bounds__(kBlockX* kBlockY)
     ds_kernel(const T* __restrict__ dout, const T* __restrict__ v, const float* __restrict__ delta,
               float* __restrict__ s, int n, int d) {
-  // BEGIN SOLUTION: dS = P ∘ (dP - D), dP = dO·v computed on the spot
   const int j = blockIdx.x * kBlockX + threadIdx.x;
   const int i = blockIdx.y * kBlockY + threadIdx.y;
   if (i >= n || j >= n) return;
   const size_t bh = blockIdx.z;
+  // BEGIN SOLUTION: dS = P ∘ (dP - D), dP = dO·v computed on the spot
   const T* gi = dout + (bh * n + i) * d;
   const T* vj = v + (bh * n + j) * d;
   float dp = 0.0f;
@@ -113,13 +113,13 @@ template <typename T>
 __global__ void __launch_bounds__(kBlockX* kBlockY)
     product_kernel(const float* __restrict__ m, const T* __restrict__ x, T* __restrict__ out, int n, int d,
                    float alpha) {
-  // BEGIN SOLUTION: out = alpha · M X, one thread per output element
   const int c = blockIdx.x * kBlockX + threadIdx.x;
   const int i = blockIdx.y * kBlockY + threadIdx.y;
   if (i >= n || c >= d) return;
   const size_t bh = blockIdx.z;
   const float* mi = m + (bh * n + i) * n;  // row i of M: the same address for the whole warp
   const T* xh = x + bh * n * d;
+  // BEGIN SOLUTION: out[(bh·n + i)·d + c] = alpha · Σ_j mi[j] · xh[j·d + c], accumulated in fp32
   float acc = 0.0f;
   for (int j = 0; j < n; ++j) acc = fmaf(mi[j], to_float(xh[static_cast<size_t>(j) * d + c]), acc);
   out[(bh * n + i) * d + c] = from_float<T>(alpha * acc);
@@ -133,13 +133,13 @@ template <typename T>
 __global__ void __launch_bounds__(kBlockX* kBlockY)
     transposed_product_kernel(const float* __restrict__ m, const T* __restrict__ x, T* __restrict__ out, int n,
                               int d, float alpha) {
-  // BEGIN SOLUTION: out = alpha · Mᵀ X, one thread per output element
   const int c = blockIdx.x * kBlockX + threadIdx.x;
   const int j = blockIdx.y * kBlockY + threadIdx.y;
   if (j >= n || c >= d) return;
   const size_t bh = blockIdx.z;
   const float* mh = m + bh * n * n;
   const T* xh = x + bh * n * d;
+  // BEGIN SOLUTION: out[(bh·n + j)·d + c] = alpha · Σ_i mh[i·n + j] · xh[i·d + c], accumulated in fp32
   float acc = 0.0f;
   for (int i = 0; i < n; ++i)  // column j of M, walked down its rows: one address per warp per step
     acc = fmaf(mh[static_cast<size_t>(i) * n + j], to_float(xh[static_cast<size_t>(i) * d + c]), acc);
@@ -156,12 +156,12 @@ cudaError_t attention_bwd_naive(const T* q, const T* k, const T* v, const T* o, 
                                 bool causal, cudaStream_t stream) {
   using namespace naive_bwd;
   if (batch == 0 || heads == 0 || n == 0) return cudaSuccess;
-  // BEGIN SOLUTION: the six launches, in order
   const int bh = batch * heads;  // blockIdx.z: at most 65535 (a larger grid fails to launch, with that error)
   const float scale = 1.0f / sqrtf(static_cast<float>(d));
   const dim3 block(kBlockX, kBlockY);
   const dim3 nn_grid((n + kBlockX - 1) / kBlockX, (n + kBlockY - 1) / kBlockY, bh);  // one thread per (i, j)
   const dim3 nd_grid((d + kBlockX - 1) / kBlockX, (n + kBlockY - 1) / kBlockY, bh);  // one thread per (row, c)
+  // BEGIN SOLUTION: the six launches, in order, each followed by a cudaGetLastError() check
   const int rows = bh * n;                                                           // fits: the bindings check
 
   delta_kernel<T><<<(rows + kBlockY - 1) / kBlockY, block, 0, stream>>>(o, dout, delta, rows, d);

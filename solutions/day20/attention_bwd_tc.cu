@@ -28,8 +28,8 @@
 //     where Pᵀ and dSᵀ are computed and packed to 16 bits: they are the A operand of register-sourced wgmma for
 //     dV += Pᵀ dO and dK += dSᵀ Q, so neither touches shared memory. Only the atomic version stores dSᵀ (swizzled)
 //     for dQ = dS K; the deterministic version keeps its mma.sync query-tile walk for dQ.
-// Shared device helpers come from common/: ptx.cuh (ldmatrix, mma, cp.async, the swizzle) and hopper.cuh (wgmma,
-// TMA, mbarriers, the sm_90a probe), the same ones day 12's forward uses.
+// Shared device helpers come from common/: ptx.cuh (ldmatrix, mma, cp.async), swizzle.cuh (the swizzle) and
+// hopper.cuh (wgmma, TMA, mbarriers, the sm_90a probe), the same ones day 12's forward uses.
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -44,6 +44,7 @@
 #include "head_strides.h"  // course::AttentionStrides: where each tensor's rows lie (the op takes views)
 #include "hopper.cuh"  // wgmma, TMA, mbarriers and the sm_90a probe (day 12's forward uses the same)
 #include "ptx.cuh"
+#include "swizzle.cuh"  // ptx::swz, day 12's swizzle
 
 namespace fa2_tc {
 

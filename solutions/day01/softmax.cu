@@ -22,14 +22,15 @@ __global__ void softmax_naive_kernel(const float* __restrict__ x, float* __restr
   const size_t row = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (row >= static_cast<size_t>(rows)) return;  // the last block is partly outside the tensor
   const float* xr = x + row * cols;
-  float* yr = y + row * cols;
 
   // Pass 1: the row maximum. Subtracting it keeps every exponent <= 0, so expf never overflows (x = 1000
   // would give expf(1000) = inf without it). -INFINITY is the identity of max and handles -inf entries.
   float m = -INFINITY;
   for (int c = 0; c < cols; ++c) m = fmaxf(m, xr[c]);
 
-  // BEGIN SOLUTION: pass 2, sum = Σ_c exp(xr[c] - m); pass 3, yr[c] = exp(xr[c] - m) / sum for every column
+  // BEGIN SOLUTION: pass 2, sum = Σ_c exp(xr[c] - m); pass 3, y's row (yr) = exp(xr[c] - m) / sum for every c
+  float* yr = y + row * cols;
+
   // Pass 2: the normaliser. The max term contributes exp(0) = 1, so sum >= 1 and the division below is safe.
   float sum = 0.0f;
   for (int c = 0; c < cols; ++c) sum += expf(xr[c] - m);

@@ -8,6 +8,7 @@ on: pairs with a result are skipped, pairs whose grading failed twice (error rec
 from __future__ import annotations
 
 import dataclasses
+import os
 import uuid
 from pathlib import Path
 
@@ -68,6 +69,30 @@ class Plan:
     tasks: list[Task]
     skipped: int = 0  # pairs with a result already
     missing: int = 0  # pairs whose submission has no folder for the day (recorded as not implemented)
+    refused: int = 0  # pairs whose folders hold something other than regular files (recorded as a build error)
+
+
+def not_regular(sub: Submission, day) -> str | None:
+    """The first thing in the folders a pair's check reads (the day's, and those of the earlier days its exercises
+    `use`) that is not a regular file or a folder inside the submission: a symbolic link (to a file or a folder,
+    anywhere), a device, a fifo or a socket. The check compiles and reads what it finds there, so a link would let
+    another file (the instructor's solution, a system file) be graded or copied into the result."""
+    used = {u.split("/")[0] for ex in day.exercises for u in ex.uses}
+    for path in (sub.folder, sub.days_dir):
+        if path.is_symlink():
+            return f"{path.name} is a symbolic link"
+    for name in [day.id, *sorted(used)]:
+        top = sub.days_dir / name
+        if top.is_symlink():
+            return f"{top.relative_to(sub.folder)} is a symbolic link"
+        for dirpath, dirnames, filenames in os.walk(top):  # os.walk never follows a link to a folder
+            for entry in sorted(dirnames + filenames):
+                f = Path(dirpath) / entry
+                if f.is_symlink():
+                    return f"{f.relative_to(sub.folder)} is a symbolic link"
+                if not (f.is_dir() or f.is_file()):
+                    return f"{f.relative_to(sub.folder)} is not a regular file"
+    return None
 
 
 def plan(subs: list[Submission], days: list, out: Path, *, course_path: Path, timeout_s: float,
@@ -84,6 +109,11 @@ def plan(subs: list[Submission], days: list, out: Path, *, course_path: Path, ti
                                   f"the submission has no {rel}/ folder: nothing to grade",
                                   {"missing": True})
                 p.missing += 1
+            elif why := not_regular(sub, day):
+                grade_task.record(task, day.exercises, Status.BUILD_ERROR,
+                                  f"{why}: a submission is graded from its own regular files only, so nothing of "
+                                  "this day was read or built; replace it with the file itself", {"refused": why})
+                p.refused += 1
             elif not regrade and grade_task.graded(result, day.id):
                 p.skipped += 1
             else:

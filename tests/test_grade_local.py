@@ -150,3 +150,28 @@ def test_results_cannot_go_inside_the_submissions(tmp_path, capsys, fake):
     subs, _ = submissions(tmp_path, ada=[])
     code, text = grade(capsys, subs, "--days", "1", "--out", subs / "results")
     assert code == 2 and "inside the submissions folder" in text, text
+
+
+def test_links_out_of_a_submission_are_refused_and_nothing_outside_it_is_read(tmp_path, capsys, fake):
+    """A submission is graded from its own regular files: a link to a system file, a link to the instructor's
+    solution, or a day folder that is a link to solutions/ makes the pair a build error naming the link, and no
+    text from outside the submission reaches the result."""
+    subs, out = submissions(tmp_path, ada=[], repo_bo=[], cy=[], dee=[])
+    (subs / "ada" / "day01" / "bindings.cpp").symlink_to("/etc/passwd")
+    (subs / "repo_bo" / "days" / "day01" / "softmax.cu").unlink()
+    (subs / "repo_bo" / "days" / "day01" / "softmax.cu").symlink_to(ROOT / "solutions" / "day01" / "softmax.cu")
+    import shutil
+
+    shutil.rmtree(subs / "cy" / "day01")
+    (subs / "cy" / "day01").symlink_to(ROOT / "solutions" / "day01", target_is_directory=True)
+    os.mkfifo(subs / "dee" / "day01" / "pipe")
+    code, text = grade(capsys, subs, "--days", "day01", "--out", out)
+    assert "4 refused: a link or a special file" in " ".join(text.split()), text
+    why = {"ada": "day01/bindings.cpp is a symbolic link", "repo_bo": "days/day01/softmax.cu is a symbolic link",
+           "cy": "day01 is a symbolic link", "dee": "day01/pipe is not a regular file"}
+    for name, words in why.items():
+        doc = result(out, name)
+        assert doc["exercises"][0]["status"] == "build_error" and words in doc["exercises"][0]["message"], doc
+        raw = (out / name / "day01.json").read_text()
+        assert "root:x:" not in raw and "BEGIN SOLUTION" not in raw and calls(subs, name) == 0
+    assert "BUILD ERROR" in text

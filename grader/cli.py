@@ -248,7 +248,7 @@ def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, 
     each: they are cheap, and any failure decides. session: a long-lived worker to run in (`grader watch`).
     prestarted: a worker started before planning (cmd_check), for the first run only; released after it."""
     from grader.check.build import source_paths
-    from grader.check.compile_check import compile_sources, source_problem
+    from grader.check.compile_check import compile_sources, defines_op, source_problem
     from grader.check.job import make_job
     from grader.check.runner import run_job
     from grader.check.verdict import ExerciseResult, compiled_only, note_placeholders
@@ -285,6 +285,10 @@ def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, 
                                                           *source_paths(ex, src_dir)],
                                                          [root / i for i in ex.include_dirs], ex.extra_cuda_cflags,
                                                          root, timeout_s=job.limits.build_s))
+            if res.status == Status.NO_GPU and not defines_op(ex, src_dir):
+                res.message += (f". Warning: none of your sources defines the op `{ex.op.split('::')[-1]}` (the "
+                                "bindings name it, e.g. m.def(\"" + ex.op.split("::")[-1] + "\", …)): on a GPU the "
+                                "check would find no op to call")
             timings.mark(f"{ex.name}: compile-only check done")
         runs.append(res)
         if res.status != Status.PASS:
@@ -1010,19 +1014,53 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]")
         return 130
-    except Exception as e:  # a bug in the grader: say so, keep the traceback out of the user's way
-        from grader.paths import Paths
-
-        log = Paths(Path.cwd()).logs() / "internal-error.log"
-        try:
-            log.parent.mkdir(parents=True, exist_ok=True)
-            log.write_text(traceback.format_exc())
-            where = f"details in {log}"
-        except OSError:
-            where = "no log could be written"
-        console.print(Text.assemble(("internal error in the grader:", "red"),
-                                    f" {type(e).__name__}: {e} ({where}); please report it"))
+    except OSError as e:
+        state = _state_problem(e)
+        if state is None:
+            return _internal_error(e)
+        console.print(Text.assemble(("error:", "red"), f" {state}"))
         return ENV
+    except Exception as e:  # a bug in the grader: say so, keep the traceback out of the user's way
+        return _internal_error(e)
+
+
+def _state_problem(e: OSError) -> str | None:
+    """The message for a state folder (.grader/ or $GRADER_STATE) that cannot be used, if that is what e is: one
+    that is read-only, or a file where the folder should be. None for any other OSError."""
+    from grader.paths import STATE_ENV
+
+    names = [Path(n) for n in (e.filename, e.filename2) if n]
+    roots = [Path(os.environ[STATE_ENV])] if os.environ.get(STATE_ENV) else []
+    roots += [d / ".grader" for d in (Path.cwd(), *Path.cwd().parents)]
+    for n in names:
+        for r in roots:
+            try:
+                inside = n.resolve() == r.resolve() or r.resolve() in n.resolve().parents
+            except OSError:
+                inside = False
+            if inside:
+                how = "a file, not a folder" if r.is_file() else (e.strerror or str(e)).lower()
+                fix = (f"point ${STATE_ENV} at a folder you can write" if os.environ.get(STATE_ENV) else
+                       f"make {r} writable (or remove it), or point ${STATE_ENV} at a folder you can write")
+                return (f"the grader keeps its builds, logs and results in {r}, and it cannot write there ({how}: "
+                        f"{n}): {fix}")
+    return None
+
+
+def _internal_error(e: BaseException) -> int:
+    """A bug in the grader: say so, keep the traceback out of the user's way."""
+    from grader.paths import Paths
+
+    log = Paths(Path.cwd()).logs() / "internal-error.log"
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(traceback.format_exc())
+        where = f"details in {log}"
+    except OSError:
+        where = "no log could be written"
+    console.print(Text.assemble(("internal error in the grader:", "red"),
+                                f" {type(e).__name__}: {e} ({where}); please report it"))
+    return ENV
 
 
 if __name__ == "__main__":

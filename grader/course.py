@@ -353,8 +353,13 @@ class AllowLeak(Strict):
     reason: str = Field(min_length=10, description="why showing it gives nothing away")
 
 
+ANCHOR_SUFFIX = "_defaults"  # a top-level key that only holds YAML anchors (exercise_defaults: &softmax …)
+
+
 class Course(Strict):
-    model_config = ConfigDict(extra="ignore", frozen=True)  # top-level anchors (exercise_defaults) are allowed
+    # Unknown keys are refused as at every other level (a typo such as `limts:` must not be silently ignored);
+    # only keys named *_defaults, which hold YAML anchors for the days to merge, are allowed besides the fields.
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     title: str
     repository: str
@@ -376,6 +381,14 @@ class Course(Strict):
         list(INSTRUCTOR_ONLY_PATHS), description="files `grader release --to` leaves out of the student repository "
         "besides solutions/ and the hidden cases, relative to course.yaml: `folder/` for a folder, else a file name "
         "or a pattern (`*` within a folder, `**` across folders)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _anchor_holders(cls, raw):
+        if isinstance(raw, dict):
+            return {k: v for k, v in raw.items() if not (isinstance(k, str) and k.endswith(ANCHOR_SUFFIX)
+                                                         and k not in cls.model_fields)}
+        return raw
 
     @field_validator("instructor_only")
     @classmethod

@@ -340,3 +340,33 @@ def test_a_case_name_that_matches_nothing_is_a_usage_error_that_shows_the_names(
     assert "'fp32 " in r.stdout + r.stderr and "Traceback" not in r.stdout + r.stderr
     r = run_grader("check", "day01", "--solution", "--ranked", "--case", "fp32")
     assert r.returncode == 2 and "drop --case" in r.stdout + r.stderr
+
+
+def test_a_state_folder_that_cannot_be_written_is_named_with_what_to_do(tmp_path, monkeypatch):
+    """$GRADER_STATE naming a file, or a read-only .grader/, is the machine's problem with a way out, not an
+    internal error of the grader."""
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    r = run_grader("check", "day01", "--solution", "--correctness-only", state=afile)
+    out = " ".join((r.stdout + r.stderr).split())
+    assert r.returncode == 2 and f"keeps its builds, logs and results in {afile}" in out, out
+    assert "a file, not a folder" in out and "point $GRADER_STATE at a folder you can write" in out
+    assert "internal error" not in out and "Traceback" not in out
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GRADER_STATE", raising=False)
+    (tmp_path / ".grader").mkdir()
+    denied = PermissionError(13, "Permission denied", str(tmp_path / ".grader" / "logs" / "day01.log"))
+    words = cli._state_problem(denied)
+    assert words and "make" in words and ".grader writable (or remove it)" in words and "permission denied" in words
+    assert cli._state_problem(PermissionError(13, "Permission denied", "/etc/shadow")) is None
+
+
+@needs_nvcc
+@pytest.mark.skipif(has_gpu(), reason="the compile-only verdict: a machine without a GPU")
+def test_compile_only_warns_when_no_source_defines_the_op(tmp_path):
+    d = day_copy(tmp_path, "day01")
+    bindings = d / "bindings.cpp"
+    bindings.write_text(bindings.read_text().replace('m.def("softmax"', 'm.def("softmax_typo"'))
+    code, out, _ = check("day01", "--dir", str(d))
+    text = " ".join(out.split())
+    assert code == 2 and "COMPILED ONLY" in text and "none of your sources defines the op `softmax`" in text, text

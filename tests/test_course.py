@@ -76,6 +76,7 @@ def _broken(tmp_path, root, mutate):
     (lambda r: r["days"][0]["exercises"][0].update(sources=["../../etc/passwd"]), "must be a file name inside"),
     (lambda r: r["days"][0].update(exercises=[]), "a ready day must list at least one exercise"),
     (lambda r: r["days"][0]["exercises"][0].update(typo_key=1), "typo_key: Extra inputs are not permitted"),
+    (lambda r: r.update(limts={"case_s": 5}), "limts: Extra inputs are not permitted"),  # a top-level typo too
     (lambda r: r["days"][0]["exercises"][0].update(build="python"), "lists its Python file (the one defining the op) first"),
     (lambda r: r["days"][0]["exercises"][0].update(sources=["softmax.py"]), "at least one C++/CUDA source besides"),
     (lambda r: r["days"][1]["exercises"][0].update(uses=["../day01/softmax.cu"]), "must be `dayNN/file.cu`"),

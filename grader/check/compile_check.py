@@ -334,3 +334,22 @@ def compile_sources(sources: list[Path], include_dirs: list[Path], extra_cuda_fl
             reports.append(_cached(s, include_dirs, [], root,
                                    lambda s=s: compile_host(s, include_dirs, root, timeout_s)))
     return reports
+
+
+def defines_op(ex, src_dir: Path) -> bool:
+    """Whether the exercise's own sources define its op, read as text (no GPU, nothing built): a C++ source that
+    names it as a string (`m.def("name", …)`, the course's COURSE_*_OP(m, "name", …) macros, a TORCH_LIBRARY schema
+    "name(…"), or a Python one with `def name(`. A compile-only verdict cannot call the op, so without this a
+    student whose bindings forgot it would not know."""
+    name = ex.op.split("::")[-1]
+    cpp = re.compile(r'"' + re.escape(name) + r'["(]')
+    py = re.compile(r"^\s*def\s+" + re.escape(name) + r"\s*\(", re.M)
+    for s in ex.sources:
+        try:
+            text = (Path(src_dir) / s).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if (py if s.endswith(".py") else cpp).search(text):
+            return True
+    return False
+

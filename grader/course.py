@@ -187,8 +187,9 @@ class Exercise(Strict):
                         "the first dtype once more; an error in the student's sources fails the exercise")
     sanitize_shapes: list[Case] = Field([], description="the correctness shapes the `sanitize:` tools run (default: "
                                         "all); a few small ones where a tool over every case would take minutes")
-    allow: list[str] = Field([], description="GPU work the op may launch besides kernels compiled from its sources: "
-                                             "memset, memcpy, or part of a kernel's name")
+    allow: list[str] = Field([], description="GPU work the op may launch besides kernels compiled from its sources, "
+                                             "memsets and device-to-device copies (always the op's own): memcpy (a "
+                                             "host copy), or part of a kernel's name")
     probes: list[str] = []
     probe_shapes: list[Case] = []
     variants: list[dict[str, Param]] = Field(

@@ -31,10 +31,14 @@ def test_library_kernels_are_foreign_even_with_a_lookalike_name():
         assert not o.owns(k(name)), name
 
 
-def test_memset_and_memcpy_need_the_exercise_to_allow_them():
-    assert not Owner(STUDENT).owns(Launch("memset", "Memset (Device)", 7))
-    assert Owner(STUDENT, allow=["memset"]).owns(Launch("memset", "Memset (Device)", 7))
-    assert not Owner(STUDENT, allow=["memset"]).owns(Launch("memcpy", "Memcpy DtoD (Device -> Device)", 7))
+def test_memsets_and_device_copies_are_the_ops_own_work_host_copies_need_allowing():
+    """A launcher that zeroes its output before a kernel accumulates into it (C = αAB + βC) is honest: a memset or a
+    device-to-device copy cannot forge a result (fresh inputs and checked outputs stop a replay, whatever moves
+    the bytes). A copy from or to the host is not the op's work unless the exercise allows it."""
+    assert Owner(STUDENT).owns(Launch("memset", "Memset (Device)", 7))
+    assert Owner(STUDENT).owns(Launch("memcpy", "Memcpy DtoD (Device -> Device)", 7))
+    assert not Owner(STUDENT).owns(Launch("memcpy", "Memcpy HtoD (Pageable -> Device)", 7))
+    assert Owner(STUDENT, allow=["memcpy"]).owns(Launch("memcpy", "Memcpy HtoD (Pageable -> Device)", 7))
 
 
 def test_python_exercises_own_the_functions_their_files_define(tmp_path):

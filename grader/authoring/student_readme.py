@@ -88,8 +88,9 @@ def render(course: Course, released: list[str]) -> str:
               "day and GPU model, by the geometric mean of the exercises' speedups.", "",
               "## What is allowed", "",
               "The grader checks these, and a result that breaks one fails or is rejected:", "",
-              "- Your kernels do the work. A library kernel (cuBLAS, cuDNN, ATen, CUTLASS, flash-attention), a "
-              "memory copy or fill that the exercise does not allow fails with its name.",
+              "- Your kernels do the work. A library kernel (cuBLAS, cuDNN, ATen, CUTLASS, flash-attention), or a "
+              "copy from or to the host that the exercise does not allow, fails with its name. A memset or a "
+              "device-to-device copy is your op's own work.",
               "- Launch on the caller's current stream (`at::cuda::getCurrentCUDAStream()`); work on another stream "
               "fails.",
               "- Compute every result from the inputs of that call: every timed call gets new inputs and its output "

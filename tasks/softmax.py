@@ -38,7 +38,22 @@ def _neg_inf(inputs, generator):
     return {"x": x.masked_fill(mask, float("-inf"))}
 
 
-probes = {"large_logits": _large_logits, "neg_inf": _neg_inf}
+def _very_negative(inputs, generator):
+    # Rows of log-probabilities: every entry far below 0 (about -1000). exp of any of them underflows to 0, so
+    # a running max that starts at 0 (not -inf) gives a sum of 0 and NaN; only the row's own max is safe.
+    return {"x": inputs["x"] - 1000}
+
+
+def _one_finite(inputs, generator):
+    # A row masked down to one entry (-inf everywhere else), at a random column: the output is exactly 1 there and
+    # 0 elsewhere, and no -inf - -inf may be formed on the way.
+    x = torch.full_like(inputs["x"], float("-inf"))
+    cols = torch.randint(0, x.shape[-1], x.shape[:-1] + (1,), generator=generator, device=x.device)
+    return {"x": x.scatter(-1, cols, inputs["x"].gather(-1, cols))}
+
+
+probes = {"large_logits": _large_logits, "neg_inf": _neg_inf, "very_negative": _very_negative,
+          "one_finite": _one_finite}
 
 
 def bytes_moved(x):

@@ -408,7 +408,8 @@ def _prestart(root: Path, day, ex, variant: str):
     """The first exercise's worker, started before its job is planned: importing torch (seconds) overlaps the
     parent's planning. It is a fresh process, as each run's worker is, and serves that one run only (the log is
     the exercise's own, written afresh as run_job's is)."""
-    from grader.check.runner import WorkerSession, exercise_log
+    from grader.check.runner import exercise_log
+    from grader.check.worker_process import WorkerSession
 
     timings.mark("worker started early")
     return WorkerSession(cwd=root, log_path=exercise_log(root, day.id, ex.name, variant), worker=WORKER,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from grader.check import report
 from grader.check.build import HEADER_SUFFIXES, source_paths, used_folders
-from grader.check.runner import WorkerSession
+from grader.check.worker_process import WorkerSession
 from grader.paths import Paths, relative_path
 
 

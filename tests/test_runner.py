@@ -91,7 +91,7 @@ def session_run(course, session, script, tmp_path, **kw):
 
 @pytest.fixture
 def session(tmp_path, monkeypatch):
-    from grader.check.runner import WorkerSession
+    from grader.check.worker_process import WorkerSession
 
     monkeypatch.setenv("FAKE_WORKER_FILE", str(tmp_path / "script"))
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
@@ -151,7 +151,7 @@ def test_closing_the_session_ends_its_worker(course, session, tmp_path):
 
 def test_the_real_worker_serves_jobs_in_one_process(course, tmp_path, monkeypatch):
     """grader.check.worker --serve itself: without a GPU each job ends at "no_gpu", in the same process."""
-    from grader.check.runner import WorkerSession
+    from grader.check.worker_process import WorkerSession
 
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # a GPU machine too takes the no-GPU path here

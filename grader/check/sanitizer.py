@@ -347,7 +347,7 @@ def run_under_sanitizer(job_path: Path, tool: str, case_index: int | list[int] |
     None when it was stopped at the time limit). The worker's output, its events and the report go to log_path
     (default: next to the job, `<job>.<tool>.log`); events, when given, receives the worker's events."""
     from grader.check.job import Job
-    from grader.check.runner import run_worker  # the runner's process handling, shared
+    from grader.check.worker_process import run_worker
 
     job_path, root = Path(job_path), Path(root)
     job = Job.read(job_path)

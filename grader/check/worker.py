@@ -32,9 +32,8 @@ from grader.check.physical import driver_version, max_sm_clock_ghz, peak_tflops,
 from grader.paths import Paths
 from grader.protocol import CaseData, CheckContext, CourseConfigError, OpContractError, Result, Task
 from grader.results import write_json
+from grader.check.worker_process import CONTEXT_LOST  # the exit code that says a kernel broke the CUDA context
 from grader.verdicts import Category
-
-CONTEXT_LOST = 3
 
 
 class Emitter:

@@ -355,3 +355,29 @@ def test_the_syllabus_table_names_every_exercise_as_check_takes_it(course, root)
     rows = [r.split(" | ") for r in render(course).splitlines() if r.startswith("| day") and "`" in r]
     named = [(r[0].lstrip("| "), r[1], r[-1].rstrip(" |")) for r in rows]
     assert named == [(d.id, e.name, str(e.points)) for d in course.days for e in d.exercises]
+
+
+MAX_HOLE_LINES = 150  # lines of code one hole asks for; a longer one is split into labelled steps
+
+
+def test_no_hole_asks_for_more_than_a_day_can_hold():
+    """Every solution region (a hole of the stub) holds at most MAX_HOLE_LINES lines of code (blank and comment
+    lines not counted): a larger piece of work is a ladder of labelled holes, each a step a student can finish."""
+    import re
+
+    long = []
+    for p in sorted((ROOT / "solutions").rglob("*")):
+        if p.suffix not in (".cu", ".cuh", ".cpp", ".h", ".py") or not p.is_file():
+            continue
+        lines, start, label = p.read_text().splitlines(), None, ""
+        for n, line in enumerate(lines, 1):
+            m = re.match(r"\s*(?://+|#+)\s*(BEGIN|END) SOLUTION\b:?\s*(.*)", line)
+            if m and m[1] == "BEGIN":
+                start, label = n, m[2]
+            elif m and start is not None:
+                comment = ("#",) if p.suffix == ".py" else ("//", "/*", "*")
+                code = [x for x in lines[start:n - 1] if x.strip() and not x.strip().startswith(comment)]
+                if len(code) > MAX_HOLE_LINES:
+                    long.append(f"{p.relative_to(ROOT)}:{start} ({len(code)} lines): {label[:60]}")
+                start = None
+    assert not long, long

@@ -110,6 +110,9 @@ struct Loads {
 // Optional, in namespace sgemm: only your own code uses what goes here; for change 10, a stream-K kernel
 // too (launched after `kernel` on the same stream).
 // YOUR CODE HERE: device helpers for `kernel` below (e.g. cp.async, uint4 element access, 4-wide stores)
+// YOUR CODE HERE: optional, as the reference does it: gemm_block<T, kVec, kSplit>, its setup and `mainloop`
+  // YOUR CODE HERE: gemm_block, continued: the guarded 4-wide epilogue, stream-K's `fixup`, the swizzle `origin`
+  // YOUR CODE HERE: gemm_block, continued: a whole tile or this block's stream-K segments; then `streamk_kernel`
 
 template <typename T, bool kVec>
 __global__ void __launch_bounds__(kThreads, kVec ? SGEMM_MIN_BLOCKS : 1)

@@ -227,7 +227,10 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
 
 // Guard the kernel's body with #if defined(__CUDA_ARCH_FEAT_SM90_ALL) and choose it at run time only where
 // the sm_90a image runs; same outputs (o, lse) as flash_mma_kernel.
-// YOUR CODE HERE: optional: namespace hopper, the wgmma kernel (day 11's kernel 3) and its launch<T, D>
+// YOUR CODE HERE: optional: namespace hopper (day 11's kernel 3): constants, Smem<D>, the wgmma helpers
+// YOUR CODE HERE: hopper, continued: the wgmma kernel's set-up, its K/V copies (TMA or cp.async) and the prologue
+  // YOUR CODE HERE: hopper, continued: the walk (P V[t] and S[t+1] on the tensor cores, the softmax of S between)
+  // YOUR CODE HERE: hopper, continued: the epilogue (lse, O staged through shared memory) and launch<T, D>
 
 // q, k, v, o: [B, H, N, d] with the head strides in `st` (views of bigger tensors are fine; columns contiguous).
 template <typename T>

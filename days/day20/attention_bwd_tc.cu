@@ -158,7 +158,10 @@ __global__ void __launch_bounds__(256) round_kernel(const float* __restrict__ sr
   // YOUR CODE HERE: dst[i] = scale · src[i] rounded to T, grid-stride
 }
 
-// YOUR CODE HERE: optional, for Hopper: the key-tile walk on wgmma (wrappers in common/hopper.cuh), tried first by your launcher
+// YOUR CODE HERE: optional, for Hopper: the key-tile walk on wgmma, tried first by your launcher: constants, Smem, issue_*
+// YOUR CODE HERE: hopper_bwd, continued: the wgmma kernel's signature, set-up and prologue (TMA of K, V, the first tiles)
+  // YOUR CODE HERE: hopper_bwd, continued: the walk over query tiles (Sᵀ, dPᵀ, P, dS; dV, dK, and dQ when kAtomic)
+  // YOUR CODE HERE: hopper_bwd, continued: the stores of dK and dV, and launch<T, D> (false where the walk cannot run)
 
 template <typename Kernel>
 cudaError_t allow_smem(Kernel kernel, size_t bytes) {

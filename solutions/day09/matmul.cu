@@ -184,6 +184,8 @@ __device__ __forceinline__ int sk_owner(long long x, long long total, int blocks
   return static_cast<int>(((x + 1) * blocks - 1) / total);
 }
 
+// END SOLUTION
+// BEGIN SOLUTION: optional, as the reference does it: gemm_block<T, kVec, kSplit>, its setup and `mainloop`
 // The work of one block, for both kernels below: kSplit = false, output tile blockIdx.x whole; kSplit = true,
 // stream-K block blockIdx.x of `sk`.
 template <typename T, bool kVec, bool kSplit>
@@ -334,6 +336,8 @@ __device__ __forceinline__ void gemm_block(const T* __restrict__ a, const T* __r
     }
   };
 
+  // END SOLUTION
+  // BEGIN SOLUTION: gemm_block, continued: the guarded 4-wide epilogue, stream-K's `fixup`, the swizzle `origin`
   // Output element (r, col .. col + 3) of C from v[0..3], guarded at the edges.
   auto put4 = [&](int r, int col, const float* v) {
     if (r >= M) return;
@@ -440,6 +444,8 @@ __device__ __forceinline__ void gemm_block(const T* __restrict__ a, const T* __r
     m0 = (first_row + in_group % rows_in_group) * BM;
     n0 = (in_group / rows_in_group) * BN;
   };
+  // END SOLUTION
+  // BEGIN SOLUTION: gemm_block, continued: a whole tile or this block's stream-K segments; then `streamk_kernel`
   if constexpr (!kSplit) {  // one whole tile per block: tile blockIdx.x
     int m0, n0;
     origin(blockIdx.x, m0, n0);

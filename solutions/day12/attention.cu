@@ -636,7 +636,7 @@ cudaError_t launch(const T* q, const T* k, const T* v, T* o, float* lse, int bh,
 
 // Guard the kernel's body with #if defined(__CUDA_ARCH_FEAT_SM90_ALL) and choose it at run time only where
 // the sm_90a image runs; same outputs (o, lse) as flash_mma_kernel.
-// BEGIN SOLUTION: optional: namespace hopper, the wgmma kernel (day 11's kernel 3) and its launch<T, D>
+// BEGIN SOLUTION: optional: namespace hopper (day 11's kernel 3): constants, Smem<D>, the wgmma helpers
 namespace hopper {
 
 constexpr int kThreads = 256;  // two warpgroups
@@ -711,6 +711,8 @@ __device__ __forceinline__ void issue_pv(float (&o)[D / 2], const uint32_t (&pa)
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
+// END SOLUTION
+// BEGIN SOLUTION: hopper, continued: the wgmma kernel's set-up, its K/V copies (TMA or cp.async) and the prologue
 template <typename T, int D>
 __global__ void __launch_bounds__(kThreads, 1)
     flash_wgmma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,
@@ -797,6 +799,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     __syncthreads();
   }
 
+  // END SOLUTION
+  // BEGIN SOLUTION: hopper, continued: the walk (P V[t] and S[t+1] on the tensor cores, the softmax of S between)
   float o_acc[D / 2];
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) o_acc[i] = 0.0f;
@@ -877,6 +881,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   wgmma_wait<0>();
   fence_regs(o_acc);
 
+  // END SOLUTION
+  // BEGIN SOLUTION: hopper, continued: the epilogue (lse, O staged through shared memory) and launch<T, D>
   float lse_v[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {

@@ -478,7 +478,7 @@ __global__ void __launch_bounds__(256) round_kernel(const float* __restrict__ sr
   // END SOLUTION
 }
 
-// BEGIN SOLUTION: optional, for Hopper: the key-tile walk on wgmma (wrappers in common/hopper.cuh), tried first by your launcher
+// BEGIN SOLUTION: optional, for Hopper: the key-tile walk on wgmma, tried first by your launcher: constants, Smem, issue_*
 #ifndef FA20_HOPPER
 #define FA20_HOPPER 1  // 0: never take the wgmma walk (to time the mma.sync walk on a Hopper GPU)
 #endif
@@ -537,6 +537,8 @@ __device__ __forceinline__ void issue_grad(float (&acc)[D / 2], const uint32_t (
 }
 #endif
 
+// END SOLUTION
+// BEGIN SOLUTION: hopper_bwd, continued: the wgmma kernel's signature, set-up and prologue (TMA of K, V, the first tiles)
 // One block per (batch·head, tile of kBc keys); warpgroup wg owns keys k0 + 64·wg ... Per query tile: Sᵀ and dPᵀ on
 // wgmma (both operands from shared memory), P and dS on the CUDA cores, dV += Pᵀ dO and dK += dSᵀ Q on wgmma with
 // Pᵀ, dSᵀ from registers; kAtomic: dSᵀ also to shared memory, and dQ_tile = dS K (both operands MN-major) added
@@ -605,6 +607,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int key_lo = kw + 16 * warp + lane / 4;  // this thread's keys: key_lo and key_lo + 8
   const uint32_t k_wg = base + S::kK + wg * 64 * 128, v_wg = base + S::kV + wg * 64 * 128;
 
+  // END SOLUTION
+  // BEGIN SOLUTION: hopper_bwd, continued: the walk over query tiles (Sᵀ, dPᵀ, P, dS; dV, dK, and dQ when kAtomic)
   for (int i = i_begin; i < i_end; ++i) {
     const int st = (i - i_begin) & 1, q0 = i * kBr;
     if (i + 1 < i_end) fetch_ld(i + 1);  // its stage was last read in step i - 1, which every thread has left
@@ -701,6 +705,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (threadIdx.x == 0 && i + 2 < i_end) fetch_q(i + 2);
   }
 
+  // END SOLUTION
+  // BEGIN SOLUTION: hopper_bwd, continued: the stores of dK and dV, and launch<T, D> (false where the walk cannot run)
   // dK = scale · Σ dSᵀ Q and dV; keys past N are not stored.
 #pragma unroll
   for (int t = 0; t < D / 8; ++t)

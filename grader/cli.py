@@ -7,8 +7,7 @@ Every error reaches the user as a message; an unexpected one also leaves its tra
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import hashlib
+import contextlib
 import json
 import math
 import os
@@ -27,6 +26,9 @@ from rich.text import Text
 from grader import hidden, results, timings
 from grader.authoring import release
 from grader.check import report
+from grader.check import day_check
+from grader.check.day_check import check_day, check_exercise, placeholders, unpublished_baselines
+from grader.check.ranked import RANKED_SEED_ENV, RANKED_SEED_FILE_ENV, ranked_secret, ranked_seeds
 from grader.check.sanitizer import TOOLS as SANITIZER_TOOLS
 from grader.check.sanitizer import find_sanitizer
 from grader.course import DTYPES, Course, find_course_file, load_course
@@ -37,11 +39,7 @@ from grader.verdicts import EXIT_FAIL as FAIL
 from grader.verdicts import exit_code
 # Not a terminal (CI logs, pipes): wider than 80 columns so tables and paths stay on one line.
 console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
-WORKER = "grader.check.worker"  # the module each exercise runs in (the CPU tests substitute a scripted one)
-# A ranked run's secret, from one of these: never printed, never stored; only its sha256 is.
-RANKED_SEED_ENV, RANKED_SEED_FILE_ENV = "GRADER_RANKED_SEED", "GRADER_RANKED_SEED_FILE"
-MIN_SECRET_BYTES = 16  # its hash is published with the results: a short secret could be guessed back from it
-RANKED_RUNS = 2
+WORKER = day_check.WORKER  # the module each exercise runs in (the CPU tests substitute a scripted one here)
 
 
 def _load(args) -> tuple[Path, Path, Course]:
@@ -72,23 +70,6 @@ def _why_missing(day, solution: bool) -> str:
     return ": run `grader release` to create it"
 
 
-def unpublished_baselines(exercises, course, root: Path) -> dict[str, str]:
-    """The timed exercises whose baseline is another day's solution that this repository does not have yet (a
-    student repository gets it when the instructor publishes it), each with the note that says so. Such an exercise
-    is checked for correctness only (compile-only where there is no GPU): the timing is the one step that needs the
-    baseline."""
-    notes = {}
-    for ex in exercises:
-        b = ex.baseline.solution if ex.baseline and ex.timed else None
-        if b and not Paths(root).solution(b).is_dir():
-            due = course.day(b).due
-            after = f", after {b} is due ({due.isoformat()})" if due else ""
-            notes[ex.name] = (f"{ex.name} is timed against {b}'s solution, which this repository does not have yet "
-                              f"(solutions/{b}/ arrives when the instructor publishes it{after}): its correctness is "
-                              "checked now, its speed once it arrives")
-    return notes
-
-
 def _exercises(args, day, src_dir: Path, root: Path) -> list:
     """The day's exercises (or the one named by --exercise), each with all its sources present."""
     exercises = [e for e in day.exercises if not args.exercise or e.name == args.exercise]
@@ -110,21 +91,11 @@ def _exercises(args, day, src_dir: Path, root: Path) -> list:
     return exercises
 
 
-def _placeholders(src_dir: Path, sources: list[str], root: Path) -> list[str]:
-    from grader.check.compile_check import MAX_SOURCE_BYTES
-
-    found = []
-    for s in sources:
-        p = src_dir / s
-        try:
-            with open(p, "rb") as f:
-                text = f.read(MAX_SOURCE_BYTES).decode("utf-8", errors="replace")
-        except OSError:
-            continue
-        for n, line in enumerate(text.splitlines(), 1):
-            if release.PLACEHOLDER in line:
-                found.append(f"{relative_path(p, root)}:{n}")
-    return found
+@contextlib.contextmanager
+def _progress(what: str, total: int):
+    """One status line per run of an exercise, following its worker's events."""
+    with console.status(f"starting {what}…") as status:
+        yield Progress(status, total)
 
 
 class Progress:
@@ -147,158 +118,7 @@ class Progress:
 
 
 # -- ranked runs ----------------------------------------------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
-class Ranked:
-    """A ranked run's seeds, derived from a secret that is never kept: only its hash is shown and stored."""
-    seed_sha256: str
-    seeds: tuple[int, ...] = dataclasses.field(repr=False)  # never printed
-
-    @property
-    def short(self) -> str:
-        return f"{self.seed_sha256[:8]}…"
-
-
-def _git_top(root: Path) -> Path:
-    """The repository that holds the course (the nearest folder with .git upwards), else the course's folder."""
-    for d in (root, *root.parents):
-        if (d / ".git").exists():
-            return d
-    return root
-
-
-def ranked_secret(root: Path, environ=None) -> bytes:
-    """The secret of a ranked run: $GRADER_RANKED_SEED, or the content of the file $GRADER_RANKED_SEED_FILE names
-    (outside the course's repository: a secret must never be committed)."""
-    env = os.environ if environ is None else environ
-    value, file = env.get(RANKED_SEED_ENV, ""), env.get(RANKED_SEED_FILE_ENV, "")
-    make = 'python -c "import secrets; print(secrets.token_hex(32))"'
-    if value and file:
-        raise GraderError(f"--ranked: both {RANKED_SEED_ENV} and {RANKED_SEED_FILE_ENV} are set: set only one")
-    if value:
-        secret = value.strip().encode("utf-8", errors="surrogateescape")
-        where = RANKED_SEED_ENV
-    elif file:
-        path = Path(file).expanduser()
-        try:
-            real = path.resolve(strict=True)
-        except (OSError, RuntimeError):
-            raise GraderError(f"--ranked: {RANKED_SEED_FILE_ENV} names {file}, which does not exist") from None
-        top = _git_top(Path(root).resolve())
-        if real == top or top in real.parents:
-            raise GraderError(f"--ranked: the secret seed file {file} is inside the course repository ({top}): a "
-                              "secret seed must not be committed; keep it outside, e.g. in ~/.config")
-        if not real.is_file():
-            raise GraderError(f"--ranked: {RANKED_SEED_FILE_ENV} names {file}, which is not a file")
-        try:
-            secret = real.read_bytes()[:4096].strip()
-        except OSError as e:
-            raise GraderError(f"--ranked: cannot read the secret seed file {file}: {e.strerror or e}") from None
-        where = f"the file {file}"
-    else:
-        raise GraderError(f"--ranked needs a secret seed: set {RANKED_SEED_ENV}, or {RANKED_SEED_FILE_ENV} to a file "
-                          f"outside the repository that holds one (make one with: {make})")
-    if len(secret) < MIN_SECRET_BYTES:
-        raise GraderError(f"--ranked: the secret seed in {where} is shorter than {MIN_SECRET_BYTES} characters, "
-                          f"too short to stay secret once its hash is published; make one with: {make}")
-    return secret
-
-
-def ranked_seeds(secret: bytes, runs: int = RANKED_RUNS) -> Ranked:
-    """Independent seeds for the runs (sha256(secret:k) reduced to 31 bits), and the secret's own sha256."""
-    seeds = tuple(int.from_bytes(hashlib.sha256(secret + f":{k}".encode()).digest()[:8], "big") & (2**31 - 1)
-                  for k in range(1, runs + 1))
-    return Ranked(hashlib.sha256(secret).hexdigest(), seeds)
-
-
-def combine_runs(runs: list, expected: int = RANKED_RUNS):
-    """One ranked result from its runs (the runs after a failure are not made): it passes only if every run passed;
-    it keeps every run's cases, each tagged with its run; its speedup is the lowest of the runs'; its seed is
-    left out (the inputs stay secret)."""
-    from grader.verdicts import Status
-
-    for k, r in enumerate(runs, 1):
-        for c in r.cases:
-            c["run"] = k
-    failed = next((k for k, r in enumerate(runs) if r.status != Status.PASS), None)
-    if failed is not None:
-        base = runs[failed]
-    else:  # the slower run speaks for the exercise
-        base = min(runs, key=lambda r: r.speedup if r.speedup is not None else math.inf)
-    speedups = [r.speedup for r in runs if r.speedup is not None]
-    info = {k: v for k, v in (runs[0].info or base.info).items() if k != "seed"}  # the worker echoes its seed
-    out = dataclasses.replace(
-        base, seed=None, speedup=min(speedups) if speedups else None, info=info,
-        cases=[c for r in runs for c in r.cases],
-        builds=[*runs[0].builds, *(b for r in runs[1:] for b in r.builds if not b.get("ok"))])
-    if failed is not None and failed > 0:
-        out.message = f"run {failed + 1} of {expected} (other inputs) failed: {base.message}"
-    elif failed is None:
-        out.message = f"{base.message} (the lower of {len(runs)} runs on independent inputs)"
-    return out
-
-
 # -- check: one exercise, then the command ----------------------------------------------------------------
-def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, seeds: tuple[int, ...],
-                   dtypes: list[str] | None = None, case_s: float | None = None, correctness_only: bool = False,
-                   ranked: bool = False, fixed_seeds: tuple[int, ...] = (), session=None, prestarted=None,
-                   cases: list[str] | None = None):
-    """One exercise's result: its sources read first (one unfit to compile is the student's build error), then one
-    run per seed (a ranked check: two, the second only if the first passed, combined by combine_runs), compiled
-    only where there is no GPU. fixed_seeds (a ranked check's hidden seeds) come first, one correctness-only run
-    each: they are cheap, and any failure decides. session: a long-lived worker to run in (`grader watch`).
-    prestarted: a worker started before planning (cmd_check), for the first run only; released after it."""
-    from grader.check.build import source_paths
-    from grader.check.compile_check import compile_sources, defines_op, source_problem
-    from grader.check.job import make_job
-    from grader.check.runner import run_job
-    from grader.check.verdict import ExerciseResult, compiled_only, note_placeholders
-    from grader.paths import Paths
-    from grader.verdicts import Status
-
-    problems = [p for s in ex.sources if (p := source_problem(src_dir / s, root))]
-    if problems:
-        res = ExerciseResult(day.id, ex.name, variant, str(src_dir), None if ranked else seeds[0],
-                             threshold=ex.threshold)
-        return compiled_only(res, ex, problems)
-    runs = []
-    planned = [(s, True) for s in fixed_seeds] + [(s, correctness_only) for s in seeds]
-    for k, (seed, untimed) in enumerate(planned, 1):
-        job = make_job(course=course, root=root, day=day, ex=ex, src_dir=src_dir, seed=seed, dtypes=dtypes,
-                       correctness_only=untimed, cases=cases)
-        timings.mark(f"{ex.name}: job planned ({len(job.cases)} cases)")
-        what = f"{day.id}.{ex.name}" + (f" (run {k} of {len(planned)})" if len(planned) > 1 else "")
-        try:
-            with console.status(f"starting {what}…") as status:
-                res = run_job(job, variant=variant, case_s=case_s, correctness_only=untimed,
-                              on_event=Progress(status, len(job.cases)), worker=WORKER,
-                              session=session or prestarted)
-        finally:
-            if ranked:  # the job file names the seed: a ranked run's inputs must not be recoverable from it
-                (Paths(root).logs() / f"{day.id}-{ex.name}-{variant}.job.json").unlink(missing_ok=True)
-            if prestarted is not None:  # it served this first run; every later run gets a fresh process
-                prestarted.release()
-                prestarted = None
-                timings.mark("early worker released")
-        timings.mark(f"{ex.name}: worker finished ({res.status})")
-        if res.status == Status.NO_GPU:
-            res = compiled_only(res, ex, compile_sources([*(src_dir / s for s in ex.sources if s.endswith(".py")),
-                                                          *source_paths(ex, src_dir)],
-                                                         [root / i for i in ex.include_dirs], ex.extra_cuda_cflags,
-                                                         root, timeout_s=job.limits.build_s))
-            if res.status == Status.NO_GPU and not defines_op(ex, src_dir):
-                res.message += (f". Warning: none of your sources defines the op `{ex.op.split('::')[-1]}` (the "
-                                "bindings name it, e.g. m.def(\"" + ex.op.split("::")[-1] + "\", …)): on a GPU the "
-                                "check would find no op to call")
-            timings.mark(f"{ex.name}: compile-only check done")
-        runs.append(res)
-        if res.status != Status.PASS:
-            break  # every run must pass: the first failure decides
-    res = combine_runs(runs, len(planned)) if ranked else runs[0]
-    if res.status == Status.NOT_IMPLEMENTED:
-        res = note_placeholders(res, _placeholders(src_dir, ex.sources, root), release.PLACEHOLDER)
-    return res
-
-
 def _write_json(path: str, doc: dict) -> None:
     try:
         Path(path).write_text(json.dumps(doc, indent=1))
@@ -349,23 +169,14 @@ def cmd_check(args) -> int:
         seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
         seeds = (seed,)
         console.print(f"seed {seed} (rerun with --seed {seed} to get the same inputs)", style="dim")
-    mark = {"ranked": True, "seed": None, "seed_sha256": ranked.seed_sha256} if ranked else {"ranked": False}
-    out = []
-    prestarted = _prestart(root, day, exercises[0], variant)
-    try:
-        for k, ex in enumerate(exercises):
-            extra = hidden.for_exercise(overlay, day.id, ex.name)
-            ex = extra.merged(ex)
-            res = check_exercise(course=course, root=root, day=day, ex=ex, src_dir=src_dir, variant=variant,
-                                 seeds=seeds, dtypes=args.dtype, case_s=args.timeout,
-                                 correctness_only=args.correctness_only or ex.name in untimed, ranked=bool(ranked),
-                                 fixed_seeds=tuple(extra.seeds), prestarted=prestarted if k == 0 else None,
-                                 cases=args.case)
-            report.render(console, res, ex, hint(res, ex, course.hints), ranked=ranked.seed_sha256 if ranked else None)
-            timings.mark(f"{ex.name}: verdict printed")
-            out.append({**res.as_dict(), **mark})
-    finally:
-        prestarted.close()  # the early worker is gone by now (waited for here, not before the verdict)
+    def show(res, ex):
+        report.render(console, res, ex, hint(res, ex, course.hints), ranked=ranked.seed_sha256 if ranked else None)
+        timings.mark(f"{ex.name}: verdict printed")
+
+    out = check_day(course=course, root=root, day=day, exercises=exercises, src_dir=src_dir, variant=variant,
+                    seeds=seeds, ranked=ranked, overlay=overlay, dtypes=args.dtype, cases=args.case,
+                    case_s=args.timeout, correctness_only=args.correctness_only, untimed=set(untimed),
+                    on_result=show, progress=_progress, worker=WORKER)
     if args.case:  # some cases only: not the day's result (`grader list` keeps the last whole check)
         console.print(f"--case: only the cases named {', '.join(map(repr, args.case))} ran; this is not saved as "
                       f"{day.id}'s result", style="dim")
@@ -404,18 +215,6 @@ def _cases_exist(args, day, exercises) -> None:
                               f"(its cases are named like {examples}; --exercise picks one exercise)")
 
 
-def _prestart(root: Path, day, ex, variant: str):
-    """The first exercise's worker, started before its job is planned: importing torch (seconds) overlaps the
-    parent's planning. It is a fresh process, as each run's worker is, and serves that one run only (the log is
-    the exercise's own, written afresh as run_job's is)."""
-    from grader.check.runner import exercise_log
-    from grader.check.worker_process import WorkerSession
-
-    timings.mark("worker started early")
-    return WorkerSession(cwd=root, log_path=exercise_log(root, day.id, ex.name, variant), worker=WORKER,
-                         log_mode="w").start()
-
-
 def cmd_watch(args) -> int:
     """`grader check` again on every save of the day's files, in one warm worker (grader/watch.py)."""
     from grader import watch
@@ -433,7 +232,8 @@ def cmd_watch(args) -> int:
     def check(ex, session):
         return check_exercise(course=course, root=root, day=day, ex=ex, src_dir=src_dir, variant=variant, seeds=(seed,),
                               dtypes=args.dtype, case_s=args.timeout,
-                              correctness_only=args.correctness_only or ex.name in untimed, session=session)
+                              correctness_only=args.correctness_only or ex.name in untimed, session=session,
+                              progress=_progress, worker=WORKER)
 
     return watch.watch(check=check, console=console, root=root, day=day, exercises=exercises, src_dir=src_dir,
                        seed=seed, worker=WORKER, hints=lambda res, ex: hint(res, ex, course.hints),
@@ -504,7 +304,7 @@ def cmd_profile(args) -> int:
     out = Console(stderr=True, highlight=False, soft_wrap=True) if args.json == "-" else console
     return run_profile(args, out, root=root, course=course, day=day, exercises=exercises,
                        src_dir=src_dir, variant=variant, rel=lambda p: relative_path(p, root),
-                       placeholders=lambda ex: _placeholders(src_dir, ex.sources, root))
+                       placeholders=lambda ex: placeholders(src_dir, ex.sources, root))
 
 
 # -- list, doctor, release ----------------------------------------------------------------------------------

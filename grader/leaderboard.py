@@ -173,7 +173,7 @@ def _check_exercise(ex: dict, peak_bound) -> tuple[float | None, float | None]:
     runs: dict = {}
     for c in bench:
         runs.setdefault(c.get("run", 1), []).append(c["speedup"])
-    # A ranked result keeps the lower of its runs' geometric means (grader.cli.combine_runs).
+    # A ranked result keeps the lower of its runs' geometric means (grader.check.ranked.combine_runs).
     expected = min(_geomean(v) for v in runs.values())
     if not _close(sp, expected):
         raise Reject(INCONSISTENT, f"{name}: speedup {sp:.4g}x is not the geometric mean of its timed cases "

@@ -3,7 +3,7 @@
 The worker (grader.check.worker --serve, driven by runner.WorkerSession) keeps torch imported, the CUDA context
 alive and the modules it loaded; the content-keyed build cache rebuilds only what an edit changed (ninja recompiles
 the edited file alone), and the library or baseline it is compared with is timed once per session. Each check is
-`grader check`'s own (cli.check_exercise, with the session); only its printing is shorter (report.compact). A
+`grader check`'s own (day_check.check_exercise, with the session); only its printing is shorter (report.compact). A
 crash or hang replaces the worker and watching goes on. Without a GPU each save gets the compile-only verdict."""
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def file_changes(folders: list[Path], stop=None) -> Iterator[set[Path]]:
 def watch(*, check: Callable, console, root: Path, day, exercises, src_dir: Path, seed: int, worker: str,
           hints: Callable, changes: Iterable[set[Path]] | None = None, max_runs: int | None = None) -> int:
     """Checks every exercise once, then the affected ones after each batch of changes, until interrupted (or after
-    max_runs re-checks). check(ex, session): one exercise's result (cli.check_exercise). Returns 0."""
+    max_runs re-checks). check(ex, session): one exercise's result (day_check.check_exercise). Returns 0."""
     folders = watched_folders(exercises, src_dir, root)
     log = Paths(root).logs() / f"watch-{day.id}.log"
     stamp = lambda: time.strftime("%H:%M:%S")  # noqa: E731

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from grader import cli, results
+from grader.check import ranked as ranked_runs
 from grader.paths import Paths
 from tests.conftest import ROOT, has_gpu, needs_nvcc, run_grader
 
@@ -173,25 +174,25 @@ def test_a_secret_file_reached_through_a_link_into_the_repository_is_refused(tmp
     link = tmp_path / "secret"
     link.symlink_to(ROOT / "course.yaml")
     with pytest.raises(cli.GraderError, match="inside the course repository"):
-        cli.ranked_secret(ROOT, {"GRADER_RANKED_SEED_FILE": str(link)})
+        ranked_runs.ranked_secret(ROOT, {"GRADER_RANKED_SEED_FILE": str(link)})
 
 
 def test_the_secret_comes_from_the_environment_or_a_file_outside(tmp_path):
     f = tmp_path / "secret"
     f.write_text(SECRET + "\n")
-    assert cli.ranked_secret(ROOT, {"GRADER_RANKED_SEED_FILE": str(f)}) == SECRET.encode()
-    assert cli.ranked_secret(ROOT, {"GRADER_RANKED_SEED": f"  {SECRET} "}) == SECRET.encode()
+    assert ranked_runs.ranked_secret(ROOT, {"GRADER_RANKED_SEED_FILE": str(f)}) == SECRET.encode()
+    assert ranked_runs.ranked_secret(ROOT, {"GRADER_RANKED_SEED": f"  {SECRET} "}) == SECRET.encode()
 
 
 def test_ranked_seeds_are_derived_independent_and_hide_the_secret():
-    r = cli.ranked_seeds(SECRET.encode())
-    assert r == cli.ranked_seeds(SECRET.encode())  # the same secret, the same inputs
+    r = ranked_runs.ranked_seeds(SECRET.encode())
+    assert r == ranked_runs.ranked_seeds(SECRET.encode())  # the same secret, the same inputs
     assert len(r.seeds) == 2 and r.seeds[0] != r.seeds[1] and all(0 <= s < 2**31 for s in r.seeds)
     expect = [int.from_bytes(hashlib.sha256(f"{SECRET}:{k}".encode()).digest()[:8], "big") & (2**31 - 1)
               for k in (1, 2)]
     assert list(r.seeds) == expect
     assert r.seed_sha256 == hashlib.sha256(SECRET.encode()).hexdigest() and r.short == r.seed_sha256[:8] + "…"
-    assert cli.ranked_seeds(SECRET.encode() + b"!").seeds != r.seeds
+    assert ranked_runs.ranked_seeds(SECRET.encode() + b"!").seeds != r.seeds
     assert SECRET not in repr(r) and not any(str(s) in repr(r) for s in r.seeds)
 
 
@@ -200,7 +201,7 @@ def test_a_ranked_check_runs_twice_and_is_recorded_as_ranked(fake_course, monkey
     out_json = fake_course / "r.json"
     assert grade(fake_course, "--ranked", "--json", str(out_json)) == 0
     printed = capsys.readouterr().out
-    ranked = cli.ranked_seeds(SECRET.encode())
+    ranked = ranked_runs.ranked_seeds(SECRET.encode())
     doc_text = out_json.read_text()
     stored = (Paths(fake_course).results() / "day01.json").read_text()
     for text in (printed, doc_text, stored):
@@ -274,14 +275,14 @@ def _run(status, speedup=None, n=2, message="m"):
 
 
 def test_combined_runs_pass_only_together_with_the_lower_speedup():
-    both = cli.combine_runs([_run("pass", 9.5, message="fast"), _run("pass", 8.7, message="slower")])
+    both = ranked_runs.combine_runs([_run("pass", 9.5, message="fast"), _run("pass", 8.7, message="slower")])
     assert both.status == "pass" and both.speedup == 8.7 and both.message.startswith("slower")
     assert both.seed is None and "seed" not in both.info and len(both.builds) == 1
     assert [c["run"] for c in both.cases] == [1, 1, 2, 2]
-    second = cli.combine_runs([_run("pass", 9.5), _run("fail", 9.1, message="1 case(s) failed")])
+    second = ranked_runs.combine_runs([_run("pass", 9.5), _run("fail", 9.1, message="1 case(s) failed")])
     assert second.status == "fail" and second.message == "run 2 of 2 (other inputs) failed: 1 case(s) failed"
     assert second.speedup == 9.1
-    first = cli.combine_runs([_run("fail", message="wrong")])
+    first = ranked_runs.combine_runs([_run("fail", message="wrong")])
     assert first.status == "fail" and first.message == "wrong" and {c["run"] for c in first.cases} == {1}
 
 

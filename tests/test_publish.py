@@ -5,6 +5,7 @@ import json
 import pytest
 import yaml
 
+from grader.check import day_check
 from grader import cli
 from grader.authoring import release
 from grader.course import load_course
@@ -130,7 +131,7 @@ def test_a_baseline_that_is_not_published_yet_is_explained_then_found(student, c
     course_file, dest = student
     capsys.readouterr()
     course = load_course(dest / "course.yaml")
-    notes = cli.unpublished_baselines(course.day("day02").exercises, course, dest)
+    notes = day_check.unpublished_baselines(course.day("day02").exercises, course, dest)
     assert notes["k"] == ("k is timed against day01's solution, which this repository does not have yet "
                           "(solutions/day01/ arrives when the instructor publishes it, after day01 is due "
                           f"({rc.PAST.isoformat()})): its correctness is checked now, its speed once it arrives")
@@ -140,7 +141,7 @@ def test_a_baseline_that_is_not_published_yet_is_explained_then_found(student, c
     assert check(dest, "day02", "--exercise", "k", "--ranked") == 2
     assert "a ranked run is timed, so it waits for that solution" in " ".join(capsys.readouterr().out.split())
     assert publish(course_file, "day01", dest) == 0
-    assert cli.unpublished_baselines(course.day("day02").exercises, course, dest) == {}
+    assert day_check.unpublished_baselines(course.day("day02").exercises, course, dest) == {}
 
 
 def test_dates_survive_the_release(student):

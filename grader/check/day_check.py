@@ -1,0 +1,160 @@
+"""A day's check, from arguments rather than a command line: what `grader check` and `grader watch` run (and what
+`grader grade` runs per submission, through `grader check`). check_exercise makes one exercise's result (its
+sources read first, then one run per seed, compiled only where there is no GPU); check_day runs a day's exercises
+in order, the first in a worker started before its job is planned, and hands each result to the caller as it
+comes (the command prints it). The caller reports progress through `progress`, a context manager per run that
+yields the worker's event handler."""
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+
+from grader import hidden, timings
+from grader.authoring import release
+from grader.check.ranked import Ranked, combine_runs
+from grader.paths import Paths, relative_path
+
+WORKER = "grader.check.worker"  # the module each exercise runs in (the CPU tests substitute a scripted one)
+
+
+@contextlib.contextmanager
+def quiet(what: str, total: int):
+    """A progress that shows nothing."""
+    yield lambda ev: None
+
+
+def unpublished_baselines(exercises, course, root: Path) -> dict[str, str]:
+    """The timed exercises whose baseline is another day's solution that this repository does not have yet (a
+    student repository gets it when the instructor publishes it), each with the note that says so. Such an exercise
+    is checked for correctness only (compile-only where there is no GPU): the timing is the one step that needs the
+    baseline."""
+    notes = {}
+    for ex in exercises:
+        b = ex.baseline.solution if ex.baseline and ex.timed else None
+        if b and not Paths(root).solution(b).is_dir():
+            due = course.day(b).due
+            after = f", after {b} is due ({due.isoformat()})" if due else ""
+            notes[ex.name] = (f"{ex.name} is timed against {b}'s solution, which this repository does not have yet "
+                              f"(solutions/{b}/ arrives when the instructor publishes it{after}): its correctness is "
+                              "checked now, its speed once it arrives")
+    return notes
+
+
+def placeholders(src_dir: Path, sources: list[str], root: Path) -> list[str]:
+    from grader.check.compile_check import MAX_SOURCE_BYTES
+
+    found = []
+    for s in sources:
+        p = src_dir / s
+        try:
+            with open(p, "rb") as f:
+                text = f.read(MAX_SOURCE_BYTES).decode("utf-8", errors="replace")
+        except OSError:
+            continue
+        for n, line in enumerate(text.splitlines(), 1):
+            if release.PLACEHOLDER in line:
+                found.append(f"{relative_path(p, root)}:{n}")
+    return found
+
+
+def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, seeds: tuple[int, ...],
+                   dtypes: list[str] | None = None, case_s: float | None = None, correctness_only: bool = False,
+                   ranked: bool = False, fixed_seeds: tuple[int, ...] = (), session=None, prestarted=None,
+                   cases: list[str] | None = None, progress=quiet, worker: str = WORKER):
+    """One exercise's result: its sources read first (one unfit to compile is the student's build error), then one
+    run per seed (a ranked check: two, the second only if the first passed, combined by combine_runs), compiled
+    only where there is no GPU. fixed_seeds (a ranked check's hidden seeds) come first, one correctness-only run
+    each: they are cheap, and any failure decides. session: a long-lived worker to run in (`grader watch`).
+    prestarted: a worker started before planning (cmd_check), for the first run only; released after it."""
+    from grader.check.build import source_paths
+    from grader.check.compile_check import compile_sources, defines_op, source_problem
+    from grader.check.job import make_job
+    from grader.check.runner import run_job
+    from grader.check.verdict import ExerciseResult, compiled_only, note_placeholders
+    from grader.paths import Paths
+    from grader.verdicts import Status
+
+    problems = [p for s in ex.sources if (p := source_problem(src_dir / s, root))]
+    if problems:
+        res = ExerciseResult(day.id, ex.name, variant, str(src_dir), None if ranked else seeds[0],
+                             threshold=ex.threshold)
+        return compiled_only(res, ex, problems)
+    runs = []
+    planned = [(s, True) for s in fixed_seeds] + [(s, correctness_only) for s in seeds]
+    for k, (seed, untimed) in enumerate(planned, 1):
+        job = make_job(course=course, root=root, day=day, ex=ex, src_dir=src_dir, seed=seed, dtypes=dtypes,
+                       correctness_only=untimed, cases=cases)
+        timings.mark(f"{ex.name}: job planned ({len(job.cases)} cases)")
+        what = f"{day.id}.{ex.name}" + (f" (run {k} of {len(planned)})" if len(planned) > 1 else "")
+        try:
+            with progress(what, len(job.cases)) as on_event:
+                res = run_job(job, variant=variant, case_s=case_s, correctness_only=untimed, on_event=on_event,
+                              worker=worker, session=session or prestarted)
+        finally:
+            if ranked:  # the job file names the seed: a ranked run's inputs must not be recoverable from it
+                (Paths(root).logs() / f"{day.id}-{ex.name}-{variant}.job.json").unlink(missing_ok=True)
+            if prestarted is not None:  # it served this first run; every later run gets a fresh process
+                prestarted.release()
+                prestarted = None
+                timings.mark("early worker released")
+        timings.mark(f"{ex.name}: worker finished ({res.status})")
+        if res.status == Status.NO_GPU:
+            res = compiled_only(res, ex, compile_sources([*(src_dir / s for s in ex.sources if s.endswith(".py")),
+                                                          *source_paths(ex, src_dir)],
+                                                         [root / i for i in ex.include_dirs], ex.extra_cuda_cflags,
+                                                         root, timeout_s=job.limits.build_s))
+            if res.status == Status.NO_GPU and not defines_op(ex, src_dir):
+                res.message += (f". Warning: none of your sources defines the op `{ex.op.split('::')[-1]}` (the "
+                                "bindings name it, e.g. m.def(\"" + ex.op.split("::")[-1] + "\", …)): on a GPU the "
+                                "check would find no op to call")
+            timings.mark(f"{ex.name}: compile-only check done")
+        runs.append(res)
+        if res.status != Status.PASS:
+            break  # every run must pass: the first failure decides
+    res = combine_runs(runs, len(planned)) if ranked else runs[0]
+    if res.status == Status.NOT_IMPLEMENTED:
+        res = note_placeholders(res, placeholders(src_dir, ex.sources, root), release.PLACEHOLDER)
+    return res
+
+
+
+
+def prestart(root: Path, day, ex, variant: str, worker: str = WORKER):
+    """The first exercise's worker, started before its job is planned: importing torch (seconds) overlaps the
+    parent's planning. It is a fresh process, as each run's worker is, and serves that one run only (the log is
+    the exercise's own, written afresh as run_job's is)."""
+    from grader.check.runner import exercise_log
+    from grader.check.worker_process import WorkerSession
+
+    timings.mark("worker started early")
+    return WorkerSession(cwd=root, log_path=exercise_log(root, day.id, ex.name, variant), worker=worker,
+                         log_mode="w").start()
+
+
+def check_day(*, course, root: Path, day, exercises: list, src_dir: Path, variant: str, seeds: tuple[int, ...],
+              ranked: Ranked | None = None, overlay: dict | None = None, dtypes: list[str] | None = None,
+              cases: list[str] | None = None, case_s: float | None = None, correctness_only: bool = False,
+              untimed: set[str] = frozenset(), on_result: Callable = lambda res, ex: None, progress=quiet,
+              worker: str = WORKER) -> list[dict]:
+    """Each exercise's result, in order, as the JSON of `grader check` records it (a ranked run's marked so). The
+    first exercise runs in a worker started before its job is planned (importing torch overlaps the planning);
+    the hidden cases of `overlay` join a ranked run's exercises; `untimed` names the exercises checked for
+    correctness only (a baseline not published yet). on_result(res, ex) gets each result as it is made."""
+    mark = {"ranked": True, "seed": None, "seed_sha256": ranked.seed_sha256} if ranked else {"ranked": False}
+    out = []
+    early = prestart(root, day, exercises[0], variant, worker)
+    try:
+        for k, ex in enumerate(exercises):
+            extra = hidden.for_exercise(overlay, day.id, ex.name)
+            ex = extra.merged(ex)
+            res = check_exercise(course=course, root=root, day=day, ex=ex, src_dir=src_dir, variant=variant,
+                                 seeds=seeds, dtypes=dtypes, case_s=case_s,
+                                 correctness_only=correctness_only or ex.name in untimed, ranked=bool(ranked),
+                                 fixed_seeds=tuple(extra.seeds), prestarted=early if k == 0 else None, cases=cases,
+                                 progress=progress, worker=worker)
+            on_result(res, ex)
+            out.append({**res.as_dict(), **mark})
+    finally:
+        early.close()  # the early worker is gone by now (waited for here, not before the verdict)
+    return out

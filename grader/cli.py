@@ -23,7 +23,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from grader import hidden, results, timings
+from grader import results, timings
+
+from grader.classroom import hidden
 from grader.authoring import release
 from grader.check import report
 from grader.check import day_check
@@ -190,7 +192,7 @@ def cmd_check(args) -> int:
     if args.json:
         _write_json(args.json, doc)
     if args.results_dir:
-        from grader import formats
+        from grader.classroom import formats
 
         try:
             paths = formats.write(doc, {e.name: e.points for e in day.exercises}, Path(args.results_dir),
@@ -460,7 +462,7 @@ def cmd_syllabus(args) -> int:
 
 # -- leaderboard --------------------------------------------------------------------------------------------
 def cmd_leaderboard(args) -> int:
-    from grader import leaderboard as lb
+    from grader.classroom import leaderboard as lb
 
     if args.seed_sha256 and not re.fullmatch(r"[0-9a-f]{64}", args.seed_sha256):
         raise GraderError("--seed-sha256 takes the 64 hex digits a ranked run prints and records (seed_sha256)")
@@ -484,8 +486,8 @@ def cmd_leaderboard(args) -> int:
 
 # -- gradebook ----------------------------------------------------------------------------------------------
 def cmd_gradebook(args) -> int:
-    from grader import gradebook
-    from grader.leaderboard import result_files
+    from grader.classroom import gradebook
+    from grader.classroom.leaderboard import result_files
 
     _, _, course = _load(args)
     files = result_files(args.results)
@@ -506,8 +508,8 @@ def cmd_gradebook(args) -> int:
 
 # -- grade --------------------------------------------------------------------------------------------------
 def cmd_grade(args) -> int:
-    from grader import executors, grade
-    from grader.grade_task import default_command
+    from grader.classroom import executors, grade
+    from grader.classroom.grade_task import default_command
 
     root, course_path, course = _load(args)
     days = grade.parse_days(args.days, course)

@@ -8,7 +8,7 @@ import pytest
 # A test extra: the device image has no jsonschema, and the formats are exercised fully on CPU CI.
 jsonschema = pytest.importorskip("jsonschema")
 
-from grader import formats  # noqa: E402
+from grader.classroom import formats  # noqa: E402
 from tests.conftest import run_grader  # noqa: E402
 
 _VIS = {"enum": ["hidden", "after_due_date", "after_published", "visible"]}

@@ -7,7 +7,9 @@ import sys
 
 import pytest
 
-from grader import cli, grade_task
+from grader import cli
+
+from grader.classroom import grade_task
 from tests.conftest import ROOT
 
 COURSE = str(ROOT / "course.yaml")

@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from grader import cli, grade_task
+from grader import cli
+
+from grader.classroom import grade_task
 from tests.conftest import ROOT, needs_nvcc
 
 SCRIPT = ROOT / "scripts" / "slurm_single_node.sh"

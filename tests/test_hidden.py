@@ -1,4 +1,4 @@
-"""Hidden cases (grader/hidden.py): the overlay's schema and errors, where it is found, and that only a ranked run
+"""Hidden cases (grader/classroom/hidden.py): the overlay's schema and errors, where it is found, and that only a ranked run
 merges it (run with the scripted worker, no GPU)."""
 import json
 import os
@@ -7,7 +7,9 @@ import shutil
 import pytest
 import yaml
 
-from grader import cli, hidden
+from grader import cli
+
+from grader.classroom import hidden
 from grader.course import load_course
 from grader.errors import GraderError
 from grader.paths import Paths

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import leaderboard as lb
+from grader.classroom import leaderboard as lb
 from tests.conftest import run_grader
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
@@ -223,7 +223,7 @@ def test_an_empty_folder_is_an_error(tmp_path):
 BUILDER = textwrap.dedent("""
     import sys
     from datetime import datetime, timezone
-    from grader import leaderboard as lb
+    from grader.classroom import leaderboard as lb
     now = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
     for _ in range(int(sys.argv[3])):
         lb.write(lb.build([sys.argv[1]], now=now), sys.argv[2])

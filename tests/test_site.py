@@ -357,7 +357,7 @@ def test_a_new_lesson_replaces_its_placeholder(tmp_path):
 
 
 def test_the_leaderboard_page_appears_only_when_a_leaderboard_exists(tmp_path):
-    from grader import leaderboard as lb
+    from grader.classroom import leaderboard as lb
     from tests.test_leaderboard import NOW, exercise, put, result
 
     repo = _repo(tmp_path / "repo", MINI, {})

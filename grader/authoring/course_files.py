@@ -4,7 +4,7 @@ The course is what git tracks under the folder of course.yaml (`git ls-files`: n
 scratch files, whatever the checkout holds), read from the working tree. A student repository leaves out:
 
 - `solutions/` (a day's solution joins it only through `grader publish`);
-- the hidden cases (grader/hidden.py), wherever the overlay lives inside the course;
+- the hidden cases (grader/classroom/hidden.py), wherever the overlay lives inside the course;
 - the paths course.yaml lists under `instructor_only:` (by default the grader's own test suite, the scripts,
   the measurements and the CI that runs them: see course.INSTRUCTOR_ONLY_PATHS);
 - `days/dayNN/` of every day that is not out yet: planned, or ready with a release date still to come (the

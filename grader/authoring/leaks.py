@@ -12,7 +12,7 @@ Three kinds of text are the instructor's alone:
 - **marker lines**: a whole-line marker comment (`// BEGIN SOLUTION`, `# END INSTRUCTOR ONLY`, a line ending
   with `// INSTRUCTOR ONLY`, nbgrader's `### BEGIN HIDDEN TESTS`) in any file: a stub the release should have
   cleared.
-- **hidden cases**: the overlay file itself (grader/hidden.py), by name or by content.
+- **hidden cases**: the overlay file itself (grader/classroom/hidden.py), by name or by content.
 
 `scan` looks for all three in a tree about to be released; `grader release --to` refuses to write a tree with a
 finding, and the tests scan what it wrote.

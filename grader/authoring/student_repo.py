@@ -67,7 +67,7 @@ def _text(path: Path) -> str | None:
 def hidden_paths(root: Path, course_file: Path, overlay: Path | None) -> set[str]:
     """Where hidden cases are or would be inside the course (relative paths): the default hidden.yaml beside
     course.yaml, and the overlay in use if it lies inside the course."""
-    from grader.hidden import FILE_NAME
+    from grader.classroom.hidden import FILE_NAME
 
     out = set()
     for p in (Path(course_file).resolve().parent / FILE_NAME, overlay):

@@ -10,7 +10,9 @@ import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
-from grader import hidden, timings
+from grader import timings
+
+from grader.classroom import hidden
 from grader.authoring import release
 from grader.check.ranked import Ranked, combine_runs
 from grader.paths import Paths, relative_path

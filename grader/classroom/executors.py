@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from grader import grade_task
+from grader.classroom import grade_task
 from grader.errors import GraderError
 
 Done = Callable[[grade_task.Task, "str | None"], None]

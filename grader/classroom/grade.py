@@ -17,9 +17,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from grader import grade_task
+from grader.classroom import grade_task
 from grader.errors import GraderError
-from grader.grade_task import Task
+from grader.classroom.grade_task import Task
 from grader.results import write_json
 from grader.verdicts import Status
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from grader.check.physical import FALLBACK_CLOCK_GHZ, MARGIN, peak_tflops
 from grader.errors import GraderError
-from grader.grade import SUMMARY_FILE
+from grader.classroom.grade import SUMMARY_FILE
 from grader.verdicts import Status
 
 # Why a result is left off, in the order they are looked for.

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from grader import formats
+from grader.classroom import formats
 from grader.course import Course
 from grader.errors import GraderError
 

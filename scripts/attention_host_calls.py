@@ -1,5 +1,5 @@
 """Host microseconds per call at the day-20 lesson model's attention shape (B 8, H 4, N 256, d 64, bf16, causal):
-the course's forward and backward called raw and through the autograd.Function of scripts/day20_measure.py, against
+the course's forward and backward called raw and through the autograd.Function of scripts/lessons/day20_measure.py, against
 SDPA pinned to its FlashAttention-2 backend, with contiguous inputs and with the model's strided views ([B, N, 3, H,
 d] unbound and transposed). At this size a training step is bound by the host, so these decide its time.
 
@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "scripts" / "lessons"))
 
 B, H, N, D = 8, 4, 256, 64
 

@@ -9,8 +9,8 @@
 #   6. the day-09 configuration sweep against cuBLAS (scripts/sgemm_sweep.py)
 #   7. `grader profile` (Nsight Compute + roofline) on the solutions of PROFILE_DAYS; PNGs and reports to $OUT
 #   8. compute-sanitizer memcheck over the correctness cases of SANITIZE_DAYS, every dtype (default: none)
-#   9. lesson transcripts (scripts/<name>_transcripts.sh) for each name in TRANSCRIPTS, into $OUT/<name>/
-#  10. lesson tables (scripts/<name>_measure.py) for each name in MEASURE, into $OUT/
+#   9. lesson transcripts (scripts/lessons/<name>_transcripts.sh) for each name in TRANSCRIPTS, into $OUT/<name>/
+#  10. lesson tables (scripts/lessons/<name>_measure.py) for each name in MEASURE, into $OUT/
 # Knobs for a partial run: DAYS="day06 day09" (default: every ready day), SKIP="build pytest checks timer sweep
 # profile", PYTEST_K (a pytest -k expression), PYTEST_N, SWEEP_ARGS (for sgemm_sweep.py), PROFILE_DAYS,
 # SANITIZE_DAYS, TRANSCRIPTS (e.g. "day14"), MEASURE (e.g. "day18"), GRADE_DAYS (e.g. "day01 day03": `grader grade`
@@ -75,8 +75,8 @@ for d in ${SANITIZE_DAYS:-}; do
     --solution --correctness-only --timeout 300 >"$LOG/memcheck-$d.txt" 2>&1
   echo "exit $?" >>"$LOG/memcheck-$d.txt"; grep -E "ERROR SUMMARY|exit|passed|failed" "$LOG/memcheck-$d.txt" | tail -5
 done
-for m in ${MEASURE:-}; do  # scripts/<name>_measure.py OUT: a lesson's own measured table (e.g. "day18")
-  echo "== measure $m"; timeout 300 python3 "scripts/${m}_measure.py" "$OUT" >"$LOG/measure-$m.txt" 2>&1
+for m in ${MEASURE:-}; do  # scripts/lessons/<name>_measure.py OUT: a lesson's own measured table (e.g. "day18")
+  echo "== measure $m"; timeout 300 python3 "scripts/lessons/${m}_measure.py" "$OUT" >"$LOG/measure-$m.txt" 2>&1
   echo "exit $?" >>"$LOG/measure-$m.txt"; tail -25 "$LOG/measure-$m.txt"
 done
 if [ -n "${GRADE_DAYS:-}" ]; then  # a small class graded with `grader grade` (local executor), ranked, then the leaderboard
@@ -87,7 +87,7 @@ if [ -n "${GRADE_DAYS:-}" ]; then  # a small class graded with `grader grade` (l
   tar -C "$G" -czf "$OUT/grade-results.tar.gz" results
 fi
 for t in ${TRANSCRIPTS:-}; do
-  echo "== transcripts $t"; timeout 400 bash "scripts/${t}_transcripts.sh" "$OUT" >"$LOG/transcripts-$t.txt" 2>&1
+  echo "== transcripts $t"; timeout 400 bash "scripts/lessons/${t}_transcripts.sh" "$OUT" >"$LOG/transcripts-$t.txt" 2>&1
   echo "exit $?" >>"$LOG/transcripts-$t.txt"; tail -15 "$LOG/transcripts-$t.txt"
 done
 for w in ${WATCH:-}; do  # the student's loop: cold check, unchanged re-check, edit -> verdict under `grader watch`

@@ -92,8 +92,8 @@ def test_a_wrong_schedule_is_caught(tmp_path):
 
 
 def test_the_measurement_script_runs_on_cpu_processes(tmp_path):
-    """scripts/day19_ring_measure.py's smoke run (gloo): every row timed, and the gathered ring output checked."""
-    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "day19_ring_measure.py"), str(tmp_path), "--cpu",
+    """scripts/lessons/day19_ring_measure.py's smoke run (gloo): every row timed, and the gathered ring output checked."""
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "lessons" / "day19_ring_measure.py"), str(tmp_path), "--cpu",
                         "--world", "2", "--sizes", "8", "16", "--heads", "2", "--dim", "8", "--reps", "1"],
                        capture_output=True, text=True, timeout=240, cwd=ROOT)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -2,9 +2,9 @@
 # Day 14's lesson transcripts, made on a GPU machine (never typed): each tool on a real failure from the day's
 # stubs, a cuda-gdb session, a GPU core dump, ptxas's report and the SASS of the spill exercise, and what each
 # tool costs in run time. Writes OUT/day14/*.txt; scripts/insert_transcripts.py puts them into the lesson.
-#   bash scripts/day14_transcripts.sh OUT
+#   bash scripts/lessons/day14_transcripts.sh OUT
 set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${1:?usage: day14_transcripts.sh OUT}/day14
 mkdir -p "$OUT"
 WORK=$(mktemp -d)

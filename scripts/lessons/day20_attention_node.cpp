@@ -1,4 +1,4 @@
-// Day 12's forward and day 20's backward as ONE C++ autograd node, for scripts/day20_measure.py's training step.
+// Day 12's forward and day 20's backward as ONE C++ autograd node, for scripts/lessons/day20_measure.py's training step.
 // The course's op (day 18) records a Python autograd formula; at the lesson's model size a step is bound by the
 // host, and this node is what the same kernels cost without Python between them. Both kernels take views
 // (common/head_strides.h), so nothing is copied: q, k and v are read where the model's projection left them, o is

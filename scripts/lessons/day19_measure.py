@@ -7,8 +7,8 @@
    lesson discusses) built as a variant of the solution and run many times, plain and with the stress mode's
    jitter, on fresh inputs: how many runs gave wrong values.
 
-    python3 scripts/day19_measure.py OUT_DIR             # writes OUT_DIR/day19.json and OUT_DIR/day19.md
-    python3 scripts/day19_measure.py --insert day19.json  # regenerates the README's tables from a saved run
+    python3 scripts/lessons/day19_measure.py OUT_DIR             # writes OUT_DIR/day19.json and OUT_DIR/day19.md
+    python3 scripts/lessons/day19_measure.py --insert day19.json  # regenerates the README's tables from a saved run
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 SOURCE = "ring_attention.cu"

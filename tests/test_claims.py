@@ -28,6 +28,13 @@ def _at(doc, path: str) -> list:
     return [y for x in items for y in (x if isinstance(x, list) else [x])]
 
 
+def _field(case: dict, name: str):
+    """A case's field by a dotted name (time.median_ms), None where it has none."""
+    for part in name.split("."):
+        case = case.get(part) if isinstance(case, dict) else None
+    return case
+
+
 def _matches(case: dict, where: dict) -> bool:
     for key, want in (where or {}).items():
         got = case.get(key)
@@ -52,7 +59,13 @@ def test_a_typed_figure_is_what_was_measured(claim):
     assert text in lesson, f"{claim['lesson']} no longer says: {text}"
     doc = json.loads((ROOT / claim["source"]).read_text())
     for v in claim["values"]:
-        values = [c[v["field"]] for c in _at(doc, v["cases"]) if _matches(c, v.get("where")) and v["field"] in c]
+        cases = [c for c in _at(doc, v["cases"]) if _matches(c, v.get("where")) and _field(c, v["field"]) is not None]
+        values = [_field(c, v["field"]) for c in cases]
+        if "pair" in v:  # each case's partner (same dtype, its label + the suffix) over the case itself
+            by = {(c.get("dtype"), c.get("label")): _field(c, v["field"]) for c in cases}
+            values = [by[(c.get("dtype"), c.get("label") + v["pair"])] / _field(c, v["field"]) for c in cases
+                      if (c.get("dtype"), c.get("label") + v["pair"]) in by]
+        values = [x * v.get("scale", 1) for x in values]
         assert values, f"nothing in {claim['source']} at {v['cases']} matches {v.get('where')}"
         shown = v["format"].format(REDUCE[v["reduce"]](values))
         assert shown in text, f"{claim['lesson']}: measured {v['reduce']} {v['field']} is {shown}, the text says: {text}"

@@ -7,8 +7,8 @@ Three kinds of text are the instructor's alone:
   instructor-only lines (`// INSTRUCTOR ONLY`, `BEGIN INSTRUCTOR ONLY` regions). A line counts when its code (the
   line without a trailing comment, whitespace collapsed) has at least MIN_CHARS characters, and the instructor
   does not give it away elsewhere: a line that also stands outside every region of a solution file is stub
-  material (a later day's stub hands out an earlier day's reduction), and a line that the public files of the
-  course already hold (`public`) is the instructor's own choice to show.
+  material (a later day's stub hands out an earlier day's reduction), and a line course.yaml's `allow_leak:` lists
+  with its reason (`public`) is the instructor's own choice to show.
 - **marker lines**: a whole-line marker comment (`// BEGIN SOLUTION`, `# END INSTRUCTOR ONLY`, a line ending
   with `// INSTRUCTOR ONLY`, nbgrader's `### BEGIN HIDDEN TESTS`) in any file: a stub the release should have
   cleared.
@@ -102,14 +102,6 @@ def solution_lines(solution_files: dict[str, str], public: set[str] = frozenset(
         for c in sorted(_codes(path, inside)):
             found.setdefault(c, path)
     return {c: p for c, p in found.items() if c not in given and c not in public}
-
-
-def public_lines(files: dict[str, str]) -> set[str]:
-    """The codes of the lines of files the instructor publishes as written (lessons, shared headers, the grader)."""
-    out: set[str] = set()
-    for path, text in files.items():
-        out |= _codes(path, lines_of(path, text))
-    return out
 
 
 def scan(tree: dict[str, bytes], secrets: dict[str, str], hidden: tuple[str, bytes] | None = None) -> list[Finding]:

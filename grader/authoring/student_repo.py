@@ -176,8 +176,8 @@ def _check(tree: Tree, solution_files: dict[str, str], overlay: Path | None, cou
     lesson or a shared header that quotes a hole's answer is a leak like any other."""
     allowed = {leaks.code_of(a.text, prefix) for a in course.allow_leak for prefix in ("//", "#")}
     every = leaks.solution_lines(solution_files)  # what no stub gives away, from every solution file
-    unpublished = leaks.solution_lines({p: s for p, s in solution_files.items() if p not in published})
-    secrets = {c: p for c, p in unpublished.items() if c in every and c not in allowed}
+    unpublished = leaks.solution_lines({p: s for p, s in solution_files.items() if p not in published}, allowed)
+    secrets = {c: p for c, p in unpublished.items() if c in every}
     hidden = (overlay.name, overlay.read_bytes()) if overlay is not None and overlay.is_file() else None
     found = leaks.scan({p: e.data for p, e in tree.files.items()}, secrets, hidden)
     if found:

@@ -114,9 +114,9 @@ def flags_for_gpu(flags: list[str], capability: tuple[int, int]) -> list[str]:
     (sm_90a on an H100), only that image is built, as TORCH_CUDA_ARCH_LIST does for the other exercises; the
     others (sm_80 SASS, compute_80 PTX) would never run here and cost most of a build. Without an exact image the
     list is kept whole (the driver runs compatible SASS or compiles the PTX)."""
-    gencodes = [f for f in flags if _GENCODE.match(f)]
-    cc = f"{capability[0]}{capability[1]}"
-    exact = [f for f in gencodes if _GENCODE.match(f)["kind"] == "sm" and _GENCODE.match(f)["cc"] == cc]
+    sass = f"sm_{capability[0]}{capability[1]}"
+    gencodes = {f: m for f in flags if (m := _GENCODE.match(f))}
+    exact = {f for f, m in gencodes.items() if f"{m['kind']}_{m['cc']}" == sass}
     return [f for f in flags if f not in gencodes or f in exact] if exact else list(flags)
 
 

@@ -43,15 +43,21 @@ nvcc -O3 -lineinfo -std=c++17 -Icommon -o "$WORK/race_fast" days/day14/driver.cu
   done; } > "$OUT/tool-cost.txt"
 
 # 3. cuda-gdb on the race stub, built with -G: stop where the block reads the warps' partial results, look at one
-# thread of one block and at the shared array.
+# thread of one block and at the shared array. The source line also maps to host code (the launcher's inlined
+# template), so the session first stops at the kernel's launch (break_on_launch): from there the line's breakpoint
+# is met in device code, by every thread of every block.
 nvcc -G -g -std=c++17 -Icommon -o "$WORK/race_debug" days/day14/driver.cu days/day14/race.cu
 LINE=$(grep -n "v = partial\[0\];" days/day14/race.cu | cut -d: -f1)
 { note "cuda-gdb -batch ... ./race_debug 64 1000"
   (cd "$WORK" && timeout 300 cuda-gdb -q -batch \
-    -ex "break race.cu:$LINE" -ex "run 64 1000" -ex "info cuda kernels" \
+    -ex "set cuda break_on_launch application" -ex "run 64 1000" -ex "set cuda break_on_launch none" \
+    -ex "break race.cu:$LINE" -ex "continue" -ex "info cuda kernels" \
     -ex "cuda block (3,0,0) thread (70,0,0)" -ex "print warp" -ex "print v" -ex "print partial[0]@8" \
     -ex "next" -ex "print v" -ex "delete" -ex "continue" ./race_debug 2>&1) \
     | grep -v -E "^\[(New|Thread|Detaching)|libthread_db|^Using host" ; } | clean > "$OUT/cuda-gdb.txt"
+# A transcript that never reached the kernel must not reach the lesson.
+grep -q "No symbol \"partial\"" "$OUT/cuda-gdb.txt" && echo "cuda-gdb did not stop inside the kernel: see $OUT/cuda-gdb.txt" >&2 \
+  && mv "$OUT/cuda-gdb.txt" "$OUT/cuda-gdb.failed.txt"
 
 # 4. A GPU core dump: the oob stub given rows 4096 times longer than they are; then the dump opened in cuda-gdb.
 nvcc -G -g -std=c++17 -Icommon -o "$WORK/oob_debug" days/day14/driver.cu days/day14/oob.cu

@@ -7,29 +7,17 @@ forward + backward, and the tiny language model's training step, on this GPU. Bu
 """
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).parent))
+
+from lesson_table import main as lesson_main  # noqa: E402
+from lesson_table import median_event_ms  # noqa: E402
 
 SHAPES = [(4, 16, 1024, 64), (4, 16, 1024, 128), (2, 16, 4096, 128)]
-
-
-def _time_ms(torch, fn, reps=20):
-    fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(reps):
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    return sorted(times)[len(times) // 2]
 
 
 def measure(src_dir: Path) -> dict:
@@ -61,7 +49,7 @@ def measure(src_dir: Path) -> dict:
                         o = torch.nn.functional.scaled_dot_product_attention(qg, kg, vg, is_causal=causal)
                     torch.autograd.grad(o, (qg, kg, vg), do)
 
-                t_op, t_sdpa = _time_ms(torch, course_fb), _time_ms(torch, sdpa_fb)
+                t_op, t_sdpa = median_event_ms(torch, course_fb), median_event_ms(torch, sdpa_fb)
                 flops = 14 * b * h * n * n * d // (2 if causal else 1)  # forward 4·BHN²d + backward 2.5x that
                 rows.append({"dtype": str(dtype).split(".")[-1], "shape": [b, h, n, d], "causal": causal,
                              "op_ms": t_op, "sdpa_flash_ms": t_sdpa, "op_tflops": flops / t_op / 1e9,
@@ -95,23 +83,8 @@ def table(data: dict) -> str:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser()
-    p.add_argument("out", nargs="?", type=Path)
-    p.add_argument("--dir", type=Path, default=ROOT / "solutions" / "day18")
-    p.add_argument("--insert", type=Path, help="a saved day18.json: write its table into days/day18/README.md")
-    a = p.parse_args()
-    if a.insert:
-        sys.path.insert(0, str(ROOT / "scripts"))
-        from update_readmes import replace_block
-
-        ok = replace_block(ROOT / "days" / "day18" / "README.md", "day18-measured", table(json.loads(a.insert.read_text())))
-        return 0 if ok else 1
-    data = measure(a.dir)
-    a.out.mkdir(parents=True, exist_ok=True)
-    (a.out / "day18.json").write_text(json.dumps(data, indent=1))
-    (a.out / "day18.md").write_text(table(data) + "\n")
-    print(table(data))
-    return 0
+    return lesson_main(name="day18", lesson="day18", block="day18-measured", measure=lambda a: measure(a.dir), table=table,
+                       add_arguments=lambda p: p.add_argument("--dir", type=Path, default=ROOT / "solutions" / "day18"))
 
 
 if __name__ == "__main__":

@@ -9,13 +9,14 @@ autograd node (scripts/lessons/day20_attention_node.cpp), which shows what Pytho
 """
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).parent))
+
+from lesson_table import main as lesson_main  # noqa: E402
 
 
 def _build(torch, day: str, exercise: str, src_dir: Path):
@@ -148,26 +149,8 @@ def table(data: dict) -> str:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser()
-    p.add_argument("out", nargs="?", type=Path)
-    p.add_argument("--dir", type=Path, default=ROOT / "solutions" / "day20")
-    p.add_argument("--insert", type=Path, help="a saved day20.json: write its table into days/day20/README.md")
-    a = p.parse_args()
-    if a.insert:
-        sys.path.insert(0, str(ROOT / "scripts"))
-        from update_readmes import replace_block
-
-        ok = replace_block(ROOT / "days" / "day20" / "README.md", "day20-training",
-                           table(json.loads(a.insert.read_text())))
-        return 0 if ok else 1
-    if a.out is None:
-        p.error("give an output folder (or --insert a saved run)")
-    data = measure(a.dir)
-    a.out.mkdir(parents=True, exist_ok=True)
-    (a.out / "day20.json").write_text(json.dumps(data, indent=1))
-    (a.out / "day20.md").write_text(table(data) + "\n")
-    print(table(data))
-    return 0
+    return lesson_main(name="day20", lesson="day20", block="day20-training", measure=lambda a: measure(a.dir), table=table,
+                       add_arguments=lambda p: p.add_argument("--dir", type=Path, default=ROOT / "solutions" / "day20"))
 
 
 if __name__ == "__main__":

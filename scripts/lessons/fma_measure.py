@@ -7,31 +7,19 @@ time, on this GPU. A softmax (day 03) and a tiled matmul (day 07), fp32.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).parent))
+
+from lesson_table import main as lesson_main  # noqa: E402
+from lesson_table import median_event_ms  # noqa: E402
 
 # (day, exercise, shape): the softmax's rows x cols, the matmul's M, N, K
 CASES = [("day03", "softmax", (4096, 4096)), ("day07", "matmul", (2048, 2048, 2048))]
 SEEDS = (1, 2, 3)
-
-
-def _median_ms(torch, fn, reps=30):
-    fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(reps):
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    return sorted(times)[len(times) // 2]
 
 
 def _errors(torch, out, ref) -> dict:
@@ -40,7 +28,7 @@ def _errors(torch, out, ref) -> dict:
             "rel_l2": float(torch.linalg.vector_norm(out.double() - ref) / torch.linalg.vector_norm(ref))}
 
 
-def measure() -> dict:
+def measure(_args=None) -> dict:
     import torch
 
     from grader.check.build import build_exercise
@@ -76,7 +64,7 @@ def measure() -> dict:
                 torch.cuda.synchronize()
                 for key, v in _errors(torch, out, ref).items():
                     worst[key] = max(worst[key], v)
-                ms.append(_median_ms(torch, call))
+                ms.append(median_event_ms(torch, call, reps=30))
             rows.append({"day": day_id, "exercise": name, "shape": list(shape), "fmad": fmad, "ms": sorted(ms)[1],
                          **worst})
     return {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "seeds": list(SEEDS), "rows": rows}
@@ -100,24 +88,7 @@ def table(data: dict) -> str:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser()
-    p.add_argument("out", nargs="?", type=Path)
-    p.add_argument("--insert", type=Path, help="a saved fma.json: write its table into days/day03/README.md")
-    a = p.parse_args()
-    if a.insert:
-        sys.path.insert(0, str(ROOT / "scripts"))
-        from update_readmes import replace_block
-
-        return 0 if replace_block(ROOT / "days" / "day03" / "README.md", "fma-measured",
-                                  table(json.loads(a.insert.read_text()))) else 1
-    if a.out is None:
-        p.error("give OUT_DIR (or --insert a saved fma.json)")
-    data = measure()
-    a.out.mkdir(parents=True, exist_ok=True)
-    (a.out / "fma.json").write_text(json.dumps(data, indent=1))
-    (a.out / "fma.md").write_text(table(data) + "\n")
-    print(table(data))
-    return 0
+    return lesson_main(name="fma", lesson="day03", block="fma-measured", measure=measure, table=table)
 
 
 if __name__ == "__main__":

@@ -6,13 +6,15 @@ beside a matrix product, one after the other against overlapped on two streams, 
 """
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).parent))
+
+from lesson_table import main as lesson_main  # noqa: E402
+
 MIB = 1 << 20
 SIZES_MIB = (1, 16, 256)
 REPS = 10
@@ -36,7 +38,7 @@ def _wall_ms(torch, fn) -> float:
     return _median(times)
 
 
-def measure() -> dict:
+def measure(_args=None) -> dict:
     import torch
 
     copies = []
@@ -91,24 +93,7 @@ def table(data: dict) -> str:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser()
-    p.add_argument("out", nargs="?", type=Path)
-    p.add_argument("--insert", type=Path, help="a saved pinned.json: write its table into days/day18/README.md")
-    a = p.parse_args()
-    if a.insert:
-        sys.path.insert(0, str(ROOT / "scripts"))
-        from update_readmes import replace_block
-
-        return 0 if replace_block(ROOT / "days" / "day18" / "README.md", "pinned-measured",
-                                  table(json.loads(a.insert.read_text()))) else 1
-    if a.out is None:
-        p.error("give OUT_DIR (or --insert a saved pinned.json)")
-    data = measure()
-    a.out.mkdir(parents=True, exist_ok=True)
-    (a.out / "pinned.json").write_text(json.dumps(data, indent=1))
-    (a.out / "pinned.md").write_text(table(data) + "\n")
-    print(table(data))
-    return 0
+    return lesson_main(name="pinned", lesson="day18", block="pinned-measured", measure=measure, table=table)
 
 
 if __name__ == "__main__":

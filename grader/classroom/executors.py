@@ -166,8 +166,10 @@ class SlurmExecutor:
     def _executor(self):
         c = self.config
         ex = self.submitit.SlurmExecutor(folder=str(self.folder / "%j"), python=c.python)
+        # ntasks_per_node: one grading per job, said outright; Slurm refuses --gpus-per-task without a task count
         params = {"job_name": "grader-grade", "time": c.timeout_min, "cpus_per_task": c.cpus_per_task,
-                  "array_parallelism": c.array_parallelism, "use_srun": c.use_srun, "stderr_to_stdout": True,
+                  "ntasks_per_node": 1, "array_parallelism": c.array_parallelism, "use_srun": c.use_srun,
+                  "stderr_to_stdout": True,
                   # submitit's warning signal comes 5% before the limit: the grading's own 90% ends first
                   "signal_delay_s": min(90, max(3, c.timeout_min * 3))}
         for key, value in (("partition", c.partition), ("account", c.account), ("qos", c.qos),

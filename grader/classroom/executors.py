@@ -184,6 +184,16 @@ class SlurmExecutor:
         ex.update_parameters(**params)
         return ex
 
+    def submit(self, fn, *args, name: str):
+        """One job running fn(*args), asked for as each task of an array is (`grader check --on slurm`): its
+        submitit Job."""
+        executor = self._executor()
+        executor.update_parameters(job_name=name)
+        try:
+            return executor.submit(fn, *args)
+        except Exception as e:  # sbatch refused (a partition that does not exist, a limit)
+            raise GraderError(f"Slurm refused the job: {str(e).strip()[-2000:]}") from None
+
     def run(self, tasks: list[grade_task.Task], attempt: int, done: Done) -> None:
         if not tasks:
             return

@@ -459,3 +459,12 @@ def test_a_job_past_its_time_gets_a_verdict_not_a_hang(cluster, tmp_path):
     assert time.monotonic() - t0 < 120, text
     assert re.search(r"time limit \(timeout_min: 1\)", message) and "slurm.yaml" in message, message
 
+
+def test_the_students_readme_explains_it_where_the_course_ships_its_settings():
+    from grader.authoring import student_readme
+    from grader.course import load_course
+
+    course = load_course(ROOT / "course.yaml")
+    with_slurm = student_readme.render(course, ["day01"], slurm=True)
+    assert "grader check day01 --on slurm" in with_slurm and "`slurm.yaml`" in with_slurm
+    assert "--on slurm" not in student_readme.render(course, ["day01"])

@@ -451,7 +451,10 @@ def check(args, *, course_path: Path, root: Path, day, exercises: list, src_dir:
         with _interrupts(deferred=False):
             why = watch.run()
     except KeyboardInterrupt:
-        gone = cancel(watch.id)
+        try:
+            gone = cancel(watch.id)
+        except KeyboardInterrupt:  # Ctrl-C again while waiting to see it go: scancel was sent, stop waiting
+            gone = False
         console.print(Text(f"cancelled Slurm job {watch.id} (scancel): " + (
             "it has left the queue, and nothing of this check runs on the cluster" if gone else
             f"Slurm has not yet taken it out of the queue; `squeue -j {watch.id}` shows it"), style="yellow"))

@@ -147,8 +147,10 @@ def cmd_check(args) -> int:
     if day.status != "ready":
         raise GraderError(f"{day.id} ({day.title}) is planned, not ready yet: no exercise to check")
     src_dir, variant = _source_dir(args, root, day)
+    variant = args.variant or variant
     exercises = _exercises(args, day, src_dir, root)
-    untimed = {} if args.correctness_only else unpublished_baselines(exercises, course, root)
+    # On Slurm the cluster's install has the baselines, and its check says what it has.
+    untimed = {} if args.correctness_only or args.on else unpublished_baselines(exercises, course, root)
     if untimed and args.ranked:
         raise GraderError(next(iter(untimed.values())).split(": its correctness")[0] + ": a ranked run is timed, so "
                           "it waits for that solution")
@@ -160,6 +162,14 @@ def cmd_check(args) -> int:
             raise GraderError(f"unknown dtype(s) {bad}: use {', '.join(DTYPES)}")
     if args.case:
         _cases_exist(args, day, exercises)
+    if args.on == "slurm":
+        from grader.check import on_slurm
+
+        doc, complete = on_slurm.check(args, course_path=course_path, root=root, day=day, exercises=exercises,
+                                       src_dir=src_dir, variant=variant, console=console)
+        return _keep(args, root, day, doc, save=complete)
+    elif args.slurm_config:
+        raise GraderError("--slurm-config is for a check on Slurm: add --on slurm, or drop --slurm-config")
     ranked = ranked_seeds(ranked_secret(root)) if args.ranked else None
     overlay = None
     if ranked:
@@ -179,16 +189,23 @@ def cmd_check(args) -> int:
                     seeds=seeds, ranked=ranked, overlay=overlay, dtypes=args.dtype, cases=args.case,
                     case_s=args.timeout, correctness_only=args.correctness_only, untimed=set(untimed),
                     on_result=show, progress=_progress, worker=WORKER)
-    if args.case:  # some cases only: not the day's result (`grader list` keeps the last whole check)
-        console.print(f"--case: only the cases named {', '.join(map(repr, args.case))} ran; this is not saved as "
-                      f"{day.id}'s result", style="dim")
-    else:
-        results.save(root, day.id, variant, out, ranked=bool(ranked),
-                     seed_sha256=ranked.seed_sha256 if ranked else None)
     # "when" (UTC, ISO 8601): a leaderboard drops results older than its window (stale).
     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     doc = {"day": day.id, "variant": variant, "when": when, **({"ranked": True, "seed_sha256": ranked.seed_sha256} if ranked
                                                  else {"ranked": False, "seed": seeds[0]}), "exercises": out}
+    return _keep(args, root, day, doc)
+
+
+def _keep(args, root: Path, day, doc: dict, save: bool = True) -> int:
+    """A check's result kept: as the day's last (`grader list`), in --json and --results-dir; its exit code.
+    save=False: not the check's own result (a Slurm job that left none), so not kept as the day's."""
+    out = doc["exercises"]
+    if args.case:  # some cases only: not the day's result (`grader list` keeps the last whole check)
+        console.print(f"--case: only the cases named {', '.join(map(repr, args.case))} ran; this is not saved as "
+                      f"{day.id}'s result", style="dim")
+    elif save:
+        results.save(root, day.id, doc["variant"], out, ranked=bool(doc.get("ranked")),
+                     seed_sha256=doc.get("seed_sha256"))
     if args.json:
         _write_json(args.json, doc)
     if args.results_dir:
@@ -335,7 +352,9 @@ def cmd_list(args) -> int:
 def cmd_doctor(args) -> int:
     from grader.doctor import checks
 
-    cs = checks()
+    from grader.check.slurm_settings import doctor as slurm_doctor
+
+    cs = checks() + slurm_doctor(args.course)
     for c in cs:
         mark = "[green]✓[/]" if c.ok else "[yellow]![/]" if c.ok is None else "[red]✗[/]"
         console.print(f"{mark} {c.name:<11} {c.detail}")
@@ -630,6 +649,12 @@ def port_value(text: str) -> int:
     return _int_in(text, 0, 65535, "a port")
 
 
+def variant_name(text: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9][\w.-]{0,63}", text) or text == results.RANKED:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a name for a variant (letters, digits, . _ -)")
+    return text
+
+
 def json_path(text: str) -> str:
     """A file the results can be written to, checked before the run (not after it): "-" is stdout where the option
     allows it (its const)."""
@@ -676,6 +701,11 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--hidden", metavar="PATH",
                    help=f"with --ranked: the instructor's hidden cases (default: ${hidden.HIDDEN_ENV}, else "
                         f"{hidden.FILE_NAME} beside course.yaml, if there is one)")
+    c.add_argument("--on", choices=["slurm"], help="run the check as one Slurm job on the cluster's GPUs (from a login "
+                                                   "node; the course's slurm.yaml says what the job asks for)")
+    c.add_argument("--slurm-config", metavar="YAML", help="with --on slurm: your own settings, on top of the course's "
+                                                          "slurm.yaml (default: ~/.config/grader/slurm.yaml, if any)")
+    c.add_argument("--variant", type=variant_name, help=argparse.SUPPRESS)  # a job's check, named as the student's
     c.set_defaults(fn=cmd_check)
     w = sub.add_parser("watch", help="check a day again on every save, in one warm worker: a compact verdict in "
                                      "seconds (compile-only without a GPU)")

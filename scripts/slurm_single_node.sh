@@ -11,13 +11,17 @@
 #                                              in DIR/pids (and nothing else)
 #
 # DIR defaults to $GRADER_SLURM_DIR, else /tmp/grader-slurm. Ports: $GRADER_SLURM_PORT (slurmctld, default 6817)
-# and the next one (slurmd). $GRADER_SLURM_WAIT_S bounds the wait for the node (default 60 s).
+# and the next one (slurmd). $GRADER_SLURM_WAIT_S bounds the wait for the node (default 60 s). The node's GPUs are a
+# generic resource (gres/gpu, so that `sbatch --gpus-per-task=1` gets one and Slurm sets CUDA_VISIBLE_DEVICES):
+# $GRADER_SLURM_GPUS of them (default: as many as there are /dev/nvidiaN files), their device files
+# $GRADER_SLURM_GPU_FILES (default: /dev/nvidia0 …).
 set -euo pipefail
 
 mode=${1:-}
 dir=${2:-${GRADER_SLURM_DIR:-/tmp/grader-slurm}}
 port=${GRADER_SLURM_PORT:-6817}
 wait_s=${GRADER_SLURM_WAIT_S:-60}
+gpus=${GRADER_SLURM_GPUS:-$(find /dev -maxdepth 1 -regex '/dev/nvidia[0-9]+' 2>/dev/null | wc -l)}
 
 die() { echo "slurm_single_node: $*" >&2; exit 1; }
 fail() { echo "slurm_single_node: $*" >&2; stop >&2 || true; exit 1; }  # start went wrong: end what it started
@@ -102,6 +106,14 @@ start() {
   host=$(hostname -s)
   cpus=$(nproc)
   mem_mb=$(awk '/MemTotal/ {print int($2 / 1024 * 0.8)}' /proc/meminfo)
+  local gres_types="" node_gres=""
+  rm -f "$dir/gres.conf"
+  if [ "$gpus" -gt 0 ]; then  # slurmd reads gres.conf from the folder of slurm.conf
+    local files=${GRADER_SLURM_GPU_FILES:-}
+    [ -n "$files" ] || files=$([ "$gpus" = 1 ] && echo /dev/nvidia0 || echo "/dev/nvidia[0-$((gpus - 1))]")
+    echo "Name=gpu File=$files" > "$dir/gres.conf"
+    gres_types="GresTypes=gpu" node_gres=" Gres=gpu:$gpus"
+  fi
   cat > "$dir/slurm.conf" <<EOF
 ClusterName=grader
 SlurmctldHost=$host(127.0.0.1)
@@ -120,6 +132,7 @@ ReturnToService=2
 MpiDefault=none
 JobCompType=jobcomp/none
 JobAcctGatherType=jobacct_gather/none
+$gres_types
 AccountingStorageType=accounting_storage/none
 StateSaveLocation=$dir/ctld
 SlurmdSpoolDir=$dir/spool
@@ -127,7 +140,7 @@ SlurmctldPidFile=$dir/slurmctld.pid
 SlurmdPidFile=$dir/slurmd.pid
 SlurmctldLogFile=$dir/slurmctld.log
 SlurmdLogFile=$dir/slurmd.log
-NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem_mb State=UNKNOWN
+NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem_mb$node_gres State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
   export SLURM_CONF="$dir/slurm.conf"
@@ -156,7 +169,7 @@ EOF
   if [ "$state" != idle ]; then
     fail "the node is '${state:-not answering}' after ${wait_s} s; slurmd's log ends: $(tail -5 "$dir/slurmd.log")"
   fi
-  echo "node $host idle ($cpus CPUs, ${mem_mb} MB); pids in $dir/pids"
+  echo "node $host idle ($cpus CPUs, ${mem_mb} MB, $gpus GPU(s)); pids in $dir/pids"
   echo "export SLURM_CONF=$SLURM_CONF"
 }
 

@@ -71,6 +71,11 @@ def not_available(why: str):
 
 @pytest.fixture(autouse=True)
 def time_limit():
+    yield from alarm()
+
+
+def alarm():
+    """Any one test ends within TEST_S (tests/test_check_on_slurm.py uses it too)."""
     def expire(*_):
         raise TimeoutError(f"the test ran past {TEST_S} s")
 
@@ -83,7 +88,11 @@ def time_limit():
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    """A single-node Slurm for this module: its slurm.conf's path; its daemons stopped, by PID, afterwards."""
+    yield from single_node_slurm(tmp_path_factory)
+
+
+def single_node_slurm(tmp_path_factory):
+    """A single-node Slurm for a test module: its slurm.conf's path; its daemons stopped, by PID, afterwards."""
     why = unavailable()
     if why:
         not_available(why)
@@ -91,6 +100,8 @@ def cluster(tmp_path_factory):
     # A CI runner that gives up on the job sends SIGTERM: end the way Ctrl-C does, so the daemons are stopped.
     term = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt("SIGTERM")))
     env = {**os.environ, "GRADER_SLURM_PORT": str(free_port_pair()), "GRADER_SLURM_WAIT_S": "60"}
+    if not list(Path("/dev").glob("nvidia[0-9]*")):  # a stand-in GPU, so that jobs asking for one are scheduled
+        env.update(GRADER_SLURM_GPUS="1", GRADER_SLURM_GPU_FILES="/dev/null")
     try:
         r = subprocess.run(["bash", str(SCRIPT), "start", str(state)], capture_output=True, text=True, env=env,
                            timeout=START_S)

@@ -23,7 +23,29 @@ def _days_table(course: Course, released: list[str]) -> list[str]:
     return rows
 
 
-def render(course: Course, released: list[str]) -> str:
+def _on_slurm(first: str) -> list[str]:
+    """How to get a GPU's verdict from the class's cluster: only where the course ships its Slurm settings."""
+    return ["## No GPU here? Check on your cluster's GPUs", "",
+            "If your machine has no GPU (its check compiles only) and your class's GPUs are behind Slurm, run the "
+            "check as a Slurm job, from a login node of the cluster, with the same options as a local check:", "",
+            "```bash",
+            "pip install -e \".[slurm]\"",
+            f"grader check {first} --on slurm",
+            "```", "",
+            "Only the day's sources go to the job (regular files; a symbolic link is refused); the grader, the "
+            "course file and the thresholds are the course's, as installed on the cluster. You see the job queued, "
+            "then the node and GPU it runs on, then the check's own lines. The verdict, `--json` and the exit code "
+            "are those of the check on that node. Ctrl-C cancels the job. A job that cannot start, is cancelled or "
+            "preempted, or runs past its time gets an ENVIRONMENT ERROR verdict that says which (exit code 2). What "
+            "a job asks for (partition, GPUs, time, `module load` lines) is in `slurm.yaml`, from your instructor; "
+            "put your own settings (an account, another partition) in `~/.config/grader/slurm.yaml`, or pass "
+            "`--slurm-config FILE`: a key there replaces the course's. `grader doctor` shows whether Slurm answers "
+            "and what a job would ask for. On a GPU machine of your own a local check is quicker: there is no "
+            "queue.", ""]
+
+
+def render(course: Course, released: list[str], slurm: bool = False) -> str:
+    """slurm: the course ships Slurm settings (slurm.yaml), so `grader check --on slurm` is explained."""
     first = released[0] if released else "day01"
     later = [d.id for d in course.days if d.id not in released and d.status == "ready"]
     lines = [f"# {course.title}", "", course.pitch.replace("{title}", course.title).strip(), "",
@@ -72,6 +94,7 @@ def render(course: Course, released: list[str]) -> str:
               "Some exercises are timed against an earlier day's solution, which arrives in this repository when "
               "your instructor publishes it, after that day is due. Until then `grader check` checks their "
               "correctness only and says so.", "",
+              *(_on_slurm(first) if slurm else []),
               "## Handing in, and how it is graded", "",
               "Commit and push your work in `days/`. Your instructor grades each day with the same grader: only "
               "the sources of `days/dayNN/` are taken from your repository, while the course file, the problems "

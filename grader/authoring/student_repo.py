@@ -143,7 +143,8 @@ def build(root: Path, course_file: Path, course: Course, today: date, overlay: P
                                    .encode("utf-8"))
     # The student's README, not the instructor's (which describes tests, scripts and grading a class).
     readme = (Path(course_rel).parent / "README.md").as_posix()
-    tree.files[readme] = Entry(student_readme.render(course, days).encode("utf-8"))
+    slurm = (Path(course_rel).parent / "slurm.yaml").as_posix() in tree.files  # `check --on slurm` set up
+    tree.files[readme] = Entry(student_readme.render(course, days, slurm).encode("utf-8"))
     known = {t.path for t in tracked}
     for p in release.release_plan(course, root, days) if days else []:
         src = p.source.relative_to(root).as_posix()

@@ -261,17 +261,24 @@ def source_paths(ex, src_dir: Path) -> list[Path]:
             for n in compiled_sources(ex)]
 
 
-def _read_files(ex, src_dir: Path, root: Path) -> dict[str, bytes]:
-    """name -> bytes of what a build compiles from src_dir: the sources (in their order), then the headers beside
-    them, then the used files of earlier days and the headers beside those. Read once: the key and the copy that is
-    compiled come from the same bytes."""
-    files = {}
+def files_read(ex, src_dir: Path) -> list[tuple[str, Path, bool]]:
+    """(name in the build's copy, file, whether it must exist) of everything a build compiles from src_dir: the
+    sources (in their order), then the headers beside them, then the used files of earlier days and the headers
+    beside those. `grader check --on slurm` sends exactly these."""
+    src_dir = Path(src_dir)
     wanted = [(name, src_dir / name, True) for name in ex.sources]
     wanted += [(name, src_dir / name, False) for name in _local_headers(src_dir)]
     folders = used_folders(ex, src_dir)
     wanted += [(u, folders[u.split("/")[0]] / u.split("/")[1], True) for u in _uses(ex)]
     wanted += [(f"{day}/{h}", folder / h, False) for day, folder in folders.items() for h in _local_headers(folder)]
-    for name, path, required in wanted:
+    return wanted
+
+
+def _read_files(ex, src_dir: Path, root: Path) -> dict[str, bytes]:
+    """name -> bytes of what a build compiles from src_dir (files_read). Read once: the key and the copy that is
+    compiled come from the same bytes."""
+    files = {}
+    for name, path, required in files_read(ex, src_dir):
         if name in files:
             continue
         try:

@@ -166,8 +166,10 @@ class SlurmExecutor:
     def _executor(self):
         c = self.config
         ex = self.submitit.SlurmExecutor(folder=str(self.folder / "%j"), python=c.python)
+        # ntasks_per_node: one grading per job, said outright; Slurm refuses --gpus-per-task without a task count
         params = {"job_name": "grader-grade", "time": c.timeout_min, "cpus_per_task": c.cpus_per_task,
-                  "array_parallelism": c.array_parallelism, "use_srun": c.use_srun, "stderr_to_stdout": True,
+                  "ntasks_per_node": 1, "array_parallelism": c.array_parallelism, "use_srun": c.use_srun,
+                  "stderr_to_stdout": True,
                   # submitit's warning signal comes 5% before the limit: the grading's own 90% ends first
                   "signal_delay_s": min(90, max(3, c.timeout_min * 3))}
         for key, value in (("partition", c.partition), ("account", c.account), ("qos", c.qos),
@@ -181,6 +183,16 @@ class SlurmExecutor:
             params["additional_parameters"] = dict(c.sbatch)
         ex.update_parameters(**params)
         return ex
+
+    def submit(self, fn, *args, name: str):
+        """One job running fn(*args), asked for as each task of an array is (`grader check --on slurm`): its
+        submitit Job."""
+        executor = self._executor()
+        executor.update_parameters(job_name=name)
+        try:
+            return executor.submit(fn, *args)
+        except Exception as e:  # sbatch refused (a partition that does not exist, a limit)
+            raise GraderError(f"Slurm refused the job: {str(e).strip()[-2000:]}") from None
 
     def run(self, tasks: list[grade_task.Task], attempt: int, done: Done) -> None:
         if not tasks:

@@ -219,19 +219,18 @@ class Tally:
         self.tolerances: dict[str, dict] = {}
         self.seconds = 0.0
 
-    def add(self, results, label: str, seed: int, tolerance) -> None:
+    def add(self, results, label: str, seed: int, tolerance, outputs) -> None:
+        """One case's results; tolerance(name): that output's bound; outputs: the names compared."""
         self.case_runs += 1
         failed = [r for r in results if not r.ok]
         if failed and self.first_failure is None:
             self.first_failure = {"case": label, "seed": seed, "output": failed[0].name,
                                   "message": failed[0].message[:500]}
         self.failures += bool(failed)
+        for name in outputs:
+            if name not in self.tolerances:
+                self.tolerances[name] = tolerance(name).model_dump()
         for r in results:
-            if r.name not in self.tolerances:
-                try:
-                    self.tolerances[r.name] = tolerance(r.name).model_dump()
-                except KeyError:  # not an output (the op raised): no tolerance of its own
-                    pass
             ratio = r.stats.get("tol_ratio")
             if ratio is None:  # not compared at all (wrong shape, NaN where the reference is finite, unwritten)
                 ratio = math.inf
@@ -347,7 +346,8 @@ def run_unit(spec: dict) -> dict:
                         out["errors"][x.entry.key] = f"the CUDA context was lost at {pc.named} seed {seed}: {err}"
                         save()
                         return out
-                x.tallies[pc.dtype].add(results, pc.named, seed, lambda name, d=pc.dtype, ex=x.ex: ex.tolerance(name, d))
+                x.tallies[pc.dtype].add(results, pc.named, seed, lambda name, d=pc.dtype, ex=x.ex: ex.tolerance(name, d),
+                                        [o.name for o in x.ex.outputs] or list(case.outputs))
                 x.tallies[pc.dtype].seconds += time.perf_counter() - t0
         if not complete:
             break

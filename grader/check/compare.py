@@ -43,6 +43,11 @@ class Comparison:
     worst_index: list[int] | None = None
     worst_out: float | None = None
     worst_ref: float | None = None
+    # How close to its bound the output came: the larger of max |out - ref| / (atol + rtol·|ref|) and
+    # rel_l2 / the rel_l2 bound (1 is the edge; scripts/tolerance_sweep.py wants a correct kernel at 0.5 or less).
+    tol_ratio: float = 0.0
+    elem_ratio: float = 0.0
+    l2_ratio: float = 0.0
     extra: dict = field(default_factory=dict)
 
     def as_dict(self):
@@ -97,7 +102,7 @@ def compare(out, ref, *, atol: float, rtol: float, rel_l2: float) -> Comparison:
     of, rf = torch.where(finite_ref, o, 0.0), torch.where(finite_ref, r, 0.0)
     diff = (of - rf).abs()
     allowed = atol + rtol * rf.abs()
-    ratio = diff / allowed
+    ratio = torch.where(diff == 0, 0.0, diff / allowed)  # 0/0 (atol 0, ref and out 0) is no error
     worst_flat = int(ratio.flatten().argmax())
     worst = _index(worst_flat, out.shape)
     bad = int((diff > allowed).sum())
@@ -108,8 +113,11 @@ def compare(out, ref, *, atol: float, rtol: float, rel_l2: float) -> Comparison:
     rel = diff / rf.abs().clamp_min(1e-300)
     max_rel = float(torch.where(rf != 0, rel, torch.zeros_like(rel)).max()) if n else 0.0
     wo, wr = float(o.flatten()[worst_flat]), float(r.flatten()[worst_flat])
+    elem_ratio = float(ratio.flatten()[worst_flat]) if n else 0.0
+    l2_ratio = l2 / rel_l2 if rel_l2 > 0 else (0.0 if l2 == 0 else float("inf"))
     stats = dict(numel=n, max_abs=max_abs, max_rel=max_rel, rel_l2=l2, mismatches=bad, mismatch_frac=bad / n,
-                 worst_index=worst, worst_out=wo, worst_ref=wr)
+                 worst_index=worst, worst_out=wo, worst_ref=wr, tol_ratio=max(elem_ratio, l2_ratio),
+                 elem_ratio=elem_ratio, l2_ratio=l2_ratio)
     if bad or l2 > rel_l2:
         why = []
         if bad:

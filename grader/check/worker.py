@@ -172,6 +172,11 @@ def summarize(results: list[Result], outputs: list[str]) -> dict:
         note = next((r for r in results if r.category == Category.NONDETERMINISTIC), None)
         if note:
             res["message"], res["hint_category"] = note.message, Category.NONDETERMINISTIC
+    # The output that came closest to its bound (scripts/tolerance_sweep.py), whichever had the worst rel_l2.
+    ratios = [r for r in results if "tol_ratio" in r.stats]
+    if ratios:
+        closest = max(ratios, key=lambda r: r.stats["tol_ratio"])
+        res.update(tol_ratio=closest.stats["tol_ratio"], tol_ratio_output=closest.name)
     return res
 
 

@@ -1,0 +1,622 @@
+"""The seed sweep behind course.yaml's tolerances (issue 32): every ready exercise's solution over many seeds x every
+correctness case and probe x every dtype, and the worst ratio of its error to its tolerance. A correct kernel must sit
+at 0.5 or less everywhere: twice its worst over the seeds still passes. tests/test_tolerance_sweep.py reads the
+table against course.yaml.
+
+The ratio of one compared output is the larger of max |out - ref| / (atol + rtol·|ref|) over its elements and
+rel_l2 / its bound (grader/check/compare.py's tol_ratio): the grader's own comparison, through the task's own
+`check` (the backward's atol in units of the reference's RMS included). Seed s is `grader check --seed s`'s seed:
+each case's inputs come from PlannedCase.seed(s), so a row's worst case reproduces with
+`grader check dayNN --solution --seed S --case "DTYPE LABEL"`.
+
+How it runs (one GPU call, or two with --days): the solutions are built first, in parallel processes, by the
+grader's keyed build (build_exercise: a build the grader made before is reused). Then each unit, one process,
+takes a group of exercises whose task makes the same inputs and reference (the softmax days; the matmul days;
+the attention forwards; the backwards; day 18; day 19) and a range of seeds: for every seed it makes each case once
+(inputs and fp64 reference, on the GPU) and runs every exercise of the group that has it. Correctness only: no
+timing, no sanitizer, no determinism or extra checks. Units run --procs at a time, the costliest first; each stops
+at the deadline (--budget-s from the start), and the table says how many seeds each row got.
+
+Natural second orders of the same maths (ORDERS): a build with other -D knobs (split-K, another tile width, the
+mma.sync walk on a Hopper GPU) or other case params (a ring of another size), each a row of its own.
+
+    python3 scripts/tolerance_sweep.py [--seeds 200] [--days day10 day19] [--exercise day19.ring_attention]
+        [--dtypes fp32] [--no-orders] [--procs 6] [--budget-s 500] [--out measured/tolerance-sweep-h100.json]
+    python3 scripts/tolerance_sweep.py --merge A.json B.json --out measured/tolerance-sweep-h100.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from multiprocessing import get_context
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+REQUIRED_SEEDS = 200
+MAX_RATIO = 0.5
+
+# Other orders of the same maths, each run as a row of its own: (label, extra nvcc flags, extra variants). The flags
+# are knobs the solutions already have (the configuration sweeps use them); the variants are case params the op
+# already takes.
+ORDERS: dict[str, list[tuple[str, list[str], list[dict]]]] = {
+    # Stream-K on every shape (not only the last wave): each tile's K is split between blocks, whose partial sums
+    # are added in fp32 (split-K); walking K upwards, as well as downwards.
+    "day09.matmul": [("split-K", ["-DSGEMM_STREAMK=2"], []),
+                     ("split-K, K upwards", ["-DSGEMM_STREAMK=2", "-DSGEMM_SK_DOWN=0"], [])],
+    # K-tiles of 64 instead of 32 (tc_sweep.py's configuration): another grouping of the fp32 accumulation.
+    "day11.matmul_mma": [("BK=64", ["-DTC_BK=64", "-DTC_STAGES=3"], [])],
+    # On a Hopper GPU the aligned shapes take the wgmma walk: the mma.sync walk (what other GPUs run) separately,
+    # with key tiles of 64 and of 128 (another online-softmax rescaling schedule).
+    "day12.flash_attention_mma": [("mma.sync", ["-DFA12_HOPPER=0"], []),
+                                  ("mma.sync, Bc=128", ["-DFA12_HOPPER=0", "-DFA12_MMA_BC64=128",
+                                                        "-DFA12_MMA_MIN_BLOCKS64=1"], [])],
+    "day20.attention_bwd_tc": [("mma.sync", ["-DFA20_HOPPER=0"], [])],
+    "day20.attention_bwd_tc_deterministic": [("mma.sync", ["-DFA20_HOPPER=0"], [])],
+    # Rings of other sizes, causal and not (course.yaml checks ranks 2 and 8 plain, 4 causal).
+    "day19.ring_attention": [("other ranks", [], [{"causal": True, "ranks": 2}, {"causal": False, "ranks": 3},
+                                                  {"causal": False, "ranks": 4}, {"causal": True, "ranks": 8},
+                                                  {"causal": True, "ranks": 16}])],
+}
+
+
+@dataclass
+class Entry:
+    """One row family: an exercise as graded (order "") or in another order."""
+    day: str
+    exercise: str
+    order: str = ""
+    flags: list[str] = field(default_factory=list)
+    variants: list[dict] = field(default_factory=list)
+    dtypes: list[str] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        return f"{self.day}.{self.exercise}" + (f" [{self.order}]" if self.order else "")
+
+
+def gpu_slug(name: str) -> str:
+    """'NVIDIA H100 80GB HBM3' -> 'h100': the first word that is letters then digits; else the name, simplified."""
+    m = re.search(r"\b([A-Za-z]+\d{2,4}[A-Za-z]*)\b", name.replace("NVIDIA", ""))
+    return (m.group(1) if m else re.sub(r"\W+", "-", name).strip("-")).lower()
+
+
+def day_ids(course, given: list[str] | None) -> list[str] | None:
+    """--days: ids and ranges (day13-day20) of the course's days."""
+    if not given:
+        return None
+    ids = [d.id for d in course.days]
+    out = []
+    for g in given:
+        lo, _, hi = g.partition("-")
+        if hi:
+            out += ids[ids.index(lo):ids.index(hi) + 1]
+        else:
+            out.append(g)
+    return out
+
+
+def exercise_of(course, entry: Entry):
+    """The course's exercise, as this entry runs it: its flags added, its variants replacing the course's."""
+    ex = next(e for e in course.day(entry.day).exercises if e.name == entry.exercise)
+    update = {}
+    if entry.flags:
+        update["extra_cuda_cflags"] = [*ex.extra_cuda_cflags, *entry.flags]
+    if entry.variants:
+        update["variants"] = entry.variants
+    return ex.model_copy(update=update) if update else ex
+
+
+def select(course, days=None, exercises=None, dtypes=None, orders=True) -> list[Entry]:
+    """The ready exercises chosen (days: ids; exercises: `dayNN.name` or `name`), with their orders."""
+    out = []
+    for day in course.days:
+        if day.status != "ready" or (days and day.id not in days):
+            continue
+        for ex in day.exercises:
+            if exercises and not ({f"{day.id}.{ex.name}", ex.name} & set(exercises)):
+                continue
+            chosen = [d for d in ex.dtypes if not dtypes or d in dtypes]
+            if not chosen:
+                continue
+            out.append(Entry(day.id, ex.name, dtypes=chosen))
+            if orders:
+                for label, flags, variants in ORDERS.get(f"{day.id}.{ex.name}", []):
+                    out.append(Entry(day.id, ex.name, label, list(flags), list(variants), chosen))
+    return out
+
+
+def group_key(task_name: str) -> str:
+    """Exercises whose tasks make the same inputs, outputs and reference share their cases: the functions' names."""
+    from grader.protocol import Task
+
+    m = Task.load(task_name).module
+    return "|".join(f"{f.__module__}.{f.__qualname__}" for f in (m.make_inputs, m.make_outputs, m.reference))
+
+
+# -- building -----------------------------------------------------------------------------------------------------
+def build_one(root: str, entry: dict, device: str) -> tuple[str, float, str]:
+    """Builds (or finds built) one entry's module, in a process of its own; (key, seconds, error or '')."""
+    from grader.check.build import BuildError, MissingPackage, build_exercise
+    from grader.course import load_course
+
+    e = Entry(**entry)
+    t0 = time.perf_counter()
+    try:
+        import torch
+
+        cap = tuple(torch.cuda.get_device_capability(0)) if device == "cuda" else (0, 0)
+        course = load_course(Path(root) / "course.yaml")
+        build_exercise(exercise_of(course, e), src_dir=Path(root) / "solutions" / e.day, root=Path(root),
+                       day_id=e.day, capability=cap)
+    except BuildError as err:
+        return e.key, time.perf_counter() - t0, f"build failed: {err.log[-2000:]}"
+    except MissingPackage as err:
+        return e.key, time.perf_counter() - t0, f"needs the Python package {err}"
+    except Exception as err:  # noqa: BLE001 -- reported in the table, the sweep goes on
+        return e.key, time.perf_counter() - t0, f"{type(err).__name__}: {err}"
+    return e.key, time.perf_counter() - t0, ""
+
+
+def build_all(root: Path, entries: list[Entry], device: str, procs: int) -> dict[str, str]:
+    """Every entry's module built, `procs` builds at a time (one build per build unit and flags): key -> error."""
+    from grader.check.build import build_unit
+    from grader.course import load_course
+
+    course = load_course(root / "course.yaml")
+    first: dict[tuple, Entry] = {}
+    for e in entries:
+        ex = exercise_of(course, e)
+        if ex.build == "python":  # imported (and JIT-compiled) where it runs
+            continue
+        first.setdefault((e.day, build_unit(ex)), e)
+    errors: dict[str, str] = {}
+    if not first:
+        return errors
+    t0 = time.perf_counter()
+    # spawn: each build process imports torch itself (a forked CUDA context is unusable); one build per process, as
+    # a library of torch ops loads once per process.
+    with ProcessPoolExecutor(max_workers=max(1, min(procs, len(first))), mp_context=get_context("spawn"),
+                             max_tasks_per_child=1) as pool:
+        futures = [pool.submit(build_one, str(root), asdict(e), device) for e in first.values()]
+        for f in futures:
+            key, secs, err = f.result()
+            print(f"  build {key}: {'FAILED ' + err.splitlines()[0] if err else 'ok'} ({secs:.0f} s)", flush=True)
+            if err:
+                errors[key] = err
+    print(f"builds: {len(first)} in {time.perf_counter() - t0:.0f} s", flush=True)
+    # An entry sharing a failed build fails with it.
+    out = {}
+    for e in entries:
+        ex = exercise_of(course, e)
+        owner = first.get((e.day, build_unit(ex))) if ex.build != "python" else None
+        if owner is not None and owner.key in errors:
+            out[e.key] = errors[owner.key]
+    return out
+
+
+# -- one unit: a group of exercises over a range of seeds, in this process ------------------------------------------
+class Tally:
+    """One row's numbers as they come in: exercise x order x dtype."""
+
+    def __init__(self):
+        self.case_runs = 0
+        self.failures = 0
+        self.first_failure = None
+        self.worst = None  # {"tol_ratio", "elem_ratio", "l2_ratio", "output", "case", "seed"}
+        self.by_output: dict[str, dict] = {}
+        self.tolerances: dict[str, dict] = {}
+        self.seconds = 0.0
+
+    def add(self, results, label: str, seed: int, tolerance, outputs) -> None:
+        """One case's results; tolerance(name): that output's bound; outputs: the names compared."""
+        self.case_runs += 1
+        failed = [r for r in results if not r.ok]
+        if failed and self.first_failure is None:
+            self.first_failure = {"case": label, "seed": seed, "output": failed[0].name,
+                                  "message": failed[0].message[:500]}
+        self.failures += bool(failed)
+        for name in outputs:
+            if name not in self.tolerances:
+                self.tolerances[name] = tolerance(name).model_dump()
+        for r in results:
+            ratio = r.stats.get("tol_ratio")
+            if ratio is None:  # not compared at all (wrong shape, NaN where the reference is finite, unwritten)
+                ratio = math.inf
+            got = {"tol_ratio": ratio, "elem_ratio": r.stats.get("elem_ratio"), "l2_ratio": r.stats.get("l2_ratio"),
+                   "output": r.name, "case": label, "seed": seed}
+            if self.worst is None or ratio > self.worst["tol_ratio"]:
+                self.worst = got
+            mine = self.by_output.get(r.name)
+            if mine is None or ratio > mine["tol_ratio"]:
+                self.by_output[r.name] = {k: v for k, v in got.items() if k != "output"}
+
+    def as_dict(self) -> dict:
+        return {"case_runs": self.case_runs, "failures": self.failures, "first_failure": self.first_failure,
+                "worst": self.worst, "by_output": self.by_output, "tolerances": self.tolerances,
+                "seconds": round(self.seconds, 2)}
+
+
+@dataclass
+class Live:
+    """An entry ready to run in a unit: its exercise, task, op, planned cases and a tally per dtype."""
+    entry: Entry
+    ex: object
+    task: object
+    fn: object
+    cases: list
+    tallies: dict
+
+
+def run_unit(spec: dict) -> dict:
+    """A unit: its entries (one group) over seeds [start, stop) until the deadline; the result as a dict, also
+    written to spec["result"] after every seed (a unit killed at the deadline keeps the seeds it finished)."""
+    root, device, deadline = Path(spec["root"]), spec["device"], spec["deadline"]
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    import torch
+
+    from grader.check.build import BuildError, build_exercise
+    from grader.check.compare import poison
+    from grader.check.plan import plan
+    from grader.course import load_course
+    from grader.protocol import Result, Task
+
+    course = load_course(root / "course.yaml")
+    cap = tuple(torch.cuda.get_device_capability(0)) if device == "cuda" else (0, 0)
+    gpu = torch.cuda.get_device_name(0) if device == "cuda" else "CPU"
+    out = {"gpu": gpu, "torch": torch.__version__, "cuda": torch.version.cuda, "entries": {}, "seeds": [],
+           "errors": {}}
+
+    def save():
+        if spec.get("result"):
+            tmp = Path(spec["result"] + ".tmp")
+            tmp.write_text(json.dumps(out, default=_json_default))
+            tmp.replace(spec["result"])
+
+    live = []
+    for raw in spec["entries"]:
+        e = Entry(**raw)
+        ex = exercise_of(course, e)
+        try:
+            task = Task.load(ex.task)
+            module, _, _ = build_exercise(ex, src_dir=root / "solutions" / e.day, root=root, day_id=e.day,
+                                          capability=cap)
+            fn = task.resolve(module, ex)
+            if fn is None:
+                raise RuntimeError(f"the built module has no op {ex.op!r}")
+        except Exception as err:  # noqa: BLE001 -- a build error, a missing package: the row says why
+            msg = f"build failed: {err.log[-1500:]}" if isinstance(err, BuildError) else f"{type(err).__name__}: {err}"
+            out["errors"][e.key] = msg
+            continue
+        cases = plan(ex, e.dtypes, benchmark=False)
+        tallies = {d: Tally() for d in e.dtypes}
+        out["entries"][e.key] = {"entry": asdict(e), "cases_per_seed": {d: sum(c.dtype == d for c in cases)
+                                                                       for d in e.dtypes}, "tallies": tallies}
+        live.append(Live(e, ex, task, fn, cases, tallies))
+    save()
+
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    for seed in range(spec["start"], spec["stop"]):
+        if time.time() > deadline:
+            break
+        # This seed's cases, each made once (inputs and fp64 reference) for every exercise of the group that has it,
+        # and dropped once they have all run it.
+        users: dict[tuple, list] = {}
+        for x in live:
+            for pc in x.cases:
+                probe = x.task.probes.get(pc.probe) if pc.probe else None
+                layout = x.task.layout(pc.case.layout) if pc.case.layout else None
+                key = (pc.dtype, pc.case.model_dump_json(), _qualname(probe), _qualname(layout), pc.seed(seed))
+                users.setdefault(key, []).append((x, pc))
+        complete = True
+        for runs in users.values():
+            if time.time() > deadline:
+                complete = False
+                break
+            case = None
+            for x, pc in runs:
+                if x.entry.key in out["errors"]:
+                    continue
+                t0 = time.perf_counter()
+                if case is None:
+                    case = x.task.materialize(torch, shape=pc.case.shape, dtype=pc.dtype, params=dict(pc.case.params),
+                                            seed=pc.seed(seed), offset=pc.case.offset, layout=pc.case.layout,
+                                            probe=pc.probe, device=device)
+                try:
+                    for o in case.outputs.values():
+                        poison(o)
+                    got = x.task.call(x.fn, case, x.ex)()
+                    sync()
+                    results = x.task.check(got, case, x.ex)
+                except Exception as err:  # noqa: BLE001 -- the solution raised or crashed: the row says so
+                    results = [Result("op", False, "error", f"{type(err).__name__}: {str(err)[:300]}")]
+                    if device == "cuda" and not _alive(torch):
+                        out["errors"][x.entry.key] = f"the CUDA context was lost at {pc.named} seed {seed}: {err}"
+                        save()
+                        return out
+                x.tallies[pc.dtype].add(results, pc.named, seed, lambda name, d=pc.dtype, ex=x.ex: ex.tolerance(name, d),
+                                        [o.name for o in x.ex.outputs] or list(case.outputs))
+                x.tallies[pc.dtype].seconds += time.perf_counter() - t0
+        if not complete:
+            break
+        out["seeds"].append(seed)
+        save()
+    return out
+
+
+def _qualname(f) -> str | None:
+    return None if f is None else f"{f.__module__}.{f.__qualname__}"
+
+
+def _alive(torch) -> bool:
+    try:
+        torch.cuda.synchronize()
+        return torch.ones(1, device="cuda").add_(1).item() == 2.0
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _json_default(o):
+    if isinstance(o, Tally):
+        return o.as_dict()
+    raise TypeError(type(o).__name__)
+
+
+# -- the table ----------------------------------------------------------------------------------------------------
+def rows_from_units(units: list[dict], entries: list[Entry], build_errors: dict[str, str]) -> list[dict]:
+    """One row per entry x dtype, from the units' results (several units may hold seeds of the same entry)."""
+    rows = {}
+    for e in entries:
+        for d in e.dtypes:
+            rows[(e.key, d)] = {"day": e.day, "exercise": e.exercise, "order": e.order, "flags": e.flags,
+                                "variants": e.variants, "dtype": d, "seeds": 0, "seed_list": [],
+                                "cases_per_seed": None, "case_runs": 0, "failures": 0, "first_failure": None,
+                                "worst": None, "by_output": {}, "tolerances": {}, "seconds": 0.0,
+                                "error": build_errors.get(e.key)}
+    for u in units:
+        for key, err in u.get("errors", {}).items():
+            for (k, _), row in rows.items():
+                if k == key and not row["error"]:
+                    row["error"] = err
+        for key, got in u.get("entries", {}).items():
+            for d, t in got["tallies"].items():
+                row = rows.get((key, d))
+                if row is None:
+                    continue
+                row["cases_per_seed"] = got["cases_per_seed"][d]
+                row["seed_list"] = sorted(set(row["seed_list"]) | set(u.get("seeds", [])))
+                merge_tally(row, t)
+    for row in rows.values():
+        row["seeds"] = len(row["seed_list"])
+    return list(rows.values())
+
+
+def merge_tally(row: dict, t: dict) -> None:
+    row["case_runs"] += t["case_runs"]
+    row["failures"] += t["failures"]
+    firsts = [f for f in (row["first_failure"], t["first_failure"]) if f]
+    row["first_failure"] = min(firsts, key=lambda f: f["seed"]) if firsts else None  # the lowest seed's
+    if t["worst"] and (row["worst"] is None or t["worst"]["tol_ratio"] > row["worst"]["tol_ratio"]):
+        row["worst"] = t["worst"]
+    for name, w in t["by_output"].items():
+        if name not in row["by_output"] or w["tol_ratio"] > row["by_output"][name]["tol_ratio"]:
+            row["by_output"][name] = w
+    row["tolerances"].update(t["tolerances"])
+    row["seconds"] = round(row["seconds"] + t["seconds"], 2)
+
+
+def row_key(row: dict) -> tuple:
+    return row["day"], row["exercise"], row["order"], row["dtype"]
+
+
+def merge_tables(tables: list[dict]) -> dict:
+    """Tables of runs over other exercises or other seeds, as one: rows of the same exercise x order x dtype add up
+    over seeds that differ (a seed run twice is counted once, its worst kept)."""
+    rows: dict[tuple, dict] = {}
+    for t in tables:
+        for r in t["rows"]:
+            k = row_key(r)
+            if k not in rows:
+                rows[k] = json.loads(json.dumps(r))
+                continue
+            have = rows[k]
+            if have["tolerances"] and r["tolerances"] and have["tolerances"] != r["tolerances"]:
+                raise SystemExit(f"{k}: the tables were made with different tolerances; run the sweep again")
+            merge_tally(have, r)
+            have["seed_list"] = sorted(set(have["seed_list"]) | set(r["seed_list"]))
+            have["seeds"] = len(have["seed_list"])
+            have["cases_per_seed"] = have["cases_per_seed"] or r["cases_per_seed"]
+            have["error"] = have["error"] if have["seeds"] else (have["error"] or r["error"])
+    gpus = sorted({t["gpu"] for t in tables})
+    if len(gpus) > 1:
+        raise SystemExit(f"the tables come from different GPUs ({', '.join(gpus)}): one table per GPU")
+    base = dict(tables[0])
+    base.update(rows=sorted(rows.values(), key=row_key), runs=[run for t in tables for run in t.get("runs", [])])
+    return base
+
+
+def summary_lines(table: dict) -> list[str]:
+    """The table for people: a row per exercise x order x dtype, flagged where it misses the requirement."""
+    lines = [f"{'exercise':46s} {'dtype':5s} {'seeds':>5s} {'cases':>8s} {'worst':>7s}  where"]
+    for r in table["rows"]:
+        name = f"{r['day']}.{r['exercise']}" + (f" [{r['order']}]" if r["order"] else "")
+        w = r["worst"]
+        ratio = f"{w['tol_ratio']:.3f}" if w else "-"
+        where = f"{w['output']} {w['case']} seed {w['seed']}" if w else "-"
+        why = [f"{r['failures']} FAILED ({r['first_failure']['case']} seed {r['first_failure']['seed']})"
+               if r["failures"] else "",
+               "over 0.5" if w and w["tol_ratio"] > MAX_RATIO and not r["failures"] else "",
+               f"ERROR {r['error'].strip().splitlines()[0][:100]}" if r["error"] else ""]
+        why = "; ".join(x for x in why if x)
+        lines.append(f"{name:46s} {r['dtype']:5s} {r['seeds']:5d} {r['case_runs']:8d} {ratio:>7s}  {where}"
+                     + (f"  <-- {why}" if why else ""))
+    return lines
+
+
+# -- the parent ---------------------------------------------------------------------------------------------------
+def plan_units(root: Path, entries: list[Entry], seeds: range, procs: int, device: str) -> list[dict]:
+    """Groups of entries (by the inputs and reference their tasks make), each cut into seed ranges so that about
+    3·procs units of similar cost result; costliest first."""
+    from grader.check.plan import plan
+    from grader.course import load_course
+
+    course = load_course(root / "course.yaml")
+    groups: dict[str, list[Entry]] = {}
+    cost: dict[str, float] = {}
+    for e in entries:
+        ex = exercise_of(course, e)
+        g = group_key(ex.task)
+        groups.setdefault(g, []).append(e)
+        # A case costs its call and comparison; making its inputs and reference is shared within the group (a
+        # backward's fp64 forward and autograd weigh more than the call).
+        cases = plan(ex, e.dtypes, benchmark=False)
+        weight = 3.0 if "attention" in ex.task else 1.0
+        cost[g] = cost.get(g, 0.0) + weight * len(cases)
+    total = sum(cost.values()) or 1.0
+    target = total / (3 * procs)
+    units = []
+    n = len(seeds)
+    for g, members in groups.items():
+        parts = max(1, min(n, round(cost[g] / target)))
+        for i in range(parts):
+            lo, hi = seeds.start + n * i // parts, seeds.start + n * (i + 1) // parts
+            if hi > lo:
+                units.append({"group": g, "entries": [asdict(e) for e in members], "start": lo, "stop": hi,
+                              "cost": cost[g] * (hi - lo), "root": str(root), "device": device})
+    return sorted(units, key=lambda u: -u["cost"])
+
+
+def run_units(units: list[dict], procs: int, deadline: float, logs: Path) -> list[dict]:
+    """Each unit in a process of its own, `procs` at a time, none started after the deadline; a unit still running
+    60 s past it is killed (the seeds it finished are kept)."""
+    pending, running, results = list(units), [], []
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    while pending or running:
+        if pending and time.time() >= deadline:
+            print(f"  deadline: {len(pending)} unit(s) not started: " + "; ".join(map(_unit_name, pending)), flush=True)
+            pending = []
+        while pending and len(running) < procs:
+            u = pending.pop(0)
+            name = f"unit-{len(results) + len(running) + len(pending)}-{u['start']}"
+            u.update(deadline=deadline, result=str(logs / f"{name}.json"))
+            spec = logs / f"{name}.spec.json"
+            spec.write_text(json.dumps(u))
+            log = open(logs / f"{name}.log", "w")
+            proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--unit", str(spec)],
+                                    stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            running.append((u, proc, log, time.time()))
+        still = []
+        for u, proc, log, t0 in running:
+            code = proc.poll()
+            if code is None and time.time() > deadline + 60:
+                os.killpg(proc.pid, 9)
+                code = f"killed 60 s past the deadline ({proc.wait()})"
+            if code is None:
+                still.append((u, proc, log, t0))
+                continue
+            log.close()
+            try:
+                got = json.loads(Path(u["result"]).read_text())
+            except (OSError, ValueError):
+                got = {"entries": {}, "seeds": [], "errors": {}}
+            if code != 0:
+                tail = Path(log.name).read_text(errors="replace")[-1500:]
+                for e in u["entries"]:
+                    got["errors"].setdefault(Entry(**e).key, f"the unit ({_unit_name(u)}) exited with {code} after "
+                                                            f"{len(got['seeds'])} seed(s): {tail}")
+                print(f"  unit {_unit_name(u)} exited with {code}; its log ends:\n{tail}", flush=True)
+            print(f"  unit {_unit_name(u)}: {len(got['seeds'])} of {u['stop'] - u['start']} seeds in "
+                  f"{time.time() - t0:.0f} s", flush=True)
+            results.append(got)
+        running = still
+        if running:
+            time.sleep(0.2)
+    return results
+
+
+def _unit_name(u: dict) -> str:
+    names = sorted({f"{e['day']}.{e['exercise']}" for e in u["entries"]})
+    short = names[0] + (f" +{len(names) - 1}" if len(names) > 1 else "")
+    return f"{short} seeds {u['start']}-{u['stop'] - 1}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=REQUIRED_SEEDS, help="seeds per case (default %(default)s)")
+    ap.add_argument("--seed-start", type=int, default=1, help="the first seed (a second run can add seeds)")
+    ap.add_argument("--days", nargs="*", help="only these days, or ranges of them: day13-day20 (default: every ready "
+                                              "day)")
+    ap.add_argument("--exercise", nargs="*", help="only these exercises: dayNN.name or name")
+    ap.add_argument("--dtypes", help="only these dtypes, comma-separated")
+    ap.add_argument("--no-orders", action="store_true", help="the exercises as graded only (no ORDERS rows)")
+    ap.add_argument("--procs", type=int, default=max(1, min(6, (os.cpu_count() or 2) // 2)),
+                    help="units (processes) at a time, also builds at a time (default %(default)s)")
+    ap.add_argument("--budget-s", type=float, default=500.0, help="no new seed after this many seconds from the "
+                                                                  "start, builds included (default %(default)s)")
+    ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cpu: the machinery's own tests")
+    ap.add_argument("--root", type=Path, default=ROOT, help="the course (its course.yaml and solutions/)")
+    ap.add_argument("--out", type=Path, help="the table (default measured/tolerance-sweep-<gpu>.json)")
+    ap.add_argument("--merge", nargs="+", type=Path, help="merge these tables into --out instead of running")
+    ap.add_argument("--unit", type=Path, help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+
+    if a.unit:
+        run_unit(json.loads(a.unit.read_text()))
+        return 0
+    if a.merge:
+        if not a.out:
+            ap.error("--merge needs --out")
+        table = merge_tables([json.loads(p.read_text()) for p in a.merge])
+        a.out.write_text(json.dumps(table, indent=1) + "\n")
+        print("\n".join(summary_lines(table)))
+        return 0
+
+    t_start = time.time()
+    deadline = t_start + a.budget_s
+    root = a.root.resolve()
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    from grader.course import load_course
+
+    course = load_course(root / "course.yaml")
+    entries = select(course, day_ids(course, a.days), a.exercise, a.dtypes.split(",") if a.dtypes else None, not a.no_orders)
+    if not entries:
+        ap.error("no ready exercise matches")
+    print(f"{len(entries)} rows' exercises, seeds {a.seed_start}..{a.seed_start + a.seeds - 1}, {a.procs} at a time",
+          flush=True)
+    build_errors = build_all(root, entries, a.device, a.procs)
+    ok_entries = [e for e in entries if e.key not in build_errors]
+    units = plan_units(root, ok_entries, range(a.seed_start, a.seed_start + a.seeds), a.procs, a.device)
+    with tempfile.TemporaryDirectory(prefix="tolerance-sweep-") as tmp:
+        results = run_units(units, a.procs, deadline, Path(tmp))
+    info = next((r for r in results if r.get("gpu")), {})
+    table = {"gpu": info.get("gpu", "unknown"), "slug": gpu_slug(info.get("gpu", "unknown")),
+             "torch": info.get("torch"), "cuda": info.get("cuda"), "date": time.strftime("%Y-%m-%d"),
+             "required_seeds": REQUIRED_SEEDS, "max_ratio": MAX_RATIO,
+             "runs": [{"command": " ".join(sys.argv[1:] if argv is None else argv), "seed_start": a.seed_start,
+                       "seeds": a.seeds, "wall_s": round(time.time() - t_start), "procs": a.procs}],
+             "rows": sorted(rows_from_units(results, entries, build_errors), key=row_key)}
+    out = a.out or ROOT / "measured" / f"tolerance-sweep-{table['slug']}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(table, indent=1, default=_json_default) + "\n")
+    print("\n".join(summary_lines(table)))
+    print(f"table: {out} ({time.time() - t_start:.0f} s)")
+    bad = [r for r in table["rows"] if r["error"] or r["failures"] or not r["worst"]
+           or r["worst"]["tol_ratio"] > MAX_RATIO or r["seeds"] < a.seeds]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

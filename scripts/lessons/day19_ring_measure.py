@@ -50,7 +50,7 @@ def flash_attend(torch):
 
 def _timed(torch, dist, fn, reps: int, cuda: bool) -> float:
     """Median milliseconds of fn() over reps, every rank starting together (a barrier) and the slowest rank's time
-    counted (a max over ranks)."""
+    counted (a max over ranks, on the rank's own GPU: NCCL has no CPU tensors; gloo takes either)."""
     times = []
     for _ in range(reps + 1):  # the first is a warm-up
         if cuda:
@@ -60,7 +60,8 @@ def _timed(torch, dist, fn, reps: int, cuda: bool) -> float:
         fn()
         if cuda:
             torch.cuda.synchronize()
-        t = torch.tensor([time.perf_counter() - t0], dtype=torch.float64)
+        t = torch.tensor([time.perf_counter() - t0], dtype=torch.float64,
+                         device=torch.cuda.current_device() if cuda else "cpu")
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         times.append(1e3 * float(t))
     return statistics.median(times[1:])

@@ -279,3 +279,18 @@ def test_the_measurement_script_runs_on_cpu_processes(tmp_path):
             assert len(p["compute_ms_per_rank"]) == 2
     assert "| no | 16 |" in (tmp_path / "day19-dist-cpux2.md").read_text()
 
+
+def test_the_verdict_script_runs_on_cpu_processes(tmp_path):
+    """scripts/lessons/day19_dist_check.py (what the GPU run prints), over gloo: the verdicts it expects, and a wrong
+    expectation is reported (exit 1)."""
+    script = str(ROOT / "scripts" / "lessons" / "day19_dist_check.py")
+    r = subprocess.run([sys.executable, script, str(tmp_path), "--cpu", "--only", "stub",
+                        "ring_dist_receive_into_the_send_buffer"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = json.loads((tmp_path / "day19-dist-check.json").read_text())["checks"]
+    assert [(x["check"], x["status"], x["as_expected"]) for x in rows] == [
+        ("stub", "not_implemented", True), ("ring_dist_receive_into_the_send_buffer", "fail", True)]
+    assert "2 of 2 verdicts as expected" in r.stdout
+    r = subprocess.run([sys.executable, script, str(tmp_path), "--only", "nothing"], capture_output=True, text=True,
+                       cwd=ROOT)
+    assert r.returncode == 2 and "no check named nothing" in r.stderr

@@ -73,8 +73,8 @@ def _group():
     from grader.protocol import CourseConfigError
 
     if not dist.is_available() or not dist.is_initialized():
-        raise CourseConfigError("tasks.ring_dist runs in a process group: give the exercise `processes: 2` (or more) "
-                                "in course.yaml, and the grader starts them")
+        raise CourseConfigError("tasks.ring_dist runs in a process group, one process per GPU, which `grader check` "
+                                "starts (course.yaml: `processes: 2` or more): its op cannot be called alone")
     return dist
 
 

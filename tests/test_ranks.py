@@ -119,3 +119,20 @@ def test_several_processes_are_refused_with_timing_or_compute_sanitizer(tmp_path
 def test_a_skipped_exercise_never_fails_a_day():
     assert exit_code([Status.PASS, Status.SKIPPED]) == 2
     assert exit_code([Status.FAIL, Status.SKIPPED]) == 1
+
+
+def test_compute_sanitizer_is_refused_with_what_checks_instead(tmp_path, capsys):
+    """`grader sanitize` runs one worker under the tool: a process group is not what it can watch."""
+    import json
+
+    from grader.check import worker
+
+    _check(tmp_path, "correct")  # writes the course, the task and the source
+    course = load_course(tmp_path / "course.yaml")
+    day = course.day("day01")
+    job = make_job(course=course, root=tmp_path, day=day, ex=day.exercises[0], src_dir=tmp_path / "solutions" / "day01",
+                   seed=3, device="cpu")
+    path = job.write(tmp_path / "job.json")
+    assert worker.main([str(path), "--sanitized"]) == 2
+    events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert events[-1]["ev"] == "env_error" and "compute-sanitizer watches one" in events[-1]["message"]

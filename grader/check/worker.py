@@ -3,6 +3,7 @@ events (JSON lines on a dedicated pipe, so a kernel's printf cannot corrupt them
 context or hangs, only this process dies and the runner starts another for the remaining cases.
 
     python -m grader.check.worker JOB.json [--start N] [--had-failure] [--only N[,N...]] [--sanitized] [--fd FD]
+    python -m grader.check.worker JOB.json --rank R --world N --rendezvous file://PATH   # started by rank 0
     python -m grader.check.worker --serve [--fd FD]
 
 --serve keeps one process for many jobs (`grader watch`): each line on stdin is a request, {"job": PATH, "start": N,
@@ -346,6 +347,10 @@ def run(job: Job, emit: Emitter, *, start: int = 0, had_failure: bool = False, o
     if why:
         emit("skipped", message=f"{job.target.day}.{ex.name} {why}")
         return 0
+    if sanitized and ex.processes > 1:
+        emit("env_error", message=f"{job.target.day}.{ex.name} runs in {ex.processes} processes, and "
+                                  "compute-sanitizer watches one: `grader check` is the check of this exercise")
+        return 2
     if job.device == "cuda":
         if torch.version.cuda is None or not torch.cuda.is_available():
             emit("no_gpu", torch=torch.__version__, cuda=torch.version.cuda)

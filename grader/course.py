@@ -203,6 +203,12 @@ class Exercise(Strict):
     threshold: float | None = Field(None, gt=0, description="needed speedup over the baseline (geometric mean)")
     limits: ExerciseLimits = ExerciseLimits()
     stub: Stub = Stub()
+    processes: int = Field(1, ge=1, le=8, description="processes that run the op together, one per GPU (NCCL; gloo "
+                           "with CPU processes when the job runs on the CPU): the worker is rank 0 and starts the "
+                           "others (grader/check/ranks.py); a machine with fewer GPUs skips the exercise (exit 2)")
+    attribution: bool = Field(True, description="false: the op's GPU work is not attributed to the student's "
+                              "sources (an exercise about communication, whose compute is the library's and whose "
+                              "transfers run on NCCL's own streams)")
     points: int = Field(ge=0)
     hints: dict[str, str] = {}
 
@@ -233,6 +239,10 @@ class Exercise(Strict):
         for c in self.sanitize_shapes:
             if not any(c.same_tensors(k) for k in self.correctness):
                 raise ValueError(f"sanitize_shapes: {c.label()} is not one of the correctness shapes")
+        if self.processes > 1 and (timed or self.sanitize):
+            raise ValueError(f"an exercise of {self.processes} processes is graded on correctness and its checks: "
+                             "timing across processes and compute-sanitizer runs are not supported (drop "
+                             "`benchmark:` and `sanitize:`)")
         if self.probes and not self.probe_shapes:
             raise ValueError("probes are listed but probe_shapes is empty")
         for s in self.sources:

@@ -13,8 +13,10 @@ class Status:
     BUILD_ERROR = "build_error"
     NO_GPU = "no_gpu"  # compiled only: correctness and speed need a GPU
     ENV_ERROR = "env_error"  # the machine or the course's configuration, not the student's code
+    SKIPPED = "skipped"  # not checked: the exercise needs more of the machine than this one has (several GPUs)
 
-    ALL = (PASS, FAIL, NOT_IMPLEMENTED, BUILD_ERROR, NO_GPU, ENV_ERROR)
+    ALL = (PASS, FAIL, NOT_IMPLEMENTED, BUILD_ERROR, NO_GPU, ENV_ERROR, SKIPPED)
+    UNGRADED = (NO_GPU, ENV_ERROR, SKIPPED)  # grading was impossible here: exit 2 unless something failed
 
 
 class Category:
@@ -66,6 +68,6 @@ EXIT_PASS, EXIT_FAIL, EXIT_ENV = 0, 1, 2
 
 def exit_code(statuses: list[str]) -> int:
     """1 if anything failed (a failure outranks an environment problem), else 2 if grading was impossible, else 0."""
-    if any(s not in (Status.PASS, Status.NO_GPU, Status.ENV_ERROR) for s in statuses):
+    if any(s not in (Status.PASS, *Status.UNGRADED) for s in statuses):
         return EXIT_FAIL
-    return EXIT_ENV if any(s in (Status.NO_GPU, Status.ENV_ERROR) for s in statuses) else EXIT_PASS
+    return EXIT_ENV if any(s in Status.UNGRADED for s in statuses) else EXIT_PASS

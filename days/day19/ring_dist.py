@@ -1,61 +1,68 @@
-"""The day's ring across processes: each rank is a process (a GPU with the NCCL backend, or a CPU process with gloo),
-and the slots and counters become torch.distributed sends and receives.
+"""Day 19, exercise 3: the ring across processes. Each rank is a process with a GPU of its own (NCCL; CPU processes
+with gloo in the tests), and exercise 1's slots and counters become sends, receives and waits.
 
-    o, lse = ring_attention(q, k, v, causal)   # inside an initialized process group
+    ring_attention(q, k, v, o, lse, causal, placement, comm)   # on every rank of an initialized process group
 
-Rank r passes its q, k, v shards (rows r·n .. r·n + n - 1 of the sequence, [B, H, n, d], the same n on every rank)
-and gets o and lse for its own queries. At step s it holds key/value shard j = (r - s) mod R: it posts the send of
-that shard to rank r + 1 and the receive of the next one from rank r - 1 (batch_isend_irecv, so NCCL runs them on
-its own stream while this rank computes), attends to the shard it holds, merges with day 10's online-softmax rule,
-and only then waits for the transfer. The receive buffer is the second slot: a transfer never overwrites the shard
-being computed on, and `wait()` is the acquire that the single-GPU version writes by hand.
+The sequence is cut into 2R chunks of c rows (R ranks). Rank r holds two of them: chunks 2r and 2r + 1 with
+placement "plain", chunks r and 2R − 1 − r with "zigzag" (one from each end, so that causal ranks do equal work).
+It passes its rows of q, k and v ([B, H, 2c, d] each, in sequence order) and o ([B, H, 2c, d], q's dtype) and lse
+(fp32 [B, H, 2c]) to write for those rows. `comm` is torch.distributed's point-to-point API (P2POp, isend, irecv,
+batch_isend_irecv, get_rank, get_world_size): the grader passes a strict version of it (tasks/strict_p2p.py), in
+which a receive's buffer holds NaN until its wait() returns and a send's buffer must keep its bits until its wait()
+returns, and then torch.distributed itself.
 """
 from __future__ import annotations
-
-import math
 
 import torch
 import torch.distributed as dist
 
 
-def _attend(q, k, v, scale, causal_diagonal):
-    """One shard's partial: row max m, sum l and unnormalized output acc, in fp32."""
+def visible(rank: int, j: int, world: int, causal: bool, placement: str, n: int) -> list[tuple[slice, slice, bool]]:
+    """The parts of rank's n local queries that see any of rank j's n local keys: (query rows, key rows, diagonal),
+    diagonal meaning that the causal mask applies between them (the same positions on both sides)."""
+    every = slice(0, n)
+    if not causal:
+        return [(every, every, False)]
+    if j == rank:  # the local rows are in sequence order, so the mask over them is the sequence's mask
+        return [(every, every, True)]
+    if placement == "plain":  # shard j lies wholly before shard rank, or wholly after it
+        return [(every, every, False)] if j < rank else []
+    first, second = slice(0, n // 2), slice(n // 2, n)
+    # zigzag, j < rank: j's first chunk precedes both of rank's chunks; its second (2R − 1 − j) follows both.
+    # j > rank: both of j's chunks follow rank's first chunk and precede its second.
+    return [(every, first, False)] if j < rank else [(second, every, False)]
+
+
+def attend(q, k, v, scale: float, diagonal: bool):
+    """One part's partial (m, l, acc): the row max of the scores, the row sum of exp(score − m) and the unnormalized
+    output, m and l fp32 [B, H, rows], acc [B, H, rows, d]. On a GPU in fp16/bf16 the flash kernel gives the
+    normalized output and its logsumexp: (m, l, acc) = (lse, 1, o), acc in q's dtype. Otherwise fp32 matmuls."""
+    if q.is_cuda and q.dtype in (torch.float16, torch.bfloat16):
+        o, lse = torch.ops.aten._scaled_dot_product_flash_attention(q, k, v, 0.0, diagonal, False, scale=scale)[:2]
+        return lse, torch.ones_like(lse), o
     s = (q.float() @ k.float().transpose(-1, -2)) * scale
-    if causal_diagonal:
-        n = s.shape[-1]
-        s = s.masked_fill(torch.ones(n, n, dtype=torch.bool, device=s.device).triu(1), float("-inf"))
+    if diagonal:
+        s.masked_fill_(torch.ones(s.shape[-2:], dtype=torch.bool, device=s.device).triu(1), float("-inf"))
     m = s.amax(dim=-1)
-    p = torch.exp(s - m[..., None])
+    p = torch.exp(s - m.unsqueeze(-1))
     return m, p.sum(dim=-1), p @ v.float()
 
 
-def ring_attention(q, k, v, causal=False, group=None, attend=_attend):
-    """attend(q, k, v, scale, causal_diagonal) -> (m, l, acc): one shard's partial in fp32 (a flash kernel's
-    (o, lse) is (lse, 1, o)); the default computes it with plain matmuls."""
-    rank, world = dist.get_rank(group), dist.get_world_size(group)
+def ring_attention(q, k, v, o, lse, causal=False, placement="plain", comm=dist, group=None, attend=attend):
+    rank, world = comm.get_rank(group), comm.get_world_size(group)
     succ, pred = (rank + 1) % world, (rank - 1) % world
-    scale = 1.0 / math.sqrt(q.shape[-1])
-    m = torch.full(q.shape[:3], float("-inf"), device=q.device)
-    total = torch.zeros(q.shape[:3], device=q.device)  # the running sum l
-    acc = torch.zeros(q.shape, device=q.device)
-    held = (k.contiguous(), v.contiguous())
+    n, scale = q.shape[2], q.shape[-1] ** -0.5
+    # K and V travel together in one buffer: one send and one receive a step. While a step computes on one buffer
+    # (`held`), the next shard arrives in the other (`free`); the two swap roles every step.
+    bufs = (torch.stack((k, v)), torch.empty((2, *k.shape), dtype=k.dtype, device=k.device))
+    m = l = acc = None  # every local query row's running max, sum and unnormalized output (fp32), from step 0 on
     for s in range(world):
-        j = (rank - s) % world
-        pending = None
-        if s + 1 < world:
-            incoming = (torch.empty_like(held[0]), torch.empty_like(held[1]))
-            ops = [dist.P2POp(dist.isend, t, succ, group) for t in held] + \
-                  [dist.P2POp(dist.irecv, t, pred, group) for t in incoming]
-            pending = dist.batch_isend_irecv(ops)
-        if not (causal and j > rank):  # a later shard holds only keys after every local query
-            m_b, l_b, acc_b = attend(q, *held, scale, causal and j == rank)
-            m_new = torch.maximum(m, m_b)
-            fa, fb = torch.exp(m - m_new), torch.exp(m_b - m_new)  # m is -inf only before the first shard
-            fa = torch.nan_to_num(fa, nan=0.0)
-            m, total = m_new, total * fa + l_b * fb
-            acc = acc * fa[..., None] + acc_b * fb[..., None]
-        if pending is not None:
-            for request in pending:
-                request.wait()
-            held = incoming
-    return (acc / total[..., None]).to(q.dtype), m + torch.log(total)
+        held, free = bufs[s % 2], bufs[(s + 1) % 2]
+        j = (rank - s) % world  # the rank whose keys `held` holds
+        works = []
+        # YOUR CODE HERE: unless this is the last step, post this step's transfer in one batch: `held` to succ, the next shard into `free` from pred; keep the works it returns in `works`
+        for rows, keys, diagonal in visible(rank, j, world, causal, placement, n):
+            m_b, l_b, acc_b = attend(q[:, :, rows], held[0][:, :, keys], held[1][:, :, keys], scale, diagonal)
+            # YOUR CODE HERE: fold the part into the running state of `rows` (step 0's part covers every row and starts it, acc in fp32), rescaling by exp(m_old − m_new) and exp(m_b − m_new)
+        # YOUR CODE HERE: wait for every work of the transfer: then `free` holds the next shard, and `held` may be received into again
+    # YOUR CODE HERE: write o = acc / l in o's dtype, and lse = m + ln(l)

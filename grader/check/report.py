@@ -12,9 +12,9 @@ from rich.text import Text
 from grader.verdicts import Category, Status
 
 STYLE = {"pass": "bold green", "fail": "bold red", "not_implemented": "bold yellow", "build_error": "bold red",
-         "no_gpu": "bold yellow", "env_error": "bold red"}
+         "no_gpu": "bold yellow", "env_error": "bold red", "skipped": "bold yellow"}
 LABEL = {"pass": "PASS", "fail": "FAIL", "not_implemented": "NOT IMPLEMENTED", "build_error": "BUILD ERROR",
-         "no_gpu": "COMPILED ONLY (no GPU)", "env_error": "ENVIRONMENT ERROR"}
+         "no_gpu": "COMPILED ONLY (no GPU)", "env_error": "ENVIRONMENT ERROR", "skipped": "SKIPPED"}
 MAX_LISTED_FAILURES = 8
 LOG_TAIL_LINES = 30  # of a compiler's output that gave no file:line diagnostic
 
@@ -188,7 +188,7 @@ def compact(res, ex) -> list[str]:
             line += (f"; ptxas: {len(kernels)} kernels, {regs[0]}–{regs[-1]} registers, "
                      + (f"spills in {', '.join(spills[:2])}" + (" …" if len(spills) > 2 else "") if spills else "no spills"))
         return [line]
-    if res.status in (Status.NOT_IMPLEMENTED, Status.ENV_ERROR):
+    if res.status in (Status.NOT_IMPLEMENTED, Status.ENV_ERROR, Status.SKIPPED):
         return [f"… {name}: {LABEL.get(res.status, res.status)}: {res.message}"]
     corr = [c for c in res.cases if c["kind"] == "correctness"]
     bad = [c for c in res.cases if c["kind"] != "benchmark" and not c["ok"]]

@@ -88,7 +88,7 @@ def run_job(job: Job, *, variant: str, case_s: float | None = None, correctness_
         elif kind == "info":
             res.info = ev
             deadline_len = STARTUP_S
-        elif kind in ("missing_op", "no_gpu", "env_error", "internal_error"):
+        elif kind in ("missing_op", "no_gpu", "skipped", "env_error", "internal_error"):
             terminal = ev
             deadline_len = STARTUP_S
         elif kind == "done":
@@ -141,6 +141,8 @@ def run_job(job: Job, *, variant: str, case_s: float | None = None, correctness_
         r = {**r, "index": c.index, "kind": c.kind, "dtype": c.dtype, "label": c.label}
         res.cases.append(r)
     verdict = decide(res, ex, terminal, correctness_only)
+    if ex.processes > 1:  # compute-sanitizer watches one process: a rerun under it would miss the other ranks
+        return verdict
     if ex.sanitize and terminal is None and job.device == "cuda" and verdict.status != Status.NOT_IMPLEMENTED:
         # The exercise must be clean under these tools: a required check, so GRADER_SANITIZE does not turn it off.
         sanitize_check(res, job, job_path, root, case_limit, worker=worker, on_event=on_event)

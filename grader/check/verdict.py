@@ -43,6 +43,8 @@ def decide(res: ExerciseResult, ex, terminal: dict | None, correctness_only: boo
             res.message = f"the built module has no `{terminal['op']}`: not implemented yet"
         elif kind == "no_gpu":
             res.status, res.message = Status.NO_GPU, "no CUDA GPU here: correctness and speed need a GPU"
+        elif kind == "skipped":
+            res.status, res.message = Status.SKIPPED, terminal["message"]
         else:
             res.status, res.message = Status.ENV_ERROR, terminal.get("message", "environment error")
         return res

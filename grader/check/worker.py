@@ -3,6 +3,7 @@ events (JSON lines on a dedicated pipe, so a kernel's printf cannot corrupt them
 context or hangs, only this process dies and the runner starts another for the remaining cases.
 
     python -m grader.check.worker JOB.json [--start N] [--had-failure] [--only N[,N...]] [--sanitized] [--fd FD]
+    python -m grader.check.worker JOB.json --rank R --world N --rendezvous file://PATH   # started by rank 0
     python -m grader.check.worker --serve [--fd FD]
 
 --serve keeps one process for many jobs (`grader watch`): each line on stdin is a request, {"job": PATH, "start": N,
@@ -24,7 +25,7 @@ import time
 import traceback
 from pathlib import Path
 
-from grader.check import attribution
+from grader.check import attribution, ranks
 from grader.check.build import BuildError, MissingPackage, build_exercise
 from grader.check.compare import compare, poison, same_bits
 from grader.check.job import Job, Target
@@ -43,6 +44,16 @@ class Emitter:
     def __call__(self, ev: str, **kw):
         self._f.write(json.dumps({"ev": ev, **kw}, default=str) + "\n")
         self._f.flush()
+
+
+class Silent(Emitter):
+    """The events of a rank other than 0: not sent."""
+
+    def __init__(self):
+        pass
+
+    def __call__(self, ev: str, **kw):
+        pass
 
 
 class Device:
@@ -324,11 +335,12 @@ def make_timer(torch, timing):
 
 # -- the run --------------------------------------------------------------------------------------------------
 def run(job: Job, emit: Emitter, *, start: int = 0, had_failure: bool = False, only: set[int] | None = None,
-        sanitized: bool = False) -> int:
+        sanitized: bool = False, job_path: Path | None = None, member: ranks.Member | None = None) -> int:
     """Runs the job's cases from `start` (only those in `only`, when given). sanitized: the process runs under
     compute-sanitizer, which is there to watch the op's kernels alone: no attribution (the profiler's own
-    instrumentation would be watched too), no extra checks, nothing timed."""
-    root, ex, paths = Path(job.root), job.exercise, Paths(Path(job.root))
+    instrumentation would be watched too), no extra checks, nothing timed. An exercise of several processes
+    (grader/check/ranks.py): rank 0 (member None) starts the other ranks with job_path; each runs this too."""
+    root, ex = Path(job.root), job.exercise
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
     try:
@@ -336,17 +348,43 @@ def run(job: Job, emit: Emitter, *, start: int = 0, had_failure: bool = False, o
     except ImportError:
         emit("env_error", message="PyTorch is not installed in this Python: install a CUDA build of torch")
         return 2
+    why = ranks.shortfall(torch, ex.processes, job.device)
+    if why:
+        emit("skipped", message=f"{job.target.day}.{ex.name} {why}")
+        return 0
+    if sanitized and ex.processes > 1:
+        emit("env_error", message=f"{job.target.day}.{ex.name} runs in {ex.processes} processes, and "
+                                  "compute-sanitizer watches one: `grader check` is the check of this exercise")
+        return 2
     if job.device == "cuda":
         if torch.version.cuda is None or not torch.cuda.is_available():
             emit("no_gpu", torch=torch.__version__, cuda=torch.version.cuda)
             return 0
         props = torch.cuda.get_device_properties(0)
         cap = torch.cuda.get_device_capability(0)
-        emit("info", gpu=props.name, capability=f"{cap[0]}.{cap[1]}", sms=props.multi_processor_count,
+        gpu = props.name if ex.processes == 1 else f"{ex.processes} x {props.name}"
+        emit("info", gpu=gpu, capability=f"{cap[0]}.{cap[1]}", sms=props.multi_processor_count,
              torch=torch.__version__, cuda=torch.version.cuda, driver=driver_version(), seed=job.seed)
     else:
         props, cap = None, (0, 0)
-        emit("info", gpu="CPU", capability="-", torch=torch.__version__, seed=job.seed)
+        where = "CPU" if ex.processes == 1 else f"{ex.processes} CPU processes (gloo)"
+        emit("info", gpu=where, capability="-", torch=torch.__version__, seed=job.seed)
+    try:
+        with ranks.group(torch, ex.processes, job.device, job_path=job_path, member=member, start=start,
+                         had_failure=had_failure, timeout_s=job.limits.case_s) as others:
+            return _run_cases(torch, job, emit, props, cap, start=start, had_failure=had_failure, only=only,
+                              sanitized=sanitized, others=others)
+    except ranks.JoinError as e:
+        emit("env_error", message=f"the {ex.processes} processes of {job.target.day}.{ex.name} could not form a "
+                                  f"process group: {short_error(e)}")
+        return 2
+
+
+def _run_cases(torch, job: Job, emit: Emitter, props, cap, *, start: int, had_failure: bool, only: set[int] | None,
+               sanitized: bool, others: ranks.Ranks | None) -> int:
+    """run()'s build, resolve and cases, in a process that has joined its group (if the exercise has one). others:
+    rank 0's other ranks, whose death is a crash of the case that was running."""
+    root, ex, paths = Path(job.root), job.exercise, Paths(Path(job.root))
     try:
         task = Task.load(ex.task)
     except CourseConfigError as e:
@@ -403,7 +441,7 @@ def run(job: Job, emit: Emitter, *, start: int = 0, had_failure: bool = False, o
 
     dev = Device(torch, job.device)
     timer = copies = None
-    owner = _owner(ex, module, Path(job.target.src_dir)) if dev.cuda else None
+    owner = _owner(ex, module, Path(job.target.src_dir)) if dev.cuda and ex.attribution else None
     peak = {d: peak_tflops(cap, props.multi_processor_count, max_sm_clock_ghz(), d) for d in ex.dtypes} if dev.cuda \
         else {}
     attributed: set[str] = set()  # dtypes whose first correctness case was attributed
@@ -432,14 +470,16 @@ def run(job: Job, emit: Emitter, *, start: int = 0, had_failure: bool = False, o
         except CourseConfigError as e:
             emit("env_error", message=f"course.yaml: {job.target.day}.{ex.name}: {e}")
             return 2
-        except Exception as e:  # the student's op raised, or the CUDA context died under it
+        except Exception as e:  # the student's op raised, or the CUDA context died under it (or another rank)
             alive = dev.alive()
-            category = Category.ERROR if alive else Category.CRASH
-            if isinstance(e, OpContractError):
+            # An OpContractError is the task's own, raised on every rank alike: no rank is lost then.
+            lost = others.lost(0.0 if isinstance(e, OpContractError) else 2.0) if others is not None else None
+            category = Category.ERROR if alive and not lost else Category.CRASH
+            if isinstance(e, OpContractError) and not lost:
                 category = Category.ERROR
             emit("case", index=c.index, kind=c.kind, dtype=c.dtype, label=c.label, ok=False, category=category,
-                 message=short_error(e), detail=traceback.format_exc(limit=3)[-4000:])
-            if not alive:
+                 message=lost or short_error(e), detail=traceback.format_exc(limit=3)[-4000:])
+            if not alive or lost:
                 return CONTEXT_LOST
             failed = True
             continue
@@ -474,7 +514,9 @@ def serve(emit: Emitter, requests) -> int:
             # A library of torch ops can be loaded once per process: after one, the next job needs a new process.
             fresh = loads_once(job.exercise) or (job.baseline_target is not None
                                                  and loads_once(job.baseline_target.exercise))
-            code = run(job, emit, start=int(req.get("start", 0)), had_failure=bool(req.get("had_failure")))
+            fresh |= job.exercise.processes > 1  # a process group is joined once per process
+            code = run(job, emit, start=int(req.get("start", 0)), had_failure=bool(req.get("had_failure")),
+                       job_path=Path(req["job"]))
         except Exception as e:
             emit("internal_error", message=f"{type(e).__name__}: {e}", detail=traceback.format_exc()[-4000:])
             code = 2
@@ -496,15 +538,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sanitized", action="store_true", help="running under compute-sanitizer: no attribution, no "
                                                             "extra checks, no timing")
     p.add_argument("--fd", type=int, help="write events to this file descriptor (default: stdout)")
+    p.add_argument("--rank", type=int, help="(started by rank 0) this process's rank in the exercise's group")
+    p.add_argument("--world", type=int, help="(with --rank) the number of processes")
+    p.add_argument("--rendezvous", help="(with --rank) where the ranks meet: file://PATH")
     a = p.parse_args(argv)
     if a.job is None and not a.serve:
         p.error("give the job's JSON file, or --serve")
-    emit = Emitter(a.fd)
+    member = None
+    if a.rank is not None:
+        if a.world is None or a.rendezvous is None or not 0 < a.rank < a.world:
+            p.error("--rank takes --world and --rendezvous, with 0 < rank < world")
+        member = ranks.Member(a.rank, a.world, a.rendezvous)
+    # Only rank 0 reports: the other ranks judge the same gathered outputs and would send the same events.
+    emit = Emitter(a.fd) if member is None else Silent()
     if a.serve:
         return serve(emit, sys.stdin)
     try:
         return run(Job.read(Path(a.job)), emit, start=a.start, had_failure=a.had_failure, only=a.only,
-                   sanitized=a.sanitized)
+                   sanitized=a.sanitized, job_path=Path(a.job), member=member)
     except Exception as e:
         emit("internal_error", message=f"{type(e).__name__}: {e}", detail=traceback.format_exc()[-4000:])
         return 2

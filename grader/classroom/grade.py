@@ -27,7 +27,8 @@ SUMMARY_FILE = "summary.json"  # beside the submissions' folders in --out (the l
 
 DEFAULT_TIMEOUT_S = 1800.0  # one local grading; a day's check with timing takes minutes, a hung one is cut here
 SHORT = {Status.PASS: "PASS", Status.FAIL: "FAIL", Status.NOT_IMPLEMENTED: "NOT IMPL.",
-         Status.BUILD_ERROR: "BUILD ERROR", Status.NO_GPU: "COMPILED", Status.ENV_ERROR: "ENV ERROR"}
+         Status.BUILD_ERROR: "BUILD ERROR", Status.NO_GPU: "COMPILED", Status.ENV_ERROR: "ENV ERROR",
+         Status.SKIPPED: "SKIPPED"}
 STYLE = {"PASS": "green", "COMPILED": "yellow", "NOT IMPL.": "yellow", "ERROR": "bold red", "MISSING": "dim"}
 
 

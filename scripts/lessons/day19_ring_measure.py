@@ -1,18 +1,22 @@
-"""Day 19's ring across processes (days/day19/ring_dist.py), measured: one process per GPU over NCCL, a query shard
-of n tokens per rank, the key/value shards passed around the ring while each rank attends to the one it holds.
+"""Day 19's ring across processes (solutions/day19/ring_dist.py), measured: one process per GPU over NCCL, the
+sequence cut into 2R chunks, each rank holding two of them (plain: two neighbours; zigzag: one from each end), the
+key/value shards passed around the ring while each rank attends to the one it holds.
 
-    python3 scripts/lessons/day19_ring_measure.py OUT_DIR                  # every visible GPU, one process each (NCCL)
-    python3 scripts/lessons/day19_ring_measure.py OUT_DIR --cpu --world 2 --sizes 32 64 --heads 2 --dim 16   # a smoke run
-    python3 scripts/lessons/day19_ring_measure.py --insert OUT_DIR/day19-dist.json    # the lesson's table from a saved run
+    python3 scripts/lessons/day19_ring_measure.py OUT_DIR        # every visible GPU, one process each (NCCL)
+    python3 scripts/lessons/day19_ring_measure.py OUT_DIR --cpu --world 2 --tokens 32 64 --heads 2 --dim 16  # smoke
+    python3 scripts/lessons/day19_ring_measure.py --insert       # the lesson's tables from measured/day19/dist-*.json
 
-For each shard size it times, in the same run: the ring's forward; the same attention work with no transfer
-(compute only: every step attends to a shard already held); the transfers alone (comm only); and one GPU doing the
-whole sequence (the same flash kernel over world x n tokens). Overlap efficiency is max(compute, comm) / ring: 1.0
-when the transfers hide entirely behind the math. On GPUs each shard's partial comes from SDPA's flash kernel (its
-(o, lse) merged by the lesson's rule); on CPU processes (gloo) from the lesson's plain matmuls. The ring's output,
+For each token count, causal or not, and each placement, it times in the same run: the ring's forward; the same
+steps with no transfer (compute only: every step attends to the buffer it already holds); the transfers alone
+(comm only); and one GPU doing the whole sequence (SDPA's flash kernel on rank 0; on CPU processes the ring's own
+fp32 attend). Every time is the median over repetitions of the slowest rank's (each repetition starts at a
+barrier). Share of ideal = one GPU's time / (R × the ring's): 100% when R GPUs are R times as fast as one. Overlap
+efficiency = max(compute, comm) / ring: 1.0 when the transfers hide entirely behind the math. The ring's output,
 gathered on rank 0, is checked against the one-GPU output (CPU: against the fp64 reference).
 
-NVLink multicast stays off (NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1), as the device notes require.
+The run writes OUT_DIR/day19-dist-<gpu>x<R>.json and .md; copied into measured/day19/ as dist-<gpu>x<R>.json, it is
+one of the tables `--insert` writes into days/day19/README.md (never typed). NVLink multicast stays off
+(NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1).
 """
 from __future__ import annotations
 
@@ -25,33 +29,25 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parents[2]
 BLOCK = "day19-dist"
+MEASURED = ROOT / "measured" / "day19"
+PLACEMENTS = ("plain", "zigzag")
 
 
 def _ring_module():
-    spec = importlib.util.spec_from_file_location("ring_dist", ROOT / "days" / "day19" / "ring_dist.py")
+    spec = importlib.util.spec_from_file_location("ring_dist", ROOT / "solutions" / "day19" / "ring_dist.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
 
 
-def flash_attend(torch):
-    """A shard's partial from SDPA's flash kernel: (o, lse) is the lesson's (m, l, acc) = (lse, 1, o)."""
-
-    def attend(q, k, v, scale, causal_diagonal):
-        out, lse = torch.ops.aten._scaled_dot_product_flash_attention(q, k, v, 0.0, causal_diagonal, False,
-                                                                     scale=scale)[:2]
-        return lse, torch.ones_like(lse), out.float()
-
-    return attend
-
-
-def _timed(torch, dist, fn, reps: int, cuda: bool) -> float:
-    """Median milliseconds of fn() over reps, every rank starting together (a barrier) and the slowest rank's time
-    counted (a max over ranks)."""
-    times = []
+def _timed(torch, dist, fn, reps: int, device) -> tuple[float, list[float]]:
+    """(median over reps of the slowest rank's milliseconds, each rank's median), every rank starting together."""
+    cuda = device.type == "cuda"
+    rows = []
     for _ in range(reps + 1):  # the first is a warm-up
         if cuda:
             torch.cuda.synchronize()
@@ -60,135 +56,211 @@ def _timed(torch, dist, fn, reps: int, cuda: bool) -> float:
         fn()
         if cuda:
             torch.cuda.synchronize()
-        t = torch.tensor([time.perf_counter() - t0], dtype=torch.float64)
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        times.append(1e3 * float(t))
-    return statistics.median(times[1:])
+        # On the rank's own device: NCCL has no CPU tensors (gloo takes either).
+        mine = torch.tensor([1e3 * (time.perf_counter() - t0)], dtype=torch.float64, device=device)
+        every = [torch.empty_like(mine) for _ in range(dist.get_world_size())]
+        dist.all_gather(every, mine)
+        rows.append([float(t) for t in every])
+    rows = rows[1:]
+    per_rank = [statistics.median(r[i] for r in rows) for i in range(len(rows[0]))]
+    return statistics.median(max(r) for r in rows), per_rank
+
+
+def work_per_rank(ring, world: int, causal: bool, placement: str, n: int = 2) -> list[float]:
+    """Each rank's share of the score tiles it computes over the whole ring (a diagonal part counts half), from the
+    ring's own `visible`: equal across ranks means balanced."""
+    out = []
+    for rank in range(world):
+        w = 0.0
+        for j in range(world):
+            for rows, keys, diagonal in ring.visible(rank, j, world, causal, placement, n):
+                w += (rows.stop - rows.start) * (keys.stop - keys.start) * (0.5 if diagonal else 1.0)
+        out.append(w / (n * n))
+    return out
 
 
 def _worker(rank: int, world: int, init: str, a: dict, out: str) -> None:
     import torch
     import torch.distributed as dist
 
+    sys.path.insert(0, str(ROOT))
+    from tasks.ring_dist import shard_rows
+
     cuda = not a["cpu"]
     if cuda:
         torch.cuda.set_device(rank)
+    else:  # CPU processes share the cores: threads that spin-wait for cores another rank holds time nothing
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
+    device = torch.device("cuda", rank) if cuda else torch.device("cpu")
     dist.init_process_group("nccl" if cuda else "gloo", init_method=init, rank=rank, world_size=world)
-    mod = _ring_module()
-    device = f"cuda:{rank}" if cuda else "cpu"
+    ring = _ring_module()
     dtype = getattr(torch, a["dtype"]) if cuda else torch.float32
-    attend = flash_attend(torch) if cuda else mod._attend
-    rows = []
+    # The same steps with nothing moved: the batch is posted nowhere and its works are none.
+    no_transfer = SimpleNamespace(P2POp=dist.P2POp, isend=dist.isend, irecv=dist.irecv,
+                                  batch_isend_irecv=lambda ops: [], get_rank=dist.get_rank,
+                                  get_world_size=dist.get_world_size)
+    reps, rows = a["reps"], []
     try:
         for causal in (False, True):
-            for n in a["sizes"]:
-                g = torch.Generator(device=device).manual_seed(1234 + n)  # the same full tensors on every rank
-                shape = (a["batch"], a["heads"], world * n, a["dim"])
+            for tokens in a["tokens"]:
+                g = torch.Generator(device=device).manual_seed(1234 + tokens)  # the same full tensors on every rank
+                shape = (a["batch"], a["heads"], tokens, a["dim"])
                 q, k, v = (torch.randn(shape, generator=g, device=device, dtype=dtype) for _ in range(3))
-                part = slice(rank * n, (rank + 1) * n)
-                ql, kl, vl = (t[:, :, part].contiguous() for t in (q, k, v))
-                result = {}
-
-                def ring():
-                    result["o"] = mod.ring_attention(ql, kl, vl, causal, attend=attend)[0]
-
-                t_ring = _timed(torch, dist, ring, a["reps"], cuda)
-                real = mod.dist.batch_isend_irecv
-                mod.dist.batch_isend_irecv = lambda ops: []  # no transfer: the same steps on the shards held
-                try:
-                    t_compute = _timed(torch, dist, lambda: mod.ring_attention(ql, kl, vl, causal, attend=attend),
-                                       a["reps"], cuda)
-                finally:
-                    mod.dist.batch_isend_irecv = real
-
-                def comm():
-                    held = (kl, vl)
-                    for _ in range(world - 1):
-                        incoming = (torch.empty_like(kl), torch.empty_like(vl))
-                        ops = [dist.P2POp(dist.isend, t, (rank + 1) % world) for t in held] + \
-                              [dist.P2POp(dist.irecv, t, (rank - 1) % world) for t in incoming]
-                        for req in dist.batch_isend_irecv(ops):
-                            req.wait()
-                        held = incoming
-
-                t_comm = _timed(torch, dist, comm, a["reps"], cuda) if world > 1 else 0.0
-                parts = [torch.empty_like(result["o"]) for _ in range(world)]
-                dist.all_gather(parts, result["o"])
                 full = {}
 
                 def single():  # rank 0 alone does the whole sequence; the others wait at the barrier
                     if rank == 0 and cuda:
                         full["o"] = torch.ops.aten._scaled_dot_product_flash_attention(q, k, v, 0.0, causal)[0]
                     elif rank == 0:
-                        mod._attend(q, k, v, q.shape[-1] ** -0.5, causal)
+                        m, l, acc = ring.attend(q, k, v, q.shape[-1] ** -0.5, causal)
+                        full["o"] = acc / l.unsqueeze(-1)
 
-                t_single = _timed(torch, dist, single, a["reps"], cuda)
+                t_single, _ = _timed(torch, dist, single, reps, device)
+                n = tokens // world
+                kv = torch.empty((2, a["batch"], a["heads"], n, a["dim"]), dtype=dtype, device=device)
+
+                def comm():  # the transfers alone, double-buffered as the ring does them
+                    bufs = (kv, torch.empty_like(kv))
+                    for s in range(world - 1):
+                        ops = [dist.P2POp(dist.isend, bufs[s % 2], (rank + 1) % world),
+                               dist.P2POp(dist.irecv, bufs[(s + 1) % 2], (rank - 1) % world)]
+                        for w in dist.batch_isend_irecv(ops):
+                            w.wait()
+
+                t_comm = _timed(torch, dist, comm, reps, device)[0] if world > 1 else 0.0
+                row = {"causal": causal, "tokens": tokens, "n_per_rank": n, "single_ms": t_single, "comm_ms": t_comm}
+                for placement in PLACEMENTS:
+                    mine = [torch.cat([torch.arange(s.start, s.stop, device=device)
+                                       for s in shard_rows(r, world, tokens, placement)]) for r in range(world)]
+                    ql, kl, vl = (t.index_select(2, mine[rank]) for t in (q, k, v))
+                    o = torch.empty_like(ql)
+                    lse = torch.empty(ql.shape[:3], dtype=torch.float32, device=device)
+                    t_ring, ring_ranks = _timed(torch, dist, lambda: ring.ring_attention(
+                        ql, kl, vl, o, lse, causal, placement, dist), reps, device)
+                    parts = [torch.empty_like(o) for _ in range(world)]
+                    dist.all_gather(parts, o)
+                    t_compute, compute_ranks = _timed(torch, dist, lambda: ring.ring_attention(
+                        ql, kl, vl, torch.empty_like(ql), torch.empty_like(lse), causal, placement, no_transfer),
+                        reps, device)
+                    diff = None
+                    if rank == 0:
+                        got = torch.empty_like(q)
+                        for idx, part in zip(mine, parts):
+                            got.index_copy_(2, idx, part)
+                        if cuda:
+                            ref = full["o"]
+                        else:
+                            from tasks import attention
+
+                            ref = attention.reference(q, k, v, causal)[0]
+                        diff = float((got.double() - ref.double()).abs().max())
+                    row[placement] = {"ring_ms": t_ring, "ring_ms_per_rank": ring_ranks, "compute_ms": t_compute,
+                                      "compute_ms_per_rank": compute_ranks,
+                                      "work_per_rank": work_per_rank(ring, world, causal, placement),
+                                      "speedup_vs_single": t_single / t_ring,
+                                      "share_of_ideal": t_single / (world * t_ring),
+                                      "overlap_efficiency": max(t_compute, t_comm) / t_ring,
+                                      "max_abs_diff": diff}
                 if rank == 0:
-                    o = torch.cat(parts, dim=2)
-                    if cuda:
-                        ref = full["o"]
-                    else:
-                        sys.path.insert(0, str(ROOT))
-                        from tasks import attention
-
-                        ref = attention.reference(q, k, v, causal)[0]
-                    ideal = max(t_compute, t_comm)
-                    rows.append({"causal": causal, "n_per_rank": n, "tokens": world * n, "ring_ms": t_ring,
-                                 "compute_ms": t_compute, "comm_ms": t_comm, "single_ms": t_single,
-                                 "speedup_vs_single": t_single / t_ring, "share_of_ideal": t_single / (world * t_ring),
-                                 "overlap_efficiency": ideal / t_ring,
-                                 "comm_hidden": t_comm <= t_compute,
-                                 "max_abs_diff": float((o.double() - ref.double()).abs().max())})
-                    print(json.dumps(rows[-1]), flush=True)
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
         if rank == 0:
             name = torch.cuda.get_device_name(0) if cuda else "CPU processes (gloo)"
             doc = {"device": name, "world": world, "torch": torch.__version__, "dtype": str(dtype).split(".")[-1],
-                   "batch": a["batch"], "heads": a["heads"], "dim": a["dim"], "rows": rows}
+                   "batch": a["batch"], "heads": a["heads"], "dim": a["dim"], "reps": reps,
+                   "when": time.strftime("%Y-%m-%d"), "rows": rows}
             Path(out).mkdir(parents=True, exist_ok=True)
-            (Path(out) / "day19-dist.json").write_text(json.dumps(doc, indent=1))
-            (Path(out) / "day19-dist.md").write_text(table(doc) + "\n")
+            stem = f"day19-dist-{slug(name)}x{world}"
+            (Path(out) / f"{stem}.json").write_text(json.dumps(doc, indent=1))
+            (Path(out) / f"{stem}.md").write_text(table(doc) + "\n")
     finally:
         dist.destroy_process_group()
 
 
+def slug(device: str) -> str:
+    """"NVIDIA H100 80GB HBM3" -> "h100"; CPU processes -> "cpu"."""
+    if device.startswith("CPU"):
+        return "cpu"
+    words = [w for w in device.split() if w.upper() not in ("NVIDIA", "TESLA")]
+    return (words[0] if words else device).lower()
+
+
+def _spread(ms: list[float]) -> str:
+    lo, hi = min(ms), max(ms)
+    return f"{lo:.2f}" if hi - lo < 0.005 else f"{lo:.2f}–{hi:.2f}"
+
+
 def table(doc: dict) -> str:
-    lines = [f"Measured on {doc['world']} x {doc['device']} (torch {doc['torch']}), regenerated by "
-             f"`scripts/lessons/day19_ring_measure.py`: {doc['dtype']}, batch {doc['batch']}, {doc['heads']} heads of "
-             f"d = {doc['dim']}, one query shard of n tokens per rank. Compute: the same steps with no transfer; "
-             "comm: the transfers alone; one GPU: the whole sequence on one device (rank 0's); overlap efficiency: "
-             "max(compute, comm) / ring; share of ideal: one GPU's time / (ranks × ring's).", "",
-             "| causal | n per rank | tokens | ring ms | compute ms | comm ms | one GPU ms | × one GPU | share of ideal "
-             "| overlap efficiency | comm hidden | max \\|Δ\\| vs one GPU |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
+    lines = [f"{doc['world']} × {doc['device']} (torch {doc['torch']}, {doc.get('when', '')}): {doc['dtype']}, batch "
+             f"{doc['batch']}, {doc['heads']} heads of d = {doc['dim']}; ms are medians of the slowest rank's time.",
+             "",
+             "| causal | tokens | one GPU ms | plain: ring ms | share of ideal | overlap efficiency | compute ms by "
+             "rank | zigzag: ring ms | share of ideal | overlap efficiency | compute ms by rank |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in doc["rows"]:
-        lines.append(f"| {'yes' if r['causal'] else 'no'} | {r['n_per_rank']:,} | {r['tokens']:,} | {r['ring_ms']:.2f} "
-                     f"| {r['compute_ms']:.2f} | {r['comm_ms']:.2f} | {r['single_ms']:.2f} | "
-                     f"{r['speedup_vs_single']:.2f} | {100 * r['share_of_ideal']:.0f}% | {r['overlap_efficiency']:.2f} | "
-                     f"{'yes' if r['comm_hidden'] else 'no'} | {r['max_abs_diff']:.1e} |")
+        cells = [f"{'yes' if r['causal'] else 'no'}", f"{r['tokens']:,}", f"{r['single_ms']:.2f}"]
+        for placement in PLACEMENTS:
+            p = r[placement]
+            cells += [f"{p['ring_ms']:.2f}", f"{100 * p['share_of_ideal']:.0f}%", f"{p['overlap_efficiency']:.2f}",
+                      _spread(p["compute_ms_per_rank"])]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def lesson_block(docs: list[dict]) -> str:
+    """The README's block: one table per measured machine, fewest GPUs first."""
+    intro = ("Measured by `scripts/lessons/day19_ring_measure.py` (written into this lesson from "
+             "`measured/day19/dist-*.json` by its `--insert`). One GPU: SDPA's flash kernel over the whole sequence. "
+             "Share of ideal: one GPU's time / (ranks × the ring's). Overlap efficiency: max(compute, comm) / ring, "
+             "where compute is the same steps with no transfer and comm the transfers alone. Compute ms by rank: the "
+             "fastest and the slowest rank's compute-only time, equal when the ranks do equal work.")
+    return "\n\n".join([intro, *(table(d) for d in sorted(docs, key=lambda d: (d["world"], d["device"])))])
+
+
+def insert(paths: list[Path], dry: bool = False) -> int:
+    """Rewrites the README's day19-dist block from the saved runs (default: every measured/day19/dist-*.json); dry:
+    prints the block instead."""
+    paths = paths or sorted(MEASURED.glob("dist-*.json"))
+    if not paths:
+        print(f"no measured runs in {MEASURED.relative_to(ROOT)} (dist-*.json): run the script on a machine with "
+              "two GPUs or more, and copy its day19-dist-*.json there", file=sys.stderr)
+        return 2
+    docs = []
+    for p in paths:
+        try:
+            docs.append(json.loads(p.read_text()))
+        except (OSError, ValueError) as e:
+            print(f"{p}: not a saved run ({e})", file=sys.stderr)
+            return 2
+    if dry:
+        print(lesson_block(docs))
+        return 0
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from update_readmes import replace_block
+
+    return 0 if replace_block(ROOT / "days" / "day19" / "README.md", BLOCK, lesson_block(docs)) else 1
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("out", nargs="?", type=Path)
-    p.add_argument("--insert", type=Path, help="a saved day19-dist.json: write its table into days/day19/README.md")
+    p.add_argument("--insert", type=Path, nargs="*", help="saved runs (default: measured/day19/dist-*.json): write "
+                                                          "their tables into days/day19/README.md")
+    p.add_argument("--print", action="store_true", help="with --insert: print the block instead of writing it")
     p.add_argument("--cpu", action="store_true", help="CPU processes over gloo (a smoke run of the script itself)")
     p.add_argument("--world", type=int, help="processes (default: the GPUs visible, or 2 with --cpu)")
-    p.add_argument("--sizes", type=int, nargs="+", default=[2048, 4096, 8192, 16384], help="tokens per rank")
+    p.add_argument("--tokens", type=int, nargs="+", default=[4096, 8192, 32768],
+                   help="sequence lengths, each a multiple of 2 x the processes")
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--heads", type=int, default=16)
     p.add_argument("--dim", type=int, default=128)
     p.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16"])
     p.add_argument("--reps", type=int, default=10)
     a = p.parse_args(argv)
-    if a.insert:
-        sys.path.insert(0, str(ROOT / "scripts"))
-        from update_readmes import replace_block
-
-        ok = replace_block(ROOT / "days" / "day19" / "README.md", BLOCK, table(json.loads(a.insert.read_text())))
-        return 0 if ok else 1
+    if a.insert is not None:
+        return insert(a.insert, dry=a.print)
     if a.out is None:
-        p.error("give an output folder (or --insert a saved run)")
+        p.error("give an output folder (or --insert saved runs)")
     import torch
     import torch.multiprocessing as mp
 
@@ -197,12 +269,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"needs two GPUs or more (this machine has {torch.cuda.device_count()}); --cpu runs a smoke test",
               file=sys.stderr)
         return 2
+    bad = [t for t in a.tokens if t % (2 * world)]
+    if bad:
+        p.error(f"--tokens {bad}: each must be a multiple of 2 x {world} processes (two equal chunks per rank)")
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     with tempfile.TemporaryDirectory() as tmp:
         mp.spawn(_worker, args=(world, f"file://{tmp}/rendezvous", vars(a), str(a.out)), nprocs=world, join=True)
-    print(table(json.loads((a.out / "day19-dist.json").read_text())))
+    for md in sorted(a.out.glob(f"day19-dist-*x{world}.md")):
+        print(md.read_text())
     return 0
 
 

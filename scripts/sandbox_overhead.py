@@ -26,7 +26,8 @@ def check(day: str, mode: str, state: Path, timed: bool) -> dict:
         cmd = [sys.executable, "-m", "grader", "check", day, "--solution", "--seed", "7", MODES[mode], "--json",
                str(out), *([] if timed else ["--correctness-only"])]
         t0 = time.perf_counter()
-        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "GRADER_STATE": str(state)})
+        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
+                           env={**os.environ, "GRADER_STATE": str(state)})
         seconds = time.perf_counter() - t0
         doc = json.loads(out.read_text()) if out.exists() else {"exercises": []}
     return {"seconds": round(seconds, 1), "exit": p.returncode,

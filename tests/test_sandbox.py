@@ -44,9 +44,10 @@ def test_a_policy_becomes_a_bwrap_command_that_binds_only_what_it_names(tmp_path
     assert args.index("/tmp") < args.index(str(state))  # the private /tmp first, then what is bound inside it
     bound = {p for _, p in pairs(args, "--ro-bind") + pairs(args, "--bind")}
     assert str(course) not in bound and str(Path.home()) not in bound and "/" not in bound
-    assert {"GRADER_RANKED_SEED", "GRADER_RANKED_SEED_FILE", "GITHUB_TOKEN"} <= {u for (u,) in pairs(args, "--unsetenv")}
+    unset = {u for (u,) in pairs(args, "--unsetenv")}
+    assert {"GRADER_RANKED_SEED", "GRADER_RANKED_SEED_FILE", "GITHUB_TOKEN"} <= unset
     assert ("HOME", sandbox.HOME) in pairs(args, "--setenv") and ("TMPDIR", "/tmp") in pairs(args, "--setenv")
-    assert "CUDA_VISIBLE_DEVICES" not in {u for (u,) in pairs(args, "--unsetenv")}
+    assert "CUDA_VISIBLE_DEVICES" not in unset
 
 
 def test_a_hidden_folder_under_a_bound_one_is_covered_before_anything_inside_it_is_bound(tmp_path):
@@ -142,6 +143,14 @@ def test_a_check_that_needs_the_sandbox_says_why_it_cannot_have_it(capsys, monke
     code, text = run(capsys, *args)
     assert code == 2 and "the sandbox for submissions' code does not work here" in text, text
     assert "apt-get install bubblewrap" in text and "--no-sandbox" in text and "runs as you" in text
+
+
+@pytest.mark.parametrize("value", ["lots", "0", "-5"])
+def test_a_tmp_size_that_is_not_a_number_of_mib_is_a_message(tmp_path, capsys, monkeypatch, value):
+    monkeypatch.setenv(sandbox.TMP_ENV, value)
+    monkeypatch.setattr(sandbox, "probe", lambda: sandbox.Probe(True, "test"))
+    code, text = run(capsys, "check", "day01", "--solution", "--sandbox")
+    assert code == 2 and f"${sandbox.TMP_ENV} is the size of a sandbox's /tmp in MiB" in text, text
 
 
 def test_sandbox_and_no_sandbox_together_are_refused(capsys):

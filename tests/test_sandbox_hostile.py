@@ -74,7 +74,13 @@ days:
     title: Scale, as a C extension
     track: tools
     status: ready
-    exercises:''' + EXERCISE.format(name="scale", build="", source="scale.cpp")
+    exercises:''' + EXERCISE.format(name="scale", build="", source="scale.cpp") + '''
+  - id: day03
+    title: Scale, in Python, with a short time to import
+    track: tools
+    status: ready
+    exercises:''' + EXERCISE.format(name="scale", build="build: python\n        limits: {build_s: 4}",
+                                  source="scale.py")
 
 
 @pytest.fixture
@@ -97,10 +103,11 @@ def course(tmp_path):
 
 
 def check(root: Path, language: str, text: str, sandboxed: bool):
-    """The submission's op (day01 in Python, day02 as a C extension) checked, correctness only, in the sandbox or
-    not; returns its result and the worker's log."""
+    """The submission's op (day01 in Python, day02 as a C extension, day03 in Python given 4 s to import) checked,
+    correctness only, in the sandbox or not; returns its result and the worker's log."""
     c = load_course(root / "course.yaml")
-    day, source = ("day01", "scale.py") if language == "python" else ("day02", "scale.cpp")
+    day, source = {"python": ("day01", "scale.py"), "c": ("day02", "scale.cpp"),
+                   "hung": ("day03", "scale.py")}[language]
     d = c.day(day)
     src = root.parent / "submissions" / "mallory" / day
     src.mkdir(parents=True, exist_ok=True)
@@ -116,9 +123,11 @@ def attack(course, name: str, language: str, sandboxed: bool, **targets):
     root, other, seed = course
     targets = {"solution": root / "solutions" / "day01" / "scale.py", "other_result": other, "seed_file": seed,
                "port": 9, "marker": "-", "tmp_file": "-", **targets}
-    if language == "python":
-        return check(root, language, hostile.python_source(name, **{k: str(v) for k, v in targets.items()}),
-                     sandboxed)
+    if language in ("python", "hung"):
+        text = hostile.python_source(name, **{k: str(v) for k, v in targets.items()})
+        if language == "hung":  # its import never ends: the grading is cut short, its worker killed
+            text = text.replace(hostile.OP_PY, "\nimport time\ntime.sleep(600)\n" + hostile.OP_PY)
+        return check(root, language, text, sandboxed)
     return check(root, language, hostile.c_module(name, **targets), sandboxed)
 
 
@@ -214,6 +223,24 @@ def test_a_daemon_outliving_its_grading(course, language, sandboxed):
         assert (left == []) if sandboxed else len(left) >= 1, left  # one per import of the module
     finally:
         for pid in _processes(marker):  # what this test's submission started, if anything
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("sandboxed", [True, False], ids=["sandbox", "open"])
+def test_a_daemon_outliving_a_grading_cut_short(course, sandboxed):
+    """The daemon again, from an import that then hangs: the worker is killed at the time limit (its process
+    group; in the sandbox, its bwrap, whose end is the end of every process inside)."""
+    marker = f"grader-hostile-{uuid.uuid4().hex[:12]}"
+    try:
+        res, _ = attack(course, "forks_daemon", "hung", sandboxed, marker=marker)
+        assert res.status == Status.ENV_ERROR and "stopped responding" in res.message, res.message
+        deadline = time.monotonic() + 5
+        while sandboxed and _processes(marker) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = _processes(marker)
+        assert (left == []) if sandboxed else len(left) == 1, left
+    finally:
+        for pid in _processes(marker):
             os.kill(pid, signal.SIGKILL)
 
 

@@ -102,6 +102,19 @@ def cuda_paths() -> list[Path]:
     return out
 
 
+def toolchain_paths() -> list[Path]:
+    """The install prefix of the host compiler where it is not the system's (a cluster's module, a conda
+    environment: <prefix>/bin/g++ needs its prefix's libexec and headers), never / nor the home itself."""
+    out = []
+    for name in dict.fromkeys([os.environ.get("CXX") or "c++", "g++"]):
+        exe = shutil.which(name)
+        if exe:
+            prefix = Path(exe).resolve().parent.parent
+            if prefix not in (Path("/"), Path.home(), Path.home().parent):
+                out.append(prefix)
+    return out
+
+
 def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
@@ -142,7 +155,7 @@ def argv(policy: Policy, base_env: dict[str, str] | None = None) -> list[str]:
             add(p, 0, "--symlink", os.readlink(p), s)
         elif p.is_dir():
             add(p, 0, "--ro-bind", s, s)
-    read = [*python_paths(), *cuda_paths(), *policy.read]
+    read = [*python_paths(), *cuda_paths(), *toolchain_paths(), *policy.read]
     bound: dict[Path, str] = {}
     for p in read:
         if p.exists():

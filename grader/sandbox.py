@@ -166,15 +166,15 @@ def argv(policy: Policy, base_env: dict[str, str] | None = None) -> list[str]:
             bound[s] = "--bind"
     # A folder read inside one already read (site-packages inside the Python's prefix, CUDA inside /usr) is there
     # with it; a writable one is bound on its own.
-    held = [Path(s) for s in SYSTEM if Path(s).is_dir() and not Path(s).is_symlink()]
-    held += [p for p, how in bound.items() if how == "--ro-bind"]
+    system = [Path(s) for s in SYSTEM if Path(s).is_dir() and not Path(s).is_symlink()]
+    held = system + [p for p, how in bound.items() if how == "--ro-bind"]
     hidden = [s for h in policy.hide for s in _spellings(h)]
 
     def redundant(p: Path) -> bool:  # read with a folder above it, unless a hidden folder between covers it
         return any(_inside(p, q) and p != q and not any(_inside(p, h) and _inside(h, q) and h != q for h in hidden)
                    for q in held)
 
-    bound = {p: how for p, how in bound.items() if how == "--bind" or not redundant(p)}
+    bound = {p: how for p, how in bound.items() if how == "--bind" or not (p in system or redundant(p))}
     for p, how in bound.items():
         add(p, 0, how, str(Path(os.path.realpath(p))), str(p))
     add(Path("/proc"), 0, "--proc", "/proc")
@@ -187,17 +187,22 @@ def argv(policy: Policy, base_env: dict[str, str] | None = None) -> list[str]:
         rel = Path(user_site).relative_to(Path.home()) if _inside(Path(user_site), Path.home()) else None
         if rel is not None:
             add(Path(HOME) / rel, 0, "--ro-bind", user_site, str(Path(HOME) / rel))
+    # Mounts of bwrap's own making that would stay writable, and unbounded: made read-only once everything is
+    # mounted inside them (the private /tmp and /dev/shm are the only places to write, with the policy's).
+    read_only = ["/dev"]
     for h in policy.hide:
         for s in _spellings(h):
             holder = any(_inside(s, p) and s != p for p in [*bound, *(Path(x) for x in SYSTEM)])
             if holder and s.exists():  # visible through a folder bound above it: covered before its own binds
                 add(s, 1, *(("--tmpfs", str(s)) if s.is_dir() else ("--ro-bind", "/dev/null", str(s))))
+                read_only += [str(s)] if s.is_dir() else []
     for d in policy.devices:
         add(d, 2, "--dev-bind", str(d), str(d))
     # A folder before anything inside it (a later mount over a folder would hide what was bound inside).
     mounts.sort(key=lambda m: (m[0].parts, m[1]))
     out = head + [a for _, _, args in mounts for a in args]
-    out += ["--remount-ro", "/"]
+    for r in [*read_only, "/"]:
+        out += ["--remount-ro", r]
     if policy.chdir is not None:
         out += ["--chdir", str(policy.chdir)]
     unset, env = environment(os.environ if base_env is None else base_env, policy)

@@ -87,12 +87,13 @@ print(can(lambda: open({str(box.state / "x")!r}, "w")), sorted(os.listdir({str(P
 print(can(lambda: socket.create_connection(("127.0.0.1", 22), timeout=2)),
       sorted(int(p) for p in os.listdir("/proc") if p.isdigit()))
 print(os.environ.get("GRADER_RANKED_SEED"), os.environ["HOME"], os.getppid())
+print(can(lambda: open("/dev/fill", "w")), can(lambda: open("/fill", "w")), can(lambda: open("/tmp/fill", "w")))
 '''
     env = {**dict(__import__("os").environ), "GRADER_RANKED_SEED": "y" * 32}
     p = subprocess.run(box.worker(ex, src) + [sys.executable, "-c", probe], capture_output=True, text=True,
                        timeout=60, env=env)
     assert p.returncode == 0, p.stderr
-    listing, sources, state, net, last = p.stdout.splitlines()
+    listing, sources, state, net, last, writable = p.stdout.splitlines()
     assert listing == str(sorted(["common", "grader", "tasks"])), listing  # no solutions/, days/, course.yaml
     assert sources == "yes OSError"  # its sources read-only
     # of the home, at most the folders that lead to this Python where it is installed there (pyenv, a venv)
@@ -101,6 +102,7 @@ print(os.environ.get("GRADER_RANKED_SEED"), os.environ["HOME"], os.getppid())
     assert state == f"yes {python}", state
     assert net == "ConnectionRefusedError [1, 2]", net  # its own loopback; itself and the sandbox's init alone
     assert last == f"None {sandbox.HOME} 1"
+    assert writable == "OSError OSError yes"  # of bwrap's own folders, only the bounded /tmp takes files
 
 
 def test_where_bwrap_is_missing_the_message_says_what_to_install(monkeypatch):

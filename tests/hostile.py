@@ -32,9 +32,9 @@ PYTHON = {
                      "        os.execv('/bin/sleep', [{marker!r}, '60'])\n"
                      "    os._exit(0)\n"
                      "os.wait()"),
-    # fills /tmp (the host's, without a sandbox) with 64 MiB in 1 MiB writes
+    # fills /tmp (the host's, without a sandbox) with `mib` MiB in 1 MiB writes
     "fills_tmp": ("with open({tmp_file!r}, 'wb') as f:\n"
-                  "    for _ in range(64):\n"
+                  "    for _ in range({mib}):\n"
                   "        f.write(bytes(1 << 20))\n"
                   "        f.flush()"),
     # reads the ranked secret: from the environment the grader runs in, else from where it is kept
@@ -126,7 +126,7 @@ static int hostile_attack(char* why, size_t n) {
   int fd = open(target, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) { REFUSED return -1; }
   static char block[1 << 20];
-  for (int k = 0; k < 64; k++) {
+  for (int k = 0; k < {mib}; k++) {
     if (write(fd, block, sizeof block) != (ssize_t)sizeof block) { REFUSED close(fd); return -1; }
   }
   close(fd);

@@ -27,7 +27,8 @@ from tests import hostile
 
 pytestmark = pytest.mark.skipif(not sandbox.probe().ok, reason=f"no sandbox here: {sandbox.probe().detail}")
 
-TMP_BYTES = 16 << 20  # the sandbox's /tmp in these tests: fills_tmp writes 64 MiB
+TMP_BYTES = 16 << 20  # the sandbox's /tmp in these tests
+FILL_MIB = 64  # what fills_tmp writes
 SOLUTION_TEXT = "the instructor's answer"
 
 TASK = '''
@@ -122,7 +123,7 @@ def check(root: Path, language: str, text: str, sandboxed: bool):
 def attack(course, name: str, language: str, sandboxed: bool, **targets):
     root, other, seed = course
     targets = {"solution": root / "solutions" / "day01" / "scale.py", "other_result": other, "seed_file": seed,
-               "port": 9, "marker": "-", "tmp_file": "-", **targets}
+               "port": 9, "marker": "-", "tmp_file": "-", "mib": FILL_MIB, **targets}
     if language in ("python", "hung"):
         text = hostile.python_source(name, **{k: str(v) for k, v in targets.items()})
         if language == "hung":  # its import never ends: the grading is cut short, its worker killed
@@ -253,7 +254,7 @@ def test_filling_tmp(course, language, sandboxed):
             refused(res, "No space left on device")
             assert not tmp_file.exists()  # it wrote into a /tmp of its own, bounded, gone with the sandbox
         else:
-            assert res.status == Status.PASS and tmp_file.stat().st_size == 64 << 20
+            assert res.status == Status.PASS and tmp_file.stat().st_size == FILL_MIB << 20
     finally:
         tmp_file.unlink(missing_ok=True)
 

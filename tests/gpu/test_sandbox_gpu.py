@@ -69,9 +69,12 @@ def _processes(marker: str) -> list[int]:
     return found
 
 
+TMP_MIB, FILL_MIB = 512, 1024  # the sandbox's /tmp here (room for the build's temporary files); what fills_tmp writes
+
+
 def _grade(tmp_path, *extra):
-    """The six hostile submissions graded (correctness only; a 16 MiB /tmp in the sandbox). Returns each one's
-    result, the texts that must not leak and the observers of what was done."""
+    """The six hostile submissions graded (correctness only; a /tmp of TMP_MIB in the sandbox). Returns each
+    one's result, the texts that must not leak and the observers of what was done."""
     listener, marker = Listener(), f"grader-hostile-{uuid.uuid4().hex[:12]}"
     tmp_file = Path(f"/tmp/grader-hostile-{uuid.uuid4().hex}")
     secret = tmp_path / "secret" / "seed"
@@ -82,7 +85,7 @@ def _grade(tmp_path, *extra):
     other.parent.mkdir(parents=True)
     other.write_text(json.dumps({"day": "day01", "exercises": [{"status": "pass"}]}))
     targets = dict(solution=SOLUTION, other_result=other, port=listener.port, marker=marker, tmp_file=tmp_file,
-                   seed_file=secret)
+                   seed_file=secret, mib=FILL_MIB)
     subs = tmp_path / "subs"
     bindings = (ROOT / "solutions" / "day01" / "bindings.cpp").read_text()
     for name in hostile.ATTACKS:
@@ -90,7 +93,7 @@ def _grade(tmp_path, *extra):
         d.mkdir(parents=True)
         (d / "softmax.cu").write_text((ROOT / "solutions" / "day01" / "softmax.cu").read_text())
         (d / "bindings.cpp").write_text(hostile.day01_bindings(bindings, name, **targets))
-    env = {**os.environ, "GRADER_RANKED_SEED_FILE": str(secret), sandbox.TMP_ENV: "16"}
+    env = {**os.environ, "GRADER_RANKED_SEED_FILE": str(secret), sandbox.TMP_ENV: str(TMP_MIB)}
     try:
         r = subprocess.run([sys.executable, "-m", "grader", "grade", str(subs), "--days", "day01", "--out", str(out),
                             "--correctness-only", *extra], cwd=ROOT, capture_output=True, text=True, timeout=1800,
@@ -138,7 +141,7 @@ def test_without_the_sandbox_each_hostile_submission_does_its_harm(tmp_path):
         assert json.loads(seen["other"].read_text())["exercises"] == []
         assert set(seen["listener"].got) == {b"sent from a submission"}
         assert _processes(seen["marker"])
-        assert seen["tmp_file"].stat().st_size == 64 << 20
+        assert seen["tmp_file"].stat().st_size == FILL_MIB << 20
         assert seen["secret"] in logs["reads_seed"]
     finally:
         for pid in _processes(seen["marker"]):

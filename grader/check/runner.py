@@ -136,7 +136,10 @@ def run_job(job: Job, *, variant: str, case_s: float | None = None, correctness_
                                         f"({why}); see {res.log}")
             last = max(results) if results else -1
             if restarts >= MAX_RESTARTS or last < 0:
-                stop_reason = "too many crashes" if last >= 0 else "the worker died before running a case"
+                code = end.returncode
+                why = f"killed by signal {-code}" if code and code < 0 else f"exit code {code}"
+                stop_reason = "too many crashes" if last >= 0 else \
+                    f"the worker died before running a case ({why}); see {res.log}"
                 break
             restarts, had_failure, start = restarts + 1, True, last + 1
 

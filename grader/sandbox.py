@@ -88,6 +88,10 @@ def python_paths() -> list[Path]:
     paths += [Path(p) for p in site.getsitepackages()]
     if site.ENABLE_USER_SITE and site.USER_SITE and Path(site.USER_SITE).is_dir():
         paths.append(Path(site.USER_SITE))
+    # $PYTHONPATH's folders: the worker inherits it and imports from them (packages installed with --target, say
+    # under /tmp, which would otherwise be hidden by the private /tmp). Hidden paths inside them stay covered.
+    paths += [Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+              if p and Path(p).is_absolute() and Path(p) != Path("/")]
     return paths
 
 

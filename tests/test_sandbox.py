@@ -3,6 +3,7 @@ becomes, what a check's sandbox shows and refuses when a process runs in it, wha
 where it cannot work, and where it is on by default. The hostile submissions themselves are
 tests/test_sandbox_hostile.py (the worker) and the end of this file (the compilers, through `grader grade`)."""
 import json
+import os
 import subprocess
 import sys
 import uuid
@@ -266,3 +267,16 @@ def test_an_include_of_the_solution_or_the_secret_finds_nothing_in_the_sandbox(t
     assert copied["status"] == "no_gpu"  # the instructor's kernel, compiled as the submission's
     assert "softmax_naive_kernel" in json.dumps(copied["compile"])
     assert secret in json.dumps(open_["peeker"])
+
+
+def test_pythonpath_folders_are_readable_inside_even_under_tmp(tmp_path, monkeypatch):
+    """Packages installed with `pip --target` under /tmp and put on $PYTHONPATH (as on a machine where the
+    grader's dependencies were carried in) must be importable by the sandboxed worker: the private /tmp would
+    otherwise hide them (seen on the H100: "No module named 'pydantic'")."""
+    from grader import sandbox
+
+    site_dir = tmp_path / "site"
+    site_dir.mkdir()
+    monkeypatch.setenv("PYTHONPATH", f"{site_dir}{os.pathsep}relative{os.pathsep}/")
+    paths = sandbox.python_paths()
+    assert site_dir in paths and Path("relative") not in paths and Path("/") not in paths

@@ -84,11 +84,11 @@ def table(data: dict) -> str:
         lines.append(f"| {r['mib']} MiB | {'pinned' if r['pinned'] else 'pageable'} | {r['h2d_GBps']:.1f} | "
                      f"{r['d2h_GBps']:.1f} |")
     lines += ["", "A 256 MiB host → device copy beside an 8192³ bf16 matrix product:", "",
-              "| host memory | product ms | copy ms | one after the other ms | on two streams ms | share of the shorter hidden |",
+              "| host memory | product ms | copy ms | one after the other ms | on two streams ms | saved ms |",
               "|---|---|---|---|---|---|"]
     for r in data["overlap"]:
         lines.append(f"| {'pinned' if r['pinned'] else 'pageable'} | {r['compute_ms']:.2f} | {r['copy_ms']:.2f} | "
-                     f"{r['serial_ms']:.2f} | {r['overlapped_ms']:.2f} | {r['hidden']:.0%} |")
+                     f"{r['serial_ms']:.2f} | {r['overlapped_ms']:.2f} | {r['serial_ms'] - r['overlapped_ms']:.2f} |")
     return "\n".join(lines)
 
 

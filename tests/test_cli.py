@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from grader import cli, results
+from grader.commands import shared
 from grader.check import ranked as ranked_runs
 from grader.paths import Paths
 from tests.conftest import ROOT, has_gpu, needs_nvcc, run_grader
@@ -141,7 +142,7 @@ def fake_course(tmp_path, monkeypatch, no_secret):
     """A course in tmp_path whose checks run tests/fake_worker.py (no GPU)."""
     (tmp_path / "course.yaml").write_text(COURSE)
     shutil.copytree(ROOT / "solutions" / "day01", tmp_path / "solutions" / "day01")
-    monkeypatch.setattr(cli, "WORKER", "tests.fake_worker")
+    monkeypatch.setattr(shared, "WORKER", "tests.fake_worker")
     # the fake worker is found from the course's root; what the environment had on the path (e.g. wheels) is kept
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     monkeypatch.setenv("FAKE_WORKER", "ok")

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from grader import cli, sandbox
+from grader.commands import shared
 
 from grader.classroom import hidden
 from grader.course import load_course
@@ -33,7 +34,7 @@ def course_dir(tmp_path, monkeypatch):
         monkeypatch.delenv(name, raising=False)
     (tmp_path / "course.yaml").write_text(yaml.safe_dump(COURSE))
     shutil.copytree(ROOT / "solutions" / "day01", tmp_path / "solutions" / "day01")
-    monkeypatch.setattr(cli, "WORKER", "tests.fake_worker")
+    monkeypatch.setattr(shared, "WORKER", "tests.fake_worker")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     monkeypatch.setenv("FAKE_WORKER", "ok")
     return tmp_path

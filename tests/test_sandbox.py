@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from grader import cli, sandbox
+from grader.commands import shared
 from grader.check.sandboxed import CheckSandbox
 from grader.classroom import grade_task
 from tests.conftest import ROOT, needs_nvcc
@@ -183,7 +184,7 @@ def test_a_ranked_check_runs_its_workers_in_the_sandbox_by_default(tmp_path, mon
 
     (tmp_path / "course.yaml").write_text(COURSE)
     shutil.copytree(ROOT / "solutions" / "day01", tmp_path / "solutions" / "day01")
-    monkeypatch.setattr(cli, "WORKER", "tests.fake_worker")
+    monkeypatch.setattr(shared, "WORKER", "tests.fake_worker")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     monkeypatch.setenv("FAKE_WORKER", "ok")
     monkeypatch.setenv("GRADER_RANKED_SEED", SECRET)

@@ -11,6 +11,7 @@ import time
 import pytest
 
 from grader import cli, watch
+from grader.commands import shared
 from tests.conftest import ROOT, needs_nvcc
 from tests.test_cli import COURSE
 
@@ -22,7 +23,7 @@ def fake_day(tmp_path, monkeypatch):
     (tmp_path / "course.yaml").write_text(COURSE)
     shutil.copytree(ROOT / "solutions" / "day01", tmp_path / "solutions" / "day01")
     shutil.copytree(ROOT / "solutions" / "day01", tmp_path / "mine")
-    monkeypatch.setattr(cli, "WORKER", "tests.fake_worker")
+    monkeypatch.setattr(shared, "WORKER", "tests.fake_worker")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     script = tmp_path / "script"
     script.write_text("ok")

@@ -6,7 +6,8 @@ day × (local verdict, Slurm verdict, local seconds, Slurm seconds). Run it as r
     python3 scripts/slurm_gpu_compare.py [--days 01 05 12] [--runs 2] [--out FILE.json] [--debs DIR]
 
 Where Slurm is not installed, --debs DIR names a folder of Debian's packages to unpack first (made on a machine with
-apt: `apt-get download slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge libmunge2 libhwloc15 libnuma1`);
+apt: `apt-get download slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge libmunge2 libhwloc15 libnuma1
+libdbus-1-3`; slurmd's cgroup/v2 plugin needs libdbus);
 submitit must be importable (its wheel on PYTHONPATH will do). Without either it says why, and still times the local
 checks: the Slurm columns then say why not. Each row is printed as it is measured, and --out is rewritten after each,
 so a run cut off by a time limit keeps what it measured. Exit code: 0 when every verdict and exit code agree, 1 when
@@ -18,6 +19,7 @@ import json
 import os
 import shutil
 import socket
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -55,9 +57,13 @@ def unpack_debs(folder: Path) -> str | None:
         name = subprocess.run(["dpkg-deb", "-f", str(deb), "Package"], capture_output=True, text=True).stdout.strip()
         if name and subprocess.run(["dpkg", "-s", name], capture_output=True).returncode == 0:
             continue
-        r = subprocess.run(["dpkg", "-x", str(deb), "/"], capture_output=True, text=True)
+        # Not `dpkg -x DEB /`: its tar replaces a directory symlink with a directory, and on a merged-/usr system
+        # (/lib -> usr/lib) that hides the C library's files from the linker (seen on the H100 image: every build
+        # then failed with "cannot find /lib/x86_64-linux-gnu/libm.so.6"). --keep-directory-symlink keeps them.
+        r = subprocess.run(f"dpkg-deb --fsys-tarfile {shlex.quote(str(deb))} | tar -x --keep-directory-symlink -C /",
+                           shell=True, capture_output=True, text=True)
         if r.returncode != 0:
-            return f"dpkg -x {deb.name} failed: {r.stderr.strip()[-500:]}"
+            return f"unpacking {deb.name} failed: {r.stderr.strip()[-500:]}"
     for name in DAEMONS:
         plain, wlm = Path("/usr/sbin") / name, Path("/usr/sbin") / f"{name}-wlm"
         if not plain.exists() and wlm.exists():

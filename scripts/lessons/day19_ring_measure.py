@@ -112,8 +112,8 @@ def _worker(rank: int, world: int, init: str, a: dict, out: str) -> None:
                     if rank == 0 and cuda:
                         full["o"] = torch.ops.aten._scaled_dot_product_flash_attention(q, k, v, 0.0, causal)[0]
                     elif rank == 0:
-                        m, l, acc = ring.attend(q, k, v, q.shape[-1] ** -0.5, causal)
-                        full["o"] = acc / l.unsqueeze(-1)
+                        m, lsum, acc = ring.attend(q, k, v, q.shape[-1] ** -0.5, causal)
+                        full["o"] = acc / lsum.unsqueeze(-1)
 
                 t_single, _ = _timed(torch, dist, single, reps, device)
                 n = tokens // world

@@ -6,6 +6,7 @@ too. The targets (paths, a port, a process name) are filled in by the test.
 
 An attack does its harm if it can, then lets the import go on; one that is refused raises at the import with what
 was refused and why, so that the grader's verdict (a build error at the submission's file) names it."""
+from pathlib import Path
 
 OP_PY = '''
 
@@ -211,3 +212,16 @@ def day01_bindings(bindings: str, name: str, **targets) -> str:
     assert head in bindings, "day 1's bindings define their module with PYBIND11_MODULE"
     call = head + "\n  { char why[512]; if (hostile_attack(why, sizeof why) != 0) throw std::runtime_error(why); }"
     return c_attack(name, **targets) + "#include <stdexcept>\n" + bindings.replace(head, call)
+
+
+def processes_named(marker: str) -> list[int]:
+    """The pids of the processes whose program name (argv[0]) is marker: what a forked daemon left running."""
+    found = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                if (p / "cmdline").read_bytes().split(b"\0")[0] == marker.encode():
+                    found.append(int(p.name))
+            except OSError:
+                pass
+    return found

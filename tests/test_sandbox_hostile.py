@@ -199,18 +199,6 @@ def test_opening_a_socket(course, language, sandboxed):
         assert res.status == Status.PASS and set(got) == {b"sent from a submission"}  # once per import of it
 
 
-def _processes(marker: str) -> list[int]:
-    found = []
-    for p in Path("/proc").iterdir():
-        if p.name.isdigit():
-            try:
-                if (p / "cmdline").read_bytes().split(b"\0")[0] == marker.encode():
-                    found.append(int(p.name))
-            except OSError:
-                pass
-    return found
-
-
 @pytest.mark.parametrize("language, sandboxed", BOTH)
 def test_a_daemon_outliving_its_grading(course, language, sandboxed):
     marker = f"grader-hostile-{uuid.uuid4().hex[:12]}"
@@ -218,12 +206,12 @@ def test_a_daemon_outliving_its_grading(course, language, sandboxed):
         res, _ = attack(course, "forks_daemon", language, sandboxed, marker=marker)
         assert res.status == Status.PASS, res.message  # nothing it did failed: what is left behind is what counts
         deadline = time.monotonic() + 5
-        while sandboxed and _processes(marker) and time.monotonic() < deadline:
+        while sandboxed and hostile.processes_named(marker) and time.monotonic() < deadline:
             time.sleep(0.1)
-        left = _processes(marker)
+        left = hostile.processes_named(marker)
         assert (left == []) if sandboxed else len(left) >= 1, left  # one per import of the module
     finally:
-        for pid in _processes(marker):  # what this test's submission started, if anything
+        for pid in hostile.processes_named(marker):  # what this test's submission started, if anything
             os.kill(pid, signal.SIGKILL)
 
 
@@ -236,12 +224,12 @@ def test_a_daemon_outliving_a_grading_cut_short(course, sandboxed):
         res, _ = attack(course, "forks_daemon", "hung", sandboxed, marker=marker)
         assert res.status == Status.ENV_ERROR and "stopped responding" in res.message, res.message
         deadline = time.monotonic() + 5
-        while sandboxed and _processes(marker) and time.monotonic() < deadline:
+        while sandboxed and hostile.processes_named(marker) and time.monotonic() < deadline:
             time.sleep(0.1)
-        left = _processes(marker)
+        left = hostile.processes_named(marker)
         assert (left == []) if sandboxed else len(left) == 1, left
     finally:
-        for pid in _processes(marker):
+        for pid in hostile.processes_named(marker):
             os.kill(pid, signal.SIGKILL)
 
 

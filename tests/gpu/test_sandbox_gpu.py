@@ -57,18 +57,6 @@ class Listener:
         self.server.close()
 
 
-def _processes(marker: str) -> list[int]:
-    found = []
-    for p in Path("/proc").iterdir():
-        if p.name.isdigit():
-            try:
-                if (p / "cmdline").read_bytes().split(b"\0")[0] == marker.encode():
-                    found.append(int(p.name))
-            except OSError:
-                pass
-    return found
-
-
 TMP_MIB, FILL_MIB = 512, 1024  # the sandbox's /tmp here (room for the build's temporary files); what fills_tmp writes
 
 
@@ -120,13 +108,13 @@ def test_hostile_submissions_are_contained_in_the_sandbox_with_their_verdicts(tm
             said = " ".join(d for b in ex["builds"] for d in (b.get("diagnostics") or [b.get("log", "")]))
             assert REFUSED[name] in said, (name, said)
         time.sleep(2)
-        assert _processes(seen["marker"]) == []
+        assert hostile.processes_named(seen["marker"]) == []
         assert seen["listener"].got == [] and not seen["tmp_file"].exists()
         assert json.loads(seen["other"].read_text())["exercises"] == [{"status": "pass"}]
         everything = json.dumps(results) + "".join(logs.values())
         assert SOLUTION.read_text() not in everything and seen["secret"] not in everything
     finally:
-        for pid in _processes(seen["marker"]):
+        for pid in hostile.processes_named(seen["marker"]):
             os.kill(pid, signal.SIGKILL)
         seen["tmp_file"].unlink(missing_ok=True)
 
@@ -140,11 +128,11 @@ def test_without_the_sandbox_each_hostile_submission_does_its_harm(tmp_path):
         assert SOLUTION.read_text() in logs["prints_solution"]
         assert json.loads(seen["other"].read_text())["exercises"] == []
         assert set(seen["listener"].got) == {b"sent from a submission"}
-        assert _processes(seen["marker"])
+        assert hostile.processes_named(seen["marker"])
         assert seen["tmp_file"].stat().st_size == FILL_MIB << 20
         assert seen["secret"] in logs["reads_seed"]
     finally:
-        for pid in _processes(seen["marker"]):
+        for pid in hostile.processes_named(seen["marker"]):
             os.kill(pid, signal.SIGKILL)
         seen["tmp_file"].unlink(missing_ok=True)
 

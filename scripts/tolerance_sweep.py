@@ -17,16 +17,25 @@ the attention forwards; the backwards; day 18; day 19) and a range of seeds: for
 timing, no sanitizer, no determinism or extra checks. Units run --procs at a time, the costliest first; each stops
 at the deadline (--budget-s from the start), and the table says how many seeds each row got.
 
+An exercise that runs as a process group (`processes: N`, day 19's ring_dist) runs its units in N processes, one
+per GPU as the grader does (gloo processes with --device cpu); a machine with fewer GPUs records why in its rows.
+On a machine of several GPUs the one-process units take them in turn.
+
 Natural second orders of the same maths (ORDERS): a build with other -D knobs (split-K, another tile width, the
 mma.sync walk on a Hopper GPU) or other case params (a ring of another size), each a row of its own.
 
     python3 scripts/tolerance_sweep.py [--seeds 200] [--days day10 day19] [--exercise day19.ring_attention]
         [--dtypes fp32] [--no-orders] [--procs 6] [--budget-s 500] [--out measured/tolerance-sweep-h100.json]
     python3 scripts/tolerance_sweep.py --merge A.json B.json --out measured/tolerance-sweep-h100.json
+
+Two GPU calls cover the course: --days day01-day12 on one GPU, --days day13-day20 on two (ring_dist needs them); each
+fits a 9-minute call with --budget-s 500 (builds included: cold, about a third of it). A row short of seeds is
+topped up with other seeds (--exercise ... --seed-start 1001) and merged.
 """
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -80,6 +89,7 @@ class Entry:
     flags: list[str] = field(default_factory=list)
     variants: list[dict] = field(default_factory=list)
     dtypes: list[str] = field(default_factory=list)
+    processes: int = 1  # course.yaml `processes:`: a group of that many processes, one per GPU
 
     @property
     def key(self) -> str:
@@ -130,10 +140,10 @@ def select(course, days=None, exercises=None, dtypes=None, orders=True) -> list[
             chosen = [d for d in ex.dtypes if not dtypes or d in dtypes]
             if not chosen:
                 continue
-            out.append(Entry(day.id, ex.name, dtypes=chosen))
+            out.append(Entry(day.id, ex.name, dtypes=chosen, processes=ex.processes))
             if orders:
                 for label, flags, variants in ORDERS.get(f"{day.id}.{ex.name}", []):
-                    out.append(Entry(day.id, ex.name, label, list(flags), list(variants), chosen))
+                    out.append(Entry(day.id, ex.name, label, list(flags), list(variants), chosen, ex.processes))
     return out
 
 
@@ -232,6 +242,8 @@ class Tally:
                 self.tolerances[name] = tolerance(name).model_dump()
         for r in results:
             ratio = r.stats.get("tol_ratio")
+            if ratio is None and r.ok:  # not a comparison (a task's own verdict on the call, e.g. its transport)
+                continue
             if ratio is None:  # not compared at all (wrong shape, NaN where the reference is finite, unwritten)
                 ratio = math.inf
             got = {"tol_ratio": ratio, "elem_ratio": r.stats.get("elem_ratio"), "l2_ratio": r.stats.get("l2_ratio"),
@@ -259,23 +271,74 @@ class Live:
     tallies: dict
 
 
-def run_unit(spec: dict) -> dict:
+def run_unit(spec: dict, member=None) -> dict:
     """A unit: its entries (one group) over seeds [start, stop) until the deadline; the result as a dict, also
-    written to spec["result"] after every seed (a unit killed at the deadline keeps the seeds it finished)."""
+    written to spec["result"] after every seed (a unit killed at the deadline keeps the seeds it finished).
+
+    A group of `processes` > 1 (an exercise that runs as a process group, grader/check/ranks.py): this process is
+    rank 0 (member None), starts ranks 1 .. N-1 running the same unit, and all join the group; every rank makes the
+    same cases and calls the op together (the task gathers the outputs to every rank), rank 0 alone records. Rank 0
+    decides at each seed whether there is time for it, and tells the others."""
     root, device, deadline = Path(spec["root"]), spec["device"], spec["deadline"]
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
     import torch
 
+    from grader.check import ranks
+
+    world = int(spec.get("processes", 1))
+    others = []
+    if world > 1:
+        why = ranks.shortfall(torch, world, device)
+        if why:
+            out = {"gpu": None, "entries": {}, "seeds": [], "errors": {Entry(**e).key: why for e in spec["entries"]}}
+            Path(spec["result"]).write_text(json.dumps(out))
+            return out
+        if member is None:
+            where = tempfile.mkdtemp(prefix="tolerance-sweep-ranks-")
+            member = ranks.Member(0, world, f"file://{where}/store")
+            for r in range(1, world):
+                others.append(subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--unit", spec["spec"],
+                                                "--rank", str(r), "--world", str(world), "--rendezvous",
+                                                member.rendezvous], stdin=subprocess.DEVNULL))
+        else:
+            spec = {**spec, "result": None}  # only rank 0 records
+        ranks.join(torch, member, device, timeout_s=120)
+    try:
+        return _run_unit(spec, torch, device, deadline, world)
+    finally:
+        if world > 1:
+            import torch.distributed as dist
+
+            dist.destroy_process_group()
+            for p in others:
+                p.wait(timeout=60)
+
+
+def _agree(torch, world: int, device: str, go: bool) -> bool:
+    """Rank 0's `go`, on every rank of the group (one process: `go` itself)."""
+    if world == 1:
+        return go
+    import torch.distributed as dist
+
+    flag = torch.tensor([1 if go else 0], device="cuda" if device == "cuda" else "cpu")
+    dist.broadcast(flag, 0)
+    return bool(flag.item())
+
+
+def _run_unit(spec: dict, torch, device: str, deadline: float, world: int) -> dict:
     from grader.check.build import BuildError, build_exercise
     from grader.check.compare import poison
     from grader.check.plan import plan
     from grader.course import load_course
     from grader.protocol import Result, Task
 
+    root = Path(spec["root"])
     course = load_course(root / "course.yaml")
     cap = tuple(torch.cuda.get_device_capability(0)) if device == "cuda" else (0, 0)
     gpu = torch.cuda.get_device_name(0) if device == "cuda" else "CPU"
+    if world > 1:
+        gpu = f"{world} x {gpu}" if device == "cuda" else f"{world} CPU processes (gloo)"
     out = {"gpu": gpu, "torch": torch.__version__, "cuda": torch.version.cuda, "entries": {}, "seeds": [],
            "errors": {}}
 
@@ -309,7 +372,7 @@ def run_unit(spec: dict) -> dict:
 
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     for seed in range(spec["start"], spec["stop"]):
-        if time.time() > deadline:
+        if not _agree(torch, world, device, time.time() < deadline):
             break
         # This seed's cases, each made once (inputs and fp64 reference) for every exercise of the group that has it,
         # and dropped once they have all run it.
@@ -322,7 +385,7 @@ def run_unit(spec: dict) -> dict:
                 users.setdefault(key, []).append((x, pc))
         complete = True
         for runs in users.values():
-            if time.time() > deadline:
+            if world == 1 and time.time() > deadline:  # a group stops between seeds only, all ranks at once
                 complete = False
                 break
             case = None
@@ -477,7 +540,7 @@ def plan_units(root: Path, entries: list[Entry], seeds: range, procs: int, devic
     cost: dict[str, float] = {}
     for e in entries:
         ex = exercise_of(course, e)
-        g = group_key(ex.task)
+        g = f"{group_key(ex.task)}|processes={e.processes}"
         groups.setdefault(g, []).append(e)
         # A case costs its call and comparison; making its inputs and reference is shared within the group (a
         # backward's fp64 forward and autograd weigh more than the call).
@@ -494,28 +557,35 @@ def plan_units(root: Path, entries: list[Entry], seeds: range, procs: int, devic
             lo, hi = seeds.start + n * i // parts, seeds.start + n * (i + 1) // parts
             if hi > lo:
                 units.append({"group": g, "entries": [asdict(e) for e in members], "start": lo, "stop": hi,
-                              "cost": cost[g] * (hi - lo), "root": str(root), "device": device})
+                              "cost": cost[g] * (hi - lo), "root": str(root), "device": device,
+                              "processes": members[0].processes})
     return sorted(units, key=lambda u: -u["cost"])
 
 
-def run_units(units: list[dict], procs: int, deadline: float, logs: Path) -> list[dict]:
+def run_units(units: list[dict], procs: int, deadline: float, logs: Path, gpus: int = 1) -> list[dict]:
     """Each unit in a process of its own, `procs` at a time, none started after the deadline; a unit still running
-    60 s past it is killed (the seeds it finished are kept)."""
+    60 s past it is killed (the seeds it finished are kept). With several GPUs (and no CUDA_VISIBLE_DEVICES set), the
+    one-process units take them in turn; a process group sees them all."""
     pending, running, results = list(units), [], []
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    numbers = itertools.count()
     while pending or running:
         if pending and time.time() >= deadline:
             print(f"  deadline: {len(pending)} unit(s) not started: " + "; ".join(map(_unit_name, pending)), flush=True)
             pending = []
         while pending and len(running) < procs:
             u = pending.pop(0)
-            name = f"unit-{len(results) + len(running) + len(pending)}-{u['start']}"
-            u.update(deadline=deadline, result=str(logs / f"{name}.json"))
+            number = next(numbers)
+            name = f"unit-{number}"
             spec = logs / f"{name}.spec.json"
+            u.update(deadline=deadline, result=str(logs / f"{name}.json"), spec=str(spec))
             spec.write_text(json.dumps(u))
             log = open(logs / f"{name}.log", "w")
+            own = dict(env)
+            if gpus > 1 and u.get("processes", 1) == 1 and "CUDA_VISIBLE_DEVICES" not in os.environ:
+                own["CUDA_VISIBLE_DEVICES"] = str(number % gpus)
             proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--unit", str(spec)],
-                                    stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+                                    stdout=log, stderr=subprocess.STDOUT, env=own, start_new_session=True)
             running.append((u, proc, log, time.time()))
         still = []
         for u, proc, log, t0 in running:
@@ -546,6 +616,14 @@ def run_units(units: list[dict], procs: int, deadline: float, logs: Path) -> lis
     return results
 
 
+def gpu_count(device: str) -> int:
+    if device != "cuda":
+        return 1
+    import torch
+
+    return max(1, torch.cuda.device_count())
+
+
 def _unit_name(u: dict) -> str:
     names = sorted({f"{e['day']}.{e['exercise']}" for e in u["entries"]})
     short = names[0] + (f" +{len(names) - 1}" if len(names) > 1 else "")
@@ -570,10 +648,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="the table (default measured/tolerance-sweep-<gpu>.json)")
     ap.add_argument("--merge", nargs="+", type=Path, help="merge these tables into --out instead of running")
     ap.add_argument("--unit", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--rank", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--world", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--rendezvous", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
 
     if a.unit:
-        run_unit(json.loads(a.unit.read_text()))
+        from grader.check.ranks import Member
+
+        run_unit(json.loads(a.unit.read_text()),
+                 Member(a.rank, a.world, a.rendezvous) if a.rank is not None else None)
         return 0
     if a.merge:
         if not a.out:
@@ -600,7 +684,7 @@ def main(argv: list[str] | None = None) -> int:
     ok_entries = [e for e in entries if e.key not in build_errors]
     units = plan_units(root, ok_entries, range(a.seed_start, a.seed_start + a.seeds), a.procs, a.device)
     with tempfile.TemporaryDirectory(prefix="tolerance-sweep-") as tmp:
-        results = run_units(units, a.procs, deadline, Path(tmp))
+        results = run_units(units, a.procs, deadline, Path(tmp), gpu_count(a.device))
     info = next((r for r in results if r.get("gpu")), {})
     table = {"gpu": info.get("gpu", "unknown"), "slug": gpu_slug(info.get("gpu", "unknown")),
              "torch": info.get("torch"), "cuda": info.get("cuda"), "date": time.strftime("%Y-%m-%d"),

@@ -60,6 +60,9 @@ The model, one rounding at a time (u: unit roundoff, 2^-24 fp32, 2^-11 fp16, 2^-
 7. The ring (day 19) is the forward's arithmetic in another order: each rank walks its key shards from its own
    backwards, tile by tile as day 10 does, and merges shard partials with the same online-softmax rule; every
    extra merge is one more rounding of (m, l, O~), so its errors are the forward's (5), simulated per ring size.
+   The ring across processes (ring_dist) makes each part with fp32 matmuls (fp32: the forward's errors again) or
+   SDPA's flash kernel (fp16/bf16: the part's (lse, 1, o) with o already rounded to the dtype, so a row's output
+   carries one rounding per part before the last: up to twice the forward's floor of 1 where two parts weigh alike).
 
     python3 scripts/tolerance_model.py floor                    # every exercise x dtype x output: ratio floor (1)
     python3 scripts/tolerance_model.py forward [--seeds 2] [--dtypes fp32] [--orders flash,naive,ring2,tc]

@@ -181,6 +181,8 @@ def cmd_check(args) -> int:
         seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
         seeds = (seed,)
         console.print(f"seed {seed} (rerun with --seed {seed} to get the same inputs)", style="dim")
+    sandbox = _sandbox(args, root, variant, default=bool(ranked))
+
     def show(res, ex):
         report.render(console, res, ex, hint(res, ex, course.hints), ranked=ranked.seed_sha256 if ranked else None)
         timings.mark(f"{ex.name}: verdict printed")
@@ -188,7 +190,7 @@ def cmd_check(args) -> int:
     out = check_day(course=course, root=root, day=day, exercises=exercises, src_dir=src_dir, variant=variant,
                     seeds=seeds, ranked=ranked, overlay=overlay, dtypes=args.dtype, cases=args.case,
                     case_s=args.timeout, correctness_only=args.correctness_only, untimed=set(untimed),
-                    on_result=show, progress=_progress, worker=WORKER)
+                    on_result=show, progress=_progress, worker=WORKER, sandbox=sandbox)
     # "when" (UTC, ISO 8601): a leaderboard drops results older than its window (stale).
     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     doc = {"day": day.id, "variant": variant, "when": when, **({"ranked": True, "seed_sha256": ranked.seed_sha256} if ranked
@@ -219,6 +221,21 @@ def _keep(args, root: Path, day, doc: dict, save: bool = True) -> int:
         console.print("results for " + ", ".join(relative_path(p, Path.cwd()) for p in paths), style="dim")
     timings.mark("results written")
     return exit_code([r["status"] for r in out])
+
+
+def _sandbox(args, root: Path, variant: str, default: bool):
+    """The sandbox a check's code runs in (grader/check/sandboxed.py): on with --sandbox or by default (a ranked
+    check, each grading of `grader grade`), off with --no-sandbox, which says what that gives up."""
+    from grader import sandbox
+    from grader.check.sandboxed import CheckSandbox
+
+    if args.no_sandbox:
+        console.print(f"--no-sandbox: {sandbox.GIVES_UP}", style="yellow")
+        return None
+    if not (args.sandbox or default):
+        return None
+    sandbox.require()
+    return CheckSandbox(root, variant, worker=WORKER)
 
 
 def _cases_exist(args, day, exercises) -> None:
@@ -549,6 +566,15 @@ def cmd_grade(args) -> int:
             raise GraderError("--slurm-config configures --executor slurm: add it, or drop --slurm-config")
         executor, timeout_s = executors.LocalExecutor(args.workers), args.timeout or grade.DEFAULT_TIMEOUT_S
     options = ("--correctness-only",) * args.correctness_only + ("--ranked",) * args.ranked
+    if args.no_sandbox:
+        from grader.sandbox import GIVES_UP
+
+        console.print(f"--no-sandbox: {GIVES_UP}", style="yellow")
+    elif args.executor == "local":  # a Slurm node says so itself, in the grading's error record
+        from grader.sandbox import require
+
+        require()
+    options += ("--no-sandbox",) if args.no_sandbox else ("--sandbox",)
     p = grade.plan(subs, days, out, course_path=course_path, timeout_s=timeout_s, command=default_command(),
                    options=options, regrade=args.regrade)
     missing = f", {p.missing} without the day's folder (recorded as not implemented)" if p.missing else ""
@@ -698,6 +724,11 @@ def parser() -> argparse.ArgumentParser:
                         f"named by ${RANKED_SEED_FILE_ENV}); both must pass, the lower speedup counts")
     c.add_argument("--timings", action="store_true", help=f"print timestamps of each step to stderr (also: "
                                                            f"${timings.ENV}=1)")
+    box = c.add_mutually_exclusive_group()
+    box.add_argument("--sandbox", action="store_true", help="build and run the code in a sandbox: no network, "
+                     "nothing of the course but what the check needs, a private /tmp (default with --ranked)")
+    box.add_argument("--no-sandbox", action="store_true", help="never sandbox the code, not even with --ranked "
+                     "(says what that gives up)")
     c.add_argument("--hidden", metavar="PATH",
                    help=f"with --ranked: the instructor's hidden cases (default: ${hidden.HIDDEN_ENV}, else "
                         f"{hidden.FILE_NAME} beside course.yaml, if there is one)")
@@ -813,6 +844,8 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--ranked", action="store_true", help=f"ranked gradings, for the leaderboard (the secret: "
                                                         f"${RANKED_SEED_ENV} or ${RANKED_SEED_FILE_ENV})")
     g.add_argument("--regrade", action="store_true", help="grade every pair again, even those with a result")
+    g.add_argument("--no-sandbox", action="store_true", help="grade without the sandbox each submission's code "
+                   "otherwise runs in (says what that gives up)")
     g.set_defaults(fn=cmd_grade)
     s = sub.add_parser("site", help="the course website, made from course.yaml, syllabus.md and the lessons")
     ss = s.add_subparsers(dest="site_cmd", required=True, metavar="ACTION")

@@ -90,4 +90,21 @@ def checks() -> list[Check]:
                      ninja or "not found: pip install ninja" + (" (needed on a GPU machine)" if cpu_build else "")))
     if cpu_build and nvcc:
         out.append(Check("mode", True, f"compile-only: {COMPILE_ONLY}"))
+    out.append(sandbox_check(torch is not None and not cpu_build and torch.cuda.is_available()))
     return out
+
+
+def sandbox_check(gpu: bool) -> Check:
+    """Whether submissions' code can be sandboxed here (`grader grade`, `check --ranked`; grader/sandbox.py), and
+    with a GPU, whether CUDA works inside. Not a blocker: a student's own checks run without it."""
+    from grader import sandbox
+
+    p = sandbox.probe()
+    if not p.ok:
+        return Check("sandbox", None, f"{p.detail}; `grader grade` and `check --ranked` need it (or --no-sandbox)")
+    if gpu:
+        inside = sandbox.cuda_inside()
+        if inside is not None:
+            return Check("sandbox", None, f"{p.detail}, but CUDA fails inside it: {inside}")
+        return Check("sandbox", True, f"{p.detail}; CUDA works inside")
+    return Check("sandbox", True, p.detail)

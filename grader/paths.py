@@ -14,8 +14,10 @@ STATE_ENV = "GRADER_STATE"
 
 
 class Paths:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, state_base: Path | None = None):
+        """state_base: the folder $GRADER_STATE would name (a sandboxed worker's, seen from outside it)."""
         self.root = Path(root)
+        self.state_base = state_base
 
     # the course's own folders
     def days(self) -> Path:
@@ -34,7 +36,7 @@ class Paths:
     # the grader's state (ignored by git)
     @property
     def state(self) -> Path:
-        base = os.environ.get(STATE_ENV)
+        base = self.state_base or os.environ.get(STATE_ENV)
         if not base:
             return self.root / ".grader"
         root = self.root.resolve()

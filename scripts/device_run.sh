@@ -31,6 +31,9 @@ if compgen -G ".whl/*.whl" >/dev/null; then  # compiled to .pyc at install, as a
     && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 python3 -m pip install -q --no-deps --no-build-isolation -e . >"$LOG/install.log" 2>&1 || cat "$LOG/install.log"
+# The sandbox of `grader grade` and `check --ranked` needs bwrap: where the image lacks it, a binary carried in
+# .whl/bin/ (from Debian's package: apt-get download bubblewrap && dpkg-deb -x bubblewrap_*.deb x, then x/usr/bin/bwrap)
+command -v bwrap >/dev/null || { [ -x .whl/bin/bwrap ] && export PATH="$PWD/.whl/bin:$PATH"; }
 python3 -m grader doctor | tee "$LOG/doctor.txt"
 days=${DAYS:-$(python3 -c "from grader.course import load_course; print(' '.join(d.id for d in load_course(__import__('pathlib').Path('course.yaml')).days if d.status == 'ready'))")}
 SKIP=${SKIP:-}

@@ -137,6 +137,8 @@ def select(course, days=None, exercises=None, dtypes=None, orders=True) -> list[
         for ex in day.exercises:
             if exercises and not ({f"{day.id}.{ex.name}", ex.name} & set(exercises)):
                 continue
+            if ex.processes > 1:  # a process group (one GPU each): not this script's one-process loop; see not_swept
+                continue
             chosen = [d for d in ex.dtypes if not dtypes or d in dtypes]
             if not chosen:
                 continue
@@ -480,6 +482,14 @@ def merge_tally(row: dict, t: dict) -> None:
     row["seconds"] = round(row["seconds"] + t["seconds"], 2)
 
 
+def not_swept(course) -> list[dict]:
+    """The ready exercises this sweep cannot run, and why: a process group needs its GPUs and the group's own
+    start-up (grader/check/ranks.py), so its bounds are held by its model and its graded runs alone."""
+    return [{"day": d.id, "exercise": e.name, "dtypes": list(e.dtypes),
+             "why": f"runs as {e.processes} processes, one GPU each; the sweep runs one process per exercise"}
+            for d in course.days if d.status == "ready" for e in d.exercises if e.processes > 1]
+
+
 def row_key(row: dict) -> tuple:
     return row["day"], row["exercise"], row["order"], row["dtype"]
 
@@ -691,7 +701,8 @@ def main(argv: list[str] | None = None) -> int:
              "required_seeds": REQUIRED_SEEDS, "max_ratio": MAX_RATIO,
              "runs": [{"command": " ".join(sys.argv[1:] if argv is None else argv), "seed_start": a.seed_start,
                        "seeds": a.seeds, "wall_s": round(time.time() - t_start), "procs": a.procs}],
-             "rows": sorted(rows_from_units(results, entries, build_errors), key=row_key)}
+             "rows": sorted(rows_from_units(results, entries, build_errors), key=row_key),
+             "not_swept": not_swept(course)}
     out = a.out or ROOT / "measured" / f"tolerance-sweep-{table['slug']}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(table, indent=1, default=_json_default) + "\n")

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from grader import cli
+from grader import cli, sandbox
 from grader.authoring import leaks
 from tests.conftest import ROOT, needs_nvcc
 
@@ -54,8 +54,11 @@ def test_a_class_from_release_to_gradebook(tmp_path):
         assert grader("check", "day01", cwd=mine).returncode == (1 if name == "carol" else 2)
 
     results = tmp_path / "results"
+    # In the sandbox, as `grader grade` does by default; where it cannot work here (no bwrap, or no user
+    # namespaces in this container: tests/test_sandbox.py skips, saying so), the class is graded without it.
+    boxed = [] if sandbox.probe().ok else ["--no-sandbox"]
     p = grader("--course", str(course / "course.yaml"), "grade", str(subs), "--days", "day01", "--out",
-               str(results), cwd=course)
+               str(results), *boxed, cwd=course)
     assert p.returncode == 0, p.stdout + p.stderr
     status = {n: json.loads((results / n / "day01.json").read_text())["exercises"][0]["status"] for n in work}
     assert status == {"alice": "no_gpu", "bob": "no_gpu", "carol": "build_error"}, status

@@ -199,7 +199,7 @@ def test_ranked_seeds_are_derived_independent_and_hide_the_secret():
 def test_a_ranked_check_runs_twice_and_is_recorded_as_ranked(fake_course, monkeypatch, capsys):
     monkeypatch.setenv("GRADER_RANKED_SEED", SECRET)
     out_json = fake_course / "r.json"
-    assert grade(fake_course, "--ranked", "--json", str(out_json)) == 0
+    assert grade(fake_course, "--ranked", "--no-sandbox", "--json", str(out_json)) == 0
     printed = capsys.readouterr().out
     ranked = ranked_runs.ranked_seeds(SECRET.encode())
     doc_text = out_json.read_text()
@@ -222,7 +222,7 @@ def test_a_ranked_check_runs_twice_and_is_recorded_as_ranked(fake_course, monkey
 def test_a_ranked_check_stops_at_the_first_failed_run(fake_course, monkeypatch, capsys):
     monkeypatch.setenv("GRADER_RANKED_SEED", SECRET)
     monkeypatch.setenv("FAKE_WORKER", "ok,blank")
-    assert grade(fake_course, "--ranked") == 1
+    assert grade(fake_course, "--ranked", "--no-sandbox") == 1
     assert "FAIL" in capsys.readouterr().out
     entry = results.ranked_results(fake_course, "day01")["solution"]
     (ex,) = entry["exercises"]
@@ -235,7 +235,7 @@ def test_an_ordinary_check_is_not_ranked_and_does_not_replace_the_ranked_result(
     assert results.ranked_results(fake_course, "day01") == {}
     assert results.last(fake_course, "day01", "solution")["ranked"] is False
     monkeypatch.setenv("GRADER_RANKED_SEED", SECRET)
-    assert grade(fake_course, "--ranked") == 0
+    assert grade(fake_course, "--ranked", "--no-sandbox") == 0
     monkeypatch.delenv("GRADER_RANKED_SEED")
     assert grade(fake_course) == 0
     last = results.last(fake_course, "day01", "solution")

@@ -166,3 +166,22 @@ def test_the_real_worker_serves_jobs_in_one_process(course, tmp_path, monkeypatc
             assert res.status == "no_gpu", res.message
         assert s.started == 1 and s.proc.poll() is None
     assert [e["ev"] for e in events].count("no_gpu") == 2 and not any(e["ev"] == "end" for e in events)
+
+
+def test_cases_that_never_ran_are_a_failure_not_a_missing_implementation():
+    """A worker that dies before its first case leaves every case "not run": that says nothing about whether the
+    output is written, so the verdict is a failure naming why, never NOT IMPLEMENTED (seen when a sandbox kept the
+    worker from starting)."""
+    from types import SimpleNamespace
+
+    from grader.check.verdict import Category, ExerciseResult, Status, decide
+
+    def result(categories):
+        res = ExerciseResult(day="day01", exercise="softmax", variant="solution", source="s", seed=1)
+        res.cases = [dict(ok=False, category=c, message=f"{c} here", kind="correctness", dtype="fp32", label=f"{i}x1")
+                     for i, c in enumerate(categories)]
+        return decide(res, SimpleNamespace(timed=True, points=1), None, correctness_only=True)
+
+    died = result([Category.NOT_RUN] * 3)
+    assert died.status == Status.FAIL and "not_run here" in died.message
+    assert result([Category.NOT_IMPLEMENTED, Category.NOT_RUN]).status == Status.NOT_IMPLEMENTED

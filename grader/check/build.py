@@ -349,15 +349,15 @@ def build_folder(ex, src_dir: Path, root: Path, day_id: str, capability: tuple[i
 BUILD_SLOTS = 4
 
 
-def workspace(root: Path, day_id: str, unit: str, slot: int = 0) -> Path:
+def workspace(root: Path, day_id: str, unit: str, slot: int = 0, builds: Path | None = None) -> Path:
     """A folder where versions of one build unit are compiled, one build at a time (ninja's state lives there);
-    the sources it compiled last are in its src/."""
-    return Paths(root).builds() / (f"{day_id}-{unit}-work" + (f".{slot}" if slot else ""))
+    the sources it compiled last are in its src/. builds: another builds folder than the course's (a sandbox's)."""
+    return (builds or Paths(root).builds()) / (f"{day_id}-{unit}-work" + (f".{slot}" if slot else ""))
 
 
-def workspaces(root: Path, day_id: str, unit: str) -> list[Path]:
+def workspaces(root: Path, day_id: str, unit: str, builds: Path | None = None) -> list[Path]:
     """Every workspace of the unit (for mapping a tool's paths back: any of them may have compiled the code)."""
-    return [workspace(root, day_id, unit, s) for s in range(BUILD_SLOTS)]
+    return [workspace(root, day_id, unit, s, builds) for s in range(BUILD_SLOTS)]
 
 
 @contextmanager

@@ -89,12 +89,13 @@ def nvcc_path() -> str | None:
                                      else None)
 
 
-def _run_compiler(cmd: list[str], timeout_s: float | None) -> tuple[int | None, str]:
-    """(exit code, stdout + stderr) of one compiler run; None as the code when it ran past timeout_s."""
+def _run_compiler(cmd: list[str], timeout_s: float | None, prefix: list[str] = ()) -> tuple[int | None, str]:
+    """(exit code, stdout + stderr) of one compiler run; None as the code when it ran past timeout_s. prefix: a
+    sandbox the compiler runs in (the source's `#include "/any/path"` then finds only what the sandbox holds)."""
     # Compilers quote the source's bytes, whatever its encoding: decode with replacement, never fail on them.
     try:
-        p = subprocess.run(cmd, capture_output=True, timeout=timeout_s or COMPILE_TIMEOUT_S, encoding="utf-8",
-                           errors="replace")
+        p = subprocess.run([*prefix, *cmd], capture_output=True, timeout=timeout_s or COMPILE_TIMEOUT_S,
+                           encoding="utf-8", errors="replace", stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired as e:
         out = [x.decode("utf-8", errors="replace") if isinstance(x, bytes) else x or "" for x in (e.stdout, e.stderr)]
         return None, "".join(out)
@@ -104,7 +105,7 @@ def _run_compiler(cmd: list[str], timeout_s: float | None) -> tuple[int | None, 
 
 
 def compile_cuda(src: Path, include_dirs: list[Path], extra_flags: list[str], root: Path,
-                 timeout_s: float | None = None) -> CompileReport:
+                 timeout_s: float | None = None, sandbox=None) -> CompileReport:
     nvcc = nvcc_path()
     rel = relative_path(src, root)
     if nvcc is None:
@@ -113,7 +114,8 @@ def compile_cuda(src: Path, include_dirs: list[Path], extra_flags: list[str], ro
         cmd = [nvcc, "-c", str(src), "-o", str(Path(tmp) / "k.o"), *BASE_CUDA_FLAGS, *TORCH_CUDA_DEFINES,
                *[f"-I{d}" for d in include_dirs], "-Xptxas", "-v", *extra_flags,
                *[f"-gencode=arch=compute_{a},code=sm_{a}" for a in ARCHS]]
-        code, log = _run_compiler(cmd, timeout_s)
+        prefix = sandbox.compiler([src.parent, *include_dirs], Path(tmp)) if sandbox is not None else []
+        code, log = _run_compiler(cmd, timeout_s, prefix)
     if code is None:
         return CompileReport(rel, False, "nvcc", note=f"nvcc did not finish in {timeout_s or COMPILE_TIMEOUT_S:g} s",
                              log=log[-20000:])
@@ -154,7 +156,8 @@ def _torch_include_paths() -> list[str] | None:
     return cpp_extension.include_paths()
 
 
-def compile_host(src: Path, include_dirs: list[Path], root: Path, timeout_s: float | None = None) -> CompileReport:
+def compile_host(src: Path, include_dirs: list[Path], root: Path, timeout_s: float | None = None,
+                 sandbox=None) -> CompileReport:
     """Syntax-check a bindings file against torch's headers (no linking, no GPU needed)."""
     rel = relative_path(src, root)
     torch_inc = _torch_include_paths()
@@ -173,7 +176,8 @@ def compile_host(src: Path, include_dirs: list[Path], root: Path, timeout_s: flo
         cmd = [cxx, "-std=c++20", "-fsyntax-only", "-DTORCH_EXTENSION_NAME=compile_check", str(src),
                *[f"-I{p}" for p in torch_inc], f"-I{sysconfig.get_paths()['include']}",
                *[f"-I{p}" for p in cuda_inc], *[f"-I{d}" for d in include_dirs], f"-idirafter{tmp}"]
-        code, log = _run_compiler(cmd, timeout_s)
+        prefix = sandbox.compiler([src.parent, *include_dirs], Path(tmp)) if sandbox is not None else []
+        code, log = _run_compiler(cmd, timeout_s, prefix)
     if code is None:
         return CompileReport(rel, False, "c++", note=f"the C++ compiler did not finish in "
                              f"{timeout_s or COMPILE_TIMEOUT_S:g} s", log=log[-20000:])
@@ -247,10 +251,12 @@ def _tool_identity(path: str | None) -> str:
         return str(path)
 
 
-def cache_key(src: Path, include_dirs: list[Path], extra_cuda_flags: list[str], root: Path) -> str:
+def cache_key(src: Path, include_dirs: list[Path], extra_cuda_flags: list[str], root: Path,
+              sandboxed: bool = False) -> str:
     """The content a compile-only report depends on: the source, every header beside it and in the include
     folders (what `#include "..."` can reach), the flags, the compilers and torch's headers. Same key, same report,
-    whichever run asks."""
+    whichever run asks. sandboxed: a compiler in a sandbox sees less (an `#include` of a file outside the sources
+    fails there), so a report made in one is never the answer outside it, nor the reverse."""
     h = hashlib.sha256()
 
     def add(*parts) -> None:
@@ -259,7 +265,7 @@ def cache_key(src: Path, include_dirs: list[Path], extra_cuda_flags: list[str], 
             h.update(len(data).to_bytes(8, "little") + data)
 
     add(CACHE_VERSION, src.name, src.read_bytes(), *ARCHS, *extra_cuda_flags, *BASE_CUDA_FLAGS,
-        *TORCH_CUDA_DEFINES)
+        *TORCH_CUDA_DEFINES, "sandboxed" if sandboxed else "open")
     if src.suffix == ".cu":
         add(_tool_identity(nvcc_path()))
     elif src.suffix != ".py":
@@ -274,11 +280,12 @@ def cache_key(src: Path, include_dirs: list[Path], extra_cuda_flags: list[str], 
     return h.hexdigest()
 
 
-def _cached(src: Path, include_dirs: list[Path], extra_cuda_flags: list[str], root: Path, compile_one):
+def _cached(src: Path, include_dirs: list[Path], extra_cuda_flags: list[str], root: Path, compile_one,
+            sandboxed: bool = False):
     """compile_one(), or the report of an earlier run on the same content. A run that timed out or could not start
     the compiler is not kept (the next one may do better)."""
     try:
-        key = cache_key(src, include_dirs, extra_cuda_flags, root)
+        key = cache_key(src, include_dirs, extra_cuda_flags, root, sandboxed)
     except OSError:
         return compile_one()
     path = Paths(root).cache() / "compile" / f"{key}.json"
@@ -317,22 +324,25 @@ def _cached(src: Path, include_dirs: list[Path], extra_cuda_flags: list[str], ro
 
 
 def compile_sources(sources: list[Path], include_dirs: list[Path], extra_cuda_flags: list[str],
-                    root: Path, timeout_s: float | None = None) -> list[CompileReport]:
+                    root: Path, timeout_s: float | None = None, sandbox=None) -> list[CompileReport]:
     """Each source through its compiler (timeout_s: the limit of one compiler run); a source that cannot be
     compiled at all (source_problem) is reported without running one. Reports are cached by content under the
-    course's state (.grader/cache/compile): an unchanged file is not compiled again."""
+    course's state (.grader/cache/compile): an unchanged file is not compiled again. sandbox: a CheckSandbox the
+    compilers run in (grader/check/sandboxed.py)."""
+    boxed = sandbox is not None
     reports = []
     for s in sources:
         if problem := source_problem(s, root):
             reports.append(problem)
         elif s.suffix in (".cu",):
             reports.append(_cached(s, include_dirs, extra_cuda_flags, root,
-                                   lambda s=s: compile_cuda(s, include_dirs, extra_cuda_flags, root, timeout_s)))
+                                   lambda s=s: compile_cuda(s, include_dirs, extra_cuda_flags, root, timeout_s,
+                                                            sandbox), boxed))
         elif s.suffix == ".py":
             reports.append(compile_python(s, root))
         else:
             reports.append(_cached(s, include_dirs, [], root,
-                                   lambda s=s: compile_host(s, include_dirs, root, timeout_s)))
+                                   lambda s=s: compile_host(s, include_dirs, root, timeout_s, sandbox), boxed))
     return reports
 
 

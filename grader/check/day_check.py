@@ -63,18 +63,18 @@ def placeholders(src_dir: Path, sources: list[str], root: Path) -> list[str]:
 def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, seeds: tuple[int, ...],
                    dtypes: list[str] | None = None, case_s: float | None = None, correctness_only: bool = False,
                    ranked: bool = False, fixed_seeds: tuple[int, ...] = (), session=None, prestarted=None,
-                   cases: list[str] | None = None, progress=quiet, worker: str = WORKER):
+                   cases: list[str] | None = None, progress=quiet, worker: str = WORKER, sandbox=None):
     """One exercise's result: its sources read first (one unfit to compile is the student's build error), then one
     run per seed (a ranked check: two, the second only if the first passed, combined by combine_runs), compiled
     only where there is no GPU. fixed_seeds (a ranked check's hidden seeds) come first, one correctness-only run
     each: they are cheap, and any failure decides. session: a long-lived worker to run in (`grader watch`).
-    prestarted: a worker started before planning (cmd_check), for the first run only; released after it."""
+    prestarted: a worker started before planning (cmd_check), for the first run only; released after it.
+    sandbox: the CheckSandbox (grader/check/sandboxed.py) the build, the workers and the compilers run in."""
     from grader.check.build import source_paths
     from grader.check.compile_check import compile_sources, defines_op, source_problem
     from grader.check.job import make_job
-    from grader.check.runner import run_job
+    from grader.check.runner import job_file, run_job
     from grader.check.verdict import ExerciseResult, compiled_only, note_placeholders
-    from grader.paths import Paths
     from grader.verdicts import Status
 
     problems = [p for s in ex.sources if (p := source_problem(src_dir / s, root))]
@@ -92,10 +92,10 @@ def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, 
         try:
             with progress(what, len(job.cases)) as on_event:
                 res = run_job(job, variant=variant, case_s=case_s, correctness_only=untimed, on_event=on_event,
-                              worker=worker, session=session or prestarted)
+                              worker=worker, session=session or prestarted, sandbox=sandbox)
         finally:
             if ranked:  # the job file names the seed: a ranked run's inputs must not be recoverable from it
-                (Paths(root).logs() / f"{day.id}-{ex.name}-{variant}.job.json").unlink(missing_ok=True)
+                job_file(root, day.id, ex.name, variant, sandbox).unlink(missing_ok=True)
             if prestarted is not None:  # it served this first run; every later run gets a fresh process
                 prestarted.release()
                 prestarted = None
@@ -105,7 +105,7 @@ def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, 
             res = compiled_only(res, ex, compile_sources([*(src_dir / s for s in ex.sources if s.endswith(".py")),
                                                           *source_paths(ex, src_dir)],
                                                          [root / i for i in ex.include_dirs], ex.extra_cuda_cflags,
-                                                         root, timeout_s=job.limits.build_s))
+                                                         root, timeout_s=job.limits.build_s, sandbox=sandbox))
             if res.status == Status.NO_GPU and not defines_op(ex, src_dir):
                 res.message += (f". Warning: none of your sources defines the op `{ex.op.split('::')[-1]}` (the "
                                 "bindings name it, e.g. m.def(\"" + ex.op.split("::")[-1] + "\", …)): on a GPU the "
@@ -122,30 +122,43 @@ def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, 
 
 
 
-def prestart(root: Path, day, ex, variant: str, worker: str = WORKER):
+def solution_baseline(course, root: Path, ex):
+    """(exercise, folder) of the solution ex is timed against, or None where its baseline is not a solution."""
+    found = course.baseline_exercise(ex)
+    return None if found is None else (found[1], Paths(root).solution(found[0].id))
+
+
+def prestart(root: Path, day, ex, variant: str, worker: str = WORKER, sandbox=None, src_dir: Path | None = None,
+             baseline=None):
     """The first exercise's worker, started before its job is planned: importing torch (seconds) overlaps the
     parent's planning. It is a fresh process, as each run's worker is, and serves that one run only (the log is
-    the exercise's own, written afresh as run_job's is)."""
+    the exercise's own, written afresh as run_job's is). In a sandbox, the one its runs would get: the sources of
+    src_dir, and baseline, (exercise, folder) of the solution the exercise is timed against, where it is."""
     from grader.check.runner import exercise_log
     from grader.check.worker_process import WorkerSession
 
     timings.mark("worker started early")
+    prefix = sandbox.worker(ex, src_dir, baseline) if sandbox is not None else []
     return WorkerSession(cwd=root, log_path=exercise_log(root, day.id, ex.name, variant), worker=worker,
-                         log_mode="w").start()
+                         log_mode="w", prefix=prefix).start()
 
 
 def check_day(*, course, root: Path, day, exercises: list, src_dir: Path, variant: str, seeds: tuple[int, ...],
               ranked: Ranked | None = None, overlay: dict | None = None, dtypes: list[str] | None = None,
               cases: list[str] | None = None, case_s: float | None = None, correctness_only: bool = False,
               untimed: set[str] = frozenset(), on_result: Callable = lambda res, ex: None, progress=quiet,
-              worker: str = WORKER) -> list[dict]:
+              worker: str = WORKER, sandbox=None) -> list[dict]:
     """Each exercise's result, in order, as the JSON of `grader check` records it (a ranked run's marked so). The
     first exercise runs in a worker started before its job is planned (importing torch overlaps the planning);
     the hidden cases of `overlay` join a ranked run's exercises; `untimed` names the exercises checked for
-    correctness only (a baseline not published yet). on_result(res, ex) gets each result as it is made."""
+    correctness only (a baseline not published yet). on_result(res, ex) gets each result as it is made. sandbox:
+    a CheckSandbox (grader/check/sandboxed.py) that every build, worker and compiler of the day runs in."""
     mark = {"ranked": True, "seed": None, "seed_sha256": ranked.seed_sha256} if ranked else {"ranked": False}
     out = []
-    early = prestart(root, day, exercises[0], variant, worker)
+    first = exercises[0]
+    timed = not (correctness_only or first.name in untimed) and first.timed
+    early = prestart(root, day, first, variant, worker, sandbox, src_dir,
+                     solution_baseline(course, root, first) if timed else None)
     try:
         for k, ex in enumerate(exercises):
             extra = hidden.for_exercise(overlay, day.id, ex.name)
@@ -154,7 +167,7 @@ def check_day(*, course, root: Path, day, exercises: list, src_dir: Path, varian
                                  seeds=seeds, dtypes=dtypes, case_s=case_s,
                                  correctness_only=correctness_only or ex.name in untimed, ranked=bool(ranked),
                                  fixed_seeds=tuple(extra.seeds), prestarted=early if k == 0 else None, cases=cases,
-                                 progress=progress, worker=worker)
+                                 progress=progress, worker=worker, sandbox=sandbox)
             on_result(res, ex)
             out.append({**res.as_dict(), **mark})
     finally:

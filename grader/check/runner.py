@@ -38,9 +38,16 @@ def exercise_log(root: Path, day_id: str, exercise: str, variant: str) -> Path:
     return Paths(root).logs() / f"{day_id}-{exercise}-{variant}.log"
 
 
+def job_file(root: Path, day_id: str, exercise: str, variant: str, sandbox=None) -> Path:
+    """Where the job of one exercise's check is written: beside its log, or, for a sandboxed check, in the
+    folder its sandbox reads jobs from (grader/check/sandboxed.py)."""
+    name = f"{day_id}-{exercise}-{variant}.job.json"
+    return sandbox.job_path(name) if sandbox is not None else Paths(root).logs() / name
+
+
 def run_job(job: Job, *, variant: str, case_s: float | None = None, correctness_only: bool = False,
             on_event: Callable[[dict], None] = lambda ev: None, worker: str = "grader.check.worker",
-            sanitize_failures: bool = True, session: WorkerSession | None = None) -> ExerciseResult:
+            sanitize_failures: bool = True, session: WorkerSession | None = None, sandbox=None) -> ExerciseResult:
     """Runs the job in worker processes (a new one after each crash) and returns the exercise's verdict. With a
     session, in its long-lived worker instead (replaced the same way after a crash or a hang).
 
@@ -48,14 +55,18 @@ def run_job(job: Job, *, variant: str, case_s: float | None = None, correctness_
     outputs left unwritten, a crash), the first such case runs again alone under compute-sanitizer (memcheck, then
     initcheck if memcheck names nothing) where the tool is installed and the job runs on CUDA; what it finds is
     added to that case's message (`sanitizer` holds every report). GRADER_SANITIZE=0 in the environment turns
-    this off too."""
+    this off too.
+
+    sandbox: a CheckSandbox (grader/check/sandboxed.py) every worker runs in, the sanitized ones too (a session's
+    worker was started in it by its owner)."""
     ex, day_id, root = job.exercise, job.target.day, Path(job.root)
     res = ExerciseResult(day_id, ex.name, variant, job.target.src_dir, job.seed, threshold=ex.threshold)
     planned = job.cases
     results: dict[int, dict] = {}
-    logs = Paths(root).logs()
     log_path = exercise_log(root, day_id, ex.name, variant)
-    job_path = job.write(logs / f"{day_id}-{ex.name}-{variant}.job.json")
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    job_path = job.write(job_file(root, day_id, ex.name, variant, sandbox))
+    prefix = sandbox.for_job(job, timed=not correctness_only) if sandbox is not None and session is None else []
     res.log = str(log_path if session is None else session.log_path)
     case_limit = case_s or job.limits.case_s
     build_limit = job.limits.build_s
@@ -102,7 +113,7 @@ def run_job(job: Job, *, variant: str, case_s: float | None = None, correctness_
         while start < len(planned) or not results:
             current, done, deadline_len = None, False, STARTUP_S
             if session is None:
-                end = run_worker(command, cwd=root, log=log, on_event=handle, first_wait=STARTUP_S)
+                end = run_worker(command, cwd=root, log=log, on_event=handle, first_wait=STARTUP_S, prefix=prefix)
             else:
                 end = session.run(job_path, start=start, had_failure=had_failure, on_event=handle,
                                   first_wait=STARTUP_S)
@@ -125,7 +136,10 @@ def run_job(job: Job, *, variant: str, case_s: float | None = None, correctness_
                                         f"({why}); see {res.log}")
             last = max(results) if results else -1
             if restarts >= MAX_RESTARTS or last < 0:
-                stop_reason = "too many crashes" if last >= 0 else "the worker died before running a case"
+                code = end.returncode
+                why = f"killed by signal {-code}" if code and code < 0 else f"exit code {code}"
+                stop_reason = "too many crashes" if last >= 0 else \
+                    f"the worker died before running a case ({why}); see {res.log}"
                 break
             restarts, had_failure, start = restarts + 1, True, last + 1
 
@@ -145,17 +159,19 @@ def run_job(job: Job, *, variant: str, case_s: float | None = None, correctness_
         return verdict
     if ex.sanitize and terminal is None and job.device == "cuda" and verdict.status != Status.NOT_IMPLEMENTED:
         # The exercise must be clean under these tools: a required check, so GRADER_SANITIZE does not turn it off.
-        sanitize_check(res, job, job_path, root, case_limit, worker=worker, on_event=on_event)
+        sanitize_check(res, job, job_path, root, case_limit, worker=worker, on_event=on_event, sandbox=sandbox)
         verdict = decide(res, ex, terminal, correctness_only)
     elif (sanitize_failures and terminal is None and job.device == "cuda"
             and os.environ.get("GRADER_SANITIZE", "1") != "0"
-            and sanitize_first_failure(res, job_path, root, case_limit, worker=worker, on_event=on_event)):
+            and sanitize_first_failure(res, job_path, root, case_limit, worker=worker, on_event=on_event,
+                                       sandbox=sandbox)):
         verdict = decide(res, ex, terminal, correctness_only)  # the first failure's message may now name the bug
     return verdict
 
 
 def sanitize_check(res: ExerciseResult, job: Job, job_path: Path, root: Path, case_limit: float, *,
-                   worker: str = "grader.check.worker", on_event: Callable[[dict], None] = lambda ev: None) -> None:
+                   worker: str = "grader.check.worker", on_event: Callable[[dict], None] = lambda ev: None,
+                   sandbox=None) -> None:
     """The exercise's `sanitize:` tools, each over the correctness cases of the first dtype in one worker (the
     bugs these tools find do not depend on the element type; every dtype would multiply a slow run). Each tool
     adds a case of kind "sanitizer": failed when the tool reports an error in the student's sources, cannot be
@@ -180,7 +196,7 @@ def sanitize_check(res: ExerciseResult, job: Job, job_path: Path, root: Path, ca
         on_event(dict(ev="sanitize", tool=tool, index=indices[0] if indices else 0, dtype=dtype, label="all"))
         try:
             errors, _, code = run_under_sanitizer(job_path, tool, indices, root, limit, worker=worker,
-                                                  sanitizer=exe)
+                                                  sanitizer=exe, sandbox=sandbox)
         except OSError as e:
             case["message"] = f"compute-sanitizer {tool} would not start: {e}"
             res.cases.append(case)
@@ -201,7 +217,7 @@ def sanitize_check(res: ExerciseResult, job: Job, job_path: Path, root: Path, ca
 
 def sanitize_first_failure(res: ExerciseResult, job_path: Path, root: Path, case_limit: float, *,
                            worker: str = "grader.check.worker",
-                           on_event: Callable[[dict], None] = lambda ev: None) -> bool:
+                           on_event: Callable[[dict], None] = lambda ev: None, sandbox=None) -> bool:
     """Runs the first correctness case that failed as a bad memory access would (SANITIZED) again, alone, under
     memcheck, and under initcheck if memcheck names nothing; each run is limited to SANITIZE_S. The case gets
     `sanitizer` (every report, as dicts) and, when one is in the student's code, its message names it. False when
@@ -218,7 +234,7 @@ def sanitize_first_failure(res: ExerciseResult, job_path: Path, root: Path, case
         on_event(dict(ev="sanitize", tool=tool, index=case["index"], dtype=case["dtype"], label=case["label"]))
         try:
             errors, _, code = run_under_sanitizer(job_path, tool, case["index"], root, limit, worker=worker,
-                                                  sanitizer=exe)
+                                                  sanitizer=exe, sandbox=sandbox)
         except OSError:  # the tool would not start: no finding, not a failure of the check
             break
         found += [e.as_dict() for e in errors]

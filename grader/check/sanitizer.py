@@ -339,13 +339,14 @@ def worker_command(job_path: Path, cases: int | list[int] | None, *, worker: str
 
 def run_under_sanitizer(job_path: Path, tool: str, case_index: int | list[int] | None, root: Path, timeout_s: float, *,
                         worker: str = "grader.check.worker", log_path: Path | None = None,
-                        sanitizer: str | None = None,
-                        events: list[dict] | None = None) -> tuple[list[SanitizerError], str, int | None]:
+                        sanitizer: str | None = None, events: list[dict] | None = None,
+                        sandbox=None) -> tuple[list[SanitizerError], str, int | None]:
     """Runs the job's case case_index (a list: those cases; None: every correctness case) in a worker under
     compute-sanitizer's tool, at most
     timeout_s seconds. Returns (errors, the tool's report, its exit code: ERROR_EXITCODE when it found errors,
     None when it was stopped at the time limit). The worker's output, its events and the report go to log_path
-    (default: next to the job, `<job>.<tool>.log`); events, when given, receives the worker's events."""
+    (default: next to the job, `<job>.<tool>.log`); events, when given, receives the worker's events. sandbox: the
+    CheckSandbox the tool and the worker run in (the tool writes its report into the sandbox's reports folder)."""
     from grader.check.job import Job
     from grader.check.worker_process import run_worker
 
@@ -356,7 +357,10 @@ def run_under_sanitizer(job_path: Path, tool: str, case_index: int | list[int] |
         raise FileNotFoundError("compute-sanitizer not found: put the CUDA toolkit's bin/ on PATH or set CUDA_HOME")
     log_path = Path(log_path) if log_path else job_path.with_name(job_path.name.removesuffix(".job.json") + f".{tool}.log")
     report_path = log_path.with_name(log_path.name + ".report")
+    if sandbox is not None:
+        report_path = sandbox.reports / report_path.name
     report_path.unlink(missing_ok=True)
+    prefix = sandbox.for_job(job, timed=False) if sandbox is not None else []
     base = worker_command(job_path, case_index, worker=worker)
     events = [] if events is None else events
 
@@ -371,28 +375,33 @@ def run_under_sanitizer(job_path: Path, tool: str, case_index: int | list[int] |
         end = run_worker(lambda fd: sanitize_command(tool, [*base, "--fd", str(fd)], sanitizer=sanitizer,
                                                      log_file=report_path),
                          cwd=root, log=log, on_event=on_event, first_wait=timeout_s, total_s=timeout_s,
-                         env=SANITIZE_ENV, grace_s=5.0)
-        try:
-            report = report_path.read_text(errors="replace")
-        except OSError:
-            report = ""
+                         env=SANITIZE_ENV, grace_s=5.0, prefix=prefix)
+        if sandbox is not None:  # written inside: never followed if it became a link
+            report = sandbox.read_report(report_path)
+        else:
+            try:
+                report = report_path.read_text(errors="replace")
+            except OSError:
+                report = ""
         log.write("\n== events\n" + "".join(f"{ev}\n" for ev in events))
         how = f"stopped after {timeout_s:g} s" if end.stalled else f"exit code {end.returncode}"
         log.write(f"\n== report ({how})\n")
         log.write(report)
     report_path.unlink(missing_ok=True)
-    errors = parse_report(report, folders_of(job), tool=tool, root=root)
+    errors = parse_report(report, folders_of(job, sandbox.builds() if sandbox is not None else None), tool=tool,
+                          root=root)
     return errors, report, None if end.stalled else end.returncode
 
 
-def folders_of(job) -> dict[Path, Path]:
-    """The compiled copies of the job's sources (the exercise's and the baseline's) and the folders they came from."""
+def folders_of(job, builds: Path | None = None) -> dict[Path, Path]:
+    """The compiled copies of the job's sources (the exercise's and the baseline's) and the folders they came from.
+    builds: where they were built, when not in this course's state (a sandboxed worker's own)."""
     from grader.check.build import build_unit, source_folders, workspaces
 
     root = Path(job.root)
     out = {}
     for t in (job.target, job.baseline_target):
         if t is not None and t.exercise.build != "python":
-            for work in workspaces(root, t.day, build_unit(t.exercise)):  # whichever compiled this code
+            for work in workspaces(root, t.day, build_unit(t.exercise), builds):  # whichever compiled this code
                 out.update(source_folders(t.exercise, work / "src", Path(t.src_dir)))
     return out

@@ -55,7 +55,9 @@ def decide(res: ExerciseResult, ex, terminal: dict | None, correctness_only: boo
         for c in failures:
             if c["category"] == Category.NOT_IMPLEMENTED:
                 c["category"], c["message"] = Category.UNWRITTEN, "no output element was written for this shape"
-    elif failures and all(c["category"] in (Category.NOT_IMPLEMENTED, *Category.NOT_COUNTED) for c in failures):
+    elif (any(c["category"] == Category.NOT_IMPLEMENTED for c in failures)
+          and all(c["category"] in (Category.NOT_IMPLEMENTED, *Category.NOT_COUNTED) for c in failures)):
+        # at least one case found the output unwritten; cases that never ran (a worker that died) say nothing
         res.status, res.message = Status.NOT_IMPLEMENTED, "the output is never written: not implemented yet"
         return res
     if failures:

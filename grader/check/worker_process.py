@@ -86,19 +86,25 @@ def _pump(proc: subprocess.Popen, q: queue.Queue, on_event: Callable[[dict], flo
 
 
 def _worker_env(env: dict[str, str] | None) -> dict[str, str]:
-    return {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": _grader_path(), **(env or {})}
+    """The worker's environment: the grader's, less the ranked secret and the hidden cases' file (the worker is
+    given its seed and cases in its job; the secret would give away every other run's inputs)."""
+    from grader.sandbox import SECRET_ENV
+
+    base = {k: v for k, v in os.environ.items() if k not in SECRET_ENV}
+    return {**base, "PYTHONUNBUFFERED": "1", "PYTHONPATH": _grader_path(), **(env or {})}
 
 
 def run_worker(make_cmd: Callable[[int], list[str]], *, cwd: Path, log, on_event: Callable[[dict], float],
                first_wait: float, total_s: float | None = None, env: dict[str, str] | None = None,
-               grace_s: float = 0.0) -> WorkerEnd:
+               grace_s: float = 0.0, prefix: list[str] = ()) -> WorkerEnd:
     """Starts make_cmd(fd) (fd: the write end of a pipe of its own for the events, JSON lines; stdout and stderr go
     to log) in a process group of its own, and passes each event to on_event, which returns how many seconds the
     next one may take. A process that sends none in time, or runs past total_s in all, is killed (its whole group);
-    so is one left running when the caller is interrupted."""
+    so is one left running when the caller is interrupted. prefix: what the command runs under (a sandbox's bwrap,
+    grader/sandbox.py: killing bwrap ends everything inside)."""
     r, w = os.pipe()
     try:
-        proc = subprocess.Popen(make_cmd(w), pass_fds=[w], stdout=log, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen([*prefix, *make_cmd(w)], pass_fds=[w], stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True, cwd=cwd, env=_worker_env(env))
     except BaseException:
         os.close(r)
@@ -127,9 +133,9 @@ class WorkerSession:
 
     def __init__(self, *, cwd: Path, log_path: Path, worker: str = "grader.check.worker",
                  env: dict[str, str] | None = None, on_restart: Callable[[str], None] = lambda why: None,
-                 log_mode: str = "a"):
+                 log_mode: str = "a", prefix: list[str] = ()):
         self.cwd, self.log_path, self.worker, self.env, self.on_restart = Path(cwd), Path(log_path), worker, env, on_restart
-        self.log_mode = log_mode
+        self.log_mode, self.prefix = log_mode, list(prefix)  # prefix: a sandbox's bwrap, as in run_worker
         self.proc: subprocess.Popen | None = None
         self._q: queue.Queue = queue.Queue()
         self._log = None
@@ -144,7 +150,8 @@ class WorkerSession:
             self._log = open(self.log_path, self.log_mode)
         r, w = os.pipe()
         try:
-            self.proc = subprocess.Popen([sys.executable, "-m", self.worker, "--serve", "--fd", str(w)], pass_fds=[w],
+            self.proc = subprocess.Popen([*self.prefix, sys.executable, "-m", self.worker, "--serve", "--fd", str(w)],
+                                         pass_fds=[w],
                                          stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.PIPE,
                                          start_new_session=True, cwd=self.cwd, env=_worker_env(self.env), text=True)
         except BaseException:

@@ -1,6 +1,9 @@
 """Where `grader grade` runs its gradings: `local` (a pool of worker threads, each grading one pair at a time in a
 process of its own, one per GPU) or `slurm` (a job array through submitit, one task per pair).
 
+Each grading is `grader check --sandbox` (unless `grade --no-sandbox`): on Slurm the sandbox is made inside the job,
+on the node, as it is locally (README, "The sandbox", says why).
+
 An executor runs one round: `run(tasks, attempt, done)` calls done(task, None) when the task left a complete result
 and done(task, why) when it did not, exactly once per task, and returns when every task is accounted for. Retrying is
 the caller's (grader/grade.py): a round of the failed tasks, once."""

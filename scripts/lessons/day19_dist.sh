@@ -8,7 +8,7 @@
 #   3. the lesson's table regenerated from measured/day19/ with this run added (the README copied to $OUT).
 # Everything lands in $OUT: day19-dist-check.{txt,json}, day19-dist-<gpu>x<R>.{json,md}, README.md, logs.tar.gz.
 #
-#   OUT=/tmp/day19 bash scripts/lessons/day19_dist.sh
+#   OUT=/tmp/day19 bash scripts/lessons/day19_dist.sh     # at most 7 minutes (each step has its time limit)
 #
 # Afterwards, in the checkout: copy $OUT/day19-dist-<gpu>x<R>.json to measured/day19/dist-<gpu>x<R>.json and run
 # `python3 scripts/lessons/day19_ring_measure.py --insert`: the README's table is written from measured/ alone.
@@ -25,11 +25,11 @@ status=0
 
 echo "== graded exercise (solution, stub, known-wrong rings)"
 cpu=${CPU:+--cpu}
-timeout 330 python3 scripts/lessons/day19_dist_check.py "$OUT" $cpu 2>&1 | tee "$OUT/day19-dist-check.txt" || status=1
+timeout 240 python3 scripts/lessons/day19_dist_check.py "$OUT" $cpu 2>&1 | tee "$OUT/day19-dist-check.txt" || status=1
 
 echo "== measurement"
 # shellcheck disable=SC2086  # TOKENS is a list
-timeout 240 python3 scripts/lessons/day19_ring_measure.py "$OUT" $cpu --tokens ${TOKENS:-4096 8192 32768} 2>&1 \
+timeout 180 python3 scripts/lessons/day19_ring_measure.py "$OUT" $cpu --tokens ${TOKENS:-4096 8192 32768} 2>&1 \
   | tee "$OUT/day19-dist-measure.txt" || status=1
 
 echo "== lesson table"

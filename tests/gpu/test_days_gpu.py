@@ -3,6 +3,7 @@ it, fails with the category it declares), every known-wrong kernel fails with th
 live in scripts/device_run.sh (benchmarks), not here. Builds are keyed by the content of their sources, so the
 suite runs in parallel (pytest -n) and a known-wrong copy recompiles only the file its edit changes."""
 import json
+import os
 import re
 import shutil
 import time
@@ -32,11 +33,13 @@ def _current_item(request):
 
 
 def _check(*args, tmp_path, timed=False, shared=True):
-    """`grader check` with the suite's shared state (builds made once for every worker), unless shared is False."""
+    """`grader check` with the suite's shared state (builds made once for every worker), unless shared is False.
+    With $GRADER_TEST_SANDBOX=1, every check runs in the sandbox that `grader grade` gives a submission."""
     out = tmp_path / "result.json"
     t0 = time.perf_counter()
-    r = run_grader("check", *args, *([] if timed else ["--correctness-only"]), "--seed", "7", "--json", str(out),
-                   state=SHARED_STATE if shared else None)
+    boxed = ["--sandbox"] if os.environ.get("GRADER_TEST_SANDBOX") == "1" else []
+    r = run_grader("check", *args, *([] if timed else ["--correctness-only"]), *boxed, "--seed", "7", "--json",
+                   str(out), state=SHARED_STATE if shared else None)
     assert "Traceback" not in r.stdout + r.stderr, r.stdout + r.stderr
     data = json.loads(out.read_text()) if out.exists() else None
     if _ITEM and data:  # where the suite's time goes (scripts/gpu_suite.py): the builds against the whole check

@@ -67,6 +67,7 @@ The model, one rounding at a time (u: unit roundoff, 2^-24 fp32, 2^-11 fp16, 2^-
    carries one rounding per part before the last: up to twice the forward's floor of 1 where two parts weigh alike).
 
     python3 scripts/tolerance_model.py floor                    # every exercise x dtype x output: ratio floor (1)
+    python3 scripts/tolerance_model.py rounded                  # the same, measured on the smallest cases
     python3 scripts/tolerance_model.py forward [--seeds 2] [--dtypes fp32] [--orders flash,naive,ring2,tc]
     python3 scripts/tolerance_model.py matmul [--seeds 2]
     python3 scripts/tolerance_model.py backward [--seeds 2] [--dtypes fp32]
@@ -118,6 +119,42 @@ def floors(course) -> list[dict]:
                     dt = "fp32" if name == "lse" else d
                     f = floor_ratio(dt, tol.atol, tol.rtol, tol.rel_l2)
                     out.append({"exercise": f"{day.id}.{ex.name}", "dtype": d, "output": name, **f})
+    return out
+
+
+def rounded_reference_ratios(course, seeds: int = 20, smallest: int = 3) -> list[dict]:
+    """The ratio a correctly rounded output reaches, measured: every ready exercise x dtype, on its `smallest`
+    correctness cases (fewest elements: where one element's rounding is the whole rel_l2, e.g. matmul's 1x1x1, whose
+    rel_l2 is that element's relative error, up to u rather than 0.43·u), the fp64 reference rounded once to each
+    output's dtype and judged by the task's own check. No kernel does better, so none of these may exceed 0.5."""
+    import torch
+
+    from grader.check.plan import plan
+    from grader.protocol import Task
+
+    out = []
+    for day in course.days:
+        if day.status != "ready":
+            continue
+        for ex in day.exercises:
+            task = Task.load(ex.task)
+            for d in ex.dtypes:
+                cases = [c for c in plan(ex, [d], benchmark=False) if c.probe is None]
+                shapes = sorted({c.case.shape for c in cases}, key=math.prod)[:smallest]
+                cases = [c for c in cases if c.case.shape in shapes]
+                worst: dict[str, tuple[float, str]] = {}
+                for pc in cases:
+                    for seed in range(seeds):
+                        case = task.materialize(torch, shape=pc.case.shape, dtype=d, params=dict(pc.case.params),
+                                                seed=seed, device="cpu")
+                        got = {k: case.reference[k].to(v.dtype) for k, v in case.outputs.items()}
+                        for r in task.check(got, case, ex):
+                            ratio = r.stats.get("tol_ratio")
+                            if ratio is not None and ratio > worst.get(r.name, (-1.0, ""))[0]:
+                                worst[r.name] = (ratio, f"{pc.named} seed {seed}")
+                for name, (ratio, where) in worst.items():
+                    out.append({"exercise": f"{day.id}.{ex.name}", "dtype": d, "output": name, "ratio": ratio,
+                                "where": where})
     return out
 
 
@@ -456,7 +493,7 @@ FORWARD_EXERCISES = {"flash": "day10.flash_attention", "naive": "day10.attention
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=["floor", "forward", "matmul", "backward"])
+    ap.add_argument("what", choices=["floor", "rounded", "forward", "matmul", "backward"])
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--dtypes", default="fp32,fp16,bf16")
     ap.add_argument("--orders", default="flash,naive,ring2,ring8,tc")
@@ -472,6 +509,11 @@ def main(argv=None) -> int:
             flag = "  <-- over 0.5" if max(r["elem"], r["l2"]) > 0.5 else ""
             print(f"{r['exercise']:42s} {r['dtype']:5s} {r['output']:6s} {r['elem']:6.3f} {r['limit']:6.3f} "
                   f"{r['l2']:6.3f}{flag}")
+        return 0
+    if a.what == "rounded":
+        for r in rounded_reference_ratios(course, max(a.seeds, 20)):
+            flag = "  <-- over 0.5" if r["ratio"] > 0.5 else ""
+            print(f"{r['exercise']:42s} {r['dtype']:5s} {r['output']:6s} {r['ratio']:6.3f}  {r['where']}{flag}")
         return 0
     if a.what == "forward":
         for order in a.orders.split(","):

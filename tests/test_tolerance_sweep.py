@@ -275,3 +275,45 @@ def test_sweep_runs_a_process_group_exercise_in_its_processes(tmp_path):
     assert not row["error"] and row["seeds"] == 2 and row["failures"] == 0
     assert row["case_runs"] == 2 * row["cases_per_seed"] == 2 * 18
     assert set(row["tolerances"]) == {"o", "lse"} and 0 < row["worst"]["tol_ratio"] <= 0.5
+
+
+@pytest.mark.parametrize("day,exercise,shape,params", [
+    ("day03", "softmax", (33, 129), {}),
+    ("day09", "matmul", (37, 1, 129), {}),
+    ("day10", "flash_attention", (1, 2, 37, 64), {"causal": True}),
+    ("day15", "attention_bwd_naive", (1, 1, 1, 64), {"causal": False}),  # dq, dk exactly 0: judged by atol alone
+    ("day15", "attention_bwd_naive", (1, 2, 37, 64), {"causal": True}),
+])
+def test_deferred_compare_gives_the_graders_ratios(day, exercise, shape, params):
+    # The sweep's check (compare deferred on the device) against the grader's own, on outputs a little off their
+    # reference: the same ratio for every output, and a failure where the grader fails.
+    from grader.protocol import Task
+
+    sweep = _sweep_module()
+    ex = _exercise(_course(), day, exercise)
+    task = Task.load(ex.task)
+    for dtype in ex.dtypes:
+        case = task.materialize(torch, shape=shape, dtype=dtype, params=params, seed=3, device="cpu")
+        g = torch.Generator().manual_seed(4)
+        for scale in (0.0, 1e-5, 3e-3):
+            # relative noise, and a little absolute noise (an all-zero reference gets some too)
+            got = {k: (case.reference[k] * (1 + scale * torch.randn(case.reference[k].shape, generator=g,
+                                                                      dtype=torch.float64))
+                       + 1e-3 * scale * torch.randn(case.reference[k].shape, generator=g,
+                                                    dtype=torch.float64)).to(v.dtype)
+                   for k, v in case.outputs.items()}
+            exact = {r.name: r for r in task.check(got, case, ex)}
+            deferred = {r.name: r for r in sweep._deferred_check(task, got, case, ex)}
+            assert exact.keys() == deferred.keys()
+            for name, r in exact.items():
+                d = deferred[name].stats
+                assert float(d["tol_ratio"]) == pytest.approx(r.stats["tol_ratio"], rel=1e-9, abs=1e-12), \
+                    (dtype, scale, name)
+                assert (bool(d["bad"]) or float(d["tol_ratio"]) > 1) == (not r.ok), (dtype, scale, name)
+    # an output left poisoned (never written) fails both ways
+    from grader.check.compare import poison
+
+    got = {k: v.clone() for k, v in case.outputs.items()}
+    for v in got.values():
+        poison(v)
+    assert all(bool(r.stats["bad"]) for r in sweep._deferred_check(task, got, case, ex))

@@ -9,13 +9,20 @@ rel_l2 / its bound (grader/check/compare.py's tol_ratio): the grader's own compa
 each case's inputs come from PlannedCase.seed(s), so a row's worst case reproduces with
 `grader check dayNN --solution --seed S --case "DTYPE LABEL"`.
 
-How it runs (one GPU call, or two with --days): the solutions are built first, in parallel processes, by the
-grader's keyed build (build_exercise: a build the grader made before is reused). Then each unit, one process,
-takes a group of exercises whose task makes the same inputs and reference (the softmax days; the matmul days;
-the attention forwards; the backwards; day 18; day 19) and a range of seeds: for every seed it makes each case once
-(inputs and fp64 reference, on the GPU) and runs every exercise of the group that has it. Correctness only: no
-timing, no sanitizer, no determinism or extra checks. Units run --procs at a time, the costliest first; each stops
-at the deadline (--budget-s from the start), and the table says how many seeds each row got.
+How it runs: the solutions are built first, in parallel processes, by the grader's keyed build (build_exercise: a
+build the grader made before is reused). Then every group of exercises whose task makes the same inputs and reference
+(the softmax days; the matmul days; the attention forwards; the backwards; day 18; day 19's rings) runs at once, in
+processes in proportion to its cost, each process taking every k-th seed: for every seed it makes each case once
+(inputs and fp64 reference, on the GPU) and runs every exercise of the group that has it. Correctness only: no timing,
+no sanitizer, no determinism or extra checks. The task's check runs with compare() deferred (DeferredComparison): its
+numbers stay on the GPU and are read once per seed, because a dozen waits per case, in processes that take turns at
+the GPU, were most of the time (H100: 45-70 seeds in 7 minutes). Every row's worst case and first failure are then
+run again through the grader's own compare: `exact` in the row, and a failure's message as the grader words it. Each
+process stops at the deadline (--budget-s from the start), and the table says which seeds each row got.
+
+An exercise that runs as a process group (`processes: N`, day 19's ring_dist) runs in N processes, one per GPU as the
+grader does (gloo processes with --device cpu); on a machine with fewer GPUs it is listed under `not_swept`, with why.
+On a machine of several GPUs the one-process units take them in turn.
 
 Natural second orders of the same maths (ORDERS): a build with other -D knobs (split-K, another tile width, the
 mma.sync walk on a Hopper GPU) or other case params (a ring of another size), each a row of its own.
@@ -23,10 +30,15 @@ mma.sync walk on a Hopper GPU) or other case params (a ring of another size), ea
     python3 scripts/tolerance_sweep.py [--seeds 200] [--days day10 day19] [--exercise day19.ring_attention]
         [--dtypes fp32] [--no-orders] [--procs 6] [--budget-s 500] [--out measured/tolerance-sweep-h100.json]
     python3 scripts/tolerance_sweep.py --merge A.json B.json --out measured/tolerance-sweep-h100.json
+
+Two GPU calls cover the course: --days day01-day12, and --days day13-day20 (on two GPUs, which ring_dist needs), each
+in a 9-minute call with --budget-s 500 (cold builds included: a third of it). A row short of seeds is topped up with
+other seeds (--exercise ... --seed-start 1001) and the tables merged.
 """
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -80,6 +92,7 @@ class Entry:
     flags: list[str] = field(default_factory=list)
     variants: list[dict] = field(default_factory=list)
     dtypes: list[str] = field(default_factory=list)
+    processes: int = 1  # course.yaml `processes:`: a group of that many processes, one per GPU
 
     @property
     def key(self) -> str:
@@ -127,15 +140,13 @@ def select(course, days=None, exercises=None, dtypes=None, orders=True) -> list[
         for ex in day.exercises:
             if exercises and not ({f"{day.id}.{ex.name}", ex.name} & set(exercises)):
                 continue
-            if ex.processes > 1:  # a process group (one GPU each): not this script's one-process loop; see not_swept
-                continue
             chosen = [d for d in ex.dtypes if not dtypes or d in dtypes]
             if not chosen:
                 continue
-            out.append(Entry(day.id, ex.name, dtypes=chosen))
+            out.append(Entry(day.id, ex.name, dtypes=chosen, processes=ex.processes))
             if orders:
                 for label, flags, variants in ORDERS.get(f"{day.id}.{ex.name}", []):
-                    out.append(Entry(day.id, ex.name, label, list(flags), list(variants), chosen))
+                    out.append(Entry(day.id, ex.name, label, list(flags), list(variants), chosen, ex.processes))
     return out
 
 
@@ -221,33 +232,79 @@ class Tally:
         self.tolerances: dict[str, dict] = {}
         self.seconds = 0.0
 
-    def add(self, results, label: str, seed: int, tolerance, outputs) -> None:
-        """One case's results; tolerance(name): that output's bound; outputs: the names compared."""
+    def add(self, records, label: str, seed: int) -> None:
+        """One case's outputs: records of (output, failed, ratio or None, elem_ratio, l2_ratio, message). A ratio of
+        None is not a comparison (a task's own verdict on the call, e.g. its transport): it counts only if it failed
+        (as inf: nothing was compared, or NaN where the reference is finite)."""
         self.case_runs += 1
-        failed = [r for r in results if not r.ok]
+        failed = [r for r in records if r[1]]
         if failed and self.first_failure is None:
-            self.first_failure = {"case": label, "seed": seed, "output": failed[0].name,
-                                  "message": failed[0].message[:500]}
+            self.first_failure = {"case": label, "seed": seed, "output": failed[0][0], "message": failed[0][5][:500]}
         self.failures += bool(failed)
-        for name in outputs:
-            if name not in self.tolerances:
-                self.tolerances[name] = tolerance(name).model_dump()
-        for r in results:
-            ratio = r.stats.get("tol_ratio")
-            if ratio is None:  # not compared at all (wrong shape, NaN where the reference is finite, unwritten)
-                ratio = math.inf
-            got = {"tol_ratio": ratio, "elem_ratio": r.stats.get("elem_ratio"), "l2_ratio": r.stats.get("l2_ratio"),
-                   "output": r.name, "case": label, "seed": seed}
+        for name, bad, ratio, elem, l2, _ in records:
+            if ratio is None and not bad:
+                continue
+            ratio = math.inf if ratio is None or bad and ratio <= 1 or ratio != ratio else ratio
+            got = {"tol_ratio": ratio, "elem_ratio": elem, "l2_ratio": l2, "output": name, "case": label, "seed": seed}
             if self.worst is None or ratio > self.worst["tol_ratio"]:
                 self.worst = got
-            mine = self.by_output.get(r.name)
+            mine = self.by_output.get(name)
             if mine is None or ratio > mine["tol_ratio"]:
-                self.by_output[r.name] = {k: v for k, v in got.items() if k != "output"}
+                self.by_output[name] = {k: v for k, v in got.items() if k != "output"}
 
     def as_dict(self) -> dict:
         return {"case_runs": self.case_runs, "failures": self.failures, "first_failure": self.first_failure,
                 "worst": self.worst, "by_output": self.by_output, "tolerances": self.tolerances,
                 "seconds": round(self.seconds, 2)}
+
+
+class DeferredComparison:
+    """compare()'s numbers left on the device (0-dim tensors), read once per seed: the sweep's cases would otherwise
+    wait for the GPU a dozen times each, and the processes sharing it take turns at every wait. `ok` is True: the
+    sweep judges by the ratio and by `bad` (an unwritten or non-finite element), and checks every failure and every
+    row's worst case again with the grader's own compare."""
+    ok = True
+    category = "pass"
+    message = ""
+
+    def __init__(self, stats: dict):
+        self.stats = stats
+
+    def as_dict(self) -> dict:
+        return dict(self.stats)
+
+
+def deferred_compare(out, ref, *, atol: float, rtol: float, rel_l2: float) -> DeferredComparison:
+    """grader/check/compare.py's compare, its tol_ratio and failure kept on the device. One difference: an all-zero
+    reference has no rel_l2 (its ratio is the elementwise one), as tasks/attention_bwd.py's check judges it; no
+    other task makes one."""
+    import torch
+
+    from grader.check.compare import poisoned_mask
+
+    o, r = out.double(), ref.double()
+    finite_ref = torch.isfinite(r)
+    agree = (torch.isnan(o) & torch.isnan(r)) | (torch.isinf(r) & (o == r)) | (finite_ref & torch.isfinite(o))
+    bad = poisoned_mask(out).any() | ~agree.all()
+    of, rf = torch.where(finite_ref, o, 0.0), torch.where(finite_ref, r, 0.0)
+    diff = (of - rf).abs()
+    zero = torch.zeros((), dtype=torch.float64, device=o.device)
+    elem = torch.where(diff == 0, 0.0, diff / (atol + rtol * rf.abs())).amax() if o.numel() else zero
+    ref_norm, err_norm = torch.linalg.vector_norm(rf), torch.linalg.vector_norm(of - rf)
+    l2 = torch.where(ref_norm > 0, err_norm / ref_norm.clamp_min(1e-300), zero) / rel_l2
+    return DeferredComparison({"tol_ratio": torch.maximum(elem, l2), "elem_ratio": elem, "l2_ratio": l2,
+                               "bad": bad})
+
+
+def _deferred_check(task, got, case, ex):
+    """The task's own check (its outputs, tolerances, scaling) with compare() deferred: results whose stats hold
+    tensors."""
+    from unittest import mock
+
+    from grader import protocol
+
+    with mock.patch.object(protocol, "compare", deferred_compare):
+        return task.check(got, case, ex)
 
 
 @dataclass
@@ -261,23 +318,72 @@ class Live:
     tallies: dict
 
 
-def run_unit(spec: dict) -> dict:
-    """A unit: its entries (one group) over seeds [start, stop) until the deadline; the result as a dict, also
-    written to spec["result"] after every seed (a unit killed at the deadline keeps the seeds it finished)."""
+def run_unit(spec: dict, member=None) -> dict:
+    """A unit: its entries (one group) over its seeds until the deadline; the result as a dict, also
+    written to spec["result"] after every seed (a unit killed at the deadline keeps the seeds it finished).
+
+    A group of `processes` > 1 (an exercise that runs as a process group, grader/check/ranks.py): this process is
+    rank 0 (member None), starts ranks 1 .. N-1 running the same unit, and all join the group; every rank makes the
+    same cases and calls the op together (the task gathers the outputs to every rank), rank 0 alone records. Rank 0
+    decides at each seed whether there is time for it, and tells the others."""
     root, device, deadline = Path(spec["root"]), spec["device"], spec["deadline"]
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
     import torch
 
+    from grader.check import ranks
+
+    world = int(spec.get("processes", 1))
+    others = []
+    if world > 1:
+        why = ranks.shortfall(torch, world, device)
+        if why:
+            out = {"entries": {}, "seeds": [], "errors": {Entry(**e).key: why for e in spec["entries"]}}
+            Path(spec["result"]).write_text(json.dumps(out))
+            return out
+        if member is None:
+            where = tempfile.mkdtemp(prefix="tolerance-sweep-ranks-")
+            member = ranks.Member(0, world, f"file://{where}/store")
+            for r in range(1, world):
+                others.append(subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--unit", spec["spec"],
+                                                "--rank", str(r), "--world", str(world), "--rendezvous",
+                                                member.rendezvous], stdin=subprocess.DEVNULL))
+        else:
+            spec = {**spec, "result": None}  # only rank 0 records
+        ranks.join(torch, member, device, timeout_s=120)
+    try:
+        return _run_unit(spec, torch, device, deadline, world)
+    finally:
+        if world > 1:
+            import torch.distributed as dist
+
+            dist.destroy_process_group()
+            for p in others:
+                p.wait(timeout=60)
+
+
+def _agree(torch, world: int, device: str, go: bool) -> bool:
+    """Rank 0's `go`, on every rank of the group (one process: `go` itself)."""
+    if world == 1:
+        return go
+    import torch.distributed as dist
+
+    flag = torch.tensor([1 if go else 0], device="cuda" if device == "cuda" else "cpu")
+    dist.broadcast(flag, 0)
+    return bool(flag.item())
+
+
+def _run_unit(spec: dict, torch, device: str, deadline: float, world: int) -> dict:
     from grader.check.build import BuildError, build_exercise
     from grader.check.compare import poison
     from grader.check.plan import plan
     from grader.course import load_course
     from grader.protocol import Result, Task
 
+    root = Path(spec["root"])
     course = load_course(root / "course.yaml")
     cap = tuple(torch.cuda.get_device_capability(0)) if device == "cuda" else (0, 0)
-    gpu = torch.cuda.get_device_name(0) if device == "cuda" else "CPU"
+    gpu = torch.cuda.get_device_name(0) if device == "cuda" else "CPU"  # a group's processes each have one
     out = {"gpu": gpu, "torch": torch.__version__, "cuda": torch.version.cuda, "entries": {}, "seeds": [],
            "errors": {}}
 
@@ -309,9 +415,20 @@ def run_unit(spec: dict) -> dict:
         live.append(Live(e, ex, task, fn, cases, tallies))
     save()
 
-    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-    for seed in range(spec["start"], spec["stop"]):
-        if time.time() > deadline:
+    def run_case(x, case, exact: bool):
+        """One call on poisoned outputs and its check: the grader's own (exact) or deferred."""
+        for o in case.outputs.values():
+            poison(o)
+        got = x.task.call(x.fn, case, x.ex)()
+        return (x.task.check(got, case, x.ex) if exact else _deferred_check(x.task, got, case, x.ex))
+
+    def make(x, pc, seed):
+        return x.task.materialize(torch, shape=pc.case.shape, dtype=pc.dtype, params=dict(pc.case.params),
+                                  seed=pc.seed(seed), offset=pc.case.offset, layout=pc.case.layout, probe=pc.probe,
+                                  device=device)
+
+    for seed in spec["seeds"]:
+        if not _agree(torch, world, device, time.time() < deadline):
             break
         # This seed's cases, each made once (inputs and fp64 reference) for every exercise of the group that has it,
         # and dropped once they have all run it.
@@ -322,9 +439,9 @@ def run_unit(spec: dict) -> dict:
                 layout = x.task.layout(pc.case.layout) if pc.case.layout else None
                 key = (pc.dtype, pc.case.model_dump_json(), _qualname(probe), _qualname(layout), pc.seed(seed))
                 users.setdefault(key, []).append((x, pc))
-        complete = True
+        complete, pending = True, []  # pending: (x, pc, [(name, ok, stats, message)]) until the seed's one read
         for runs in users.values():
-            if time.time() > deadline:
+            if world == 1 and time.time() > deadline:  # a group stops between seeds only, all ranks at once
                 complete = False
                 break
             case = None
@@ -333,28 +450,60 @@ def run_unit(spec: dict) -> dict:
                     continue
                 t0 = time.perf_counter()
                 if case is None:
-                    case = x.task.materialize(torch, shape=pc.case.shape, dtype=pc.dtype, params=dict(pc.case.params),
-                                            seed=pc.seed(seed), offset=pc.case.offset, layout=pc.case.layout,
-                                            probe=pc.probe, device=device)
+                    case = make(x, pc, seed)
+                names = [o.name for o in x.ex.outputs] or list(case.outputs)
+                for name in names:
+                    x.tallies[pc.dtype].tolerances.setdefault(name, x.ex.tolerance(name, pc.dtype).model_dump())
                 try:
-                    for o in case.outputs.values():
-                        poison(o)
-                    got = x.task.call(x.fn, case, x.ex)()
-                    sync()
-                    results = x.task.check(got, case, x.ex)
+                    results = run_case(x, case, exact=False)
                 except Exception as err:  # noqa: BLE001 -- the solution raised or crashed: the row says so
                     results = [Result("op", False, "error", f"{type(err).__name__}: {str(err)[:300]}")]
                     if device == "cuda" and not _alive(torch):
                         out["errors"][x.entry.key] = f"the CUDA context was lost at {pc.named} seed {seed}: {err}"
                         save()
                         return out
-                x.tallies[pc.dtype].add(results, pc.named, seed, lambda name, d=pc.dtype, ex=x.ex: ex.tolerance(name, d),
-                                        [o.name for o in x.ex.outputs] or list(case.outputs))
+                pending.append((x, pc, [(r.name, r.ok, r.stats, r.message) for r in results]))
                 x.tallies[pc.dtype].seconds += time.perf_counter() - t0
         if not complete:
             break
+        # The seed's one read of the device: every ratio and failure flag at once.
+        tensors = [st[k] for _, _, rs in pending for _, _, st, _ in rs for k in ("tol_ratio", "elem_ratio", "l2_ratio",
+                                                                                 "bad") if k in st]
+        values = iter(torch.stack([t.double().reshape(()) for t in tensors]).tolist() if tensors else [])
+        for x, pc, rs in pending:
+            recs = []
+            for name, ok, st, message in rs:
+                if "tol_ratio" in st:
+                    ratio, elem, l2, bad = (next(values) for _ in range(4))
+                    recs.append((name, bool(bad) or ratio > 1, ratio, elem, l2, message or "over its bound"))
+                else:
+                    recs.append((name, not ok, st.get("tol_ratio"), st.get("elem_ratio"), st.get("l2_ratio"), message))
+            x.tallies[pc.dtype].add(recs, pc.named, seed)
         out["seeds"].append(seed)
         save()
+
+    # The grader's own compare on every row's worst case and first failure: the deferred numbers confirmed (or
+    # corrected), and a failure's message as the grader words it. Every rank does the same, in the same order.
+    for x in live:
+        if x.entry.key in out["errors"]:
+            continue
+        for t in x.tallies.values():
+            for which in ("worst", "first_failure"):
+                got = getattr(t, which)
+                pc = next((c for c in x.cases if got and c.named == got["case"]), None)
+                if pc is None:
+                    continue
+                try:
+                    results = run_case(x, make(x, pc, got["seed"]), exact=True)
+                except Exception as err:  # noqa: BLE001
+                    got["exact"] = {"error": f"{type(err).__name__}: {str(err)[:300]}"}
+                    continue
+                mine = next((r for r in results if r.name == got["output"]), None)
+                failed = [r for r in results if not r.ok]
+                got["exact"] = {"tol_ratio": mine.stats.get("tol_ratio") if mine else None, "ok": not failed}
+                if which == "first_failure" and failed:
+                    got["message"] = f"{failed[0].name}: {failed[0].message}"[:500]
+    save()
     return out
 
 
@@ -383,7 +532,7 @@ def rows_from_units(units: list[dict], entries: list[Entry], build_errors: dict[
     for e in entries:
         for d in e.dtypes:
             rows[(e.key, d)] = {"day": e.day, "exercise": e.exercise, "order": e.order, "flags": e.flags,
-                                "variants": e.variants, "dtype": d, "seeds": 0, "seed_list": [],
+                                "variants": e.variants, "dtype": d, "processes": e.processes, "seeds": 0, "seed_list": [],
                                 "cases_per_seed": None, "case_runs": 0, "failures": 0, "first_failure": None,
                                 "worst": None, "by_output": {}, "tolerances": {}, "seconds": 0.0,
                                 "error": build_errors.get(e.key)}
@@ -419,12 +568,14 @@ def merge_tally(row: dict, t: dict) -> None:
     row["seconds"] = round(row["seconds"] + t["seconds"], 2)
 
 
-def not_swept(course) -> list[dict]:
-    """The ready exercises this sweep cannot run, and why: a process group needs its GPUs and the group's own
-    start-up (grader/check/ranks.py), so its bounds are held by its model and its graded runs alone."""
+def not_swept(course, swept: set[tuple[str, str]], gpus: int) -> list[dict]:
+    """The ready process-group exercises this run could not sweep, and why: one GPU per process, and this machine
+    has fewer (`swept`: the (day, exercise) pairs that have rows)."""
     return [{"day": d.id, "exercise": e.name, "dtypes": list(e.dtypes),
-             "why": f"runs as {e.processes} processes, one GPU each; the sweep runs one process per exercise"}
-            for d in course.days if d.status == "ready" for e in d.exercises if e.processes > 1]
+             "why": f"runs as {e.processes} processes, one GPU each, and the sweep ran on {gpus}: sweep it on a "
+                    f"machine with {e.processes} (--exercise {d.id}.{e.name}) and merge the tables"}
+            for d in course.days if d.status == "ready" for e in d.exercises
+            if e.processes > 1 and (d.id, e.name) not in swept]
 
 
 def row_key(row: dict) -> tuple:
@@ -453,7 +604,11 @@ def merge_tables(tables: list[dict]) -> dict:
     if len(gpus) > 1:
         raise SystemExit(f"the tables come from different GPUs ({', '.join(gpus)}): one table per GPU")
     base = dict(tables[0])
-    base.update(rows=sorted(rows.values(), key=row_key), runs=[run for t in tables for run in t.get("runs", [])])
+    swept = {(r["day"], r["exercise"]) for r in rows.values() if r["seeds"]}
+    left = {(n["day"], n["exercise"]): n for t in tables for n in t.get("not_swept", [])
+            if (n["day"], n["exercise"]) not in swept}
+    base.update(rows=sorted(rows.values(), key=row_key), runs=[run for t in tables for run in t.get("runs", [])],
+                not_swept=list(left.values()))
     return base
 
 
@@ -477,8 +632,9 @@ def summary_lines(table: dict) -> list[str]:
 
 # -- the parent ---------------------------------------------------------------------------------------------------
 def plan_units(root: Path, entries: list[Entry], seeds: range, procs: int, device: str) -> list[dict]:
-    """Groups of entries (by the inputs and reference their tasks make), each cut into seed ranges so that about
-    3·procs units of similar cost result; costliest first."""
+    """Groups of entries (by the inputs and reference their tasks make), each given processes in proportion to its
+    cost (at least one), its seeds dealt out in turn (process i of k takes every k-th): every group runs from the
+    start, and a deadline leaves each with seeds in proportion, none with none. Costliest first."""
     from grader.check.plan import plan
     from grader.course import load_course
 
@@ -487,7 +643,7 @@ def plan_units(root: Path, entries: list[Entry], seeds: range, procs: int, devic
     cost: dict[str, float] = {}
     for e in entries:
         ex = exercise_of(course, e)
-        g = group_key(ex.task)
+        g = f"{group_key(ex.task)}|processes={e.processes}"
         groups.setdefault(g, []).append(e)
         # A case costs its call and comparison; making its inputs and reference is shared within the group (a
         # backward's fp64 forward and autograd weigh more than the call).
@@ -495,37 +651,41 @@ def plan_units(root: Path, entries: list[Entry], seeds: range, procs: int, devic
         weight = 3.0 if "attention" in ex.task else 1.0
         cost[g] = cost.get(g, 0.0) + weight * len(cases)
     total = sum(cost.values()) or 1.0
-    target = total / (3 * procs)
     units = []
-    n = len(seeds)
     for g, members in groups.items():
-        parts = max(1, min(n, round(cost[g] / target)))
+        parts = max(1, min(len(seeds), round(procs * cost[g] / total)))
         for i in range(parts):
-            lo, hi = seeds.start + n * i // parts, seeds.start + n * (i + 1) // parts
-            if hi > lo:
-                units.append({"group": g, "entries": [asdict(e) for e in members], "start": lo, "stop": hi,
-                              "cost": cost[g] * (hi - lo), "root": str(root), "device": device})
+            mine = list(seeds)[i::parts]
+            units.append({"group": g, "entries": [asdict(e) for e in members], "seeds": mine,
+                          "cost": cost[g] * len(mine), "root": str(root), "device": device,
+                          "processes": members[0].processes})
     return sorted(units, key=lambda u: -u["cost"])
 
 
-def run_units(units: list[dict], procs: int, deadline: float, logs: Path) -> list[dict]:
+def run_units(units: list[dict], procs: int, deadline: float, logs: Path, gpus: int = 1) -> list[dict]:
     """Each unit in a process of its own, `procs` at a time, none started after the deadline; a unit still running
-    60 s past it is killed (the seeds it finished are kept)."""
+    60 s past it is killed (the seeds it finished are kept). With several GPUs (and no CUDA_VISIBLE_DEVICES set), the
+    one-process units take them in turn; a process group sees them all."""
     pending, running, results = list(units), [], []
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    numbers = itertools.count()
     while pending or running:
         if pending and time.time() >= deadline:
             print(f"  deadline: {len(pending)} unit(s) not started: " + "; ".join(map(_unit_name, pending)), flush=True)
             pending = []
         while pending and len(running) < procs:
             u = pending.pop(0)
-            name = f"unit-{len(results) + len(running) + len(pending)}-{u['start']}"
-            u.update(deadline=deadline, result=str(logs / f"{name}.json"))
+            number = next(numbers)
+            name = f"unit-{number}"
             spec = logs / f"{name}.spec.json"
+            u.update(deadline=deadline, result=str(logs / f"{name}.json"), spec=str(spec))
             spec.write_text(json.dumps(u))
             log = open(logs / f"{name}.log", "w")
+            own = dict(env)
+            if gpus > 1 and u.get("processes", 1) == 1 and "CUDA_VISIBLE_DEVICES" not in os.environ:
+                own["CUDA_VISIBLE_DEVICES"] = str(number % gpus)
             proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--unit", str(spec)],
-                                    stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+                                    stdout=log, stderr=subprocess.STDOUT, env=own, start_new_session=True)
             running.append((u, proc, log, time.time()))
         still = []
         for u, proc, log, t0 in running:
@@ -547,7 +707,7 @@ def run_units(units: list[dict], procs: int, deadline: float, logs: Path) -> lis
                     got["errors"].setdefault(Entry(**e).key, f"the unit ({_unit_name(u)}) exited with {code} after "
                                                             f"{len(got['seeds'])} seed(s): {tail}")
                 print(f"  unit {_unit_name(u)} exited with {code}; its log ends:\n{tail}", flush=True)
-            print(f"  unit {_unit_name(u)}: {len(got['seeds'])} of {u['stop'] - u['start']} seeds in "
+            print(f"  unit {_unit_name(u)}: {len(got['seeds'])} of {len(u['seeds'])} seeds in "
                   f"{time.time() - t0:.0f} s", flush=True)
             results.append(got)
         running = still
@@ -556,10 +716,20 @@ def run_units(units: list[dict], procs: int, deadline: float, logs: Path) -> lis
     return results
 
 
+def gpu_count(device: str) -> int:
+    if device != "cuda":
+        return 1
+    import torch
+
+    return max(1, torch.cuda.device_count())
+
+
 def _unit_name(u: dict) -> str:
     names = sorted({f"{e['day']}.{e['exercise']}" for e in u["entries"]})
     short = names[0] + (f" +{len(names) - 1}" if len(names) > 1 else "")
-    return f"{short} seeds {u['start']}-{u['stop'] - 1}"
+    seeds = u["seeds"]
+    step = seeds[1] - seeds[0] if len(seeds) > 1 else 1
+    return f"{short} seeds {seeds[0]}..{seeds[-1]}" + (f" every {step}" if step > 1 else "") if seeds else short
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -580,10 +750,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="the table (default measured/tolerance-sweep-<gpu>.json)")
     ap.add_argument("--merge", nargs="+", type=Path, help="merge these tables into --out instead of running")
     ap.add_argument("--unit", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--rank", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--world", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--rendezvous", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
 
     if a.unit:
-        run_unit(json.loads(a.unit.read_text()))
+        from grader.check.ranks import Member
+
+        run_unit(json.loads(a.unit.read_text()),
+                 Member(a.rank, a.world, a.rendezvous) if a.rank is not None else None)
         return 0
     if a.merge:
         if not a.out:
@@ -606,19 +782,24 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("no ready exercise matches")
     print(f"{len(entries)} rows' exercises, seeds {a.seed_start}..{a.seed_start + a.seeds - 1}, {a.procs} at a time",
           flush=True)
+    gpus = gpu_count(a.device)
+    if a.device == "cuda":  # a process group needs a GPU per process: listed as not swept, with why
+        entries = [e for e in entries if e.processes <= gpus]
+    if not entries:
+        ap.error(f"the exercises chosen need more GPUs than this machine's {gpus}")
     build_errors = build_all(root, entries, a.device, a.procs)
     ok_entries = [e for e in entries if e.key not in build_errors]
     units = plan_units(root, ok_entries, range(a.seed_start, a.seed_start + a.seeds), a.procs, a.device)
     with tempfile.TemporaryDirectory(prefix="tolerance-sweep-") as tmp:
-        results = run_units(units, a.procs, deadline, Path(tmp))
+        results = run_units(units, max(a.procs, len(units)), deadline, Path(tmp), gpus)
     info = next((r for r in results if r.get("gpu")), {})
     table = {"gpu": info.get("gpu", "unknown"), "slug": gpu_slug(info.get("gpu", "unknown")),
              "torch": info.get("torch"), "cuda": info.get("cuda"), "date": time.strftime("%Y-%m-%d"),
              "required_seeds": REQUIRED_SEEDS, "max_ratio": MAX_RATIO,
              "runs": [{"command": " ".join(sys.argv[1:] if argv is None else argv), "seed_start": a.seed_start,
                        "seeds": a.seeds, "wall_s": round(time.time() - t_start), "procs": a.procs}],
-             "rows": sorted(rows_from_units(results, entries, build_errors), key=row_key),
-             "not_swept": not_swept(course)}
+             "rows": sorted(rows_from_units(results, entries, build_errors), key=row_key)}
+    table["not_swept"] = not_swept(course, {(r["day"], r["exercise"]) for r in table["rows"]}, gpus)
     out = a.out or ROOT / "measured" / f"tolerance-sweep-{table['slug']}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(table, indent=1, default=_json_default) + "\n")

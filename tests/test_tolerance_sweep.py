@@ -228,6 +228,9 @@ def test_sweep_on_the_cpu_finds_the_wrong_op_and_passes_the_right_one(tmp_path):
                                    .tolerance("out", dtype).model_dump()}
         w = r["worst"]
         assert w["seed"] in (1, 2, 3) and w["output"] == "out"
+        # the sweep's deferred numbers are the grader's: its worst case checked again with the grader's compare
+        assert w["exact"]["tol_ratio"] == pytest.approx(w["tol_ratio"], rel=1e-9)
+        assert w["exact"]["ok"] == (name == "right")
         if name == "right":
             assert r["failures"] == 0 and w["tol_ratio"] < 0.5
         else:  # 1% too large: 300x fp32's rtol, 7x fp16's
@@ -236,7 +239,10 @@ def test_sweep_on_the_cpu_finds_the_wrong_op_and_passes_the_right_one(tmp_path):
     # The two exercises make the same cases: each unit runs them both, each case made once per seed.
     units = sweep.plan_units(root, sweep.select(load_course(root / "course.yaml")), range(1, 4), 1, "cpu")
     assert all(len(u["entries"]) == 2 for u in units)
-    assert sorted(s for u in units for s in range(u["start"], u["stop"])) == [1, 2, 3]
+    assert sorted(s for u in units for s in u["seeds"]) == [1, 2, 3]
+    # With more processes than one group needs, its seeds are dealt out in turn: each process from the start
+    dealt = sweep.plan_units(root, sweep.select(load_course(root / "course.yaml")), range(1, 8), 3, "cpu")
+    assert [u["seeds"] for u in dealt] == [[1, 4, 7], [2, 5], [3, 6]]
 
 
 def test_tables_of_other_seeds_merge(tmp_path):
@@ -254,3 +260,60 @@ def test_tables_of_other_seeds_merge(tmp_path):
     singles = [json.loads(p.read_text())["rows"][0] for p in parts]
     assert row["seed_list"] == [1, 2, 3, 4] and row["seeds"] == 4 and row["case_runs"] == 16
     assert row["worst"]["tol_ratio"] == max(s["worst"]["tol_ratio"] for s in singles)
+
+
+def test_sweep_runs_a_process_group_exercise_in_its_processes(tmp_path):
+    # Day 19's ring across processes (processes: 2), over gloo on the CPU as the grader's own CPU tests run it: one
+    # unit per seed range, its ranks started by rank 0 and stopping together.
+    sweep = _sweep_module()
+    out = tmp_path / "ring.json"
+    sweep.main(["--exercise", "day19.ring_dist", "--dtypes", "fp32", "--device", "cpu", "--seeds", "2", "--procs", "1",
+                "--out", str(out)])
+    table = json.loads(out.read_text())
+    (row,) = table["rows"]
+    assert table["gpu"] == "CPU" and row["processes"] == 2 and not table["not_swept"]
+    assert not row["error"] and row["seeds"] == 2 and row["failures"] == 0
+    assert row["case_runs"] == 2 * row["cases_per_seed"] == 2 * 18
+    assert set(row["tolerances"]) == {"o", "lse"} and 0 < row["worst"]["tol_ratio"] <= 0.5
+
+
+@pytest.mark.parametrize("day,exercise,shape,params", [
+    ("day03", "softmax", (33, 129), {}),
+    ("day09", "matmul", (37, 1, 129), {}),
+    ("day10", "flash_attention", (1, 2, 37, 64), {"causal": True}),
+    ("day15", "attention_bwd_naive", (1, 1, 1, 64), {"causal": False}),  # dq, dk exactly 0: judged by atol alone
+    ("day15", "attention_bwd_naive", (1, 2, 37, 64), {"causal": True}),
+])
+def test_deferred_compare_gives_the_graders_ratios(day, exercise, shape, params):
+    # The sweep's check (compare deferred on the device) against the grader's own, on outputs a little off their
+    # reference: the same ratio for every output, and a failure where the grader fails.
+    from grader.protocol import Task
+
+    sweep = _sweep_module()
+    ex = _exercise(_course(), day, exercise)
+    task = Task.load(ex.task)
+    for dtype in ex.dtypes:
+        case = task.materialize(torch, shape=shape, dtype=dtype, params=params, seed=3, device="cpu")
+        g = torch.Generator().manual_seed(4)
+        for scale in (0.0, 1e-5, 3e-3):
+            # relative noise, and a little absolute noise (an all-zero reference gets some too)
+            got = {k: (case.reference[k] * (1 + scale * torch.randn(case.reference[k].shape, generator=g,
+                                                                      dtype=torch.float64))
+                       + 1e-3 * scale * torch.randn(case.reference[k].shape, generator=g,
+                                                    dtype=torch.float64)).to(v.dtype)
+                   for k, v in case.outputs.items()}
+            exact = {r.name: r for r in task.check(got, case, ex)}
+            deferred = {r.name: r for r in sweep._deferred_check(task, got, case, ex)}
+            assert exact.keys() == deferred.keys()
+            for name, r in exact.items():
+                d = deferred[name].stats
+                assert float(d["tol_ratio"]) == pytest.approx(r.stats["tol_ratio"], rel=1e-9, abs=1e-12), \
+                    (dtype, scale, name)
+                assert (bool(d["bad"]) or float(d["tol_ratio"]) > 1) == (not r.ok), (dtype, scale, name)
+    # an output left poisoned (never written) fails both ways
+    from grader.check.compare import poison
+
+    got = {k: v.clone() for k, v in case.outputs.items()}
+    for v in got.values():
+        poison(v)
+    assert all(bool(r.stats["bad"]) for r in sweep._deferred_check(task, got, case, ex))

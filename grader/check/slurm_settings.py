@@ -21,10 +21,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 from pydantic import ValidationError
 
-from grader.classroom.executors import SlurmConfig
+from grader.classroom.executors import SlurmConfig, read_settings
 from grader.errors import GraderError
 from grader.paths import Paths
 
@@ -69,23 +68,6 @@ class Settings:
         return ", ".join(parts)
 
 
-def _read(path: Path, what: str) -> dict:
-    try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise GraderError(f"{what} {path} does not exist") from None
-    except OSError as e:
-        raise GraderError(f"{what} {path} cannot be read: {e.strerror or e}") from None
-    except yaml.YAMLError as e:
-        raise GraderError(f"{what} {path} is not valid YAML: {e}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise GraderError(f"{what} {path} should be a mapping of settings (partition: …, gpus_per_task: …), not "
-                          f"a {type(data).__name__}")
-    return data
-
-
 def _check(data: dict, path: Path, what: str) -> None:
     """Each file is validated on its own, so that a bad key is named with the file it is in."""
     try:
@@ -120,13 +102,13 @@ def load(course_path: Path, student: str | None = None) -> Settings:
     files: list[Path] = []
     course_file = course_path.parent / COURSE_FILE
     if course_file.is_file():
-        data = _resolve_paths(_read(course_file, "the course's Slurm settings"), course_file)
+        data = _resolve_paths(read_settings(course_file, "the course's Slurm settings"), course_file)
         _check(data, course_file, "the course's Slurm settings")
         merged, files = data, [course_file]
     mine = Path(student).expanduser().resolve() if student else user_file()
     if student or mine.is_file():
         what = "--slurm-config" if student else "your Slurm settings"
-        data = _resolve_paths(_read(mine, what), mine)
+        data = _resolve_paths(read_settings(mine, what), mine)
         _check(data, mine, what)
         for key in INSTALL_KEYS:
             if key in data and key in merged and data[key] != merged[key]:

@@ -105,20 +105,28 @@ class SlurmConfig(BaseModel):
         return self.timeout_min * 60 * 0.9
 
 
+def read_settings(path: Path, what: str) -> dict:
+    """A file of Slurm settings as a mapping (empty for an empty file); what names it in every message."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise GraderError(f"{what} {path} does not exist") from None
+    except OSError as e:
+        raise GraderError(f"{what} {path} cannot be read: {e.strerror or e}") from None
+    except yaml.YAMLError as e:
+        raise GraderError(f"{what} {path} is not valid YAML: {e}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise GraderError(f"{what} {path} should be a mapping of settings (partition: …, gpus_per_task: …), not "
+                          f"a {type(data).__name__}")
+    return data
+
+
 def load_slurm_config(path: str | None) -> SlurmConfig:
     if path is None:
         return SlurmConfig()
-    p = Path(path).expanduser()
-    try:
-        data = yaml.safe_load(p.read_text()) or {}
-    except FileNotFoundError:
-        raise GraderError(f"--slurm-config: {path} does not exist") from None
-    except OSError as e:
-        raise GraderError(f"--slurm-config: cannot read {path}: {e.strerror or e}") from None
-    except yaml.YAMLError as e:
-        raise GraderError(f"--slurm-config: {path} is not valid YAML: {e}") from None
-    if not isinstance(data, dict):
-        raise GraderError(f"--slurm-config: {path} should be a mapping (partition: …, gpus_per_task: …)")
+    data = read_settings(Path(path).expanduser(), "--slurm-config:")
     try:
         return SlurmConfig.model_validate(data)
     except ValidationError as e:

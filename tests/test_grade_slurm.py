@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -25,6 +24,8 @@ from grader.classroom import grade_task
 from tests.conftest import ROOT, needs_nvcc
 
 SCRIPT = ROOT / "scripts" / "slurm_single_node.sh"
+sys.path.insert(0, str(ROOT / "scripts"))
+from slurm_gpu_compare import free_port_pair  # noqa: E402  (the one the GPU comparison uses)
 IN_CI = os.environ.get("CI", "").lower() == "true"
 START_S = 300  # the script installs slurm-wlm and munge when they are missing (about a minute), then waits ≤ 60 s
 GRADE_S = 480  # one `grader grade` over the cluster; the three compile-only gradings take about 30 s on 2 cores
@@ -45,22 +46,6 @@ def unavailable() -> str | None:
     if IN_CI and not shutil.which("apt-get") and not shutil.which("slurmctld"):
         return "slurm-wlm is not installed and there is no apt-get to install it"
     return None
-
-
-def free_port_pair() -> int:
-    """A port p with p and p + 1 free (slurmctld's and slurmd's), so a cluster already on this machine is no bother."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            p = s.getsockname()[1]
-        if p < 65535:
-            try:
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", p + 1))
-                return p
-            except OSError:
-                continue
-    raise RuntimeError("no two free ports in a row")
 
 
 def not_available(why: str):

@@ -128,16 +128,14 @@ def run_job(job: Job, *, variant: str, case_s: float | None = None, correctness_
             if terminal or done or stop_reason:
                 break
             # The worker ended early: the case it was running crashed it (or the worker itself broke).
+            code = end.returncode
+            why = f"killed by signal {-code}" if code and code < 0 else f"exit code {code}"
             if current is not None and current not in results:
-                code = end.returncode
-                why = f"killed by signal {-code}" if code and code < 0 else f"exit code {code}"
                 results[current] = dict(ok=False, category=Category.CRASH,
                                         message=f"the process running the kernel died "
                                         f"({why}); see {res.log}")
             last = max(results) if results else -1
             if restarts >= MAX_RESTARTS or last < 0:
-                code = end.returncode
-                why = f"killed by signal {-code}" if code and code < 0 else f"exit code {code}"
                 stop_reason = "too many crashes" if last >= 0 else \
                     f"the worker died before running a case ({why}); see {res.log}"
                 break

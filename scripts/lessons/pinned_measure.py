@@ -71,8 +71,7 @@ def measure(_args=None) -> dict:
 
         overlapped = _wall_ms(torch, both)
         overlap.append({"pinned": pinned, "compute_ms": compute, "copy_ms": copy, "serial_ms": serial,
-                        "overlapped_ms": overlapped,
-                        "hidden": max(0.0, min(1.0, (serial - overlapped) / min(compute, copy)))})
+                        "overlapped_ms": overlapped})
     return {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "copies": copies, "overlap": overlap}
 
 

@@ -38,8 +38,10 @@ def _check(*args, tmp_path, timed=False, shared=True):
     out = tmp_path / "result.json"
     t0 = time.perf_counter()
     boxed = ["--sandbox"] if os.environ.get("GRADER_TEST_SANDBOX") == "1" else []
-    r = run_grader("check", *args, *([] if timed else ["--correctness-only"]), *boxed, "--seed", "7", "--json",
-                   str(out), state=SHARED_STATE if shared else None)
+    # $GRADER_TEST_TIMINGS=1: each check's step timestamps (`--timings`) kept with the test (where its seconds go)
+    stamps = ["--timings"] if os.environ.get("GRADER_TEST_TIMINGS") == "1" else []
+    r = run_grader("check", *args, *([] if timed else ["--correctness-only"]), *boxed, *stamps, "--seed", "7",
+                   "--json", str(out), state=SHARED_STATE if shared else None)
     assert "Traceback" not in r.stdout + r.stderr, r.stdout + r.stderr
     data = json.loads(out.read_text()) if out.exists() else None
     if _ITEM and data:  # where the suite's time goes (scripts/gpu_suite.py): the builds against the whole check
@@ -48,6 +50,8 @@ def _check(*args, tmp_path, timed=False, shared=True):
                   for c in ex.get("cases", []) if not c.get("ok")]
         _ITEM[0].user_properties += [("check_s", round(time.perf_counter() - t0, 1)),
                                      ("build_s", round(sum(builds), 1)), ("failed", failed[:12])]
+    if _ITEM and stamps:
+        _ITEM[0].user_properties.append(("timings", [ln for ln in r.stderr.splitlines() if ln.startswith("[timings]")]))
     return r, data
 
 

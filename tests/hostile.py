@@ -24,13 +24,14 @@ PYTHON = {
     # connects to a server on the grading machine's loopback and sends it a message
     "opens_socket": ("import socket\n"
                      "socket.create_connection(('127.0.0.1', {port}), timeout=5).sendall(b'sent from a submission')"),
-    # leaves a process behind: its own session (out of the grading's process group), every descriptor closed
+    # leaves a process behind: its own session (out of the grading's process group), every descriptor closed; it
+    # sleeps long enough to outlive a grading of the six on a loaded machine (the tests kill it when done)
     "forks_daemon": ("import os\n"
                      "if os.fork() == 0:\n"
                      "    os.setsid()\n"
                      "    if os.fork() == 0:\n"
                      "        os.closerange(0, 1024)\n"
-                     "        os.execv('/bin/sleep', [{marker!r}, '60'])\n"
+                     "        os.execv('/bin/sleep', [{marker!r}, '1800'])\n"
                      "    os._exit(0)\n"
                      "os.wait()"),
     # fills /tmp (the host's, without a sandbox) with `mib` MiB in 1 MiB writes
@@ -112,7 +113,7 @@ static int hostile_attack(char* why, size_t n) {
     setsid();
     if (fork() == 0) {
       for (int fd = 0; fd < 1024; fd++) close(fd);
-      char* argv[] = {(char*)"{marker}", (char*)"60", NULL};
+      char* argv[] = {(char*)"{marker}", (char*)"1800", NULL};
       execv("/bin/sleep", argv);
     }
     _exit(0);

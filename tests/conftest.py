@@ -88,10 +88,11 @@ def course():
     return load_course(ROOT / "course.yaml")
 
 
-def run_grader(*args, cwd=ROOT, timeout=900, state: Path | None = None):
+def run_grader(*args, cwd=ROOT, timeout=900, state: Path | None = None, env: dict | None = None):
     """The grader as a user runs it: a separate process, output captured. state: its $GRADER_STATE, where not
-    this worker's own (SHARED_STATE)."""
-    env = None if state is None else {**os.environ, "GRADER_STATE": str(state)}
+    this worker's own (SHARED_STATE); env: variables set on top of this process's."""
+    env = None if state is None and not env else {**os.environ, **(env or {}),
+                                                  **({"GRADER_STATE": str(state)} if state else {})}
     return subprocess.run([sys.executable, "-m", "grader", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, env=env)
 

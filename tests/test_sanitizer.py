@@ -488,6 +488,21 @@ def test_a_required_tool_runs_even_when_a_case_failed_and_replaces_the_memcheck_
     assert [ln.split()[1] for ln in calls.read_text().splitlines()] == ["racecheck"]
 
 
+def test_sanitize_off_skips_a_required_tool_only_once_a_case_has_failed(course, monkeypatch, fake_sanitizer):
+    """GRADER_SANITIZE=0: a failed case already decides the verdict, and the tool could only add to it; on a
+    passing run it still decides, so it still runs."""
+    reports, calls = fake_sanitizer
+    (reports / "racecheck.txt").write_text(RACECHECK.replace(f"{BUILT}/tile.cu", built(course)))
+    monkeypatch.setenv("GRADER_SANITIZE", "0")
+    _, res = run_required(course, monkeypatch, "ok,nan")
+    assert res.status == "fail" and not [c for c in res.cases if c["kind"] == "sanitizer"]
+    assert not calls.exists()
+    _, res = run_required(course, monkeypatch, "ok")
+    (check,) = [c for c in res.cases if c["kind"] == "sanitizer"]
+    assert res.status == "fail" and check["category"] == "sanitizer"
+    assert [ln.split()[1] for ln in calls.read_text().splitlines()] == ["racecheck"]
+
+
 def test_a_required_tool_that_is_missing_fails_the_exercise_with_a_way_out(course, monkeypatch, tmp_path):
     monkeypatch.setattr(sanitizer, "CUDA_BIN_DIRS", [])
     monkeypatch.delenv("CUDA_PATH", raising=False)

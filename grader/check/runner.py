@@ -55,7 +55,7 @@ def run_job(job: Job, *, variant: str, case_s: float | None = None, correctness_
     outputs left unwritten, a crash), the first such case runs again alone under compute-sanitizer (memcheck, then
     initcheck if memcheck names nothing) where the tool is installed and the job runs on CUDA; what it finds is
     added to that case's message (`sanitizer` holds every report). GRADER_SANITIZE=0 in the environment turns
-    this off too.
+    this off too, and the exercise's required tools (`sanitize:`) once a case has already failed.
 
     sandbox: a CheckSandbox (grader/check/sandboxed.py) every worker runs in, the sanitized ones too (a session's
     worker was started in it by its owner)."""
@@ -155,12 +155,15 @@ def run_job(job: Job, *, variant: str, case_s: float | None = None, correctness_
     verdict = decide(res, ex, terminal, correctness_only)
     if ex.processes > 1:  # compute-sanitizer watches one process: a rerun under it would miss the other ranks
         return verdict
-    if ex.sanitize and terminal is None and job.device == "cuda" and verdict.status != Status.NOT_IMPLEMENTED:
-        # The exercise must be clean under these tools: a required check, so GRADER_SANITIZE does not turn it off.
+    sanitizing = os.environ.get("GRADER_SANITIZE", "1") != "0"
+    if (ex.sanitize and terminal is None and job.device == "cuda" and verdict.status != Status.NOT_IMPLEMENTED
+            and (sanitizing or verdict.status != Status.FAIL)):
+        # The exercise must be clean under these tools: a required check, so GRADER_SANITIZE=0 does not turn it off
+        # while it could decide the verdict. Once a case has failed it can only add to the diagnosis, as a rerun
+        # does: then GRADER_SANITIZE=0 turns it off too.
         sanitize_check(res, job, job_path, root, case_limit, worker=worker, on_event=on_event, sandbox=sandbox)
         verdict = decide(res, ex, terminal, correctness_only)
-    elif (sanitize_failures and terminal is None and job.device == "cuda"
-            and os.environ.get("GRADER_SANITIZE", "1") != "0"
+    elif (sanitize_failures and terminal is None and job.device == "cuda" and sanitizing
             and sanitize_first_failure(res, job_path, root, case_limit, worker=worker, on_event=on_event,
                                        sandbox=sandbox)):
         verdict = decide(res, ex, terminal, correctness_only)  # the first failure's message may now name the bug

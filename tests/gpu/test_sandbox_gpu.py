@@ -137,15 +137,20 @@ def test_without_the_sandbox_each_hostile_submission_does_its_harm(tmp_path):
         seen["tmp_file"].unlink(missing_ok=True)
 
 
-@pytest.mark.parametrize("day, why", [
-    ("day02", "timed against day 1's solution, built in the sandbox's own state"),
-    ("day13", "CuPy, numba and Triton, their caches in the sandbox's /tmp"),
-    ("day14", "compute-sanitizer's tools run in the sandbox, their reports read back"),
-    ("day18", "a library of torch ops with earlier days' files compiled in"),
-])
-def test_a_solution_passes_in_the_sandbox(day, why, tmp_path):
+SANDBOXED_DAYS = [
+    ("day02", "timed against day 1's solution, built in the sandbox's own state", []),
+    ("day13", "CuPy, numba and Triton, their caches in the sandbox's /tmp", []),
+    # one exercise: each of the day's four tools writes its report the same way (the whole day is the solution
+    # test's, outside the sandbox, and three minutes of the suite here)
+    ("day14", "compute-sanitizer's memcheck runs in the sandbox, its report read back", ["--exercise", "oob"]),
+    ("day18", "a library of torch ops with earlier days' files compiled in", []),
+]
+
+
+@pytest.mark.parametrize("day, why, only", SANDBOXED_DAYS, ids=[f"{d}-{w}" for d, w, _ in SANDBOXED_DAYS])
+def test_a_solution_passes_in_the_sandbox(day, why, only, tmp_path):
     out = tmp_path / "r.json"
-    r = run_grader("check", day, "--solution", "--sandbox", "--seed", "7", "--json", str(out), timeout=1500)
+    r = run_grader("check", day, *only, "--solution", "--sandbox", "--seed", "7", "--json", str(out), timeout=1500)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
     for ex in json.loads(out.read_text())["exercises"]:
         assert ex["status"] == "pass", (why, ex["message"])

@@ -45,6 +45,9 @@ class Tolerance(Strict):
     atol: float = Field(ge=0)
     rtol: float = Field(ge=0)
     rel_l2: float = Field(gt=0, lt=1, description="bound on ||out-ref||/||ref||; below 1 so zeros fail")
+    l2_floor: float = Field(0.0, ge=0, description="the L2 bound is rel_l2·max(||ref||, l2_floor·sqrt(n)): an "
+                            "output's OutputSpec sets it (values near zero by chance, held to the precision of "
+                            "values of this size)")
 
 
 Param = bool | int | float | str
@@ -117,6 +120,11 @@ class OutputSpec(Strict):
     exercise's (an fp32 logsumexp beside a bf16 output; a dq looser than dk and dv)."""
     name: str = Field(pattern=r"^[A-Za-z_]\w*$")
     tolerances: dict[Dtype, Tolerance] = {}
+    # A logsumexp is the size of the scores it comes from, yet can sit near zero by chance (one key: lse is that
+    # key's score): relative to its own norm, a rounding of 1e-7 there would be a large error. Its L2 bound counts
+    # each element as at least this large (compare's l2_floor); 0: the plain relative L2 error.
+    l2_floor: float = Field(0.0, ge=0, description="the size below which this output's values count as near zero "
+                                                   "in its relative L2 bound (a logsumexp: 1, its scores' size)")
 
     @model_validator(mode="before")
     @classmethod
@@ -279,9 +287,8 @@ class Exercise(Strict):
 
     def tolerance(self, output: str, dtype: str) -> Tolerance:
         spec = next((o for o in self.outputs if o.name == output), None)
-        if spec is not None and dtype in spec.tolerances:
-            return spec.tolerances[dtype]
-        return self.tolerances[dtype]
+        tol = spec.tolerances[dtype] if spec is not None and dtype in spec.tolerances else self.tolerances[dtype]
+        return tol.model_copy(update={"l2_floor": spec.l2_floor}) if spec is not None and spec.l2_floor else tol
 
     def limit(self, course_limits: Limits) -> Limits:
         """The course-wide limits with this exercise's overrides."""

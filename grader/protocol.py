@@ -157,7 +157,7 @@ def check(got: dict, case: CaseData, exercise) -> list[Result]:
             out.append(Result(name, False, Category.MISMATCH, f"got {what}, expected a tensor {expected}"))
             continue
         tol = exercise.tolerance(name, case.dtype)
-        c = compare(t, ref, atol=tol.atol, rtol=tol.rtol, rel_l2=tol.rel_l2)
+        c = compare(t, ref, atol=tol.atol, rtol=tol.rtol, rel_l2=tol.rel_l2, l2_floor=tol.l2_floor)
         stats = {k: v for k, v in c.as_dict().items() if k not in ("ok", "category", "message", "extra")}
         out.append(Result(name, c.ok, c.category, c.message, stats))
     return out

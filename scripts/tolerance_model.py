@@ -373,7 +373,8 @@ def forward_ratios(order: str, dtype: str, shapes, probes, seeds, tolerances: di
                                                                         gen)))
                     for name in ("o", "lse"):
                         t = tolerances[name]
-                        r = compare(got[name], ref[name], atol=t.atol, rtol=t.rtol, rel_l2=t.rel_l2).tol_ratio
+                        r = compare(got[name], ref[name], atol=t.atol, rtol=t.rtol, rel_l2=t.rel_l2,
+                                    l2_floor=getattr(t, "l2_floor", 0.0)).tol_ratio
                         label = f"{'x'.join(map(str, shape))}{' causal' if c else ''}{' ' + probe if probe else ''}" \
                                 f" seed {seed}"
                         if r > worst.get(name, (-1.0, ""))[0]:

@@ -274,7 +274,7 @@ class DeferredComparison:
         return dict(self.stats)
 
 
-def deferred_compare(out, ref, *, atol: float, rtol: float, rel_l2: float) -> DeferredComparison:
+def deferred_compare(out, ref, *, atol: float, rtol: float, rel_l2: float, l2_floor: float = 0.0) -> DeferredComparison:
     """grader/check/compare.py's compare, its tol_ratio and failure kept on the device. One difference: an all-zero
     reference has no rel_l2 (its ratio is the elementwise one), as tasks/attention_bwd.py's check judges it; no
     other task makes one."""
@@ -290,7 +290,8 @@ def deferred_compare(out, ref, *, atol: float, rtol: float, rel_l2: float) -> De
     diff = (of - rf).abs()
     zero = torch.zeros((), dtype=torch.float64, device=o.device)
     elem = torch.where(diff == 0, 0.0, diff / (atol + rtol * rf.abs())).amax() if o.numel() else zero
-    ref_norm, err_norm = torch.linalg.vector_norm(rf), torch.linalg.vector_norm(of - rf)
+    ref_norm = torch.linalg.vector_norm(rf).clamp_min(l2_floor * o.numel() ** 0.5)
+    err_norm = torch.linalg.vector_norm(of - rf)
     l2 = torch.where(ref_norm > 0, err_norm / ref_norm.clamp_min(1e-300), zero) / rel_l2
     return DeferredComparison({"tol_ratio": torch.maximum(elem, l2), "elem_ratio": elem, "l2_ratio": l2,
                                "bad": bad})

@@ -87,3 +87,28 @@ def test_same_bits_distinguishes_nan_payloads_and_signed_zero():
     a = torch.tensor([0.0, 1.0])
     b = torch.tensor([-0.0, 1.0])
     assert not same_bits(a, b) and same_bits(a, a.clone())
+
+
+def test_l2_floor_holds_a_near_zero_reference_to_the_precision_of_its_scale():
+    """The sweep's case: a one-key logsumexp is that key's score, here -0.0043, and a correct fp32 kernel is 1.1e-7
+    off. Relative to its own norm that is 2.5e-5, over fp32 attention's rel_l2 of 2e-5; relative to values of size
+    1 (the scores'), 1.1e-7. The floor changes nothing where the reference is larger than it."""
+    fp32_attention = dict(atol=1.5e-4, rtol=1e-4, rel_l2=2e-5)
+    ref = torch.tensor([-0.00429634], dtype=torch.float64)
+    got = torch.tensor([-0.00429623], dtype=torch.float32)
+    plain = compare(got, ref, **fp32_attention)
+    assert not plain.ok and plain.mismatches == 0 and "relative L2 error" in plain.message
+    floored = compare(got, ref, **fp32_attention, l2_floor=1.0)
+    assert floored.ok and floored.tol_ratio < 0.01
+    # a real error of an lse (a term of log l lost: 0.69 = ln 2) still fails, floor or not
+    assert not compare(got - 0.69, ref, **fp32_attention, l2_floor=1.0).ok
+    big = torch.linspace(3.0, 8.0, 1000, dtype=torch.float64)
+    off = (big * (1 + 3e-5)).float()  # 1.5x the rel_l2 bound, inside the elementwise bound
+    assert not compare(off, big, **fp32_attention).ok and not compare(off, big, **fp32_attention, l2_floor=1.0).ok
+
+
+def test_an_output_spec_gives_its_l2_floor_to_every_dtype_of_the_exercise(course):
+    ex = course.day("day10").exercises[0]
+    for d in ex.dtypes:
+        assert ex.tolerance("lse", d).l2_floor == 1.0 and ex.tolerance("o", d).l2_floor == 0.0
+        assert ex.tolerance("lse", d).rel_l2 == ex.tolerances[d].rel_l2

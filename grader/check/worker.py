@@ -295,7 +295,7 @@ def stale_outputs(got: dict, case: CaseData, ex) -> str | None:
         if t is None:
             return f"{name}: missing"
         c = compare(t, case.reference[name], atol=tol.atol * STALE_SLACK, rtol=tol.rtol * STALE_SLACK,
-                    rel_l2=min(0.5, tol.rel_l2 * STALE_SLACK))
+                    rel_l2=min(0.5, tol.rel_l2 * STALE_SLACK), l2_floor=tol.l2_floor)
         if not c.ok:
             return f"{name}: {c.message}"
     return None

@@ -65,6 +65,8 @@ def test_a_typed_figure_is_what_was_measured(claim):
             by = {(c.get("dtype"), c.get("label")): _field(c, v["field"]) for c in cases}
             values = [by[(c.get("dtype"), c.get("label") + v["pair"])] / _field(c, v["field"]) for c in cases
                       if (c.get("dtype"), c.get("label") + v["pair"]) in by]
+        if "over" in v:  # a rate of the baseline: the case's field over another of its fields (tflops / vs_library)
+            values = [x / _field(c, v["over"]) for x, c in zip(values, cases)]
         values = [x * v.get("scale", 1) for x in values]
         assert values, f"nothing in {claim['source']} at {v['cases']} matches {v.get('where')}"
         shown = v["format"].format(REDUCE[v["reduce"]](values))

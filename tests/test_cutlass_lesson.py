@@ -1,0 +1,37 @@
+"""Day 11's CUTLASS comparison builds where its lesson says it does: scripts/lessons/cutlass_gemm.cu compiles with
+the measuring script's own flags against the headers of the `nvidia-cutlass` wheel, and its table renders both
+with and without a GPU's rows."""
+import importlib.util
+import sys
+
+import pytest
+
+from tests.conftest import ROOT, needs_nvcc
+
+sys.path.insert(0, str(ROOT / "scripts" / "lessons"))
+measure = importlib.import_module("cutlass_measure")
+
+
+@needs_nvcc
+@pytest.mark.skipif(importlib.util.find_spec("cutlass_library") is None,
+                    reason="nvidia-cutlass is not installed (pip install -e '.[cutlass]')")
+def test_the_cutlass_gemm_compiles_without_serializing_its_wgmma(tmp_path):
+    import shutil
+    import subprocess
+
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    r = subprocess.run([nvcc, "-c", *measure.FLAGS, *[f"-I{i}" for i in measure.cutlass_include()],
+                        str(measure.SOURCE), "-o", str(tmp_path / "g.o")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "C7510" not in r.stdout + r.stderr  # the warning -DNDEBUG removes: wgmma serialized at a call
+
+
+def test_the_table_says_what_was_measured_and_where():
+    data = {"nvcc": "13.0", "cpu": "some CPU", "cores": 2, "flags": ["-O3"], "repeats": 2,
+            "compile": [{"what": "a", "code_lines": 50, "kernels": 1, "seconds": 40.04},
+                        {"what": "b", "code_lines": 300, "kernels": 7, "seconds": 12.0}]}
+    text = measure.table(data)
+    assert "| a | 50 | 1 | 40.0 |" in text and "2 cores of some CPU" in text and "No GPU" in text
+    data.update(gpu="H", torch="2", runs=[{"shape": [8, 8, 8], "cutlass_ms": 2.0, "cublas_ms": 1.0,
+                                           "cutlass_tflops": 1.0, "cublas_tflops": 2.0, "rel_l2": 1e-3}])
+    assert "| 8×8×8 | 1 | 2 | 0.50 | 1.0e-03 |" in measure.table(data)

@@ -219,6 +219,41 @@ __global__ void __launch_bounds__(256) prep_kernel(const T* __restrict__ o, cons
   // END SOLUTION
 }
 
+// Step 20b: the atomic version's piece of dQ from one query tile of the walk, dQ_tile = dS K, added into dq_acc
+// (fp32, [B·H, N, D]) with atomics: several key tiles add into the same rows. dSᵀ is in shared memory (swizzled,
+// kBc keys x kBr queries), K as the walk loaded it. Warp (wq2, wd2) owns queries 32·wq2 .. of the tile and columns
+// wd2·D/4 ..; head: the offset of this head's rows in dq_acc.
+template <typename T, int D>
+__device__ __forceinline__ void add_dq_tile(const T* DSs, const T* Ks, float* dq_acc, size_t head, int q0, int n,
+                                            int wq2, int wd2, int lane) {
+  // BEGIN SOLUTION: 16 queries at a time: dq = dS K by warp_mma (dS read from dSᵀ, A stored [k][m]), then float2 atomics (two scalar ones before sm_90)
+  constexpr int kBc = KvCfg<D>::kBc, kBr = KvCfg<D>::kBr;
+  // 32 queries x D/4 per warp, 16 at a time (the walk's dK and dV accumulators hold half the registers); dS is
+  // read from dSᵀ (A stored [k][m]), K as [k][n].
+  constexpr int kNTq = D / 4 / 8;
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt) {
+    float dq[kNTq * 4] = {};
+    warp_mma<T, 1, kNTq, kBc, true, kBr, true, D>(dq, DSs, 32 * wq2 + 16 * mt, Ks, wd2 * D / 4, 0);
+#pragma unroll
+    for (int nt = 0; nt < kNTq; ++nt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int rr = q0 + 32 * wq2 + 16 * mt + lane / 4 + 8 * h;
+        if (rr >= n) continue;
+        const float* src = dq + nt * 4 + 2 * h;
+        float* dst = dq_acc + head + static_cast<size_t>(rr) * D + wd2 * D / 4 + 8 * nt + 2 * (lane % 4);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+        atomicAdd(reinterpret_cast<float2*>(dst), make_float2(src[0], src[1]));
+#else
+        atomicAdd(dst, src[0]);
+        atomicAdd(dst + 1, src[1]);
+#endif
+      }
+  }
+  // END SOLUTION
+}
+
 // The key-tile walk. One block per (batch·head, tile of kBc keys): blockIdx.x = bh · k_tiles + tile (tile 0 first:
 // with a causal mask it sees the most query tiles). kAtomic: also adds dQ's pieces into dq_acc. Head bh = b · heads
 // + h of q starts at q + st.q.start(bh, heads), its rows st.q.row apart (k, v, dout likewise); lse, delta, dk, dv
@@ -229,7 +264,7 @@ __global__ void __launch_bounds__(KvCfg<D>::kThreads, 1)
                 const float* __restrict__ lse, const T* __restrict__ dout, const float* __restrict__ delta,
                 T* __restrict__ dk, T* __restrict__ dv, float* __restrict__ dq_acc, int n, int heads,
                 course::AttentionStrides st, int k_tiles, bool causal, float c, float scale) {
-  // BEGIN SOLUTION: K, V tiles once; per query tile (prefetching the next): Sᵀ = K_w Qᵀ, dPᵀ = V_w dOᵀ, P and dS (masked), dV += Pᵀ dO, dK += dSᵀ Q; kAtomic: dSᵀ to shared memory, dQ_tile = dS K, atomics into dq_acc; then dK (× scale) and dV
+  // BEGIN SOLUTION: (step 20a) K, V tiles once; per query tile (prefetching the next): Sᵀ = K_w Qᵀ, dPᵀ = V_w dOᵀ, P and dS (masked) to shared memory, dV += Pᵀ dO, dK += dSᵀ Q, and when kAtomic add_dq_tile (step 20b); then dK (× scale) and dV
   using Cfg = KvCfg<D>;
   constexpr int kBc = Cfg::kBc, kBr = Cfg::kBr, kThreads = Cfg::kThreads;
   extern __shared__ uint4 smem_raw[];
@@ -326,31 +361,7 @@ __global__ void __launch_bounds__(KvCfg<D>::kThreads, 1)
     warp_mma<T, 2, kNTd, kBr, false, kBr, true, D>(dv_acc, Ps, 32 * ws, DOt, wd * D / 2, 0);
     warp_mma<T, 2, kNTd, kBr, false, kBr, true, D>(dk_acc, DSs, 32 * ws, Qt, wd * D / 2, 0);
 
-    if constexpr (kAtomic) {
-      // dQ_tile = dS K: 32 queries x D/4 per warp, 16 queries at a time (the dK and dV accumulators hold half the
-      // registers); dS is read from dSᵀ (A stored [k][m]), K as [k][n].
-      constexpr int kNTq = D / 4 / 8;
-#pragma unroll
-      for (int mt = 0; mt < 2; ++mt) {
-        float dq[kNTq * 4] = {};
-        warp_mma<T, 1, kNTq, kBc, true, kBr, true, D>(dq, DSs, 32 * wq2 + 16 * mt, Ks, wd2 * D / 4, 0);
-#pragma unroll
-        for (int nt = 0; nt < kNTq; ++nt)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int rr = q0 + 32 * wq2 + 16 * mt + lane / 4 + 8 * h;
-            if (rr >= n) continue;
-            const float* src = dq + nt * 4 + 2 * h;
-            float* dst = dq_acc + head + static_cast<size_t>(rr) * D + wd2 * D / 4 + 8 * nt + 2 * (lane % 4);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-            atomicAdd(reinterpret_cast<float2*>(dst), make_float2(src[0], src[1]));
-#else
-            atomicAdd(dst, src[0]);
-            atomicAdd(dst + 1, src[1]);
-#endif
-          }
-      }
-    }
+    if constexpr (kAtomic) add_dq_tile<T, D>(DSs, Ks, dq_acc, head, q0, n, wq2, wd2, lane);
   }
   ptx::cp_async_wait<0>();
 
@@ -753,11 +764,16 @@ cudaError_t allow_smem(Kernel kernel, size_t bytes) {
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
 }
 
+// How dq is made: not at all (step 20a, dK and dV only), by the walk's atomics then rounded (20b), or by the
+// query-tile walk (20c).
+enum class DqBy { kNone, kAtomics, kQueryWalk };
+
 template <typename T, int D, bool kVec>
 cudaError_t backward(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout, T* dq, T* dk,
                      T* dv, float* delta, float* dq_acc, int batch, int heads, int n,
-                     const course::AttentionStrides& st, bool causal, bool atomic, cudaStream_t stream) {
-  // BEGIN SOLUTION: the pre-pass; the key-tile walk (with dQ atomics, then the rounding, or without, then the dQ walk)
+                     const course::AttentionStrides& st, bool causal, DqBy dq_by, cudaStream_t stream) {
+  // BEGIN SOLUTION: (step 20a) the pre-pass and the key-tile walk, with dQ's atomics when dq_by is kAtomics; then dq: (20b) the sums rounded, (20c) the query-tile walk
+  const bool atomic = dq_by == DqBy::kAtomics;
   const float scale = 1.0f / sqrtf(static_cast<float>(D));
   const float c = kLog2e * scale;
   const int bh = batch * heads, rows = bh * n;
@@ -779,11 +795,11 @@ cudaError_t backward(const T* q, const T* k, const T* v, const T* o, const float
     if ((err = cudaGetLastError()) != cudaSuccess) return err;
   }
   // dq: the atomic sums scaled and rounded, or the deterministic query-tile walk.
-  if (atomic) {
+  if (dq_by == DqBy::kAtomics) {
     const size_t count = static_cast<size_t>(rows) * D;
     const unsigned blocks = static_cast<unsigned>(std::min<size_t>((count + 255) / 256, 65535u * 8));
     round_kernel<T><<<blocks, 256, 0, stream>>>(dq_acc, dq, count, scale);
-  } else {
+  } else if (dq_by == DqBy::kQueryWalk) {
     auto qkernel = dq_kernel<T, D, kVec>;
     if ((err = allow_smem(qkernel, QCfg<D>::kBytes)) != cudaSuccess) return err;
     const int q_tiles = (n + QCfg<D>::kBr - 1) / QCfg<D>::kBr;
@@ -797,7 +813,7 @@ cudaError_t backward(const T* q, const T* k, const T* v, const T* o, const float
 template <typename T>
 cudaError_t attention_bwd(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout, T* dq,
                           T* dk, T* dv, float* delta, float* dq_acc, int batch, int heads, int n, int d,
-                          const course::AttentionStrides& st, bool causal, bool atomic, cudaStream_t stream) {
+                          const course::AttentionStrides& st, bool causal, DqBy dq_by, cudaStream_t stream) {
   if constexpr (std::is_same_v<T, float>) {
     return cudaErrorInvalidValue;  // the bindings send fp32 elsewhere (tensor cores take 16-bit inputs)
   } else {
@@ -811,14 +827,14 @@ cudaError_t attention_bwd(const T* q, const T* k, const T* v, const T* o, const 
                      st.rows16(sizeof(T));
     if (d == 64)
       return vec ? backward<T, 64, true>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, st,
-                                         causal, atomic, stream)
+                                         causal, dq_by, stream)
                  : backward<T, 64, false>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, st,
-                                          causal, atomic, stream);
+                                          causal, dq_by, stream);
     if (d == 128)
       return vec ? backward<T, 128, true>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, st,
-                                          causal, atomic, stream)
+                                          causal, dq_by, stream)
                  : backward<T, 128, false>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, st,
-                                           causal, atomic, stream);
+                                           causal, dq_by, stream);
     return cudaErrorInvalidValue;  // the bindings accept d = 64 and 128 only
   }
 }
@@ -827,14 +843,22 @@ cudaError_t attention_bwd(const T* q, const T* k, const T* v, const T* o, const 
 
 // The launchers the bindings call (common/attention_bwd_binding.h): q, k, v, o and dout are [B, H, N, d] with the
 // head strides in `st` (views are fine; columns contiguous), dq, dk, dv contiguous; delta is an fp32 [B, H, N]
-// scratch for D, dq_acc an fp32 [B, H, N, d] one for the atomic version's dQ sums (nullptr for the deterministic
-// one).
+// scratch for D, dq_acc an fp32 [B, H, N, d] one for the atomic version's dQ sums (nullptr for the others). Step
+// 20a's leaves dq as it found it.
+template <typename T>
+cudaError_t attention_bwd_tc_dkdv(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout,
+                                  T* dq, T* dk, T* dv, float* delta, float* dq_acc, int batch, int heads, int n, int d,
+                                  course::AttentionStrides st, bool causal, cudaStream_t stream) {
+  return fa2_tc::attention_bwd(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, d, st, causal,
+                               fa2_tc::DqBy::kNone, stream);
+}
+
 template <typename T>
 cudaError_t attention_bwd_tc_atomic(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout,
                                     T* dq, T* dk, T* dv, float* delta, float* dq_acc, int batch, int heads, int n,
                                     int d, course::AttentionStrides st, bool causal, cudaStream_t stream) {
-  return fa2_tc::attention_bwd(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, d, st, causal, true,
-                               stream);
+  return fa2_tc::attention_bwd(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, d, st, causal,
+                               fa2_tc::DqBy::kAtomics, stream);
 }
 
 template <typename T>
@@ -843,10 +867,13 @@ cudaError_t attention_bwd_tc_deterministic(const T* q, const T* k, const T* v, c
                                            int heads, int n, int d, course::AttentionStrides st, bool causal,
                                            cudaStream_t stream) {
   return fa2_tc::attention_bwd(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, d, st, causal,
-                               false, stream);
+                               fa2_tc::DqBy::kQueryWalk, stream);
 }
 
 #define INSTANTIATE(T)                                                                                              \
+  template cudaError_t attention_bwd_tc_dkdv<T>(const T*, const T*, const T*, const T*, const float*, const T*, T*,  \
+                                                T*, T*, float*, float*, int, int, int, int, course::AttentionStrides, \
+                                                bool, cudaStream_t);                                                 \
   template cudaError_t attention_bwd_tc_atomic<T>(const T*, const T*, const T*, const T*, const float*, const T*,  \
                                                   T*, T*, T*, float*, float*, int, int, int, int,                  \
                                                   course::AttentionStrides, bool, cudaStream_t);                   \

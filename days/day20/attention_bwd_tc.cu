@@ -85,13 +85,13 @@ struct QCfg {
 // or rows not 16-byte aligned), completed before return.
 template <typename T, int D, int kRows, int kThreads, bool kVec>
 __device__ __forceinline__ void load_tile(T* dst, const T* src, long long ld, int rows_valid) {
-  // YOUR CODE HERE: rows r < rows_valid from src, zeros after; chunk c of row r at swz<D>(r, c)
+  // YOUR CODE HERE: (step 20a) rows r < rows_valid from src, zeros after; chunk c of row r at swz<D>(r, c)
 }
 
 // Two adjacent 16-bit outputs (row, col), (row, col + 1) from fp32; 4-byte stores when the tensor is aligned.
 template <typename T, bool kVec>
 __device__ __forceinline__ void store_pair(T* dst, float lo, float hi) {
-  // YOUR CODE HERE: dst[0] = lo, dst[1] = hi, rounded to T
+  // YOUR CODE HERE: (step 20a) dst[0] = lo, dst[1] = hi, rounded to T
 }
 
 // acc += A B for one warp, both operands in swizzled shared-memory tiles. The product is kMT m16 tiles x kNT n8
@@ -101,7 +101,7 @@ __device__ __forceinline__ void store_pair(T* dst, float lo, float hi) {
 // orientation only changes the ldmatrix (.trans or not) and its addresses: one helper for all five products.
 template <typename T, int kMT, int kNT, int kK, bool kATrans, int WA, bool kBTrans, int WB>
 __device__ __forceinline__ void warp_mma(float* acc, const T* a, int m0, const T* b, int n0, int k0) {
-  // YOUR CODE HERE: per 16 of the reduction: kMT A fragments (ldmatrix or .trans), then per 16 columns one B ldmatrix, 2·kMT mma
+  // YOUR CODE HERE: (step 20a) per 16 of the reduction: kMT A fragments (ldmatrix or .trans), then per 16 columns one B ldmatrix, 2·kMT mma
 }
 
 // acc[16][kCols] += A (16 x kK, packed 16-bit A fragments: regs 4kk .. 4kk+3 for k-step kk) times B, where B is
@@ -109,12 +109,12 @@ __device__ __forceinline__ void warp_mma(float* acc, const T* a, int m0, const T
 // c0 .. c0 + kCols (ldmatrix.trans: B's rows run along the reduction).
 template <typename T, int D, int kK, int kCols>
 __device__ __forceinline__ void warp_ab(float (&acc)[kCols / 2], const uint32_t (&a)[kK / 4], const T* b, int c0) {
-  // YOUR CODE HERE: per 16 rows of B and 16 columns, ldmatrix.trans of B, two mma
+  // YOUR CODE HERE: (step 20c) per 16 rows of B and 16 columns, ldmatrix.trans of B, two mma
 }
 
 template <typename T, int kCols>
 __device__ __forceinline__ void pack(uint32_t (&out)[kCols / 4], const float (&acc)[kCols / 2]) {
-  // YOUR CODE HERE: out[i] = acc[2i], acc[2i+1] as two 16-bit values
+  // YOUR CODE HERE: (step 20c) out[i] = acc[2i], acc[2i+1] as two 16-bit values
 }
 
 // D = rowsum(dO ∘ O), one warp per row (row = bh · n + i; delta and dq_acc are contiguous, o and dout where
@@ -123,7 +123,17 @@ template <typename T, int D>
 __global__ void __launch_bounds__(256) prep_kernel(const T* __restrict__ o, const T* __restrict__ dout,
                                                    float* __restrict__ delta, float* __restrict__ dq_acc, int n,
                                                    int heads, course::AttentionStrides st, int rows) {
-  // YOUR CODE HERE: D[row] = Σ_c dout·o in fp32 (one warp per row); zero dq_acc's row when it is not null
+  // YOUR CODE HERE: (step 20a) D[row] = Σ_c dout·o in fp32 (one warp per row); zero dq_acc's row when it is not null
+}
+
+// Step 20b: the atomic version's piece of dQ from one query tile of the walk, dQ_tile = dS K, added into dq_acc
+// (fp32, [B·H, N, D]) with atomics: several key tiles add into the same rows. dSᵀ is in shared memory (swizzled,
+// kBc keys x kBr queries), K as the walk loaded it. Warp (wq2, wd2) owns queries 32·wq2 .. of the tile and columns
+// wd2·D/4 ..; head: the offset of this head's rows in dq_acc.
+template <typename T, int D>
+__device__ __forceinline__ void add_dq_tile(const T* DSs, const T* Ks, float* dq_acc, size_t head, int q0, int n,
+                                            int wq2, int wd2, int lane) {
+  // YOUR CODE HERE: (step 20b) 16 queries at a time: dq = dS K by warp_mma (dS read from dSᵀ, A stored [k][m]), then float2 atomics (two scalar ones before sm_90)
 }
 
 // The key-tile walk. One block per (batch·head, tile of kBc keys): blockIdx.x = bh · k_tiles + tile (tile 0 first:
@@ -136,7 +146,7 @@ __global__ void __launch_bounds__(KvCfg<D>::kThreads, 1)
                 const float* __restrict__ lse, const T* __restrict__ dout, const float* __restrict__ delta,
                 T* __restrict__ dk, T* __restrict__ dv, float* __restrict__ dq_acc, int n, int heads,
                 course::AttentionStrides st, int k_tiles, bool causal, float c, float scale) {
-  // YOUR CODE HERE: K, V tiles once; per query tile (prefetching the next): Sᵀ = K_w Qᵀ, dPᵀ = V_w dOᵀ, P and dS (masked), dV += Pᵀ dO, dK += dSᵀ Q; kAtomic: dSᵀ to shared memory, dQ_tile = dS K, atomics into dq_acc; then dK (× scale) and dV
+  // YOUR CODE HERE: (step 20a) K, V tiles once; per query tile (prefetching the next): Sᵀ = K_w Qᵀ, dPᵀ = V_w dOᵀ, P and dS (masked) to shared memory, dV += Pᵀ dO, dK += dSᵀ Q, and when kAtomic add_dq_tile (step 20b); then dK (× scale) and dV
 }
 
 // The deterministic dQ: one block per (batch·head, tile of kBr queries), walking the key tiles; each warp owns 16
@@ -148,14 +158,14 @@ __global__ void __launch_bounds__(QCfg<D>::kThreads)
     dq_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, const float* __restrict__ lse,
               const T* __restrict__ dout, const float* __restrict__ delta, T* __restrict__ dq, int n, int heads,
               course::AttentionStrides st, int q_tiles, bool causal, float c, float scale) {
-  // YOUR CODE HERE: per key tile (double-buffered): S = Q_w Kᵀ, dP = dO_w Vᵀ, dS (masked), dQ_w += dS K; then dq = scale · dQ_w
+  // YOUR CODE HERE: (step 20c) per key tile (double-buffered): S = Q_w Kᵀ, dP = dO_w Vᵀ, dS (masked), dQ_w += dS K; then dq = scale · dQ_w
 }
 
 // dq = scale · dq_acc, rounded to T.
 template <typename T>
 __global__ void __launch_bounds__(256) round_kernel(const float* __restrict__ src, T* __restrict__ dst, size_t count,
                                                     float scale) {
-  // YOUR CODE HERE: dst[i] = scale · src[i] rounded to T, grid-stride
+  // YOUR CODE HERE: (step 20b) dst[i] = scale · src[i] rounded to T, grid-stride
 }
 
 // YOUR CODE HERE: optional, for Hopper: the key-tile walk on wgmma, tried first by your launcher: constants, Smem, issue_*
@@ -168,18 +178,22 @@ cudaError_t allow_smem(Kernel kernel, size_t bytes) {
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
 }
 
+// How dq is made: not at all (step 20a, dK and dV only), by the walk's atomics then rounded (20b), or by the
+// query-tile walk (20c).
+enum class DqBy { kNone, kAtomics, kQueryWalk };
+
 template <typename T, int D, bool kVec>
 cudaError_t backward(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout, T* dq, T* dk,
                      T* dv, float* delta, float* dq_acc, int batch, int heads, int n,
-                     const course::AttentionStrides& st, bool causal, bool atomic, cudaStream_t stream) {
-  // YOUR CODE HERE: the pre-pass; the key-tile walk (with dQ atomics, then the rounding, or without, then the dQ walk)
+                     const course::AttentionStrides& st, bool causal, DqBy dq_by, cudaStream_t stream) {
+  // YOUR CODE HERE: (step 20a) the pre-pass and the key-tile walk, with dQ's atomics when dq_by is kAtomics; then dq: (20b) the sums rounded, (20c) the query-tile walk
   return cudaGetLastError();
 }
 
 template <typename T>
 cudaError_t attention_bwd(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout, T* dq,
                           T* dk, T* dv, float* delta, float* dq_acc, int batch, int heads, int n, int d,
-                          const course::AttentionStrides& st, bool causal, bool atomic, cudaStream_t stream) {
+                          const course::AttentionStrides& st, bool causal, DqBy dq_by, cudaStream_t stream) {
   if constexpr (std::is_same_v<T, float>) {
     return cudaErrorInvalidValue;  // the bindings send fp32 elsewhere (tensor cores take 16-bit inputs)
   } else {
@@ -193,14 +207,14 @@ cudaError_t attention_bwd(const T* q, const T* k, const T* v, const T* o, const 
                      st.rows16(sizeof(T));
     if (d == 64)
       return vec ? backward<T, 64, true>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, st,
-                                         causal, atomic, stream)
+                                         causal, dq_by, stream)
                  : backward<T, 64, false>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, st,
-                                          causal, atomic, stream);
+                                          causal, dq_by, stream);
     if (d == 128)
       return vec ? backward<T, 128, true>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, st,
-                                          causal, atomic, stream)
+                                          causal, dq_by, stream)
                  : backward<T, 128, false>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, st,
-                                           causal, atomic, stream);
+                                           causal, dq_by, stream);
     return cudaErrorInvalidValue;  // the bindings accept d = 64 and 128 only
   }
 }
@@ -209,14 +223,22 @@ cudaError_t attention_bwd(const T* q, const T* k, const T* v, const T* o, const 
 
 // The launchers the bindings call (common/attention_bwd_binding.h): q, k, v, o and dout are [B, H, N, d] with the
 // head strides in `st` (views are fine; columns contiguous), dq, dk, dv contiguous; delta is an fp32 [B, H, N]
-// scratch for D, dq_acc an fp32 [B, H, N, d] one for the atomic version's dQ sums (nullptr for the deterministic
-// one).
+// scratch for D, dq_acc an fp32 [B, H, N, d] one for the atomic version's dQ sums (nullptr for the others). Step
+// 20a's leaves dq as it found it.
+template <typename T>
+cudaError_t attention_bwd_tc_dkdv(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout,
+                                  T* dq, T* dk, T* dv, float* delta, float* dq_acc, int batch, int heads, int n, int d,
+                                  course::AttentionStrides st, bool causal, cudaStream_t stream) {
+  return fa2_tc::attention_bwd(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, d, st, causal,
+                               fa2_tc::DqBy::kNone, stream);
+}
+
 template <typename T>
 cudaError_t attention_bwd_tc_atomic(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout,
                                     T* dq, T* dk, T* dv, float* delta, float* dq_acc, int batch, int heads, int n,
                                     int d, course::AttentionStrides st, bool causal, cudaStream_t stream) {
-  return fa2_tc::attention_bwd(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, d, st, causal, true,
-                               stream);
+  return fa2_tc::attention_bwd(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, d, st, causal,
+                               fa2_tc::DqBy::kAtomics, stream);
 }
 
 template <typename T>
@@ -225,10 +247,13 @@ cudaError_t attention_bwd_tc_deterministic(const T* q, const T* k, const T* v, c
                                            int heads, int n, int d, course::AttentionStrides st, bool causal,
                                            cudaStream_t stream) {
   return fa2_tc::attention_bwd(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, d, st, causal,
-                               false, stream);
+                               fa2_tc::DqBy::kQueryWalk, stream);
 }
 
 #define INSTANTIATE(T)                                                                                              \
+  template cudaError_t attention_bwd_tc_dkdv<T>(const T*, const T*, const T*, const T*, const float*, const T*, T*,  \
+                                                T*, T*, float*, float*, int, int, int, int, course::AttentionStrides, \
+                                                bool, cudaStream_t);                                                 \
   template cudaError_t attention_bwd_tc_atomic<T>(const T*, const T*, const T*, const T*, const float*, const T*,  \
                                                   T*, T*, T*, float*, float*, int, int, int, int,                  \
                                                   course::AttentionStrides, bool, cudaStream_t);                   \

@@ -85,7 +85,7 @@ struct QCfg {
 // or rows not 16-byte aligned), completed before return.
 template <typename T, int D, int kRows, int kThreads, bool kVec>
 __device__ __forceinline__ void load_tile(T* dst, const T* src, long long ld, int rows_valid) {
-  // BEGIN SOLUTION: rows r < rows_valid from src, zeros after; chunk c of row r at swz<D>(r, c)
+  // BEGIN SOLUTION: (step 20a) rows r < rows_valid from src, zeros after; chunk c of row r at swz<D>(r, c)
   constexpr int kChunks = kRows * D / 8;
   static_assert(kChunks % kThreads == 0, "whole steps");
   if constexpr (kVec) {
@@ -113,7 +113,7 @@ __device__ __forceinline__ void load_tile(T* dst, const T* src, long long ld, in
 // Two adjacent 16-bit outputs (row, col), (row, col + 1) from fp32; 4-byte stores when the tensor is aligned.
 template <typename T, bool kVec>
 __device__ __forceinline__ void store_pair(T* dst, float lo, float hi) {
-  // BEGIN SOLUTION: dst[0] = lo, dst[1] = hi, rounded to T
+  // BEGIN SOLUTION: (step 20a) dst[0] = lo, dst[1] = hi, rounded to T
   if constexpr (kVec) {
     *reinterpret_cast<uint32_t*>(dst) = ptx::pack2<T>(lo, hi);
   } else {
@@ -131,7 +131,7 @@ __device__ __forceinline__ void store_pair(T* dst, float lo, float hi) {
 // orientation only changes the ldmatrix (.trans or not) and its addresses: one helper for all five products.
 template <typename T, int kMT, int kNT, int kK, bool kATrans, int WA, bool kBTrans, int WB>
 __device__ __forceinline__ void warp_mma(float* acc, const T* a, int m0, const T* b, int n0, int k0) {
-  // BEGIN SOLUTION: per 16 of the reduction: kMT A fragments (ldmatrix or .trans), then per 16 columns one B ldmatrix, 2·kMT mma
+  // BEGIN SOLUTION: (step 20a) per 16 of the reduction: kMT A fragments (ldmatrix or .trans), then per 16 columns one B ldmatrix, 2·kMT mma
   static_assert(kNT % 2 == 0, "B fragments come in pairs of n8 tiles");
   const int lane = ptx::lane_id();  // not threadIdx.x % 32: see ptx.cuh
 #pragma unroll
@@ -169,7 +169,7 @@ __device__ __forceinline__ void warp_mma(float* acc, const T* a, int m0, const T
 // c0 .. c0 + kCols (ldmatrix.trans: B's rows run along the reduction).
 template <typename T, int D, int kK, int kCols>
 __device__ __forceinline__ void warp_ab(float (&acc)[kCols / 2], const uint32_t (&a)[kK / 4], const T* b, int c0) {
-  // BEGIN SOLUTION: per 16 rows of B and 16 columns, ldmatrix.trans of B, two mma
+  // BEGIN SOLUTION: (step 20c) per 16 rows of B and 16 columns, ldmatrix.trans of B, two mma
   const int lane = threadIdx.x % 32;
 #pragma unroll
   for (int kk = 0; kk < kK / 16; ++kk)
@@ -186,7 +186,7 @@ __device__ __forceinline__ void warp_ab(float (&acc)[kCols / 2], const uint32_t 
 
 template <typename T, int kCols>
 __device__ __forceinline__ void pack(uint32_t (&out)[kCols / 4], const float (&acc)[kCols / 2]) {
-  // BEGIN SOLUTION: out[i] = acc[2i], acc[2i+1] as two 16-bit values
+  // BEGIN SOLUTION: (step 20c) out[i] = acc[2i], acc[2i+1] as two 16-bit values
 #pragma unroll
   for (int i = 0; i < kCols / 4; ++i) out[i] = ptx::pack2<T>(acc[2 * i], acc[2 * i + 1]);
   // END SOLUTION
@@ -198,7 +198,7 @@ template <typename T, int D>
 __global__ void __launch_bounds__(256) prep_kernel(const T* __restrict__ o, const T* __restrict__ dout,
                                                    float* __restrict__ delta, float* __restrict__ dq_acc, int n,
                                                    int heads, course::AttentionStrides st, int rows) {
-  // BEGIN SOLUTION: D[row] = Σ_c dout·o in fp32 (one warp per row); zero dq_acc's row when it is not null
+  // BEGIN SOLUTION: (step 20a) D[row] = Σ_c dout·o in fp32 (one warp per row); zero dq_acc's row when it is not null
   const int row = blockIdx.x * 8 + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (row >= rows) return;
   const int bh = row / n, i = row % n;
@@ -226,7 +226,7 @@ __global__ void __launch_bounds__(256) prep_kernel(const T* __restrict__ o, cons
 template <typename T, int D>
 __device__ __forceinline__ void add_dq_tile(const T* DSs, const T* Ks, float* dq_acc, size_t head, int q0, int n,
                                             int wq2, int wd2, int lane) {
-  // BEGIN SOLUTION: 16 queries at a time: dq = dS K by warp_mma (dS read from dSᵀ, A stored [k][m]), then float2 atomics (two scalar ones before sm_90)
+  // BEGIN SOLUTION: (step 20b) 16 queries at a time: dq = dS K by warp_mma (dS read from dSᵀ, A stored [k][m]), then float2 atomics (two scalar ones before sm_90)
   constexpr int kBc = KvCfg<D>::kBc, kBr = KvCfg<D>::kBr;
   // 32 queries x D/4 per warp, 16 at a time (the walk's dK and dV accumulators hold half the registers); dS is
   // read from dSᵀ (A stored [k][m]), K as [k][n].
@@ -391,7 +391,7 @@ __global__ void __launch_bounds__(QCfg<D>::kThreads)
     dq_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, const float* __restrict__ lse,
               const T* __restrict__ dout, const float* __restrict__ delta, T* __restrict__ dq, int n, int heads,
               course::AttentionStrides st, int q_tiles, bool causal, float c, float scale) {
-  // BEGIN SOLUTION: per key tile (double-buffered): S = Q_w Kᵀ, dP = dO_w Vᵀ, dS (masked), dQ_w += dS K; then dq = scale · dQ_w
+  // BEGIN SOLUTION: (step 20c) per key tile (double-buffered): S = Q_w Kᵀ, dP = dO_w Vᵀ, dS (masked), dQ_w += dS K; then dq = scale · dQ_w
   using Cfg = QCfg<D>;
   constexpr int kBc = Cfg::kBc, kBr = Cfg::kBr, kThreads = Cfg::kThreads;
   extern __shared__ uint4 smem_raw[];
@@ -482,7 +482,7 @@ __global__ void __launch_bounds__(QCfg<D>::kThreads)
 template <typename T>
 __global__ void __launch_bounds__(256) round_kernel(const float* __restrict__ src, T* __restrict__ dst, size_t count,
                                                     float scale) {
-  // BEGIN SOLUTION: dst[i] = scale · src[i] rounded to T, grid-stride
+  // BEGIN SOLUTION: (step 20b) dst[i] = scale · src[i] rounded to T, grid-stride
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<size_t>(gridDim.x) * blockDim.x)
     dst[i] = from_float<T>(scale * src[i]);

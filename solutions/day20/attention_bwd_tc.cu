@@ -169,7 +169,7 @@ __device__ __forceinline__ void warp_mma(float* acc, const T* a, int m0, const T
 // c0 .. c0 + kCols (ldmatrix.trans: B's rows run along the reduction).
 template <typename T, int D, int kK, int kCols>
 __device__ __forceinline__ void warp_ab(float (&acc)[kCols / 2], const uint32_t (&a)[kK / 4], const T* b, int c0) {
-  // BEGIN SOLUTION: (step 20c) per 16 rows of B and 16 columns, ldmatrix.trans of B, two mma
+  // BEGIN SOLUTION: (step 20d) per 16 rows of B and 16 columns, ldmatrix.trans of B, two mma
   const int lane = threadIdx.x % 32;
 #pragma unroll
   for (int kk = 0; kk < kK / 16; ++kk)
@@ -186,7 +186,7 @@ __device__ __forceinline__ void warp_ab(float (&acc)[kCols / 2], const uint32_t 
 
 template <typename T, int kCols>
 __device__ __forceinline__ void pack(uint32_t (&out)[kCols / 4], const float (&acc)[kCols / 2]) {
-  // BEGIN SOLUTION: (step 20c) out[i] = acc[2i], acc[2i+1] as two 16-bit values
+  // BEGIN SOLUTION: (step 20d) out[i] = acc[2i], acc[2i+1] as two 16-bit values
 #pragma unroll
   for (int i = 0; i < kCols / 4; ++i) out[i] = ptx::pack2<T>(acc[2 * i], acc[2 * i + 1]);
   // END SOLUTION
@@ -198,7 +198,7 @@ template <typename T, int D>
 __global__ void __launch_bounds__(256) prep_kernel(const T* __restrict__ o, const T* __restrict__ dout,
                                                    float* __restrict__ delta, float* __restrict__ dq_acc, int n,
                                                    int heads, course::AttentionStrides st, int rows) {
-  // BEGIN SOLUTION: (step 20a) D[row] = Σ_c dout·o in fp32 (one warp per row); zero dq_acc's row when it is not null
+  // BEGIN SOLUTION: (step 20b) D[row] = Σ_c dout·o in fp32 (one warp per row); zero dq_acc's row when it is not null
   const int row = blockIdx.x * 8 + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (row >= rows) return;
   const int bh = row / n, i = row % n;
@@ -219,14 +219,14 @@ __global__ void __launch_bounds__(256) prep_kernel(const T* __restrict__ o, cons
   // END SOLUTION
 }
 
-// Step 20b: the atomic version's piece of dQ from one query tile of the walk, dQ_tile = dS K, added into dq_acc
+// Step 20c: the atomic version's piece of dQ from one query tile of the walk, dQ_tile = dS K, added into dq_acc
 // (fp32, [B·H, N, D]) with atomics: several key tiles add into the same rows. dSᵀ is in shared memory (swizzled,
 // kBc keys x kBr queries), K as the walk loaded it. Warp (wq2, wd2) owns queries 32·wq2 .. of the tile and columns
 // wd2·D/4 ..; head: the offset of this head's rows in dq_acc.
 template <typename T, int D>
 __device__ __forceinline__ void add_dq_tile(const T* DSs, const T* Ks, float* dq_acc, size_t head, int q0, int n,
                                             int wq2, int wd2, int lane) {
-  // BEGIN SOLUTION: (step 20b) 16 queries at a time: dq = dS K by warp_mma (dS read from dSᵀ, A stored [k][m]), then float2 atomics (two scalar ones before sm_90)
+  // BEGIN SOLUTION: (step 20c) 16 queries at a time: dq = dS K by warp_mma (dS read from dSᵀ, A stored [k][m]), then float2 atomics (two scalar ones before sm_90)
   constexpr int kBc = KvCfg<D>::kBc, kBr = KvCfg<D>::kBr;
   // 32 queries x D/4 per warp, 16 at a time (the walk's dK and dV accumulators hold half the registers); dS is
   // read from dSᵀ (A stored [k][m]), K as [k][n].
@@ -264,7 +264,8 @@ __global__ void __launch_bounds__(KvCfg<D>::kThreads, 1)
                 const float* __restrict__ lse, const T* __restrict__ dout, const float* __restrict__ delta,
                 T* __restrict__ dk, T* __restrict__ dv, float* __restrict__ dq_acc, int n, int heads,
                 course::AttentionStrides st, int k_tiles, bool causal, float c, float scale) {
-  // BEGIN SOLUTION: (step 20a) K, V tiles once; per query tile (prefetching the next): Sᵀ = K_w Qᵀ, dPᵀ = V_w dOᵀ, P and dS (masked) to shared memory, dV += Pᵀ dO, dK += dSᵀ Q, and when kAtomic add_dq_tile (step 20b); then dK (× scale) and dV
+  // Given: the walk of days 16-17, on 16-bit tiles (K and V once; Q, dO, lse and D of the next query tile fetched
+  // while this one is computed). Yours: the products and the elementwise steps inside it, and the stores.
   using Cfg = KvCfg<D>;
   constexpr int kBc = Cfg::kBc, kBr = Cfg::kBr, kThreads = Cfg::kThreads;
   extern __shared__ uint4 smem_raw[];
@@ -323,49 +324,65 @@ __global__ void __launch_bounds__(KvCfg<D>::kThreads, 1)
     const float* const Dt = Ds + buf * kBr;
 
     {
-      // Sᵀ = K Qᵀ and dPᵀ = V dOᵀ, this warp's 32 keys x 32 queries of each.
-      float s[32] = {}, dp[32] = {};
-      warp_mma<T, 2, 4, D, false, D, false, D>(s, Ks, 32 * ws, Qt, 32 * wq, 0);
-      warp_mma<T, 2, 4, D, false, D, false, D>(dp, Vs, 32 * ws, DOt, 32 * wq, 0);
-      // P and dS, elementwise; element e of tile (mt, nt) is key k0 + 32·ws + 16·mt + lane/4 + 8·(e/2), query
-      // q0 + 32·wq + 8·nt + 2·(lane%4) + e%2. Then Pᵀ and dSᵀ to shared memory in 16 bits, 4 bytes per store.
-      const int kw = k0 + 32 * ws;
-      const bool edge = kw + 31 >= n || (causal && kw + 31 > q0 + 32 * wq);  // some key past N or above the diagonal
+    // This warp's 32 keys x 32 queries of Sᵀ and dPᵀ, in the accumulator layout: element e of tile (mt, nt) is key
+    // kw + 16·mt + lane/4 + 8·(e/2), query q0 + 32·wq + 8·nt + 2·(lane%4) + e%2.
+    float s[32] = {}, dp[32] = {};
+    // BEGIN SOLUTION: (step 20a) Sᵀ = K Qᵀ into s: warp_mma over D, K's rows 32·ws .., Q's rows 32·wq ..
+    warp_mma<T, 2, 4, D, false, D, false, D>(s, Ks, 32 * ws, Qt, 32 * wq, 0);
+    // END SOLUTION
+    // BEGIN SOLUTION: (step 20b) dPᵀ = V dOᵀ into dp, as Sᵀ
+    warp_mma<T, 2, 4, D, false, D, false, D>(dp, Vs, 32 * ws, DOt, 32 * wq, 0);
+    // END SOLUTION
+    // P and dS, elementwise, then Pᵀ and dSᵀ to shared memory in 16 bits, 4 bytes per store.
+    const int kw = k0 + 32 * ws;
+    const bool edge = kw + 31 >= n || (causal && kw + 31 > q0 + 32 * wq);  // some key past N or above the diagonal
 #pragma unroll
-      for (int mt = 0; mt < 2; ++mt)
+    for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-        for (int nt = 0; nt < 4; ++nt) {
-          float* st = s + (mt * 4 + nt) * 4;
-          float* dt = dp + (mt * 4 + nt) * 4;
+      for (int nt = 0; nt < 4; ++nt) {
+        float* st = s + (mt * 4 + nt) * 4;
+        float* dt = dp + (mt * 4 + nt) * 4;
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int col = 32 * wq + 8 * nt + 2 * (lane % 4) + (e & 1);
-            float p = ptx::ex2(fmaf(st[e], c, -Lt[col]));
-            if (edge) {
-              const int kr = kw + 16 * mt + lane / 4 + 8 * (e >> 1);
-              if (kr >= n || (causal && kr > q0 + col)) p = 0.0f;
-            }
-            st[e] = p;
-            dt[e] = p * (dt[e] - Dt[col]);
+        for (int e = 0; e < 4; ++e) {
+          const int col = 32 * wq + 8 * nt + 2 * (lane % 4) + (e & 1);
+          // BEGIN SOLUTION: (step 20a) st[e] = P = 2^(s·c − lse·log2 e), 0 past N and above the diagonal (where edge)
+          float p = ptx::ex2(fmaf(st[e], c, -Lt[col]));
+          if (edge) {
+            const int kr = kw + 16 * mt + lane / 4 + 8 * (e >> 1);
+            if (kr >= n || (causal && kr > q0 + col)) p = 0.0f;
           }
-          const int r = 32 * ws + 16 * mt + lane / 4, chunk = 4 * wq + nt, at = 2 * (lane % 4);
-          *reinterpret_cast<uint32_t*>(Ps + swz<kBr>(r, chunk) + at) = ptx::pack2<T>(st[0], st[1]);
-          *reinterpret_cast<uint32_t*>(Ps + swz<kBr>(r + 8, chunk) + at) = ptx::pack2<T>(st[2], st[3]);
-          *reinterpret_cast<uint32_t*>(DSs + swz<kBr>(r, chunk) + at) = ptx::pack2<T>(dt[0], dt[1]);
-          *reinterpret_cast<uint32_t*>(DSs + swz<kBr>(r + 8, chunk) + at) = ptx::pack2<T>(dt[2], dt[3]);
+          st[e] = p;
+          // END SOLUTION
+          // BEGIN SOLUTION: (step 20b) dt[e] = dS = P ∘ (dP − D)
+          dt[e] = st[e] * (dt[e] - Dt[col]);
+          // END SOLUTION
         }
+        const int r = 32 * ws + 16 * mt + lane / 4, chunk = 4 * wq + nt, at = 2 * (lane % 4);
+        // BEGIN SOLUTION: (step 20a) Pᵀ's rows r and r + 8 of this tile to Ps (swz<kBr>, pack2)
+        *reinterpret_cast<uint32_t*>(Ps + swz<kBr>(r, chunk) + at) = ptx::pack2<T>(st[0], st[1]);
+        *reinterpret_cast<uint32_t*>(Ps + swz<kBr>(r + 8, chunk) + at) = ptx::pack2<T>(st[2], st[3]);
+        // END SOLUTION
+        // BEGIN SOLUTION: (step 20b) dSᵀ's to DSs, as Pᵀ's
+        *reinterpret_cast<uint32_t*>(DSs + swz<kBr>(r, chunk) + at) = ptx::pack2<T>(dt[0], dt[1]);
+        *reinterpret_cast<uint32_t*>(DSs + swz<kBr>(r + 8, chunk) + at) = ptx::pack2<T>(dt[2], dt[3]);
+        // END SOLUTION
+      }
     }
     __syncthreads();  // Pᵀ and dSᵀ complete
 
-    // dV += Pᵀ dO and dK += dSᵀ Q: 32 keys x D/2 per warp, the reduction over the tile's queries.
+    // 32 keys x D/2 per warp (rows 32·ws .., columns wd·D/2 ..), the reduction over the tile's queries.
+    // BEGIN SOLUTION: (step 20a) dV += Pᵀ dO (warp_mma, Pᵀ from Ps, dO stored [query][column])
     warp_mma<T, 2, kNTd, kBr, false, kBr, true, D>(dv_acc, Ps, 32 * ws, DOt, wd * D / 2, 0);
+    // END SOLUTION
+    // BEGIN SOLUTION: (step 20b) dK += dSᵀ Q, as dV
     warp_mma<T, 2, kNTd, kBr, false, kBr, true, D>(dk_acc, DSs, 32 * ws, Qt, wd * D / 2, 0);
-
-    if constexpr (kAtomic) add_dq_tile<T, D>(DSs, Ks, dq_acc, head, q0, n, wq2, wd2, lane);
+    // END SOLUTION
+    if constexpr (kAtomic) add_dq_tile<T, D>(DSs, Ks, dq_acc, head, q0, n, wq2, wd2, lane);  // step 20c
   }
   ptx::cp_async_wait<0>();
 
-  // dK = scale · Σ dSᵀ Q; rows past N are not stored.
+  // This warp's rows of dK and dV; rows past N are not stored. Element x of tile (mt, nt) holds key kr, columns at
+  // and at + 1 of the head.
 #pragma unroll
   for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
@@ -376,10 +393,13 @@ __global__ void __launch_bounds__(KvCfg<D>::kThreads, 1)
         if (kr >= n) continue;
         const int x = (mt * kNTd + nt) * 4 + 2 * h;
         const size_t at = head + static_cast<size_t>(kr) * D + wd * D / 2 + 8 * nt + 2 * (lane % 4);
-        store_pair<T, kVec>(dk + at, scale * dk_acc[x], scale * dk_acc[x + 1]);
+        // BEGIN SOLUTION: (step 20a) dV's pair, with store_pair
         store_pair<T, kVec>(dv + at, dv_acc[x], dv_acc[x + 1]);
+        // END SOLUTION
+        // BEGIN SOLUTION: (step 20b) dK's pair, times scale
+        store_pair<T, kVec>(dk + at, scale * dk_acc[x], scale * dk_acc[x + 1]);
+        // END SOLUTION
       }
-  // END SOLUTION
 }
 
 // The deterministic dQ: one block per (batch·head, tile of kBr queries), walking the key tiles; each warp owns 16
@@ -391,7 +411,7 @@ __global__ void __launch_bounds__(QCfg<D>::kThreads)
     dq_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, const float* __restrict__ lse,
               const T* __restrict__ dout, const float* __restrict__ delta, T* __restrict__ dq, int n, int heads,
               course::AttentionStrides st, int q_tiles, bool causal, float c, float scale) {
-  // BEGIN SOLUTION: (step 20c) per key tile (double-buffered): S = Q_w Kᵀ, dP = dO_w Vᵀ, dS (masked), dQ_w += dS K; then dq = scale · dQ_w
+  // BEGIN SOLUTION: (step 20d) per key tile (double-buffered): S = Q_w Kᵀ, dP = dO_w Vᵀ, dS (masked), dQ_w += dS K; then dq = scale · dQ_w
   using Cfg = QCfg<D>;
   constexpr int kBc = Cfg::kBc, kBr = Cfg::kBr, kThreads = Cfg::kThreads;
   extern __shared__ uint4 smem_raw[];
@@ -482,7 +502,7 @@ __global__ void __launch_bounds__(QCfg<D>::kThreads)
 template <typename T>
 __global__ void __launch_bounds__(256) round_kernel(const float* __restrict__ src, T* __restrict__ dst, size_t count,
                                                     float scale) {
-  // BEGIN SOLUTION: (step 20b) dst[i] = scale · src[i] rounded to T, grid-stride
+  // BEGIN SOLUTION: (step 20c) dst[i] = scale · src[i] rounded to T, grid-stride
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<size_t>(gridDim.x) * blockDim.x)
     dst[i] = from_float<T>(scale * src[i]);
@@ -764,15 +784,15 @@ cudaError_t allow_smem(Kernel kernel, size_t bytes) {
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
 }
 
-// How dq is made: not at all (step 20a, dK and dV only), by the walk's atomics then rounded (20b), or by the
-// query-tile walk (20c).
+// How dq is made: not at all (steps 20a and 20b: dV, then dK), by the walk's atomics then rounded (20c), or by
+// the query-tile walk (20d).
 enum class DqBy { kNone, kAtomics, kQueryWalk };
 
 template <typename T, int D, bool kVec>
 cudaError_t backward(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout, T* dq, T* dk,
                      T* dv, float* delta, float* dq_acc, int batch, int heads, int n,
                      const course::AttentionStrides& st, bool causal, DqBy dq_by, cudaStream_t stream) {
-  // BEGIN SOLUTION: (step 20a) the pre-pass and the key-tile walk, with dQ's atomics when dq_by is kAtomics; then dq: (20b) the sums rounded, (20c) the query-tile walk
+  // BEGIN SOLUTION: (step 20a) the pre-pass and the key-tile walk, with dQ's atomics when dq_by is kAtomics; then dq: (20c) the sums rounded, (20d) the query-tile walk
   const bool atomic = dq_by == DqBy::kAtomics;
   const float scale = 1.0f / sqrtf(static_cast<float>(D));
   const float c = kLog2e * scale;
@@ -843,8 +863,8 @@ cudaError_t attention_bwd(const T* q, const T* k, const T* v, const T* o, const 
 
 // The launchers the bindings call (common/attention_bwd_binding.h): q, k, v, o and dout are [B, H, N, d] with the
 // head strides in `st` (views are fine; columns contiguous), dq, dk, dv contiguous; delta is an fp32 [B, H, N]
-// scratch for D, dq_acc an fp32 [B, H, N, d] one for the atomic version's dQ sums (nullptr for the others). Step
-// 20a's leaves dq as it found it.
+// scratch for D, dq_acc an fp32 [B, H, N, d] one for the atomic version's dQ sums (nullptr for the others). Steps
+// 20a and 20b leave dq as they found it.
 template <typename T>
 cudaError_t attention_bwd_tc_dkdv(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout,
                                   T* dq, T* dk, T* dv, float* delta, float* dq_acc, int batch, int heads, int n, int d,

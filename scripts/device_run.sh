@@ -80,7 +80,11 @@ for d in ${SANITIZE_DAYS:-}; do
   echo "exit $?" >>"$LOG/memcheck-$d.txt"; grep -E "ERROR SUMMARY|exit|passed|failed" "$LOG/memcheck-$d.txt" | tail -5
 done
 for m in ${MEASURE:-}; do  # scripts/lessons/<name>_measure.py OUT: a lesson's own measured table (e.g. "day18")
-  echo "== measure $m"; timeout 300 python3 "scripts/lessons/${m}_measure.py" "$OUT" >"$LOG/measure-$m.txt" 2>&1
+  # wheels only that table needs (.whl/<name>/, e.g. thunder's) are installed for its run alone
+  extra=""; if compgen -G ".whl/$m/*.whl" >/dev/null; then
+    python3 -m pip install -q --no-index --no-deps --no-cache-dir --target "/tmp/whl-$m" ".whl/$m/"*.whl && extra="/tmp/whl-$m"; fi
+  echo "== measure $m"; PYTHONPATH="${extra:+$extra:}${PYTHONPATH:-}" timeout 300 python3 "scripts/lessons/${m}_measure.py" "$OUT" \
+    >"$LOG/measure-$m.txt" 2>&1
   echo "exit $?" >>"$LOG/measure-$m.txt"; tail -25 "$LOG/measure-$m.txt"
 done
 if [ -n "${GRADE_DAYS:-}" ]; then  # a small class graded with `grader grade` (local executor), ranked, then the leaderboard

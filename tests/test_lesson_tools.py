@@ -1,6 +1,6 @@
-"""Day 11's CUTLASS comparison builds where its lesson says it does: scripts/lessons/cutlass_gemm.cu compiles with
-the measuring script's own flags against the headers of the `nvidia-cutlass` wheel, and its table renders both
-with and without a GPU's rows."""
+"""The lesson tools beside the course (scripts/lessons/): day 11's CUTLASS GEMM compiles with the measuring
+script's own flags against the headers of the `nvidia-cutlass` wheel, and its table renders with and without a
+GPU's rows; day 13's Thunder note says what happened, a failure included."""
 import importlib.util
 import sys
 
@@ -35,3 +35,14 @@ def test_the_table_says_what_was_measured_and_where():
     data.update(gpu="H", torch="2", runs=[{"shape": [8, 8, 8], "cutlass_ms": 2.0, "cublas_ms": 1.0,
                                            "cutlass_tflops": 1.0, "cublas_tflops": 2.0, "rel_l2": 1e-3}])
     assert "| 8×8×8 | 1 | 2 | 0.50 | 1.0e-03 |" in measure.table(data)
+
+
+def test_the_thunder_note_says_what_happened_when_it_did_not_run():
+    thunder = importlib.import_module("thunder_measure")
+    failed = {"torch": "2.13.0+cpu", "thunder": "0.2.6", "gpu": None, "status": "does not import",
+              "why": "AttributeError: x"}
+    assert "**does not import**" in thunder.table(failed) and "`AttributeError: x`" in thunder.table(failed)
+    ran = {**failed, "gpu": "H100", "status": "runs", "device": "cuda", "correct": True, "first_call_s": 3.25,
+           "executors": ["nvFusion"], "rows": [{"shape": [8, 4], "thunder_ms": 2.0, "torch_ms": 1.0}]}
+    text = thunder.table(ran)
+    assert "on H100" in text and "3.2 s" in text and "nvFusion" in text and "| 8 × 4 | 2.000 | 1.000 | 0.50 |" in text

@@ -74,6 +74,8 @@ ORDERS: dict[str, list[tuple[str, list[str], list[dict]]]] = {
     "day12.flash_attention_mma": [("mma.sync", ["-DFA12_HOPPER=0"], []),
                                   ("mma.sync, Bc=128", ["-DFA12_HOPPER=0", "-DFA12_MMA_BC64=128",
                                                         "-DFA12_MMA_MIN_BLOCKS64=1"], [])],
+    "day20.attention_bwd_tc_dv": [("mma.sync", ["-DFA20_HOPPER=0"], [])],
+    "day20.attention_bwd_tc_dkdv": [("mma.sync", ["-DFA20_HOPPER=0"], [])],
     "day20.attention_bwd_tc": [("mma.sync", ["-DFA20_HOPPER=0"], [])],
     "day20.attention_bwd_tc_deterministic": [("mma.sync", ["-DFA20_HOPPER=0"], [])],
     # Rings of other sizes, causal and not (course.yaml checks ranks 2 and 8 plain, 4 causal).

@@ -353,28 +353,35 @@ FORWARD_ORDERS = {"flash": lambda q, k, v, c, g: flash(q, k, v, c, g),
                   **{f"ring{r}": (lambda r: lambda q, k, v, c, g: ring(q, k, v, c, g, r))(r) for r in (2, 3, 4, 8)}}
 
 
+def forward_case(order: str, dtype: str, shape, probe, causal: bool, seed: int) -> tuple[dict, dict]:
+    """One seeded case of the attention task (its inputs and probe): the fp64 reference and the simulated order's
+    result, each {"o": ..., "lse": ...}."""
+    from tasks import attention as task
+
+    gen = torch.Generator().manual_seed(1000 * seed + 17)
+    inputs = task.make_inputs(tuple(shape), DTYPES[dtype], gen, "cpu", causal=causal)
+    if probe:
+        inputs = task.probes[probe](inputs, gen)
+    ref = dict(zip(("o", "lse"), task.reference(**inputs, causal=causal)))
+    got = dict(zip(("o", "lse"), FORWARD_ORDERS[order](inputs["q"], inputs["k"], inputs["v"], causal, gen)))
+    return ref, got
+
+
 def forward_ratios(order: str, dtype: str, shapes, probes, seeds, tolerances: dict, causal=(False, True)):
     """The worst ratio of a simulated forward per output over the cases, with the task's inputs and probes and
     the tolerances given ({output: Tolerance}); also where it came from."""
     from grader.check.compare import compare
-    from tasks import attention as task
 
     worst: dict[str, tuple[float, str]] = {}
     for shape in shapes:
         for probe in probes:
             for c in causal:
                 for seed in range(seeds):
-                    gen = torch.Generator().manual_seed(1000 * seed + 17)
-                    inputs = task.make_inputs(tuple(shape), DTYPES[dtype], gen, "cpu", causal=c)
-                    if probe:
-                        inputs = task.probes[probe](inputs, gen)
-                    ref = dict(zip(("o", "lse"), task.reference(**inputs, causal=c)))
-                    got = dict(zip(("o", "lse"), FORWARD_ORDERS[order](inputs["q"], inputs["k"], inputs["v"], c,
-                                                                        gen)))
+                    ref, got = forward_case(order, dtype, shape, probe, c, seed)
                     for name in ("o", "lse"):
                         t = tolerances[name]
                         r = compare(got[name], ref[name], atol=t.atol, rtol=t.rtol, rel_l2=t.rel_l2,
-                                    l2_floor=getattr(t, "l2_floor", 0.0)).tol_ratio
+                                    l2_floor=t.l2_floor).tol_ratio
                         label = f"{'x'.join(map(str, shape))}{' causal' if c else ''}{' ' + probe if probe else ''}" \
                                 f" seed {seed}"
                         if r > worst.get(name, (-1.0, ""))[0]:
@@ -385,18 +392,12 @@ def forward_ratios(order: str, dtype: str, shapes, probes, seeds, tolerances: di
 def needed_atol(order: str, dtype: str, shape, probe, seeds, rtol: float, causal=(False, True)) -> float:
     """The smallest atol that covers every element of o given rtol, over the seeds: what a correct kernel of
     this order needs."""
-    from tasks import attention as task
-
     need = 0.0
     for c in causal:
         for seed in range(seeds):
-            gen = torch.Generator().manual_seed(1000 * seed + 17)
-            inputs = task.make_inputs(tuple(shape), DTYPES[dtype], gen, "cpu", causal=c)
-            if probe:
-                inputs = task.probes[probe](inputs, gen)
-            ref = task.reference(**inputs, causal=c)[0]
-            o = FORWARD_ORDERS[order](inputs["q"], inputs["k"], inputs["v"], c, gen)[0].double()
-            need = max(need, float(((o - ref).abs() - rtol * ref.abs()).max()))
+            ref, got = forward_case(order, dtype, shape, probe, c, seed)
+            o = got["o"].double()
+            need = max(need, float(((o - ref["o"]).abs() - rtol * ref["o"].abs()).max()))
     return need
 
 

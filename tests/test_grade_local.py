@@ -180,3 +180,17 @@ def test_links_out_of_a_submission_are_refused_and_nothing_outside_it_is_read(tm
         raw = (out / name / "day01.json").read_text()
         assert "root:x:" not in raw and "BEGIN SOLUTION" not in raw and calls(subs, name) == 0
     assert "BUILD ERROR" in text
+
+
+def test_a_check_stopped_by_the_jobs_time_limit_warning_says_so(tmp_path):
+    """On a loaded Slurm node the job's warning signal (SIGUSR2, asked for a little before the limit) can reach the
+    check before the grading's own 90% limit: the failure then names the time limit, not a bare signal number."""
+    import signal
+
+    kill_self = f"import os, signal; os.kill(os.getpid(), {int(signal.SIGUSR2)})"
+    task = grade_task.Task(submission="alice", day="day01", src_dir=str(tmp_path), result=str(tmp_path / "r.json"),
+                           log=str(tmp_path / "check.log"), course=str(ROOT / "course.yaml"), timeout_s=60,
+                           command=(sys.executable, "-c", kill_self))
+    with pytest.raises(grade_task.GradingFailed) as e:
+        grade_task.grade(task)
+    assert str(e.value).startswith("did not finish before the job's time-limit warning (SIGUSR2")

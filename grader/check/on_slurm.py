@@ -29,7 +29,7 @@ from pathlib import Path
 from rich.text import Text
 
 from grader.check import job_sources, report, slurm_settings
-from grader.classroom import grade_task
+from grader.classroom import executors, grade_task
 from grader.errors import GraderError
 from grader.paths import relative_path
 from grader.results import write_json
@@ -250,10 +250,8 @@ def _outcome(job, timeout_min: int) -> str | None:
     """What the function on the node returned: None (the result is written) or why not."""
     try:
         why = job.result()
-    except Exception as e:  # submitit's error: the node's traceback between lines of dashes, then log paths
-        parts = re.split(r"\n-{10,}\n", str(e))
-        lines = [ln for ln in (parts[1] if len(parts) > 2 else str(e)).splitlines() if ln.strip()]
-        last = lines[-1] if lines else type(e).__name__
+    except Exception as e:
+        last = executors.node_error(e)
         if "timed-out" in last:  # submitit's handler of Slurm's warning signal, near the time limit
             return ENDED_WHY["TIME LIMIT"].format(timeout_min=timeout_min)
         return f"the job failed on its node: {last}"

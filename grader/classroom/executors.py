@@ -45,6 +45,14 @@ def gpu_count() -> int:
     return sum(line.startswith("GPU ") for line in out.splitlines())
 
 
+def node_error(e: BaseException) -> str:
+    """The last line of the node's traceback in submitit's error for a job that raised (the traceback sits between
+    lines of dashes, log paths after it), else the error's own last line."""
+    parts = re.split(r"\n-{10,}\n", str(e))
+    lines = [ln for ln in (parts[1] if len(parts) > 2 else str(e)).splitlines() if ln.strip()]
+    return lines[-1] if lines else type(e).__name__
+
+
 class LocalExecutor:
     """One worker per GPU, each pinned to its GPU (CUDA_VISIBLE_DEVICES); without a GPU every grading is compile-only
     and one worker per core runs."""
@@ -254,10 +262,8 @@ class SlurmExecutor:
         if job.paths.result_pickle.exists():
             try:
                 why = job.result()
-            except Exception as e:  # submitit's error: the task's traceback between lines of dashes, then log paths
-                parts = re.split(r"\n-{10,}\n", str(e))
-                lines = [ln for ln in (parts[1] if len(parts) > 2 else str(e)).splitlines() if ln.strip()]
-                why = lines[-1] if lines else type(e).__name__
+            except Exception as e:
+                why = node_error(e)
             if why:
                 return f"Slurm task {job.job_id}: {why}"
         return (f"Slurm task {job.job_id} left the queue without a result (killed, out of time or memory, or "

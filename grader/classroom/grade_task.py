@@ -114,6 +114,9 @@ def grade(task: Task, attempt: int = 1, env: dict | None = None) -> str:
     doc = read_result(tmp, task.day)
     tmp.unlink(missing_ok=True)
     if doc is None:
+        if code == -signal.SIGUSR2:  # Slurm's warning that the job's time limit is near (executors.py asks for it):
+            # on a loaded node it can come before this grading's own limit
+            raise GradingFailed(f"did not finish before the job's time-limit warning (SIGUSR2; log: {log})")
         how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
         raise GradingFailed(f"`grader check` {how} without a result: {_tail(log)}")
     doc["variant"] = task.submission

@@ -32,12 +32,13 @@ def _current_item(request):
     _ITEM.clear()
 
 
-def _check(*args, tmp_path, timed=False, shared=True, env=None):
+def _check(*args, tmp_path, timed=False, shared=True, env=None, boxable=True):
     """`grader check` with the suite's shared state (builds made once for every worker), unless shared is False.
-    With $GRADER_TEST_SANDBOX=1, every check runs in the sandbox that `grader grade` gives a submission."""
+    With $GRADER_TEST_SANDBOX=1, every check runs in the sandbox that `grader grade` gives a submission, unless
+    boxable is False (a test of the course's own builds folder, which a sandboxed check does not build in)."""
     out = tmp_path / "result.json"
     t0 = time.perf_counter()
-    boxed = ["--sandbox"] if os.environ.get("GRADER_TEST_SANDBOX") == "1" else []
+    boxed = ["--sandbox"] if boxable and os.environ.get("GRADER_TEST_SANDBOX") == "1" else []
     # $GRADER_TEST_TIMINGS=1: each check's step timestamps (`--timings`) kept with the test (where its seconds go)
     stamps = ["--timings"] if os.environ.get("GRADER_TEST_TIMINGS") == "1" else []
     r = run_grader("check", *args, *([] if timed else ["--correctness-only"]), *boxed, *stamps, "--seed", "7",
@@ -158,7 +159,7 @@ def test_stale_build_lock_is_recovered(tmp_path):
     """In this worker's own state: no other test's build of day01 holds (or clears) the first workspace."""
     src = tmp_path / "day01"
     shutil.copytree(ROOT / "solutions" / "day01", src)
-    r, _ = _check("day01", "--dir", str(src), tmp_path=tmp_path, shared=False)
+    r, _ = _check("day01", "--dir", str(src), tmp_path=tmp_path, shared=False, boxable=False)
     assert r.returncode == 0
     from grader.check.build import build_unit, workspace
     from grader.course import load_course
@@ -167,7 +168,7 @@ def test_stale_build_lock_is_recovered(tmp_path):
     (workspace(ROOT, "day01", build_unit(ex)) / "lock").write_text("")  # as left by a build that was killed
     with open(src / "softmax.cu", "a") as f:  # new content: a build, not a cache hit, so the lock is met
         f.write("\n// a comment that changes the build key\n")
-    r, _ = _check("day01", "--dir", str(src), tmp_path=tmp_path, shared=False)
+    r, _ = _check("day01", "--dir", str(src), tmp_path=tmp_path, shared=False, boxable=False)
     assert r.returncode == 0 and "recovered a stale build lock" in r.stdout
 
 

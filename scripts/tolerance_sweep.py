@@ -31,7 +31,9 @@ mma.sync walk on a Hopper GPU) or other case params (a ring of another size), ea
         [--dtypes fp32] [--no-orders] [--procs 6] [--budget-s 500] [--out measured/tolerance-sweep-h100.json]
     python3 scripts/tolerance_sweep.py --merge A.json B.json --out measured/tolerance-sweep-h100.json
 
-Two GPU calls cover the course: --days day01-day12, and --days day13-day20 (on two GPUs, which ring_dist needs), each
+One table per GPU (measured/tolerance-sweep-<gpu>.json: its rows' bits are that GPU's); the course is covered by
+the tables together, every ready exercise and dtype in one of them at least (a step added later may be swept on
+whichever GPU is lent then). Two GPU calls cover the course: --days day01-day12, and --days day13-day20 (on two GPUs, which ring_dist needs), each
 in a 9-minute call with --budget-s 500 (cold builds included: a third of it). A row short of seeds is topped up with
 other seeds (--exercise ... --seed-start 1001) and the tables merged.
 """
@@ -74,6 +76,8 @@ ORDERS: dict[str, list[tuple[str, list[str], list[dict]]]] = {
     "day12.flash_attention_mma": [("mma.sync", ["-DFA12_HOPPER=0"], []),
                                   ("mma.sync, Bc=128", ["-DFA12_HOPPER=0", "-DFA12_MMA_BC64=128",
                                                         "-DFA12_MMA_MIN_BLOCKS64=1"], [])],
+    "day20.attention_bwd_tc_dv": [("mma.sync", ["-DFA20_HOPPER=0"], [])],
+    "day20.attention_bwd_tc_dkdv": [("mma.sync", ["-DFA20_HOPPER=0"], [])],
     "day20.attention_bwd_tc": [("mma.sync", ["-DFA20_HOPPER=0"], [])],
     "day20.attention_bwd_tc_deterministic": [("mma.sync", ["-DFA20_HOPPER=0"], [])],
     # Rings of other sizes, causal and not (course.yaml checks ranks 2 and 8 plain, 4 causal).
@@ -569,14 +573,13 @@ def merge_tally(row: dict, t: dict) -> None:
     row["seconds"] = round(row["seconds"] + t["seconds"], 2)
 
 
-def not_swept(course, swept: set[tuple[str, str]], gpus: int) -> list[dict]:
-    """The ready process-group exercises this run could not sweep, and why: one GPU per process, and this machine
-    has fewer (`swept`: the (day, exercise) pairs that have rows)."""
+def not_swept(course, too_big: set[tuple[str, str]], gpus: int) -> list[dict]:
+    """The process-group exercises this run was asked for but could not sweep, and why: one GPU per process, and
+    this machine has fewer (`too_big`: their (day, exercise) pairs)."""
     return [{"day": d.id, "exercise": e.name, "dtypes": list(e.dtypes),
              "why": f"runs as {e.processes} processes, one GPU each, and the sweep ran on {gpus}: sweep it on a "
                     f"machine with {e.processes} (--exercise {d.id}.{e.name}) and merge the tables"}
-            for d in course.days if d.status == "ready" for e in d.exercises
-            if e.processes > 1 and (d.id, e.name) not in swept]
+            for d in course.days if d.status == "ready" for e in d.exercises if (d.id, e.name) in too_big]
 
 
 def row_key(row: dict) -> tuple:
@@ -784,7 +787,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(entries)} rows' exercises, seeds {a.seed_start}..{a.seed_start + a.seeds - 1}, {a.procs} at a time",
           flush=True)
     gpus = gpu_count(a.device)
+    too_big = set()
     if a.device == "cuda":  # a process group needs a GPU per process: listed as not swept, with why
+        too_big = {(e.day, e.exercise) for e in entries if e.processes > gpus}
         entries = [e for e in entries if e.processes <= gpus]
     if not entries:
         ap.error(f"the exercises chosen need more GPUs than this machine's {gpus}")
@@ -800,7 +805,7 @@ def main(argv: list[str] | None = None) -> int:
              "runs": [{"command": " ".join(sys.argv[1:] if argv is None else argv), "seed_start": a.seed_start,
                        "seeds": a.seeds, "wall_s": round(time.time() - t_start), "procs": a.procs}],
              "rows": sorted(rows_from_units(results, entries, build_errors), key=row_key)}
-    table["not_swept"] = not_swept(course, {(r["day"], r["exercise"]) for r in table["rows"]}, gpus)
+    table["not_swept"] = not_swept(course, too_big, gpus)
     out = a.out or ROOT / "measured" / f"tolerance-sweep-{table['slug']}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(table, indent=1, default=_json_default) + "\n")

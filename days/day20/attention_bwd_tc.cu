@@ -85,13 +85,13 @@ struct QCfg {
 // or rows not 16-byte aligned), completed before return.
 template <typename T, int D, int kRows, int kThreads, bool kVec>
 __device__ __forceinline__ void load_tile(T* dst, const T* src, long long ld, int rows_valid) {
-  // YOUR CODE HERE: rows r < rows_valid from src, zeros after; chunk c of row r at swz<D>(r, c)
+  // YOUR CODE HERE: (step 20a) rows r < rows_valid from src, zeros after; chunk c of row r at swz<D>(r, c)
 }
 
 // Two adjacent 16-bit outputs (row, col), (row, col + 1) from fp32; 4-byte stores when the tensor is aligned.
 template <typename T, bool kVec>
 __device__ __forceinline__ void store_pair(T* dst, float lo, float hi) {
-  // YOUR CODE HERE: dst[0] = lo, dst[1] = hi, rounded to T
+  // YOUR CODE HERE: (step 20a) dst[0] = lo, dst[1] = hi, rounded to T
 }
 
 // acc += A B for one warp, both operands in swizzled shared-memory tiles. The product is kMT m16 tiles x kNT n8
@@ -101,7 +101,7 @@ __device__ __forceinline__ void store_pair(T* dst, float lo, float hi) {
 // orientation only changes the ldmatrix (.trans or not) and its addresses: one helper for all five products.
 template <typename T, int kMT, int kNT, int kK, bool kATrans, int WA, bool kBTrans, int WB>
 __device__ __forceinline__ void warp_mma(float* acc, const T* a, int m0, const T* b, int n0, int k0) {
-  // YOUR CODE HERE: per 16 of the reduction: kMT A fragments (ldmatrix or .trans), then per 16 columns one B ldmatrix, 2·kMT mma
+  // YOUR CODE HERE: (step 20a) per 16 of the reduction: kMT A fragments (ldmatrix or .trans), then per 16 columns one B ldmatrix, 2·kMT mma
 }
 
 // acc[16][kCols] += A (16 x kK, packed 16-bit A fragments: regs 4kk .. 4kk+3 for k-step kk) times B, where B is
@@ -109,12 +109,12 @@ __device__ __forceinline__ void warp_mma(float* acc, const T* a, int m0, const T
 // c0 .. c0 + kCols (ldmatrix.trans: B's rows run along the reduction).
 template <typename T, int D, int kK, int kCols>
 __device__ __forceinline__ void warp_ab(float (&acc)[kCols / 2], const uint32_t (&a)[kK / 4], const T* b, int c0) {
-  // YOUR CODE HERE: per 16 rows of B and 16 columns, ldmatrix.trans of B, two mma
+  // YOUR CODE HERE: (step 20d) per 16 rows of B and 16 columns, ldmatrix.trans of B, two mma
 }
 
 template <typename T, int kCols>
 __device__ __forceinline__ void pack(uint32_t (&out)[kCols / 4], const float (&acc)[kCols / 2]) {
-  // YOUR CODE HERE: out[i] = acc[2i], acc[2i+1] as two 16-bit values
+  // YOUR CODE HERE: (step 20d) out[i] = acc[2i], acc[2i+1] as two 16-bit values
 }
 
 // D = rowsum(dO ∘ O), one warp per row (row = bh · n + i; delta and dq_acc are contiguous, o and dout where
@@ -123,7 +123,17 @@ template <typename T, int D>
 __global__ void __launch_bounds__(256) prep_kernel(const T* __restrict__ o, const T* __restrict__ dout,
                                                    float* __restrict__ delta, float* __restrict__ dq_acc, int n,
                                                    int heads, course::AttentionStrides st, int rows) {
-  // YOUR CODE HERE: D[row] = Σ_c dout·o in fp32 (one warp per row); zero dq_acc's row when it is not null
+  // YOUR CODE HERE: (step 20b) D[row] = Σ_c dout·o in fp32 (one warp per row); zero dq_acc's row when it is not null
+}
+
+// Step 20c: the atomic version's piece of dQ from one query tile of the walk, dQ_tile = dS K, added into dq_acc
+// (fp32, [B·H, N, D]) with atomics: several key tiles add into the same rows. dSᵀ is in shared memory (swizzled,
+// kBc keys x kBr queries), K as the walk loaded it. Warp (wq2, wd2) owns queries 32·wq2 .. of the tile and columns
+// wd2·D/4 ..; head: the offset of this head's rows in dq_acc.
+template <typename T, int D>
+__device__ __forceinline__ void add_dq_tile(const T* DSs, const T* Ks, float* dq_acc, size_t head, int q0, int n,
+                                            int wq2, int wd2, int lane) {
+  // YOUR CODE HERE: (step 20c) 16 queries at a time: dq = dS K by warp_mma (dS read from dSᵀ, A stored [k][m]), then float2 atomics (two scalar ones before sm_90)
 }
 
 // The key-tile walk. One block per (batch·head, tile of kBc keys): blockIdx.x = bh · k_tiles + tile (tile 0 first:
@@ -136,7 +146,115 @@ __global__ void __launch_bounds__(KvCfg<D>::kThreads, 1)
                 const float* __restrict__ lse, const T* __restrict__ dout, const float* __restrict__ delta,
                 T* __restrict__ dk, T* __restrict__ dv, float* __restrict__ dq_acc, int n, int heads,
                 course::AttentionStrides st, int k_tiles, bool causal, float c, float scale) {
-  // YOUR CODE HERE: K, V tiles once; per query tile (prefetching the next): Sᵀ = K_w Qᵀ, dPᵀ = V_w dOᵀ, P and dS (masked), dV += Pᵀ dO, dK += dSᵀ Q; kAtomic: dSᵀ to shared memory, dQ_tile = dS K, atomics into dq_acc; then dK (× scale) and dV
+  // Given: the walk of days 16-17, on 16-bit tiles (K and V once; Q, dO, lse and D of the next query tile fetched
+  // while this one is computed). Yours: the products and the elementwise steps inside it, and the stores.
+  using Cfg = KvCfg<D>;
+  constexpr int kBc = Cfg::kBc, kBr = Cfg::kBr, kThreads = Cfg::kThreads;
+  extern __shared__ uint4 smem_raw[];
+  T* const Ks = reinterpret_cast<T*>(smem_raw) + Cfg::kK;
+  T* const Vs = reinterpret_cast<T*>(smem_raw) + Cfg::kV;
+  T* const Qs = reinterpret_cast<T*>(smem_raw) + Cfg::kQ;
+  T* const DOs = reinterpret_cast<T*>(smem_raw) + Cfg::kDO;
+  T* const Ps = reinterpret_cast<T*>(smem_raw) + Cfg::kP;
+  T* const DSs = reinterpret_cast<T*>(smem_raw) + Cfg::kDS;
+  float* const Ls = reinterpret_cast<float*>(reinterpret_cast<T*>(smem_raw) + Cfg::kHalfs);  // [2][kBr]
+  float* const Ds = Ls + 2 * kBr;                                                             // [2][kBr]
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int bh = blockIdx.x / k_tiles;
+  const int k0 = (blockIdx.x % k_tiles) * kBc;
+  const size_t head = static_cast<size_t>(bh) * n * D;  // dk, dv and dq_acc are contiguous
+  const T* const qh = q + st.q.start(bh, heads);
+  const T* const doh = dout + st.dout.start(bh, heads);
+  const float* const lseh = lse + static_cast<size_t>(bh) * n;
+  const float* const deltah = delta + static_cast<size_t>(bh) * n;
+  const int i_begin = causal ? k0 / kBr : 0;  // query tiles before this one see none of the block's keys
+  const int i_end = (n + kBr - 1) / kBr;
+  // Warp tiles: Sᵀ/dPᵀ keys 32·ws .. (of the block's) x queries 32·wq ..; dK/dV keys 32·ws .. x columns wd·D/2 ..;
+  // dQ queries 32·wq2 .. x columns wd2·D/4 ...
+  const int ws = warp % 4, wq = warp / 4, wd = warp / 4, wq2 = warp % 2, wd2 = warp / 2;
+
+  auto fetch = [&](int i, int buf) {  // Q, dO, lse·log2 e, D of query tile i into buffer buf
+    const int q0 = i * kBr;
+    load_tile<T, D, kBr, kThreads, kVec>(Qs + buf * kBr * D, qh + q0 * st.q.row, st.q.row, n - q0);
+    load_tile<T, D, kBr, kThreads, kVec>(DOs + buf * kBr * D, doh + q0 * st.dout.row, st.dout.row, n - q0);
+    for (int r = threadIdx.x; r < kBr; r += kThreads) {
+      const bool ok = q0 + r < n;
+      Ls[buf * kBr + r] = ok ? lseh[q0 + r] * kLog2e : INFINITY;  // p = 2^(s·c − lse·log2 e): 0 past N
+      Ds[buf * kBr + r] = ok ? deltah[q0 + r] : 0.0f;
+    }
+  };
+
+  load_tile<T, D, kBc, kThreads, kVec>(Ks, k + st.k.start(bh, heads) + k0 * st.k.row, st.k.row, n - k0);
+  load_tile<T, D, kBc, kThreads, kVec>(Vs, v + st.v.start(bh, heads) + k0 * st.v.row, st.v.row, n - k0);
+  if (i_begin < i_end) fetch(i_begin, 0);
+  ptx::cp_async_commit();
+
+  constexpr int kNTd = D / 2 / 8;          // n8 tiles of a warp's dK/dV columns
+  float dk_acc[2 * kNTd * 4] = {}, dv_acc[2 * kNTd * 4] = {};  // 32 keys x D/2, accumulator layout
+
+  for (int i = i_begin; i < i_end; ++i) {
+    const int buf = (i - i_begin) & 1;
+    const int q0 = i * kBr;
+    ptx::cp_async_wait<0>();
+    __syncthreads();  // tile i is in for every thread; every warp is done with tile i-1, its Pᵀ and dSᵀ
+    if (i + 1 < i_end) fetch(i + 1, buf ^ 1);
+    ptx::cp_async_commit();
+    const T* const Qt = Qs + buf * kBr * D;
+    const T* const DOt = DOs + buf * kBr * D;
+    const float* const Lt = Ls + buf * kBr;
+    const float* const Dt = Ds + buf * kBr;
+
+    {
+    // This warp's 32 keys x 32 queries of Sᵀ and dPᵀ, in the accumulator layout: element e of tile (mt, nt) is key
+    // kw + 16·mt + lane/4 + 8·(e/2), query q0 + 32·wq + 8·nt + 2·(lane%4) + e%2.
+    float s[32] = {}, dp[32] = {};
+    // YOUR CODE HERE: (step 20a) Sᵀ = K Qᵀ into s: warp_mma over D, K's rows 32·ws .., Q's rows 32·wq ..
+    // YOUR CODE HERE: (step 20b) dPᵀ = V dOᵀ into dp, as Sᵀ
+    // P and dS, elementwise, then Pᵀ and dSᵀ to shared memory in 16 bits, 4 bytes per store.
+    const int kw = k0 + 32 * ws;
+    const bool edge = kw + 31 >= n || (causal && kw + 31 > q0 + 32 * wq);  // some key past N or above the diagonal
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) {
+        float* st = s + (mt * 4 + nt) * 4;
+        float* dt = dp + (mt * 4 + nt) * 4;
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int col = 32 * wq + 8 * nt + 2 * (lane % 4) + (e & 1);
+          // YOUR CODE HERE: (step 20a) st[e] = P = 2^(s·c − lse·log2 e), 0 past N and above the diagonal (where edge)
+          // YOUR CODE HERE: (step 20b) dt[e] = dS = P ∘ (dP − D)
+        }
+        const int r = 32 * ws + 16 * mt + lane / 4, chunk = 4 * wq + nt, at = 2 * (lane % 4);
+        // YOUR CODE HERE: (step 20a) Pᵀ's rows r and r + 8 of this tile to Ps (swz<kBr>, pack2)
+        // YOUR CODE HERE: (step 20b) dSᵀ's to DSs, as Pᵀ's
+      }
+    }
+    __syncthreads();  // Pᵀ and dSᵀ complete
+
+    // 32 keys x D/2 per warp (rows 32·ws .., columns wd·D/2 ..), the reduction over the tile's queries.
+    // YOUR CODE HERE: (step 20a) dV += Pᵀ dO (warp_mma, Pᵀ from Ps, dO stored [query][column])
+    // YOUR CODE HERE: (step 20b) dK += dSᵀ Q, as dV
+    if constexpr (kAtomic) add_dq_tile<T, D>(DSs, Ks, dq_acc, head, q0, n, wq2, wd2, lane);  // step 20c
+  }
+  ptx::cp_async_wait<0>();
+
+  // This warp's rows of dK and dV; rows past N are not stored. Element x of tile (mt, nt) holds key kr, columns at
+  // and at + 1 of the head.
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < kNTd; ++nt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int kr = k0 + 32 * ws + 16 * mt + lane / 4 + 8 * h;
+        if (kr >= n) continue;
+        const int x = (mt * kNTd + nt) * 4 + 2 * h;
+        const size_t at = head + static_cast<size_t>(kr) * D + wd * D / 2 + 8 * nt + 2 * (lane % 4);
+        // YOUR CODE HERE: (step 20a) dV's pair, with store_pair
+        // YOUR CODE HERE: (step 20b) dK's pair, times scale
+      }
 }
 
 // The deterministic dQ: one block per (batch·head, tile of kBr queries), walking the key tiles; each warp owns 16
@@ -148,14 +266,14 @@ __global__ void __launch_bounds__(QCfg<D>::kThreads)
     dq_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, const float* __restrict__ lse,
               const T* __restrict__ dout, const float* __restrict__ delta, T* __restrict__ dq, int n, int heads,
               course::AttentionStrides st, int q_tiles, bool causal, float c, float scale) {
-  // YOUR CODE HERE: per key tile (double-buffered): S = Q_w Kᵀ, dP = dO_w Vᵀ, dS (masked), dQ_w += dS K; then dq = scale · dQ_w
+  // YOUR CODE HERE: (step 20d) per key tile (double-buffered): S = Q_w Kᵀ, dP = dO_w Vᵀ, dS (masked), dQ_w += dS K; then dq = scale · dQ_w
 }
 
 // dq = scale · dq_acc, rounded to T.
 template <typename T>
 __global__ void __launch_bounds__(256) round_kernel(const float* __restrict__ src, T* __restrict__ dst, size_t count,
                                                     float scale) {
-  // YOUR CODE HERE: dst[i] = scale · src[i] rounded to T, grid-stride
+  // YOUR CODE HERE: (step 20c) dst[i] = scale · src[i] rounded to T, grid-stride
 }
 
 // YOUR CODE HERE: optional, for Hopper: the key-tile walk on wgmma, tried first by your launcher: constants, Smem, issue_*
@@ -168,18 +286,22 @@ cudaError_t allow_smem(Kernel kernel, size_t bytes) {
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
 }
 
+// How dq is made: not at all (steps 20a and 20b: dV, then dK), by the walk's atomics then rounded (20c), or by
+// the query-tile walk (20d).
+enum class DqBy { kNone, kAtomics, kQueryWalk };
+
 template <typename T, int D, bool kVec>
 cudaError_t backward(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout, T* dq, T* dk,
                      T* dv, float* delta, float* dq_acc, int batch, int heads, int n,
-                     const course::AttentionStrides& st, bool causal, bool atomic, cudaStream_t stream) {
-  // YOUR CODE HERE: the pre-pass; the key-tile walk (with dQ atomics, then the rounding, or without, then the dQ walk)
+                     const course::AttentionStrides& st, bool causal, DqBy dq_by, cudaStream_t stream) {
+  // YOUR CODE HERE: (step 20a) the pre-pass and the key-tile walk, with dQ's atomics when dq_by is kAtomics; then dq: (20c) the sums rounded, (20d) the query-tile walk
   return cudaGetLastError();
 }
 
 template <typename T>
 cudaError_t attention_bwd(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout, T* dq,
                           T* dk, T* dv, float* delta, float* dq_acc, int batch, int heads, int n, int d,
-                          const course::AttentionStrides& st, bool causal, bool atomic, cudaStream_t stream) {
+                          const course::AttentionStrides& st, bool causal, DqBy dq_by, cudaStream_t stream) {
   if constexpr (std::is_same_v<T, float>) {
     return cudaErrorInvalidValue;  // the bindings send fp32 elsewhere (tensor cores take 16-bit inputs)
   } else {
@@ -193,14 +315,14 @@ cudaError_t attention_bwd(const T* q, const T* k, const T* v, const T* o, const 
                      st.rows16(sizeof(T));
     if (d == 64)
       return vec ? backward<T, 64, true>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, st,
-                                         causal, atomic, stream)
+                                         causal, dq_by, stream)
                  : backward<T, 64, false>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, st,
-                                          causal, atomic, stream);
+                                          causal, dq_by, stream);
     if (d == 128)
       return vec ? backward<T, 128, true>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, st,
-                                          causal, atomic, stream)
+                                          causal, dq_by, stream)
                  : backward<T, 128, false>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, st,
-                                           causal, atomic, stream);
+                                           causal, dq_by, stream);
     return cudaErrorInvalidValue;  // the bindings accept d = 64 and 128 only
   }
 }
@@ -209,14 +331,22 @@ cudaError_t attention_bwd(const T* q, const T* k, const T* v, const T* o, const 
 
 // The launchers the bindings call (common/attention_bwd_binding.h): q, k, v, o and dout are [B, H, N, d] with the
 // head strides in `st` (views are fine; columns contiguous), dq, dk, dv contiguous; delta is an fp32 [B, H, N]
-// scratch for D, dq_acc an fp32 [B, H, N, d] one for the atomic version's dQ sums (nullptr for the deterministic
-// one).
+// scratch for D, dq_acc an fp32 [B, H, N, d] one for the atomic version's dQ sums (nullptr for the others). Steps
+// 20a and 20b leave dq as they found it.
+template <typename T>
+cudaError_t attention_bwd_tc_dkdv(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout,
+                                  T* dq, T* dk, T* dv, float* delta, float* dq_acc, int batch, int heads, int n, int d,
+                                  course::AttentionStrides st, bool causal, cudaStream_t stream) {
+  return fa2_tc::attention_bwd(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, d, st, causal,
+                               fa2_tc::DqBy::kNone, stream);
+}
+
 template <typename T>
 cudaError_t attention_bwd_tc_atomic(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout,
                                     T* dq, T* dk, T* dv, float* delta, float* dq_acc, int batch, int heads, int n,
                                     int d, course::AttentionStrides st, bool causal, cudaStream_t stream) {
-  return fa2_tc::attention_bwd(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, d, st, causal, true,
-                               stream);
+  return fa2_tc::attention_bwd(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, d, st, causal,
+                               fa2_tc::DqBy::kAtomics, stream);
 }
 
 template <typename T>
@@ -225,10 +355,13 @@ cudaError_t attention_bwd_tc_deterministic(const T* q, const T* k, const T* v, c
                                            int heads, int n, int d, course::AttentionStrides st, bool causal,
                                            cudaStream_t stream) {
   return fa2_tc::attention_bwd(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, d, st, causal,
-                               false, stream);
+                               fa2_tc::DqBy::kQueryWalk, stream);
 }
 
 #define INSTANTIATE(T)                                                                                              \
+  template cudaError_t attention_bwd_tc_dkdv<T>(const T*, const T*, const T*, const T*, const float*, const T*, T*,  \
+                                                T*, T*, float*, float*, int, int, int, int, course::AttentionStrides, \
+                                                bool, cudaStream_t);                                                 \
   template cudaError_t attention_bwd_tc_atomic<T>(const T*, const T*, const T*, const T*, const float*, const T*,  \
                                                   T*, T*, T*, float*, float*, int, int, int, int,                  \
                                                   course::AttentionStrides, bool, cudaStream_t);                   \

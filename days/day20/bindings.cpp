@@ -7,6 +7,10 @@
 // q, k, v, o, dout may be views (their strides in st, columns contiguous); dq, dk, dv are contiguous.
 // delta: fp32 [B, H, N] for D; dq_acc: fp32 [B, H, N, d] for the atomic version's dQ sums (nullptr otherwise).
 template <typename T>
+cudaError_t attention_bwd_tc_dkdv(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout,
+                                  T* dq, T* dk, T* dv, float* delta, float* dq_acc, int batch, int heads, int n, int d,
+                                  course::AttentionStrides st, bool causal, cudaStream_t stream);
+template <typename T>
 cudaError_t attention_bwd_tc_atomic(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout,
                                     T* dq, T* dk, T* dv, float* delta, float* dq_acc, int batch, int heads, int n,
                                     int d, course::AttentionStrides st, bool causal, cudaStream_t stream);
@@ -25,6 +29,17 @@ void require_16bit(const at::Tensor& q, const char* op) {
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def(
+      "attention_bwd_tc_dkdv",
+      [](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& o, const at::Tensor& lse,
+         const at::Tensor& dout, at::Tensor& dq, at::Tensor& dk, at::Tensor& dv, bool causal) {
+        require_16bit(q, "attention_bwd_tc_dkdv");
+        course::attention_bwd_views_any_float(q, k, v, o, lse, dout, dq, dk, dv, causal, /*dq_acc_needed=*/false,
+                                              [](auto... args) { return attention_bwd_tc_dkdv(args...); },
+                                              "attention_bwd_tc_dkdv");
+      },
+      "step 20a: dk and dv on tensor cores, the key-tile walk without dQ (dq is left as it was)",
+      COURSE_ATTENTION_BWD_ARGS);
   m.def(
       "attention_bwd_tc",
       [](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& o, const at::Tensor& lse,

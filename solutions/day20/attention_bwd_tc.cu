@@ -85,7 +85,7 @@ struct QCfg {
 // or rows not 16-byte aligned), completed before return.
 template <typename T, int D, int kRows, int kThreads, bool kVec>
 __device__ __forceinline__ void load_tile(T* dst, const T* src, long long ld, int rows_valid) {
-  // BEGIN SOLUTION: rows r < rows_valid from src, zeros after; chunk c of row r at swz<D>(r, c)
+  // BEGIN SOLUTION: (step 20a) rows r < rows_valid from src, zeros after; chunk c of row r at swz<D>(r, c)
   constexpr int kChunks = kRows * D / 8;
   static_assert(kChunks % kThreads == 0, "whole steps");
   if constexpr (kVec) {
@@ -113,7 +113,7 @@ __device__ __forceinline__ void load_tile(T* dst, const T* src, long long ld, in
 // Two adjacent 16-bit outputs (row, col), (row, col + 1) from fp32; 4-byte stores when the tensor is aligned.
 template <typename T, bool kVec>
 __device__ __forceinline__ void store_pair(T* dst, float lo, float hi) {
-  // BEGIN SOLUTION: dst[0] = lo, dst[1] = hi, rounded to T
+  // BEGIN SOLUTION: (step 20a) dst[0] = lo, dst[1] = hi, rounded to T
   if constexpr (kVec) {
     *reinterpret_cast<uint32_t*>(dst) = ptx::pack2<T>(lo, hi);
   } else {
@@ -131,7 +131,7 @@ __device__ __forceinline__ void store_pair(T* dst, float lo, float hi) {
 // orientation only changes the ldmatrix (.trans or not) and its addresses: one helper for all five products.
 template <typename T, int kMT, int kNT, int kK, bool kATrans, int WA, bool kBTrans, int WB>
 __device__ __forceinline__ void warp_mma(float* acc, const T* a, int m0, const T* b, int n0, int k0) {
-  // BEGIN SOLUTION: per 16 of the reduction: kMT A fragments (ldmatrix or .trans), then per 16 columns one B ldmatrix, 2·kMT mma
+  // BEGIN SOLUTION: (step 20a) per 16 of the reduction: kMT A fragments (ldmatrix or .trans), then per 16 columns one B ldmatrix, 2·kMT mma
   static_assert(kNT % 2 == 0, "B fragments come in pairs of n8 tiles");
   const int lane = ptx::lane_id();  // not threadIdx.x % 32: see ptx.cuh
 #pragma unroll
@@ -169,7 +169,7 @@ __device__ __forceinline__ void warp_mma(float* acc, const T* a, int m0, const T
 // c0 .. c0 + kCols (ldmatrix.trans: B's rows run along the reduction).
 template <typename T, int D, int kK, int kCols>
 __device__ __forceinline__ void warp_ab(float (&acc)[kCols / 2], const uint32_t (&a)[kK / 4], const T* b, int c0) {
-  // BEGIN SOLUTION: per 16 rows of B and 16 columns, ldmatrix.trans of B, two mma
+  // BEGIN SOLUTION: (step 20d) per 16 rows of B and 16 columns, ldmatrix.trans of B, two mma
   const int lane = threadIdx.x % 32;
 #pragma unroll
   for (int kk = 0; kk < kK / 16; ++kk)
@@ -186,7 +186,7 @@ __device__ __forceinline__ void warp_ab(float (&acc)[kCols / 2], const uint32_t 
 
 template <typename T, int kCols>
 __device__ __forceinline__ void pack(uint32_t (&out)[kCols / 4], const float (&acc)[kCols / 2]) {
-  // BEGIN SOLUTION: out[i] = acc[2i], acc[2i+1] as two 16-bit values
+  // BEGIN SOLUTION: (step 20d) out[i] = acc[2i], acc[2i+1] as two 16-bit values
 #pragma unroll
   for (int i = 0; i < kCols / 4; ++i) out[i] = ptx::pack2<T>(acc[2 * i], acc[2 * i + 1]);
   // END SOLUTION
@@ -198,7 +198,7 @@ template <typename T, int D>
 __global__ void __launch_bounds__(256) prep_kernel(const T* __restrict__ o, const T* __restrict__ dout,
                                                    float* __restrict__ delta, float* __restrict__ dq_acc, int n,
                                                    int heads, course::AttentionStrides st, int rows) {
-  // BEGIN SOLUTION: D[row] = Σ_c dout·o in fp32 (one warp per row); zero dq_acc's row when it is not null
+  // BEGIN SOLUTION: (step 20b) D[row] = Σ_c dout·o in fp32 (one warp per row); zero dq_acc's row when it is not null
   const int row = blockIdx.x * 8 + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (row >= rows) return;
   const int bh = row / n, i = row % n;
@@ -219,6 +219,41 @@ __global__ void __launch_bounds__(256) prep_kernel(const T* __restrict__ o, cons
   // END SOLUTION
 }
 
+// Step 20c: the atomic version's piece of dQ from one query tile of the walk, dQ_tile = dS K, added into dq_acc
+// (fp32, [B·H, N, D]) with atomics: several key tiles add into the same rows. dSᵀ is in shared memory (swizzled,
+// kBc keys x kBr queries), K as the walk loaded it. Warp (wq2, wd2) owns queries 32·wq2 .. of the tile and columns
+// wd2·D/4 ..; head: the offset of this head's rows in dq_acc.
+template <typename T, int D>
+__device__ __forceinline__ void add_dq_tile(const T* DSs, const T* Ks, float* dq_acc, size_t head, int q0, int n,
+                                            int wq2, int wd2, int lane) {
+  // BEGIN SOLUTION: (step 20c) 16 queries at a time: dq = dS K by warp_mma (dS read from dSᵀ, A stored [k][m]), then float2 atomics (two scalar ones before sm_90)
+  constexpr int kBc = KvCfg<D>::kBc, kBr = KvCfg<D>::kBr;
+  // 32 queries x D/4 per warp, 16 at a time (the walk's dK and dV accumulators hold half the registers); dS is
+  // read from dSᵀ (A stored [k][m]), K as [k][n].
+  constexpr int kNTq = D / 4 / 8;
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt) {
+    float dq[kNTq * 4] = {};
+    warp_mma<T, 1, kNTq, kBc, true, kBr, true, D>(dq, DSs, 32 * wq2 + 16 * mt, Ks, wd2 * D / 4, 0);
+#pragma unroll
+    for (int nt = 0; nt < kNTq; ++nt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int rr = q0 + 32 * wq2 + 16 * mt + lane / 4 + 8 * h;
+        if (rr >= n) continue;
+        const float* src = dq + nt * 4 + 2 * h;
+        float* dst = dq_acc + head + static_cast<size_t>(rr) * D + wd2 * D / 4 + 8 * nt + 2 * (lane % 4);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+        atomicAdd(reinterpret_cast<float2*>(dst), make_float2(src[0], src[1]));
+#else
+        atomicAdd(dst, src[0]);
+        atomicAdd(dst + 1, src[1]);
+#endif
+      }
+  }
+  // END SOLUTION
+}
+
 // The key-tile walk. One block per (batch·head, tile of kBc keys): blockIdx.x = bh · k_tiles + tile (tile 0 first:
 // with a causal mask it sees the most query tiles). kAtomic: also adds dQ's pieces into dq_acc. Head bh = b · heads
 // + h of q starts at q + st.q.start(bh, heads), its rows st.q.row apart (k, v, dout likewise); lse, delta, dk, dv
@@ -229,7 +264,8 @@ __global__ void __launch_bounds__(KvCfg<D>::kThreads, 1)
                 const float* __restrict__ lse, const T* __restrict__ dout, const float* __restrict__ delta,
                 T* __restrict__ dk, T* __restrict__ dv, float* __restrict__ dq_acc, int n, int heads,
                 course::AttentionStrides st, int k_tiles, bool causal, float c, float scale) {
-  // BEGIN SOLUTION: K, V tiles once; per query tile (prefetching the next): Sᵀ = K_w Qᵀ, dPᵀ = V_w dOᵀ, P and dS (masked), dV += Pᵀ dO, dK += dSᵀ Q; kAtomic: dSᵀ to shared memory, dQ_tile = dS K, atomics into dq_acc; then dK (× scale) and dV
+  // Given: the walk of days 16-17, on 16-bit tiles (K and V once; Q, dO, lse and D of the next query tile fetched
+  // while this one is computed). Yours: the products and the elementwise steps inside it, and the stores.
   using Cfg = KvCfg<D>;
   constexpr int kBc = Cfg::kBc, kBr = Cfg::kBr, kThreads = Cfg::kThreads;
   extern __shared__ uint4 smem_raw[];
@@ -288,73 +324,65 @@ __global__ void __launch_bounds__(KvCfg<D>::kThreads, 1)
     const float* const Dt = Ds + buf * kBr;
 
     {
-      // Sᵀ = K Qᵀ and dPᵀ = V dOᵀ, this warp's 32 keys x 32 queries of each.
-      float s[32] = {}, dp[32] = {};
-      warp_mma<T, 2, 4, D, false, D, false, D>(s, Ks, 32 * ws, Qt, 32 * wq, 0);
-      warp_mma<T, 2, 4, D, false, D, false, D>(dp, Vs, 32 * ws, DOt, 32 * wq, 0);
-      // P and dS, elementwise; element e of tile (mt, nt) is key k0 + 32·ws + 16·mt + lane/4 + 8·(e/2), query
-      // q0 + 32·wq + 8·nt + 2·(lane%4) + e%2. Then Pᵀ and dSᵀ to shared memory in 16 bits, 4 bytes per store.
-      const int kw = k0 + 32 * ws;
-      const bool edge = kw + 31 >= n || (causal && kw + 31 > q0 + 32 * wq);  // some key past N or above the diagonal
+    // This warp's 32 keys x 32 queries of Sᵀ and dPᵀ, in the accumulator layout: element e of tile (mt, nt) is key
+    // kw + 16·mt + lane/4 + 8·(e/2), query q0 + 32·wq + 8·nt + 2·(lane%4) + e%2.
+    float s[32] = {}, dp[32] = {};
+    // BEGIN SOLUTION: (step 20a) Sᵀ = K Qᵀ into s: warp_mma over D, K's rows 32·ws .., Q's rows 32·wq ..
+    warp_mma<T, 2, 4, D, false, D, false, D>(s, Ks, 32 * ws, Qt, 32 * wq, 0);
+    // END SOLUTION
+    // BEGIN SOLUTION: (step 20b) dPᵀ = V dOᵀ into dp, as Sᵀ
+    warp_mma<T, 2, 4, D, false, D, false, D>(dp, Vs, 32 * ws, DOt, 32 * wq, 0);
+    // END SOLUTION
+    // P and dS, elementwise, then Pᵀ and dSᵀ to shared memory in 16 bits, 4 bytes per store.
+    const int kw = k0 + 32 * ws;
+    const bool edge = kw + 31 >= n || (causal && kw + 31 > q0 + 32 * wq);  // some key past N or above the diagonal
 #pragma unroll
-      for (int mt = 0; mt < 2; ++mt)
+    for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-        for (int nt = 0; nt < 4; ++nt) {
-          float* st = s + (mt * 4 + nt) * 4;
-          float* dt = dp + (mt * 4 + nt) * 4;
+      for (int nt = 0; nt < 4; ++nt) {
+        float* st = s + (mt * 4 + nt) * 4;
+        float* dt = dp + (mt * 4 + nt) * 4;
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int col = 32 * wq + 8 * nt + 2 * (lane % 4) + (e & 1);
-            float p = ptx::ex2(fmaf(st[e], c, -Lt[col]));
-            if (edge) {
-              const int kr = kw + 16 * mt + lane / 4 + 8 * (e >> 1);
-              if (kr >= n || (causal && kr > q0 + col)) p = 0.0f;
-            }
-            st[e] = p;
-            dt[e] = p * (dt[e] - Dt[col]);
+        for (int e = 0; e < 4; ++e) {
+          const int col = 32 * wq + 8 * nt + 2 * (lane % 4) + (e & 1);
+          // BEGIN SOLUTION: (step 20a) st[e] = P = 2^(s·c − lse·log2 e), 0 past N and above the diagonal (where edge)
+          float p = ptx::ex2(fmaf(st[e], c, -Lt[col]));
+          if (edge) {
+            const int kr = kw + 16 * mt + lane / 4 + 8 * (e >> 1);
+            if (kr >= n || (causal && kr > q0 + col)) p = 0.0f;
           }
-          const int r = 32 * ws + 16 * mt + lane / 4, chunk = 4 * wq + nt, at = 2 * (lane % 4);
-          *reinterpret_cast<uint32_t*>(Ps + swz<kBr>(r, chunk) + at) = ptx::pack2<T>(st[0], st[1]);
-          *reinterpret_cast<uint32_t*>(Ps + swz<kBr>(r + 8, chunk) + at) = ptx::pack2<T>(st[2], st[3]);
-          *reinterpret_cast<uint32_t*>(DSs + swz<kBr>(r, chunk) + at) = ptx::pack2<T>(dt[0], dt[1]);
-          *reinterpret_cast<uint32_t*>(DSs + swz<kBr>(r + 8, chunk) + at) = ptx::pack2<T>(dt[2], dt[3]);
+          st[e] = p;
+          // END SOLUTION
+          // BEGIN SOLUTION: (step 20b) dt[e] = dS = P ∘ (dP − D)
+          dt[e] = st[e] * (dt[e] - Dt[col]);
+          // END SOLUTION
         }
+        const int r = 32 * ws + 16 * mt + lane / 4, chunk = 4 * wq + nt, at = 2 * (lane % 4);
+        // BEGIN SOLUTION: (step 20a) Pᵀ's rows r and r + 8 of this tile to Ps (swz<kBr>, pack2)
+        *reinterpret_cast<uint32_t*>(Ps + swz<kBr>(r, chunk) + at) = ptx::pack2<T>(st[0], st[1]);
+        *reinterpret_cast<uint32_t*>(Ps + swz<kBr>(r + 8, chunk) + at) = ptx::pack2<T>(st[2], st[3]);
+        // END SOLUTION
+        // BEGIN SOLUTION: (step 20b) dSᵀ's to DSs, as Pᵀ's
+        *reinterpret_cast<uint32_t*>(DSs + swz<kBr>(r, chunk) + at) = ptx::pack2<T>(dt[0], dt[1]);
+        *reinterpret_cast<uint32_t*>(DSs + swz<kBr>(r + 8, chunk) + at) = ptx::pack2<T>(dt[2], dt[3]);
+        // END SOLUTION
+      }
     }
     __syncthreads();  // Pᵀ and dSᵀ complete
 
-    // dV += Pᵀ dO and dK += dSᵀ Q: 32 keys x D/2 per warp, the reduction over the tile's queries.
+    // 32 keys x D/2 per warp (rows 32·ws .., columns wd·D/2 ..), the reduction over the tile's queries.
+    // BEGIN SOLUTION: (step 20a) dV += Pᵀ dO (warp_mma, Pᵀ from Ps, dO stored [query][column])
     warp_mma<T, 2, kNTd, kBr, false, kBr, true, D>(dv_acc, Ps, 32 * ws, DOt, wd * D / 2, 0);
+    // END SOLUTION
+    // BEGIN SOLUTION: (step 20b) dK += dSᵀ Q, as dV
     warp_mma<T, 2, kNTd, kBr, false, kBr, true, D>(dk_acc, DSs, 32 * ws, Qt, wd * D / 2, 0);
-
-    if constexpr (kAtomic) {
-      // dQ_tile = dS K: 32 queries x D/4 per warp, 16 queries at a time (the dK and dV accumulators hold half the
-      // registers); dS is read from dSᵀ (A stored [k][m]), K as [k][n].
-      constexpr int kNTq = D / 4 / 8;
-#pragma unroll
-      for (int mt = 0; mt < 2; ++mt) {
-        float dq[kNTq * 4] = {};
-        warp_mma<T, 1, kNTq, kBc, true, kBr, true, D>(dq, DSs, 32 * wq2 + 16 * mt, Ks, wd2 * D / 4, 0);
-#pragma unroll
-        for (int nt = 0; nt < kNTq; ++nt)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int rr = q0 + 32 * wq2 + 16 * mt + lane / 4 + 8 * h;
-            if (rr >= n) continue;
-            const float* src = dq + nt * 4 + 2 * h;
-            float* dst = dq_acc + head + static_cast<size_t>(rr) * D + wd2 * D / 4 + 8 * nt + 2 * (lane % 4);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-            atomicAdd(reinterpret_cast<float2*>(dst), make_float2(src[0], src[1]));
-#else
-            atomicAdd(dst, src[0]);
-            atomicAdd(dst + 1, src[1]);
-#endif
-          }
-      }
-    }
+    // END SOLUTION
+    if constexpr (kAtomic) add_dq_tile<T, D>(DSs, Ks, dq_acc, head, q0, n, wq2, wd2, lane);  // step 20c
   }
   ptx::cp_async_wait<0>();
 
-  // dK = scale · Σ dSᵀ Q; rows past N are not stored.
+  // This warp's rows of dK and dV; rows past N are not stored. Element x of tile (mt, nt) holds key kr, columns at
+  // and at + 1 of the head.
 #pragma unroll
   for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
@@ -365,10 +393,13 @@ __global__ void __launch_bounds__(KvCfg<D>::kThreads, 1)
         if (kr >= n) continue;
         const int x = (mt * kNTd + nt) * 4 + 2 * h;
         const size_t at = head + static_cast<size_t>(kr) * D + wd * D / 2 + 8 * nt + 2 * (lane % 4);
-        store_pair<T, kVec>(dk + at, scale * dk_acc[x], scale * dk_acc[x + 1]);
+        // BEGIN SOLUTION: (step 20a) dV's pair, with store_pair
         store_pair<T, kVec>(dv + at, dv_acc[x], dv_acc[x + 1]);
+        // END SOLUTION
+        // BEGIN SOLUTION: (step 20b) dK's pair, times scale
+        store_pair<T, kVec>(dk + at, scale * dk_acc[x], scale * dk_acc[x + 1]);
+        // END SOLUTION
       }
-  // END SOLUTION
 }
 
 // The deterministic dQ: one block per (batch·head, tile of kBr queries), walking the key tiles; each warp owns 16
@@ -380,7 +411,7 @@ __global__ void __launch_bounds__(QCfg<D>::kThreads)
     dq_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, const float* __restrict__ lse,
               const T* __restrict__ dout, const float* __restrict__ delta, T* __restrict__ dq, int n, int heads,
               course::AttentionStrides st, int q_tiles, bool causal, float c, float scale) {
-  // BEGIN SOLUTION: per key tile (double-buffered): S = Q_w Kᵀ, dP = dO_w Vᵀ, dS (masked), dQ_w += dS K; then dq = scale · dQ_w
+  // BEGIN SOLUTION: (step 20d) per key tile (double-buffered): S = Q_w Kᵀ, dP = dO_w Vᵀ, dS (masked), dQ_w += dS K; then dq = scale · dQ_w
   using Cfg = QCfg<D>;
   constexpr int kBc = Cfg::kBc, kBr = Cfg::kBr, kThreads = Cfg::kThreads;
   extern __shared__ uint4 smem_raw[];
@@ -471,7 +502,7 @@ __global__ void __launch_bounds__(QCfg<D>::kThreads)
 template <typename T>
 __global__ void __launch_bounds__(256) round_kernel(const float* __restrict__ src, T* __restrict__ dst, size_t count,
                                                     float scale) {
-  // BEGIN SOLUTION: dst[i] = scale · src[i] rounded to T, grid-stride
+  // BEGIN SOLUTION: (step 20c) dst[i] = scale · src[i] rounded to T, grid-stride
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<size_t>(gridDim.x) * blockDim.x)
     dst[i] = from_float<T>(scale * src[i]);
@@ -753,11 +784,16 @@ cudaError_t allow_smem(Kernel kernel, size_t bytes) {
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
 }
 
+// How dq is made: not at all (steps 20a and 20b: dV, then dK), by the walk's atomics then rounded (20c), or by
+// the query-tile walk (20d).
+enum class DqBy { kNone, kAtomics, kQueryWalk };
+
 template <typename T, int D, bool kVec>
 cudaError_t backward(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout, T* dq, T* dk,
                      T* dv, float* delta, float* dq_acc, int batch, int heads, int n,
-                     const course::AttentionStrides& st, bool causal, bool atomic, cudaStream_t stream) {
-  // BEGIN SOLUTION: the pre-pass; the key-tile walk (with dQ atomics, then the rounding, or without, then the dQ walk)
+                     const course::AttentionStrides& st, bool causal, DqBy dq_by, cudaStream_t stream) {
+  // BEGIN SOLUTION: (step 20a) the pre-pass and the key-tile walk, with dQ's atomics when dq_by is kAtomics; then dq: (20c) the sums rounded, (20d) the query-tile walk
+  const bool atomic = dq_by == DqBy::kAtomics;
   const float scale = 1.0f / sqrtf(static_cast<float>(D));
   const float c = kLog2e * scale;
   const int bh = batch * heads, rows = bh * n;
@@ -779,11 +815,11 @@ cudaError_t backward(const T* q, const T* k, const T* v, const T* o, const float
     if ((err = cudaGetLastError()) != cudaSuccess) return err;
   }
   // dq: the atomic sums scaled and rounded, or the deterministic query-tile walk.
-  if (atomic) {
+  if (dq_by == DqBy::kAtomics) {
     const size_t count = static_cast<size_t>(rows) * D;
     const unsigned blocks = static_cast<unsigned>(std::min<size_t>((count + 255) / 256, 65535u * 8));
     round_kernel<T><<<blocks, 256, 0, stream>>>(dq_acc, dq, count, scale);
-  } else {
+  } else if (dq_by == DqBy::kQueryWalk) {
     auto qkernel = dq_kernel<T, D, kVec>;
     if ((err = allow_smem(qkernel, QCfg<D>::kBytes)) != cudaSuccess) return err;
     const int q_tiles = (n + QCfg<D>::kBr - 1) / QCfg<D>::kBr;
@@ -797,7 +833,7 @@ cudaError_t backward(const T* q, const T* k, const T* v, const T* o, const float
 template <typename T>
 cudaError_t attention_bwd(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout, T* dq,
                           T* dk, T* dv, float* delta, float* dq_acc, int batch, int heads, int n, int d,
-                          const course::AttentionStrides& st, bool causal, bool atomic, cudaStream_t stream) {
+                          const course::AttentionStrides& st, bool causal, DqBy dq_by, cudaStream_t stream) {
   if constexpr (std::is_same_v<T, float>) {
     return cudaErrorInvalidValue;  // the bindings send fp32 elsewhere (tensor cores take 16-bit inputs)
   } else {
@@ -811,14 +847,14 @@ cudaError_t attention_bwd(const T* q, const T* k, const T* v, const T* o, const 
                      st.rows16(sizeof(T));
     if (d == 64)
       return vec ? backward<T, 64, true>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, st,
-                                         causal, atomic, stream)
+                                         causal, dq_by, stream)
                  : backward<T, 64, false>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, st,
-                                          causal, atomic, stream);
+                                          causal, dq_by, stream);
     if (d == 128)
       return vec ? backward<T, 128, true>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, st,
-                                          causal, atomic, stream)
+                                          causal, dq_by, stream)
                  : backward<T, 128, false>(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, st,
-                                           causal, atomic, stream);
+                                           causal, dq_by, stream);
     return cudaErrorInvalidValue;  // the bindings accept d = 64 and 128 only
   }
 }
@@ -827,14 +863,22 @@ cudaError_t attention_bwd(const T* q, const T* k, const T* v, const T* o, const 
 
 // The launchers the bindings call (common/attention_bwd_binding.h): q, k, v, o and dout are [B, H, N, d] with the
 // head strides in `st` (views are fine; columns contiguous), dq, dk, dv contiguous; delta is an fp32 [B, H, N]
-// scratch for D, dq_acc an fp32 [B, H, N, d] one for the atomic version's dQ sums (nullptr for the deterministic
-// one).
+// scratch for D, dq_acc an fp32 [B, H, N, d] one for the atomic version's dQ sums (nullptr for the others). Steps
+// 20a and 20b leave dq as they found it.
+template <typename T>
+cudaError_t attention_bwd_tc_dkdv(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout,
+                                  T* dq, T* dk, T* dv, float* delta, float* dq_acc, int batch, int heads, int n, int d,
+                                  course::AttentionStrides st, bool causal, cudaStream_t stream) {
+  return fa2_tc::attention_bwd(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, d, st, causal,
+                               fa2_tc::DqBy::kNone, stream);
+}
+
 template <typename T>
 cudaError_t attention_bwd_tc_atomic(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout,
                                     T* dq, T* dk, T* dv, float* delta, float* dq_acc, int batch, int heads, int n,
                                     int d, course::AttentionStrides st, bool causal, cudaStream_t stream) {
-  return fa2_tc::attention_bwd(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, d, st, causal, true,
-                               stream);
+  return fa2_tc::attention_bwd(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, d, st, causal,
+                               fa2_tc::DqBy::kAtomics, stream);
 }
 
 template <typename T>
@@ -843,10 +887,13 @@ cudaError_t attention_bwd_tc_deterministic(const T* q, const T* k, const T* v, c
                                            int heads, int n, int d, course::AttentionStrides st, bool causal,
                                            cudaStream_t stream) {
   return fa2_tc::attention_bwd(q, k, v, o, lse, dout, dq, dk, dv, delta, dq_acc, batch, heads, n, d, st, causal,
-                               false, stream);
+                               fa2_tc::DqBy::kQueryWalk, stream);
 }
 
 #define INSTANTIATE(T)                                                                                              \
+  template cudaError_t attention_bwd_tc_dkdv<T>(const T*, const T*, const T*, const T*, const float*, const T*, T*,  \
+                                                T*, T*, float*, float*, int, int, int, int, course::AttentionStrides, \
+                                                bool, cudaStream_t);                                                 \
   template cudaError_t attention_bwd_tc_atomic<T>(const T*, const T*, const T*, const T*, const float*, const T*,  \
                                                   T*, T*, T*, float*, float*, int, int, int, int,                  \
                                                   course::AttentionStrides, bool, cudaStream_t);                   \

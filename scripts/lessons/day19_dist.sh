@@ -12,6 +12,7 @@
 #
 # Afterwards, in the checkout: copy $OUT/day19-dist-<gpu>x<R>.json to measured/day19/dist-<gpu>x<R>.json and run
 # `python3 scripts/lessons/day19_ring_measure.py --insert`: the README's table is written from measured/ alone.
+# PROFILE="8192" also profiles those token counts (rank 0: kernel tables and Chrome traces in $OUT).
 # CPU=1 runs the same steps on CPU processes over gloo (a smoke run: small TOKENS, and the lesson's block printed,
 # not written): CPU=1 TOKENS="32 64" OUT=/tmp/smoke bash scripts/lessons/day19_dist.sh
 set -uo pipefail
@@ -29,7 +30,8 @@ timeout 240 python3 scripts/lessons/day19_dist_check.py "$OUT" $cpu 2>&1 | tee "
 
 echo "== measurement"
 # shellcheck disable=SC2086  # TOKENS is a list
-timeout 180 python3 scripts/lessons/day19_ring_measure.py "$OUT" $cpu --tokens ${TOKENS:-4096 8192 32768} 2>&1 \
+timeout 180 python3 scripts/lessons/day19_ring_measure.py "$OUT" $cpu --tokens ${TOKENS:-4096 8192 32768} \
+  ${PROFILE:+--profile $PROFILE} 2>&1 \
   | tee "$OUT/day19-dist-measure.txt" || status=1
 
 echo "== lesson table"

@@ -225,8 +225,8 @@ def test_the_known_wrong_rings_are_the_three_bugs_the_lesson_names():
 
 def test_a_rank_that_raises_is_named_on_every_rank(course, tmp_path):
     # After the transfers: an exception before them leaves the other rank waiting for a shard (a timeout).
-    bug = {"name": "raise", "file": "ring_dist.py", "find": "    # BEGIN SOLUTION: write o = acc / l",
-           "replace": "    if rank == 1:\n        raise ValueError('rank one is unhappy')\n    # BEGIN SOLUTION: write o = acc / l"}
+    bug = {"name": "raise", "file": "ring_dist.py", "find": "    # BEGIN SOLUTION: write o (acc",
+           "replace": "    if rank == 1:\n        raise ValueError('rank one is unhappy')\n    # BEGIN SOLUTION: write o (acc"}
     res = _check(course, _copy_solution(tmp_path, bug), ["fp32 1x2x40x64 placement=plain"], "dist-raise")
     (case,) = res.cases
     assert case["category"] == "error" and case["message"] == "rank 1: ValueError: rank one is unhappy"

@@ -112,8 +112,7 @@ def _worker(rank: int, world: int, init: str, a: dict, out: str) -> None:
                     if rank == 0 and cuda:
                         full["o"] = torch.ops.aten._scaled_dot_product_flash_attention(q, k, v, 0.0, causal)[0]
                     elif rank == 0:
-                        m, lsum, acc = ring.attend(q, k, v, q.shape[-1] ** -0.5, causal)
-                        full["o"] = acc / lsum.unsqueeze(-1)
+                        full["o"] = ring.attend(q, k, v, q.shape[-1] ** -0.5, causal)[1]
 
                 t_single, _ = _timed(torch, dist, single, reps, device)
                 n = tokens // world
@@ -268,10 +267,12 @@ def insert(paths: list[Path], dry: bool = False) -> int:
     docs = []
     for p in paths:
         try:
-            docs.append(json.loads(p.read_text()))
+            doc = json.loads(p.read_text())
         except (OSError, ValueError) as e:
             print(f"{p}: not a saved run ({e})", file=sys.stderr)
             return 2
+        if "world" in doc and "rows" in doc:  # measured/day19 also keeps the graded check's record (dist-check-*)
+            docs.append(doc)
     if dry:
         print(lesson_block(docs))
         return 0

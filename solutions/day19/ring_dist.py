@@ -34,18 +34,19 @@ def visible(rank: int, j: int, world: int, causal: bool, placement: str, n: int)
 
 
 def attend(q, k, v, scale: float, diagonal: bool):
-    """One part's partial (m, l, acc): the row max of the scores, the row sum of exp(score − m) and the unnormalized
-    output, m and l fp32 [B, H, rows], acc [B, H, rows, d]. On a GPU in fp16/bf16 the flash kernel gives the
-    normalized output and its logsumexp: (m, l, acc) = (lse, 1, o), acc in q's dtype. Otherwise fp32 matmuls."""
+    """One part's partial (lse, o): the row logsumexp of its scores (fp32 [B, H, rows]) and its output normalized
+    over its own keys ([B, H, rows, d]). On a GPU in fp16/bf16, SDPA's flash kernel (o in q's dtype); otherwise fp32
+    matmuls."""
     if q.is_cuda and q.dtype in (torch.float16, torch.bfloat16):
         o, lse = torch.ops.aten._scaled_dot_product_flash_attention(q, k, v, 0.0, diagonal, False, scale=scale)[:2]
-        return lse, torch.ones_like(lse), o
+        return lse, o
     s = (q.float() @ k.float().transpose(-1, -2)) * scale
     if diagonal:
         s.masked_fill_(torch.ones(s.shape[-2:], dtype=torch.bool, device=s.device).triu(1), float("-inf"))
     m = s.amax(dim=-1)
     p = torch.exp(s - m.unsqueeze(-1))
-    return m, p.sum(dim=-1), p @ v.float()
+    total = p.sum(dim=-1)
+    return m + total.log(), (p @ v.float()) / total.unsqueeze(-1)
 
 
 def ring_attention(q, k, v, o, lse, causal=False, placement="plain", comm=dist, group=None, attend=attend):
@@ -55,7 +56,7 @@ def ring_attention(q, k, v, o, lse, causal=False, placement="plain", comm=dist, 
     # K and V travel together in one buffer: one send and one receive a step. While a step computes on one buffer
     # (`held`), the next shard arrives in the other (`free`); the two swap roles every step.
     bufs = (torch.stack((k, v)), torch.empty((2, *k.shape), dtype=k.dtype, device=k.device))
-    m = l = acc = None  # every local query row's running max, sum and unnormalized output (fp32), from step 0 on
+    lse_run = acc = None  # every local query row's logsumexp and output so far (acc fp32, normalized), from step 0 on
     for s in range(world):
         held, free = bufs[s % 2], bufs[(s + 1) % 2]
         j = (rank - s) % world  # the rank whose keys `held` holds
@@ -66,23 +67,20 @@ def ring_attention(q, k, v, o, lse, causal=False, placement="plain", comm=dist, 
                                             comm.P2POp(comm.irecv, free, pred, group)])
         # END SOLUTION
         for rows, keys, diagonal in visible(rank, j, world, causal, placement, n):
-            m_b, l_b, acc_b = attend(q[:, :, rows], held[0][:, :, keys], held[1][:, :, keys], scale, diagonal)
-            # BEGIN SOLUTION: fold the part into the running state of `rows` (step 0's part covers every row and starts it, acc in fp32), rescaling by exp(m_old − m_new) and exp(m_b − m_new)
-            if m is None:
-                m, l, acc = m_b, l_b, acc_b.float()
+            lse_b, o_b = attend(q[:, :, rows], held[0][:, :, keys], held[1][:, :, keys], scale, diagonal)
+            # BEGIN SOLUTION: fold the part into the running state of `rows` (step 0's part covers every row and starts it, acc in fp32): the part weighs w = exp(lse_b − lse_new) = sigmoid(lse_b − lse_old) in the merged softmax, so acc moves to acc + w·(o_b − acc), and lse_new = logaddexp(lse_old, lse_b)
+            if acc is None:
+                lse_run, acc = lse_b, o_b.float()
                 continue
-            mr, lr, ar = m[:, :, rows], l[:, :, rows], acc[:, :, rows]
-            m_new = torch.maximum(mr, m_b)
-            a, b = (mr - m_new).exp_(), (m_b - m_new).exp_()
-            lr.mul_(a).addcmul_(l_b, b)
-            ar.mul_(a.unsqueeze(-1)).addcmul_(acc_b, b.unsqueeze(-1))
-            mr.copy_(m_new)
+            lr, ar = lse_run[:, :, rows], acc[:, :, rows]
+            ar.lerp_(o_b.float(), torch.sigmoid(lse_b - lr).unsqueeze(-1))
+            torch.logaddexp(lr, lse_b, out=lr)
             # END SOLUTION
         # BEGIN SOLUTION: wait for every work of the transfer: then `free` holds the next shard, and `held` may be received into again
         for w in works:
             w.wait()
         # END SOLUTION
-    # BEGIN SOLUTION: write o = acc / l in o's dtype, and lse = m + ln(l)
-    torch.div(acc, l.unsqueeze(-1), out=o)  # one pass: divided in fp32, rounded once into o's dtype
-    torch.add(m, l.log_(), out=lse)
+    # BEGIN SOLUTION: write o (acc in o's dtype) and lse
+    o.copy_(acc)
+    lse.copy_(lse_run)
     # END SOLUTION

@@ -81,7 +81,7 @@ def table(data: dict) -> str:
             f"{data.get('thunder') or '(none)'} with torch {data['torch']}.")
     if data["status"] != "runs":
         return f"{head} Thunder **{data['status']}** there: `{data['why']}`."
-    lines = [f"{head} `thunder.jit(softmax)` runs on the {data['device'].upper()}, "
+    lines = [f"{head} `thunder.jit(softmax)` runs on the {'GPU' if data['device'] == 'cuda' else data['device'].upper()}, "
              f"{'matching' if data['correct'] else 'NOT matching'} torch.softmax; the first call (tracing and "
              f"compiling) took {data['first_call_s']:.1f} s; the work went to: "
              f"{', '.join(data['executors']) or 'no executor named in the trace'}."]

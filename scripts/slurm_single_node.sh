@@ -31,6 +31,20 @@ alive_as() {  # PID NAME
   [ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ]
 }
 
+# slurmd 22.05 loads its cgroup plugin whatever the config says. On a host of cgroup v2 alone without systemd
+# (a GPU machine's container) the v2 plugin cannot make its cgroup for the step daemons, and slurmd exits. There
+# slurmd runs in a mount namespace of its own whose /sys/fs/cgroup is a tmpfs holding one named v1 hierarchy
+# (`systemd`, no controllers): the v1 plugin needs only that with proctrack/linuxproc and task/none, and the host's
+# cgroups are left as they are. Jobs inherit the view; CUDA does not read cgroups.
+in_view() {  # DAEMON ARGS...
+  if [ "$1" = slurmd ] && [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ]; then
+    unshare -m --propagation private sh -c 'mount -t tmpfs grader-slurm /sys/fs/cgroup && mkdir /sys/fs/cgroup/systemd \
+      && mount -t cgroup -o none,name=systemd grader-slurm /sys/fs/cgroup/systemd && exec "$@"' sh "$@"
+  else
+    "$@"
+  fi
+}
+
 stop() {
   [ -f "$dir/pids" ] || { echo "no $dir/pids: nothing of ours to stop"; return 0; }
   if [ -f "$dir/slurm.conf" ] && command -v scancel >/dev/null; then
@@ -154,7 +168,7 @@ EOF
   echo "munged $pid" >> "$dir/pids"
   echo "started munged (pid $pid)"
   for daemon in slurmctld slurmd; do
-    "$daemon" -f "$SLURM_CONF" || fail "$daemon did not start: $(tail -5 "$dir/$daemon.log" 2>/dev/null)"
+    in_view "$daemon" -f "$SLURM_CONF" || fail "$daemon did not start: $(tail -5 "$dir/$daemon.log" 2>/dev/null)"
     pid=$(pid_from "$dir/$daemon.pid") || fail "$daemon wrote no pid file: $(tail -5 "$dir/$daemon.log" 2>/dev/null)"
     echo "$daemon $pid" >> "$dir/pids"
     echo "started $daemon (pid $pid)"

@@ -1,0 +1,65 @@
+"""Typed figures in the lessons (scripts/figure_audit.py): in an audited lesson (one with measured/figures/dayNN.yaml)
+every figure is in a script's block, a claim (tests/test_claims.py recomputes those), or a listed figure that is not
+a measurement, whose kind is checked here as far as a file can check it."""
+import importlib.util
+import re
+import sys
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+
+spec = importlib.util.spec_from_file_location("figure_audit", ROOT / "scripts" / "figure_audit.py")
+audit = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = audit
+spec.loader.exec_module(audit)
+
+KINDS = {
+    "datasheet": "a vendor's specification (why names the GPU and the document)",
+    "threshold": "a bar course.yaml sets for this day (its number is in the day's course.yaml entry)",
+    "design": "a size, count or ratio that follows from the code or the lesson's own arithmetic (why shows it)",
+    "published": "a figure from a paper, a blog or a library's documentation (why cites it; the lesson names it)",
+    "notes": "a measurement recorded in measured/NOTES.md (every figure of the text appears there)",
+}
+AUDITED = sorted(p.stem for p in (ROOT / "measured" / "figures").glob("day*.yaml"))
+
+
+def _squeeze(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize("day", AUDITED)
+def test_every_figure_of_an_audited_lesson_is_accounted_for(day):
+    found, missing = audit.figures(day)
+    assert not missing, f"{day}: listed or claimed texts no longer in the lesson: {missing}"
+    assert not found, f"{day}: figures nothing accounts for:\n" + "\n".join(
+        f"  {f.lesson}:{f.line}: {f.text!r} | {f.context}" for f in found)
+
+
+@pytest.mark.parametrize("day", AUDITED)
+def test_each_listed_figure_says_what_it_is(day):
+    notes = _squeeze((ROOT / "measured" / "NOTES.md").read_text())
+    course = (ROOT / "course.yaml").read_text()
+    block = re.search(rf"^  - id: {day}\n.*?(?=^  - id: day|\Z)", course, re.S | re.M)
+    for f in audit.listed_figures(day) or []:
+        assert f.get("kind") in KINDS, f"{day}: {f['text']!r}: kind must be one of {sorted(KINDS)}"
+        assert (f.get("why") or "").strip(), f"{day}: {f['text']!r}: say why"
+        assert audit.FIGURE.search(f["text"]), f"{day}: {f['text']!r} holds no figure: list only what needs it"
+        if f["kind"] == "notes":
+            for m in audit.FIGURE.finditer(f["text"]):
+                num = re.match(r"[\d,.]+(?:\s*[–-]\s*[\d,.]+)?", m.group(0)).group(0)
+                assert _squeeze(num) in notes, f"{day}: {f['text']!r}: {num} is not in measured/NOTES.md"
+        if f["kind"] == "threshold":
+            assert block, f"{day} is not in course.yaml"
+            nums = [re.match(r"[\d.]+", m.group(0)).group(0).rstrip(".") for m in audit.FIGURE.finditer(f["text"])]
+            for n in nums:
+                assert re.search(rf"(?<![\d.]){re.escape(n)}(?![\d])", block.group(0)), \
+                    f"{day}: {f['text']!r}: {n} is not a number of {day}'s entry in course.yaml"
+
+
+def test_the_audit_covers_the_lessons_it_says():
+    """The scanner itself: a figure in prose is found; in a block, a code span or a claim it is not."""
+    text = "It runs at 1.5× the library and 3.2 TB/s.\n<!-- t:begin -->\n9.9 ms\n<!-- t:end -->\n`7 ms` 16 × 64\n"
+    found = [m.group(0) for m in audit.FIGURE.finditer(audit._blank(audit._blank(text, audit.BLOCK), audit.CODE))]
+    assert found == ["1.5×", "3.2 TB/s"]

@@ -7,8 +7,9 @@ key/value shards passed around the ring while each rank attends to the one it ho
     python3 scripts/lessons/day19_ring_measure.py --insert       # the lesson's tables from measured/day19/dist-*.json
 
 For each token count, causal or not, and each placement, it times in the same run: the ring's forward; the same
-steps with no transfer (compute only: every step attends to the buffer it already holds); the transfers alone
-(comm only); and one GPU doing the whole sequence (SDPA's flash kernel on rank 0; on CPU processes the ring's own
+steps with no transfer (compute only: every step attends to the buffer it already holds); the steps' attend calls
+alone (attend_ms in the JSON: no fold, no stack, no copies); the transfers alone (comm only); and one GPU doing the
+whole sequence (SDPA's flash kernel on rank 0; on CPU processes the ring's own
 fp32 attend). Every time is the median over repetitions of the slowest rank's (each repetition starts at a
 barrier). Share of ideal = one GPU's time / (R × the ring's): 100% when R GPUs are R times as fast as one. Overlap
 efficiency = max(compute, comm) / ring: 1.0 when the transfers hide entirely behind the math. The ring's output,
@@ -141,6 +142,15 @@ def _worker(rank: int, world: int, init: str, a: dict, out: str) -> None:
                     t_compute, compute_ranks = _timed(torch, dist, lambda: ring.ring_attention(
                         ql, kl, vl, torch.empty_like(ql), torch.empty_like(lse), causal, placement, no_transfer),
                         reps, device)
+
+                    def attends():  # the steps' attend calls alone: no fold, no stack, no copies (on the own shard)
+                        scale = ql.shape[-1] ** -0.5
+                        for step in range(world):
+                            j = (rank - step) % world
+                            for rows, keys, diagonal in ring.visible(rank, j, world, causal, placement, n):
+                                ring.attend(ql[:, :, rows], kl[:, :, keys], vl[:, :, keys], scale, diagonal)
+
+                    t_attend, attend_ranks = _timed(torch, dist, attends, reps, device)
                     diff = None
                     if rank == 0:
                         got = torch.empty_like(q)
@@ -155,6 +165,7 @@ def _worker(rank: int, world: int, init: str, a: dict, out: str) -> None:
                         diff = float((got.double() - ref.double()).abs().max())
                     row[placement] = {"ring_ms": t_ring, "ring_ms_per_rank": ring_ranks, "compute_ms": t_compute,
                                       "compute_ms_per_rank": compute_ranks,
+                                      "attend_ms": t_attend, "attend_ms_per_rank": attend_ranks,
                                       "work_per_rank": work_per_rank(ring, world, causal, placement),
                                       "speedup_vs_single": t_single / t_ring,
                                       "share_of_ideal": t_single / (world * t_ring),

@@ -6,7 +6,6 @@ import re
 import sys
 
 import pytest
-import yaml
 
 from tests.conftest import ROOT
 

@@ -33,9 +33,9 @@ mma.sync walk on a Hopper GPU) or other case params (a ring of another size), ea
 
 One table per GPU (measured/tolerance-sweep-<gpu>.json: its rows' bits are that GPU's); the course is covered by
 the tables together, every ready exercise and dtype in one of them at least (a step added later may be swept on
-whichever GPU is lent then). Two GPU calls cover the course: --days day01-day12, and --days day13-day20 (on two GPUs, which ring_dist needs), each
-in a 9-minute call with --budget-s 500 (cold builds included: a third of it). A row short of seeds is topped up with
-other seeds (--exercise ... --seed-start 1001) and the tables merged.
+whichever GPU is lent then). Two GPU calls cover the course: --days day01-day12, and --days day13-day20 (on two
+GPUs, which ring_dist needs), each in a 9-minute call with --budget-s 500 (cold builds included: a third of it). A
+row short of seeds is topped up with other seeds (--exercise ... --seed-start 1001) and the tables merged.
 """
 from __future__ import annotations
 

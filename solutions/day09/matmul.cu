@@ -593,8 +593,8 @@ sgemm::StreamK plan(int tiles, int iters, int wave, int sk_slots, int device, cu
   const long long total = static_cast<long long>(rem) * iters;
   const int blocks = static_cast<int>(std::min<long long>(sk_slots, total / kMinSkIters));
   // The slowest block's time in K-tiles: its share, plus two segments' prologues and partial sums. Stream-K when
-  // that is at most kSkWorth % of a whole tile's iters. Measured on the H200 (% of cuBLAS, whole vs split):
-  // 4096^3 (0.89) 94.5 vs 96.8, 2048 x 2048 x 16384 (0.97) 92.5 vs 88.0, 2048^3 (1.01) 93.6 vs 88.7.
+  // that is at most kSkWorth % of a whole tile's iters: below it the split won, above it the whole tile did
+  // (measured/NOTES.md, day09's stream-K).
   const long long cost = (total + blocks - 1) / blocks + 2 * kSegCost;
   if (SGEMM_STREAMK == 1 && cost * 100 > static_cast<long long>(iters) * kSkWorth) return sk;
   const Workspace ws = workspace(device, stream, rem, static_cast<size_t>(blocks + rem) * sgemm::BM * sgemm::BN);

@@ -47,11 +47,7 @@
 //     counts the bytes in; the other threads wait on its phase. V[t+1] and K[t+2] are in flight during
 //     iteration t; one __syncthreads per iteration frees the buffers of tile t-1. (FA12_WG_TMA=0: the same tiles
 //     by cp.async from every thread, 16 bytes each.)
-// Measured on an H200 (days/day12/README.md, `grader check day12 --solution`; measured/NOTES.md for the steps):
-// every case correct in fp16 and bf16; at bf16 4x16x4096x128 547 TFLOP/s = 1.57x SDPA's FlashAttention-2 backend
-// and 0.83x its cuDNN backend (causal: 493, 1.64x, 0.86x); d = 64: 351 TFLOP/s, 1.18x and 0.73x. With cp.async
-// instead of TMA the same kernel ran at 346 TFLOP/s (0.97-1.00x flash), and a third buffer changed nothing for
-// either; the mma.sync kernel alone runs at 215 TFLOP/s there (0.61x flash; 0.73-0.76x at d = 64).
+// Measured: days/day12/README.md's tables (grader check day12 --solution) and measured/NOTES.md's day 12 steps.
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

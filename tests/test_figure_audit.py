@@ -63,3 +63,8 @@ def test_the_audit_covers_the_lessons_it_says():
     text = "It runs at 1.5× the library and 3.2 TB/s.\n<!-- t:begin -->\n9.9 ms\n<!-- t:end -->\n`7 ms` 16 × 64\n"
     found = [m.group(0) for m in audit.FIGURE.finditer(audit._blank(audit._blank(text, audit.BLOCK), audit.CODE))]
     assert found == ["1.5×", "3.2 TB/s"]
+
+
+def test_every_lesson_is_audited():
+    """A new day's lesson gets its measured/figures/dayNN.yaml (an empty list if every figure is a claim)."""
+    assert set(audit.days()) <= set(AUDITED), f"not audited yet: {sorted(set(audit.days()) - set(AUDITED))}"

@@ -8,8 +8,9 @@ key/value shards passed around the ring while each rank attends to the one it ho
 
 For each token count, causal or not, and each placement, it times in the same run: the ring's forward; the same
 steps with no transfer (compute only: every step attends to the buffer it already holds); the steps' attend calls
-alone (attend_ms in the JSON: no fold, no stack, no copies); the transfers alone (comm only); and one GPU doing the
-whole sequence (SDPA's flash kernel on rank 0; on CPU processes the ring's own
+alone (attend_ms in the JSON: no fold, no stack, no copies); the compute-only steps replayed from a CUDA graph
+(compute_graph_ms: no host work, so far below compute only means the steps wait on Python's launches); the transfers
+alone (comm only); and one GPU doing the whole sequence (SDPA's flash kernel on rank 0; on CPU processes the ring's own
 fp32 attend). Every time is the median over repetitions of the slowest rank's (each repetition starts at a
 barrier). Share of ideal = one GPU's time / (R × the ring's): 100% when R GPUs are R times as fast as one. Overlap
 efficiency = max(compute, comm) / ring: 1.0 when the transfers hide entirely behind the math. The ring's output,
@@ -65,6 +66,20 @@ def _timed(torch, dist, fn, reps: int, device) -> tuple[float, list[float]]:
     rows = rows[1:]
     per_rank = [statistics.median(r[i] for r in rows) for i in range(len(rows[0]))]
     return statistics.median(max(r) for r in rows), per_rank
+
+
+def _captured(torch, fn):
+    """fn captured into a CUDA graph (warmed up on a side stream first, as capture requires)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    return graph
 
 
 def work_per_rank(ring, world: int, causal: bool, placement: str, n: int = 2) -> list[float]:
@@ -151,6 +166,13 @@ def _worker(rank: int, world: int, init: str, a: dict, out: str) -> None:
                                 ring.attend(ql[:, :, rows], kl[:, :, keys], vl[:, :, keys], scale, diagonal)
 
                     t_attend, attend_ranks = _timed(torch, dist, attends, reps, device)
+                    # The compute-only steps replayed from a CUDA graph: no Python and no launches on the host. Far
+                    # below compute_ms means the eager steps wait on the host (launch-bound), not on the GPU.
+                    t_graph, graph_ranks = None, None
+                    if cuda:
+                        graph = _captured(torch, lambda: ring.ring_attention(
+                            ql, kl, vl, torch.empty_like(ql), torch.empty_like(lse), causal, placement, no_transfer))
+                        t_graph, graph_ranks = _timed(torch, dist, graph.replay, reps, device)
                     diff = None
                     if rank == 0:
                         got = torch.empty_like(q)
@@ -166,6 +188,7 @@ def _worker(rank: int, world: int, init: str, a: dict, out: str) -> None:
                     row[placement] = {"ring_ms": t_ring, "ring_ms_per_rank": ring_ranks, "compute_ms": t_compute,
                                       "compute_ms_per_rank": compute_ranks,
                                       "attend_ms": t_attend, "attend_ms_per_rank": attend_ranks,
+                                      "compute_graph_ms": t_graph, "compute_graph_ms_per_rank": graph_ranks,
                                       "work_per_rank": work_per_rank(ring, world, causal, placement),
                                       "speedup_vs_single": t_single / t_ring,
                                       "share_of_ideal": t_single / (world * t_ring),

@@ -25,25 +25,23 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts" / "lessons"))  # lesson_table's timer
+sys.path.insert(0, str(ROOT / "scripts" / "lessons"))
+
+from lesson_table import build_module, median_event_ms  # noqa: E402
 
 ATTN_SHAPES = [(4, 16, 4096, 128), (4, 16, 4096, 64), (1, 16, 16384, 128)]
 GEMM_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (3000, 5000, 2000)]
 SOFTMAX_SHAPES = [(4096, 4096), (16384, 1024), (8192, 8192), (64, 262144)]
 
 
-def _build(torch, day: str, exercise: str):
-    from grader.check.build import build_exercise
+def _op(torch, day: str, exercise: str):
     from grader.course import load_course
 
     ex = next(e for e in load_course(ROOT / "course.yaml").day(day).exercises if e.name == exercise)
-    module, _, _ = build_exercise(ex, src_dir=ROOT / "solutions" / day, root=ROOT, day_id=day,
-                                  capability=tuple(torch.cuda.get_device_capability(0)))
-    return getattr(module, ex.op)
+    return getattr(build_module(torch, day, exercise), ex.op)
 
 
 def _timers(torch, fn) -> dict:
-    from lesson_table import median_event_ms
     from triton.testing import do_bench
 
     return {"do_bench_ms": float(do_bench(fn, warmup=25, rep=200, return_mode="median")),
@@ -66,8 +64,7 @@ def _attention(torch, rows: list, which: str, quick: bool) -> None:
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    ours = _build(torch, "day20", "attention_bwd_tc") if which == "bwd" else _build(torch, "day12",
-                                                                                       "flash_attention_mma")
+    ours = _op(torch, "day20", "attention_bwd_tc") if which == "bwd" else _op(torch, "day12", "flash_attention_mma")
     for shape in ATTN_SHAPES[:1] if quick else ATTN_SHAPES:
         b, h, n, d = shape
         for dtype in (torch.float16, torch.bfloat16):
@@ -76,7 +73,7 @@ def _attention(torch, rows: list, which: str, quick: bool) -> None:
                 q, k, v, dout = (torch.randn(shape, generator=g, device="cuda", dtype=dtype) for _ in range(4))
                 flops = 4 * b * h * n * n * d / (2 if causal else 1) * (2.5 if which == "bwd" else 1.0)
                 label = f"{b}x{h}x{n}x{d}" + (" causal" if causal else "")
-                libs, grads = {}, {}
+                libs, refs = {}, {}
                 for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
                     try:
                         qq, kk, vv = (t.detach().clone().requires_grad_(which == "bwd") for t in (q, k, v))
@@ -84,12 +81,12 @@ def _attention(torch, rows: list, which: str, quick: bool) -> None:
                             if which == "fwd":
                                 libs[name] = _timers(torch, lambda: F.scaled_dot_product_attention(
                                     qq, kk, vv, is_causal=causal))
-                                grads[name] = F.scaled_dot_product_attention(qq, kk, vv, is_causal=causal)
+                                refs[name] = F.scaled_dot_product_attention(qq, kk, vv, is_causal=causal)
                             else:
                                 out = F.scaled_dot_product_attention(qq, kk, vv, is_causal=causal)
                                 libs[name] = _timers(torch, lambda: torch.autograd.grad(
                                     out, (qq, kk, vv), dout, retain_graph=True))
-                                grads[name] = torch.autograd.grad(out, (qq, kk, vv), dout, retain_graph=True)
+                                refs[name] = torch.autograd.grad(out, (qq, kk, vv), dout, retain_graph=True)
                     except RuntimeError as e:  # this backend does not take these inputs
                         libs[name] = None
                         print(f"  {name} {label} {dtype}: {str(e).splitlines()[0][:120]}", flush=True)
@@ -97,12 +94,12 @@ def _attention(torch, rows: list, which: str, quick: bool) -> None:
                 if which == "fwd":
                     o2, lse2 = torch.empty_like(q), torch.empty((b, h, n), device="cuda", dtype=torch.float32)
                     mine = _timers(torch, lambda: ours(q, k, v, o2, lse2, causal))
-                    ref = grads.get("flash")
+                    ref = refs.get("flash")
                     diff = float((o2.float() - ref.float()).abs().max()) if ref is not None else None
                 else:
                     dq, dk, dv = (torch.empty_like(q) for _ in range(3))
                     mine = _timers(torch, lambda: ours(q, k, v, o, lse, dout, dq, dk, dv, causal))
-                    ref = grads.get("flash")
+                    ref = refs.get("flash")
                     diff = (max(float((a.float() - r.float()).abs().max()) for a, r in zip((dq, dk, dv), ref))
                             if ref is not None else None)
                 rows.append(_row(f"attention_{which}", label, str(dtype).split(".")[-1], mine, libs, flops,
@@ -111,7 +108,7 @@ def _attention(torch, rows: list, which: str, quick: bool) -> None:
 
 
 def _gemm(torch, rows: list, quick: bool) -> None:
-    ours = _build(torch, "day11", "matmul_wgmma")
+    ours = _op(torch, "day11", "matmul_wgmma")
     for m, n, k in GEMM_SHAPES[:1] if quick else GEMM_SHAPES:
         for dtype in (torch.float16, torch.bfloat16):
             g = torch.Generator(device="cuda").manual_seed(m * 7 + n * 3 + k)
@@ -127,7 +124,7 @@ def _gemm(torch, rows: list, quick: bool) -> None:
 
 
 def _softmax(torch, rows: list, quick: bool) -> None:
-    ours = _build(torch, "day05", "softmax")
+    ours = _op(torch, "day05", "softmax")
     for r, c in SOFTMAX_SHAPES[-1:] if quick else SOFTMAX_SHAPES:
         for dtype in (torch.float32, torch.float16, torch.bfloat16):
             g = torch.Generator(device="cuda").manual_seed(r * 13 + c)

@@ -24,8 +24,7 @@ KINDS = {
 AUDITED = sorted(p.stem for p in (ROOT / "measured" / "figures").glob("day*.yaml"))
 
 
-def _squeeze(text: str) -> str:
-    return " ".join(text.split())
+_squeeze = audit._squeeze
 
 
 @pytest.mark.parametrize("day", AUDITED)

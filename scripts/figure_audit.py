@@ -75,10 +75,11 @@ def listed_figures(day: str) -> list[dict] | None:
     return (yaml.safe_load(listed.read_text()) or []) if listed.exists() else None
 
 
-def figures(day: str) -> tuple[list[Figure], list[str]]:
-    """(the figures of days/DAY/README.md that nothing accounts for, the accounted texts the lesson no longer has)."""
+def figures(day: str, text: str | None = None) -> tuple[list[Figure], list[str]]:
+    """(the figures of days/DAY/README.md (or of `text` in its place) that nothing accounts for, the accounted texts
+    the lesson no longer has)."""
     lesson = f"days/{day}/README.md"
-    raw = (ROOT / lesson).read_text()
+    raw = (ROOT / lesson).read_text() if text is None else text
     text = raw
     for pattern in (BLOCK, FENCE, CODE, LINK):
         text = _blank(text, pattern)

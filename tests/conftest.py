@@ -112,3 +112,13 @@ def planned_course(tmp_path_factory) -> Path:
     (root / "course.yaml").write_text(text.rstrip("\n") + "\n  - id: day21\n    title: A planned day\n"
                                       "    track: attention\n    status: planned\n")
     return root / "course.yaml"
+
+
+@pytest.fixture(autouse=True)
+def _one_day(monkeypatch):
+    """Every test sees one date for the whole run, the one tests/release_course.py built its course around: a run
+    that crosses midnight would otherwise compare a day's dates with tomorrow while expecting today."""
+    from grader import clock
+    from tests import release_course
+
+    monkeypatch.setattr(clock, "today", lambda: release_course.TODAY)

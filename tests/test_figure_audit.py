@@ -24,8 +24,7 @@ KINDS = {
 AUDITED = sorted(p.stem for p in (ROOT / "measured" / "figures").glob("day*.yaml"))
 
 
-def _squeeze(text: str) -> str:
-    return " ".join(text.split())
+_squeeze = audit._squeeze
 
 
 @pytest.mark.parametrize("day", AUDITED)
@@ -63,3 +62,30 @@ def test_the_audit_covers_the_lessons_it_says():
     text = "It runs at 1.5× the library and 3.2 TB/s.\n<!-- t:begin -->\n9.9 ms\n<!-- t:end -->\n`7 ms` 16 × 64\n"
     found = [m.group(0) for m in audit.FIGURE.finditer(audit._blank(audit._blank(text, audit.BLOCK), audit.CODE))]
     assert found == ["1.5×", "3.2 TB/s"]
+
+
+def test_every_lesson_is_audited():
+    """A new day's lesson gets its measured/figures/dayNN.yaml (an empty list if every figure is a claim)."""
+    assert set(audit.days()) <= set(AUDITED), f"not audited yet: {sorted(set(audit.days()) - set(AUDITED))}"
+
+
+def test_a_figure_typed_into_an_audited_lesson_or_a_claim_edited_away_is_caught():
+    """Known-wrong edits: a new speed in prose, a claimed figure retyped, a listed text reworded."""
+    lesson = (ROOT / "days" / "day06" / "README.md").read_text()
+    added = lesson.replace("\n## ", "\nThis version runs at 12.5 TB/s on the H200.\n\n## ", 1)
+    found, _ = audit.figures("day06", added)
+    assert [f.text for f in found] == ["12.5 TB/s"]
+    claim = next(c for c in _claims_of("day06"))
+    first = audit.FIGURE.search(claim["text"]).group(0)
+    retyped = _squeeze(lesson).replace(_squeeze(claim["text"]),
+                                       _squeeze(claim["text"]).replace(first, "77 GB/s", 1), 1)
+    _, missing = audit.figures("day06", retyped)
+    assert claim["text"] in missing
+
+
+def _claims_of(day):
+    """The claims of a lesson whose text holds a figure."""
+    import yaml
+
+    return [c for c in yaml.safe_load((ROOT / "measured" / "claims" / f"{day}.yaml").read_text())
+            if audit.FIGURE.search(c["text"])]

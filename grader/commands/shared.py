@@ -5,12 +5,11 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-from datetime import date
 from pathlib import Path
 
 from rich.console import Console
 
-from grader import results, timings
+from grader import clock, results, timings
 
 from grader.classroom import hidden
 from grader.check import day_check
@@ -43,7 +42,7 @@ def _source_dir(args, root: Path, day) -> tuple[Path, str]:
 
 def _why_missing(day, solution: bool) -> str:
     """Why a course folder is absent: in a student repository, a day not out yet or a solution not published."""
-    today = date.today()
+    today = clock.today()
     if not solution and day.release and day.release > today:
         return f": {day.id} is released on {day.release.isoformat()}, and its folder comes with it"
     if solution:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 import time
-from datetime import date
+from grader import clock
 from pathlib import Path
 
 from rich.text import Text
@@ -58,7 +58,7 @@ def release_to(args) -> int:
         raise GraderError("--check compares days/ with what solutions/ generate; it does not combine with --to")
     root, course_path, course = _load(args)
     overlay = hidden.locate(course_path, args.hidden)
-    today = date.today()
+    today = clock.today()
     dest = Path(args.to).expanduser()
     try:  # an earlier release there: the days whose solutions it holds, whose answers may now go out
         before = student_repo.read_manifest(dest.resolve()) if dest.is_dir() else None
@@ -105,7 +105,7 @@ def cmd_publish(args) -> int:
     root, _, course = _load(args)
     dest = Path(args.to).expanduser()
     try:
-        res = publish(root, course, args.day, dest, date.today(), force=args.force)
+        res = publish(root, course, args.day, dest, clock.today(), force=args.force)
     except OSError as e:
         raise GraderError(f"--to: cannot write into {dest}: {e.strerror or e}") from None
     day = course.day(args.day)

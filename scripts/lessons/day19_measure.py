@@ -23,6 +23,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).parent))
+
+from lesson_table import build_module  # noqa: E402
 
 SOURCE = "ring_attention.cu"
 # Variants for the catch-rate table: (name, exercise, what it breaks, find, replace). The known-wrong kernels'
@@ -41,16 +44,6 @@ KNOWN_WHAT = {  # the known-wrong kernels, as the table names them
     "ring_wait_without_fence": "FenceFlags::wait without __threadfence() after the spin (known-wrong)",
 }
 CATCH_SHAPES = [((1, 2, 256, 64), 4), ((2, 4, 512, 64), 8), ((1, 4, 1024, 128), 4)]
-
-
-def _build(torch, exercise: str, src_dir: Path):
-    from grader.check.build import build_exercise
-    from grader.course import load_course
-
-    ex = next(e for e in load_course(ROOT / "course.yaml").day("day19").exercises if e.name == exercise)
-    module, _, _ = build_exercise(ex, src_dir=src_dir, root=ROOT, day_id="day19",
-                                  capability=tuple(torch.cuda.get_device_capability(0)))
-    return module
 
 
 def _time_ms(torch, fn, reps: int = 20) -> float:
@@ -103,7 +96,7 @@ def catch_runs(src_dir: Path, exercise: str, runs: int) -> dict:
     from grader.check.compare import compare, poison
     from tasks import attention
 
-    fn = getattr(_build(torch, exercise, src_dir), exercise)
+    fn = getattr(build_module(torch, "day19", exercise, src_dir), exercise)
     wrong = {"plain": 0, "jitter": 0}
     total = 0
     for shape, ranks in CATCH_SHAPES:
@@ -208,12 +201,12 @@ def main() -> int:
         return 0
     import torch
 
-    module = _build(torch, "ring_attention", ROOT / "solutions" / "day19")
+    module = build_module(torch, "day19", "ring_attention")
     wide = Path(tempfile.mkdtemp(prefix="day19-system-")) / "day19"
     shutil.copytree(ROOT / "solutions" / "day19", wide)
     text = (wide / SOURCE).read_text()
     (wide / SOURCE).write_text(text.replace("cuda::thread_scope_device", "cuda::thread_scope_system"))
-    system = _build(torch, "ring_attention_acqrel", wide)
+    system = build_module(torch, "day19", "ring_attention_acqrel", wide)
     catch = json.loads(a.merge.read_text())["catch"] if a.overlap_only and a.merge else \
         ([] if a.overlap_only else catch_rates(a.runs))
     data = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "catch": catch,

@@ -8,8 +8,9 @@ key/value shards passed around the ring while each rank attends to the one it ho
 
 For each token count, causal or not, and each placement, it times in the same run: the ring's forward; the same
 steps with no transfer (compute only: every step attends to the buffer it already holds); the steps' attend calls
-alone (attend_ms in the JSON: no fold, no stack, no copies); the transfers alone (comm only); and one GPU doing the
-whole sequence (SDPA's flash kernel on rank 0; on CPU processes the ring's own
+alone (attend_ms in the JSON: no fold, no stack, no copies); the compute-only steps replayed from a CUDA graph
+(compute_graph_ms: no host work, so far below compute only means the steps wait on Python's launches); the transfers
+alone (comm only); and one GPU doing the whole sequence (SDPA's flash kernel on rank 0; on CPU processes the ring's own
 fp32 attend). Every time is the median over repetitions of the slowest rank's (each repetition starts at a
 barrier). Share of ideal = one GPU's time / (R × the ring's): 100% when R GPUs are R times as fast as one. Overlap
 efficiency = max(compute, comm) / ring: 1.0 when the transfers hide entirely behind the math. The ring's output,
@@ -65,6 +66,20 @@ def _timed(torch, dist, fn, reps: int, device) -> tuple[float, list[float]]:
     rows = rows[1:]
     per_rank = [statistics.median(r[i] for r in rows) for i in range(len(rows[0]))]
     return statistics.median(max(r) for r in rows), per_rank
+
+
+def _captured(torch, fn):
+    """fn captured into a CUDA graph (warmed up on a side stream first, as capture requires)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    return graph
 
 
 def work_per_rank(ring, world: int, causal: bool, placement: str, n: int = 2) -> list[float]:
@@ -151,6 +166,13 @@ def _worker(rank: int, world: int, init: str, a: dict, out: str) -> None:
                                 ring.attend(ql[:, :, rows], kl[:, :, keys], vl[:, :, keys], scale, diagonal)
 
                     t_attend, attend_ranks = _timed(torch, dist, attends, reps, device)
+                    # The compute-only steps replayed from a CUDA graph: no Python and no launches on the host. Far
+                    # below compute_ms means the eager steps wait on the host (launch-bound), not on the GPU.
+                    t_graph, graph_ranks = None, None
+                    if cuda:
+                        graph = _captured(torch, lambda: ring.ring_attention(
+                            ql, kl, vl, torch.empty_like(ql), torch.empty_like(lse), causal, placement, no_transfer))
+                        t_graph, graph_ranks = _timed(torch, dist, graph.replay, reps, device)
                     diff = None
                     if rank == 0:
                         got = torch.empty_like(q)
@@ -163,9 +185,12 @@ def _worker(rank: int, world: int, init: str, a: dict, out: str) -> None:
 
                             ref = attention.reference(q, k, v, causal)[0]
                         diff = float((got.double() - ref.double()).abs().max())
+                    if cuda and tokens in a["profile"]:
+                        _profile(torch, dist, ring, rank, out, causal, tokens, placement, ql, kl, vl, no_transfer)
                     row[placement] = {"ring_ms": t_ring, "ring_ms_per_rank": ring_ranks, "compute_ms": t_compute,
                                       "compute_ms_per_rank": compute_ranks,
                                       "attend_ms": t_attend, "attend_ms_per_rank": attend_ranks,
+                                      "compute_graph_ms": t_graph, "compute_graph_ms_per_rank": graph_ranks,
                                       "work_per_rank": work_per_rank(ring, world, causal, placement),
                                       "speedup_vs_single": t_single / t_ring,
                                       "share_of_ideal": t_single / (world * t_ring),
@@ -174,8 +199,6 @@ def _worker(rank: int, world: int, init: str, a: dict, out: str) -> None:
                 if rank == 0:
                     rows.append(row)
                     print(json.dumps(row), flush=True)
-                if tokens in a["profile"]:
-                    _profile(torch, dist, ring, rank, world, a, out, causal, tokens, q, k, v, no_transfer, device)
         if rank == 0:
             name = torch.cuda.get_device_name(0) if cuda else "CPU processes (gloo)"
             doc = {"device": name, "world": world, "torch": torch.__version__, "dtype": str(dtype).split(".")[-1],
@@ -189,42 +212,33 @@ def _worker(rank: int, world: int, init: str, a: dict, out: str) -> None:
         dist.destroy_process_group()
 
 
-def _profile(torch, dist, ring, rank, world, a, out, causal, tokens, q, k, v, no_transfer, device) -> None:
-    """torch.profiler over 3 calls of the ring and 3 of its compute-only twin, each placement, on rank 0 (the others
-    run the same calls unprofiled, so the transfers still pair): the kernel table and a Chrome trace in OUT, where
-    the time between kernels shows what the step costs beyond its math."""
-    if device.type != "cuda":
-        print("--profile: GPU processes only", flush=True)
-        return
+def _profile(torch, dist, ring, rank, out, causal, tokens, placement, ql, kl, vl, no_transfer) -> None:
+    """torch.profiler over 3 calls of the ring and 3 of its compute-only twin on this rank's rows, on rank 0 (the
+    others run the same calls unprofiled, so the transfers still pair): the kernel table and a Chrome trace in OUT,
+    where the time between kernels shows what the step costs beyond its math."""
     from torch.profiler import ProfilerActivity, profile
 
-    from tasks.ring_dist import shard_rows
-
-    for placement in PLACEMENTS:
-        mine = torch.cat([torch.arange(s.start, s.stop, device=device)
-                          for s in shard_rows(rank, world, tokens, placement)])
-        ql, kl, vl = (t.index_select(2, mine) for t in (q, k, v))
-        o, lse = torch.empty_like(ql), torch.empty(ql.shape[:3], dtype=torch.float32, device=device)
-        for label, comm in (("ring", dist), ("compute", no_transfer)):
-            def calls(n):
-                for _ in range(n):
-                    torch.cuda.synchronize()
-                    dist.barrier()
-                    ring.ring_attention(ql, kl, vl, o, lse, causal, placement, comm)
+    o, lse = torch.empty_like(ql), torch.empty(ql.shape[:3], dtype=torch.float32, device=ql.device)
+    for label, comm in (("ring", dist), ("compute", no_transfer)):
+        def calls(n):
+            for _ in range(n):
                 torch.cuda.synchronize()
+                dist.barrier()
+                ring.ring_attention(ql, kl, vl, o, lse, causal, placement, comm)
+            torch.cuda.synchronize()
 
-            calls(2)  # warm
-            if rank != 0:
-                calls(3)
-                continue
-            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-                calls(3)
-            stem = Path(out) / f"day19-profile-{tokens}-{'causal' if causal else 'full'}-{placement}-{label}"
-            stem.parent.mkdir(parents=True, exist_ok=True)
-            prof.export_chrome_trace(f"{stem}.json")
-            table_text = prof.key_averages().table(sort_by="cuda_time_total", row_limit=25)
-            Path(f"{stem}.txt").write_text(table_text)
-            print(f"== profile {stem.name}\n{table_text}", flush=True)
+        calls(2)  # warm
+        if rank != 0:
+            calls(3)
+            continue
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            calls(3)
+        stem = Path(out) / f"day19-profile-{tokens}-{'causal' if causal else 'full'}-{placement}-{label}"
+        stem.parent.mkdir(parents=True, exist_ok=True)
+        prof.export_chrome_trace(f"{stem}.json")
+        table_text = prof.key_averages().table(sort_by="cuda_time_total", row_limit=25)
+        Path(f"{stem}.txt").write_text(table_text)
+        print(f"== profile {stem.name}\n{table_text}", flush=True)
 
 
 def slug(device: str) -> str:
@@ -315,6 +329,8 @@ def main(argv: list[str] | None = None) -> int:
         return insert(a.insert, dry=a.print)
     if a.out is None:
         p.error("give an output folder (or --insert saved runs)")
+    if a.cpu and a.profile:
+        p.error("--profile profiles the GPU's kernels: it needs GPU processes, not --cpu")
     import torch
     import torch.multiprocessing as mp
 

@@ -16,17 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).parent))
 
+from lesson_table import build_module  # noqa: E402
 from lesson_table import main as lesson_main  # noqa: E402
-
-
-def _build(torch, day: str, exercise: str, src_dir: Path):
-    from grader.check.build import build_exercise
-    from grader.course import load_course
-
-    ex = next(e for e in load_course(ROOT / "course.yaml").day(day).exercises if e.name == exercise)
-    module, _, _ = build_exercise(ex, src_dir=src_dir, root=ROOT, day_id=day,
-                                  capability=tuple(torch.cuda.get_device_capability(0)))
-    return module
 
 
 def _build_node(torch, day20_dir: Path):
@@ -105,8 +96,8 @@ def measure(day20_dir: Path) -> dict:
 
     from tasks import tiny_lm
 
-    fwd = _build(torch, "day12", "flash_attention_mma", ROOT / "solutions" / "day12").flash_attention_mma
-    bwd_mod = _build(torch, "day20", "attention_bwd_tc", day20_dir)
+    fwd = build_module(torch, "day12", "flash_attention_mma").flash_attention_mma
+    bwd_mod = build_module(torch, "day20", "attention_bwd_tc", day20_dir)
     node = _build_node(torch, day20_dir)
     check_node(torch, node, attention_fn(torch, fwd, bwd_mod.attention_bwd_tc_deterministic))
     variants = {  # (the table's label, the attention)

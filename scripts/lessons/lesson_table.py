@@ -1,4 +1,5 @@
-"""What the lesson-table scripts share: a median CUDA-event time, and their command line (measure on a GPU into
+"""What the lesson-table scripts share: a solution built as `grader check` builds it, a median CUDA-event time, and
+their command line (measure on a GPU into
 OUT_DIR/NAME.json and NAME.md, or write a saved NAME.json's table into the lesson's marked block)."""
 from __future__ import annotations
 
@@ -9,6 +10,18 @@ from pathlib import Path
 from collections.abc import Callable
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def build_module(torch, day: str, exercise: str, src_dir: Path | None = None):
+    """The built module of one exercise of course.yaml (src_dir: the day's folder, default solutions/DAY), as
+    `grader check` builds it for this GPU."""
+    from grader.check.build import build_exercise
+    from grader.course import load_course
+
+    ex = next(e for e in load_course(ROOT / "course.yaml").day(day).exercises if e.name == exercise)
+    module, _, _ = build_exercise(ex, src_dir=src_dir or ROOT / "solutions" / day, root=ROOT, day_id=day,
+                                  capability=tuple(torch.cuda.get_device_capability(0)))
+    return module
 
 
 def median_event_ms(torch, fn, reps: int = 20) -> float:

@@ -1,0 +1,193 @@
+"""The course's reference kernels against the libraries, timed outside the grader (issue 37): each solution built
+the way `grader check` builds it, then timed by triton.testing.do_bench (median, L2 flushed between calls) beside
+the library on the same inputs, and by CUDA events in a loop, so that two timers answer the same question.
+
+- attention backward: day 20's `attention_bwd_tc` fed SDPA flash's own forward (o, lse), against the backward of
+  SDPA's flash and cuDNN backends (torch.autograd.grad through a graph built once under each: only the backward's
+  kernels run, on the forward outputs each library saved);
+- attention forward: day 12's `flash_attention_mma` (the wgmma/TMA kernel on sm_90a) against SDPA flash and cuDNN;
+- GEMM: day 11's `matmul_wgmma` against torch.matmul (cuBLAS);
+- softmax: day 05's `softmax` against a copy of the same bytes and torch.softmax.
+
+    python3 scripts/edge_bench.py OUT_DIR [--only bwd fwd gemm softmax] [--quick]
+
+Writes OUT_DIR/edge-bench-<gpu>.json and .md: per case, our time, the library's and the ceiling's, TFLOP/s (GB/s
+for softmax), × each, and our output's largest difference from the library's. Attention FLOPs: the FlashAttention
+papers' convention, 4·B·H·N²·d forward and 2.5 times that backward, halved when causal.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts" / "lessons"))
+
+from lesson_table import build_module, median_event_ms  # noqa: E402
+
+ATTN_SHAPES = [(4, 16, 4096, 128), (4, 16, 4096, 64), (1, 16, 16384, 128)]
+GEMM_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (3000, 5000, 2000)]
+SOFTMAX_SHAPES = [(4096, 4096), (16384, 1024), (8192, 8192), (64, 262144)]
+
+
+def _op(torch, day: str, exercise: str):
+    from grader.course import load_course
+
+    ex = next(e for e in load_course(ROOT / "course.yaml").day(day).exercises if e.name == exercise)
+    return getattr(build_module(torch, day, exercise), ex.op)
+
+
+def _timers(torch, fn) -> dict:
+    from triton.testing import do_bench
+
+    return {"do_bench_ms": float(do_bench(fn, warmup=25, rep=200, return_mode="median")),
+            "events_ms": float(median_event_ms(torch, fn, reps=30))}
+
+
+def _row(kind, label, dtype, ours, libs: dict, work: float, unit: str, diff) -> dict:
+    row = {"kind": kind, "case": label, "dtype": dtype, "ours": ours, "work": work, "unit": unit,
+           "max_abs_diff": diff}
+    scale = 1e12 if unit == "TFLOP/s" else 1e9
+    row["ours_rate"] = work / (ours["do_bench_ms"] * 1e-3) / scale
+    for name, t in libs.items():
+        row[name] = t
+        if t is not None:
+            row[f"x_{name}"] = t["do_bench_ms"] / ours["do_bench_ms"]
+    return row
+
+
+def _attention(torch, rows: list, which: str, quick: bool) -> None:
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    ours = _op(torch, "day20", "attention_bwd_tc") if which == "bwd" else _op(torch, "day12", "flash_attention_mma")
+    for shape in ATTN_SHAPES[:1] if quick else ATTN_SHAPES:
+        b, h, n, d = shape
+        for dtype in (torch.float16, torch.bfloat16):
+            for causal in (False, True):
+                g = torch.Generator(device="cuda").manual_seed(b * 1000 + n + d + 7 * causal + (dtype == torch.bfloat16))
+                q, k, v, dout = (torch.randn(shape, generator=g, device="cuda", dtype=dtype) for _ in range(4))
+                flops = 4 * b * h * n * n * d / (2 if causal else 1) * (2.5 if which == "bwd" else 1.0)
+                label = f"{b}x{h}x{n}x{d}" + (" causal" if causal else "")
+                libs, refs = {}, {}
+                for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
+                    try:
+                        qq, kk, vv = (t.detach().clone().requires_grad_(which == "bwd") for t in (q, k, v))
+                        with sdpa_kernel(backend):
+                            if which == "fwd":
+                                libs[name] = _timers(torch, lambda: F.scaled_dot_product_attention(
+                                    qq, kk, vv, is_causal=causal))
+                                refs[name] = F.scaled_dot_product_attention(qq, kk, vv, is_causal=causal)
+                            else:
+                                out = F.scaled_dot_product_attention(qq, kk, vv, is_causal=causal)
+                                libs[name] = _timers(torch, lambda: torch.autograd.grad(
+                                    out, (qq, kk, vv), dout, retain_graph=True))
+                                refs[name] = torch.autograd.grad(out, (qq, kk, vv), dout, retain_graph=True)
+                    except RuntimeError as e:  # this backend does not take these inputs
+                        libs[name] = None
+                        print(f"  {name} {label} {dtype}: {str(e).splitlines()[0][:120]}", flush=True)
+                o, lse = torch.ops.aten._scaled_dot_product_flash_attention(q, k, v, 0.0, causal)[:2]
+                if which == "fwd":
+                    o2, lse2 = torch.empty_like(q), torch.empty((b, h, n), device="cuda", dtype=torch.float32)
+                    mine = _timers(torch, lambda: ours(q, k, v, o2, lse2, causal))
+                    ref = refs.get("flash")
+                    diff = float((o2.float() - ref.float()).abs().max()) if ref is not None else None
+                else:
+                    dq, dk, dv = (torch.empty_like(q) for _ in range(3))
+                    mine = _timers(torch, lambda: ours(q, k, v, o, lse, dout, dq, dk, dv, causal))
+                    ref = refs.get("flash")
+                    diff = (max(float((a.float() - r.float()).abs().max()) for a, r in zip((dq, dk, dv), ref))
+                            if ref is not None else None)
+                rows.append(_row(f"attention_{which}", label, str(dtype).split(".")[-1], mine, libs, flops,
+                                 "TFLOP/s", diff))
+                print(json.dumps(rows[-1]), flush=True)
+
+
+def _gemm(torch, rows: list, quick: bool) -> None:
+    ours = _op(torch, "day11", "matmul_wgmma")
+    for m, n, k in GEMM_SHAPES[:1] if quick else GEMM_SHAPES:
+        for dtype in (torch.float16, torch.bfloat16):
+            g = torch.Generator(device="cuda").manual_seed(m * 7 + n * 3 + k)
+            a = torch.randn((m, k), generator=g, device="cuda", dtype=dtype)
+            b = torch.randn((k, n), generator=g, device="cuda", dtype=dtype)
+            c, c_lib = torch.empty((m, n), device="cuda", dtype=dtype), torch.empty((m, n), device="cuda", dtype=dtype)
+            libs = {"cublas": _timers(torch, lambda: torch.matmul(a, b, out=c_lib))}
+            mine = _timers(torch, lambda: ours(a, b, c))
+            diff = float((c.float() - c_lib.float()).abs().max())
+            rows.append(_row("gemm", f"{m}x{n}x{k}", str(dtype).split(".")[-1], mine, libs, 2.0 * m * n * k,
+                             "TFLOP/s", diff))
+            print(json.dumps(rows[-1]), flush=True)
+
+
+def _softmax(torch, rows: list, quick: bool) -> None:
+    ours = _op(torch, "day05", "softmax")
+    for r, c in SOFTMAX_SHAPES[-1:] if quick else SOFTMAX_SHAPES:
+        for dtype in (torch.float32, torch.float16, torch.bfloat16):
+            g = torch.Generator(device="cuda").manual_seed(r * 13 + c)
+            x = torch.randn((r, c), generator=g, device="cuda", dtype=torch.float32).to(dtype)
+            out, copy = torch.empty_like(x), torch.empty_like(x)
+            libs = {"copy": _timers(torch, lambda: copy.copy_(x)),
+                    "torch_softmax": _timers(torch, lambda: torch.softmax(x, dim=-1))}
+            mine = _timers(torch, lambda: ours(x, out))
+            diff = float((out.float() - torch.softmax(x.float(), dim=-1)).abs().max())
+            rows.append(_row("softmax", f"{r}x{c}", str(dtype).split(".")[-1], mine, libs,
+                             2.0 * x.numel() * x.element_size(), "GB/s", diff))
+            print(json.dumps(rows[-1]), flush=True)
+
+
+def table(doc: dict) -> str:
+    lines = [f"{doc['gpu']} (torch {doc['torch']}, {doc['date']}): do_bench medians; × = the library's time / ours "
+             "(above 1: ours is faster).", "",
+             "| kernel | case | dtype | ours ms | rate | × library | × ceiling | events/do_bench (ours) | max diff |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    firsts = {"attention_fwd": ("flash", "cudnn"), "attention_bwd": ("flash", "cudnn"), "gemm": ("cublas", None),
+              "softmax": ("torch_softmax", "copy")}
+    def fmt(v, spec=".2f"):
+        return "-" if v is None else format(v, spec)
+
+    for r in doc["rows"]:
+        lib, ceil = firsts[r["kind"]]
+        x_ceil = r.get(f"x_{ceil}") if ceil else None
+        lines.append(f"| {r['kind']} | {r['case']} | {r['dtype']} | {r['ours']['do_bench_ms']:.3f} | "
+                     f"{r['ours_rate']:.0f} {r['unit']} | {fmt(r.get(f'x_{lib}'))} | {fmt(x_ceil)} | "
+                     f"{r['ours']['events_ms'] / r['ours']['do_bench_ms']:.2f} | {fmt(r['max_abs_diff'], '.1e')} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("out", type=Path)
+    p.add_argument("--only", nargs="+", choices=["bwd", "fwd", "gemm", "softmax"],
+                   default=["bwd", "fwd", "gemm", "softmax"])
+    p.add_argument("--quick", action="store_true", help="one shape of each (a smoke run)")
+    a = p.parse_args(argv)
+    import torch
+
+    if not torch.cuda.is_available():
+        print("edge_bench needs a CUDA GPU: it times the solutions against the libraries (run it on the GPU "
+              "machine, e.g. in scripts/device_run.sh's MEASURE-like calls)", file=sys.stderr)
+        return 2
+    rows: list = []
+    for part in a.only:
+        if part in ("bwd", "fwd"):
+            _attention(torch, rows, part, a.quick)
+        elif part == "gemm":
+            _gemm(torch, rows, a.quick)
+        else:
+            _softmax(torch, rows, a.quick)
+    name = torch.cuda.get_device_name(0)
+    slug = next((w.lower() for w in name.split() if w[:1].isalpha() and any(ch.isdigit() for ch in w)), "gpu")
+    doc = {"gpu": name, "torch": torch.__version__, "date": time.strftime("%Y-%m-%d"), "rows": rows}
+    a.out.mkdir(parents=True, exist_ok=True)
+    (a.out / f"edge-bench-{slug}.json").write_text(json.dumps(doc, indent=1) + "\n")
+    (a.out / f"edge-bench-{slug}.md").write_text(table(doc) + "\n")
+    print(table(doc))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -24,8 +24,20 @@ import torch
 from tasks import attention as _attention
 from tasks.philox import keep_mask
 
-LIBRARY = "SDPA (dropout_p, its own mask)"
-probes = _attention.probes
+
+
+def _exposed_mask(inputs, generator):
+    # v's row j is 8·e_(j mod d), exact in every dtype: o[i, c] is 8 / (1 − p) times the sum of the kept P[i, j]
+    # over the keys j ≡ c (mod d), so one wrong mask bit moves an element by about 8·P[i, j], far outside every
+    # bound, where random v would hide it among N terms. (The probe shapes' N is a few times d.)
+    v = inputs["v"]
+    n, d = v.shape[2], v.shape[3]
+    one_hot = torch.zeros((n, d), dtype=torch.float32, device=v.device)
+    one_hot[torch.arange(n, device=v.device), torch.arange(n, device=v.device) % d] = 8.0
+    return {**inputs, "v": one_hot.to(v.dtype).expand_as(v).contiguous()}
+
+
+probes = {**_attention.probes, "exposed_mask": _exposed_mask}
 
 
 def _rng(generator, device) -> torch.Tensor:
@@ -68,11 +80,6 @@ def reference(q, k, v, rng, causal=False, p=0.1):
 
 def flops(q, k, v, rng, causal=False, p=0.1):
     return _attention.flops(q, k, v, causal)
-
-
-def library(q, k, v, rng, o, lse, causal=False, p=0.1):
-    # SDPA's dropout draws its own mask: the library's time, not its values (the grader discards its outputs).
-    torch.nn.functional.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=causal)
 
 
 def backward_reference(q, k, v, rng, dout, causal=False, p=0.1):

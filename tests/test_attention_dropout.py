@@ -50,3 +50,25 @@ def test_the_backward_formulas_are_autograds(causal):
     formula = task.backward_by_formula(x["q"], x["k"], x["v"], x["rng"], dout, causal, 0.25)
     for a, f in zip(auto, formula):
         assert torch.allclose(a, f, rtol=1e-10, atol=1e-12)
+
+
+def test_the_backward_tasks_saved_forward_is_the_dropped_one_and_its_reference_autograds():
+    from tasks import attention_dropout_bwd as bwd
+
+    g = torch.Generator().manual_seed(3)
+    x = bwd.make_inputs((1, 2, 29, 16), torch.float32, g, "cpu", causal=True, p=0.3)
+    o, lse = task.reference(x["q"], x["k"], x["v"], x["rng"], True, 0.3)
+    assert torch.equal(x["o"], o.float()) and torch.equal(x["lse"], lse.float())
+    got = bwd.reference(**x, causal=True, p=0.3)
+    want = task.backward_reference(x["q"], x["k"], x["v"], x["rng"], x["dout"], True, 0.3)
+    assert all(torch.equal(a, b) for a, b in zip(got, want))
+    assert set(bwd.make_outputs(x)) == {"dq", "dk", "dv"}
+
+
+def test_the_exposed_mask_probe_shows_every_kept_bit_in_o():
+    # N = d: key j's value row is 8·e_j, so o[i, j] = 8 / (1 − p) · P[i, j] · M[i, j]: nonzero exactly where kept.
+    x = _case(shape=(1, 2, 64, 64), p=0.5)
+    probed = task.probes["exposed_mask"](x, None)
+    o, _ = task.reference(probed["q"], probed["k"], probed["v"], probed["rng"], False, 0.5)
+    seed, offset = (int(v) for v in x["rng"])
+    assert torch.equal(o != 0, keep_mask(seed, offset, 1, 2, 64, 64, 0.5))

@@ -171,10 +171,10 @@ __global__ void __launch_bounds__(kThreads)
   for (int j = 0; j < end; ++j) {
     load_row<D>(kj, k + head, j, lane);
     load_row<D>(vj, v + head, j, lane);
+    float f = 1.0f;  // (i, j)'s mask factor: 1 without dropout
+    // YOUR CODE HERE: with dropout: the factor of (i, j), drawn before the dot products (it needs none of their data)
     const float pij = expf(dot<D>(qi, kj) * scale - lse_i);
-    const float dp_dropped = dot<D>(doi, vj);
-    float ds = pij * (dp_dropped - delta_i);  // without dropout (day 15)
-    // YOUR CODE HERE: with dropout: (i, j)'s mask factor multiplies dp_dropped, as in dkdv_kernel
+    const float ds = pij * (dot<D>(doi, vj) * f - delta_i);  // dS = P ∘ (dP − D), dP = (dO Vᵀ) ∘ M / (1 − p)
 #pragma unroll
     for (int c = 0; c < kCols; ++c) acc[c] = fmaf(ds, kj[c], acc[c]);
   }

@@ -179,12 +179,12 @@ __global__ void __launch_bounds__(kThreads)
   for (int j = 0; j < end; ++j) {
     load_row<D>(kj, k + head, j, lane);
     load_row<D>(vj, v + head, j, lane);
-    const float pij = expf(dot<D>(qi, kj) * scale - lse_i);
-    const float dp_dropped = dot<D>(doi, vj);
-    float ds = pij * (dp_dropped - delta_i);  // without dropout (day 15)
-    // BEGIN SOLUTION: with dropout: (i, j)'s mask factor multiplies dp_dropped, as in dkdv_kernel
-    ds = pij * (dp_dropped * keep_factor(r, bh, i, j) - delta_i);
+    float f = 1.0f;  // (i, j)'s mask factor: 1 without dropout
+    // BEGIN SOLUTION: with dropout: the factor of (i, j), drawn before the dot products (it needs none of their data)
+    f = keep_factor(r, bh, i, j);
     // END SOLUTION
+    const float pij = expf(dot<D>(qi, kj) * scale - lse_i);
+    const float ds = pij * (dot<D>(doi, vj) * f - delta_i);  // dS = P ∘ (dP − D), dP = (dO Vᵀ) ∘ M / (1 − p)
 #pragma unroll
     for (int c = 0; c < kCols; ++c) acc[c] = fmaf(ds, kj[c], acc[c]);
   }

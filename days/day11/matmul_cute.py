@@ -162,13 +162,15 @@ def matmul_cute(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
     if a.dtype not in (torch.float16, torch.bfloat16) or b.dtype != a.dtype or c.dtype != a.dtype:
         raise TypeError(f"matmul_cute: a, b and c must share fp16 or bf16 (wgmma), got {a.dtype}, {b.dtype}, "
                         f"{c.dtype}")
-    if not (a.is_cuda and b.is_cuda and c.is_cuda and a.dim() == b.dim() == c.dim() == 2):
-        raise ValueError("matmul_cute: a, b and c must be 2-D CUDA tensors")
+    if not (a.dim() == b.dim() == c.dim() == 2):
+        raise ValueError(f"matmul_cute: a, b and c must be 2-D, got {a.dim()}-D, {b.dim()}-D and {c.dim()}-D")
     (m, k), (k2, n) = a.shape, b.shape
     if k2 != k or tuple(c.shape) != (m, n):
         raise ValueError(f"matmul_cute: shapes {tuple(a.shape)} @ {tuple(b.shape)} -> {tuple(c.shape)} do not match")
     if not (a.is_contiguous() and b.is_contiguous() and c.is_contiguous()):
         raise ValueError("matmul_cute: a, b and c must be contiguous (row-major)")
+    if not (a.is_cuda and b.device == a.device and c.device == a.device):
+        raise ValueError(f"matmul_cute: a, b and c must be on one CUDA device, got {a.device}, {b.device}, {c.device}")
     if torch.cuda.get_device_capability(a.device) != (9, 0):
         raise RuntimeError("matmul_cute: wgmma needs a GPU of compute capability 9.0 (H100/H200), got "
                            f"{torch.cuda.get_device_name(a.device)}")

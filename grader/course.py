@@ -171,6 +171,10 @@ class Exercise(Strict):
     sources: list[str] = Field(min_length=1, description="the files of the day's folder the exercise builds from; "
                                "in a torch extension, .py files are imported after the library is loaded (they "
                                "register fake and autograd implementations of its torch ops)")
+    cpu_compile: str | None = Field(None, description="build: python only: a function of the Python file that "
+                                    "compiles its kernels for one dtype without a GPU, called as f(torch_dtype, "
+                                    "\"cpu\") by the compile-only check (a route such as CuTe DSL whose compiler "
+                                    "needs no device); without it, a Python exercise is checked for syntax only")
     uses: list[str] = Field([], description="files of earlier days compiled with the sources, as `dayNN/file`: "
                             "found in the folder beside this day's (days/dayNN for the student, solutions/dayNN for "
                             "--solution), so the op runs the student's own kernels from those days")
@@ -267,6 +271,9 @@ class Exercise(Strict):
         if self.uses and self.build == "python":
             raise ValueError("`uses:` compiles other days' files into a torch extension; a `build: python` "
                              "exercise compiles its kernels itself")
+        if self.cpu_compile and self.build != "python":
+            raise ValueError("cpu_compile names a function of a `build: python` exercise's file (its kernels' "
+                             "compiler without a GPU); a torch extension's sources are compiled by nvcc already")
         if self.build == "torch_extension" and not [s for s in self.sources if not s.endswith(".py")]:
             raise ValueError("a torch extension needs at least one C++/CUDA source besides its .py files")
         if self.build == "python":

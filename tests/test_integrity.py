@@ -51,6 +51,9 @@ def test_python_exercises_own_the_functions_their_files_define(tmp_path):
     assert o.owns(k("_ZN6cudapy8__main__18_softmax_rows$241E5ArrayIfLi2E1C7mutable7alignedE"))
     assert o.owns(k("softmax_kernel"))
     assert not o.owns(k(ATEN_SOFTMAX))  # `def softmax` does not make ATen's softmax kernels the student's
+    # CuTe DSL names a kernel after its function, between `kernel_cutlass_` and the specialisation (the PTX entry).
+    assert o.owns(k("kernel_cutlass__softmax_rows_tensorptrbf16genericalign16oi641_tensorptrbf16genericalign16oi641_0"))
+    assert not o.owns(k("kernel_cutlass__softmax_rows2_tensorptrf32_0"))  # another function's kernel
 
 
 def test_verdict_names_foreign_work_first_then_another_stream():

@@ -37,6 +37,27 @@ def test_the_table_says_what_was_measured_and_where():
     assert "| 8×8×8 | 1 | 2 | 0.50 | 1.0e-03 |" in measure.table(data)
 
 
+def test_the_cute_table_says_what_was_built_where_and_that_no_gpu_ran_it():
+    cute = importlib.import_module("cute_measure")
+    data = {"nvcc": "13.0", "dsl": "4.8.1", "cpu": "some CPU", "cores": 2, "flags": ["-O3"], "repeats": 3,
+            "course": {"what": "a", "code_lines": 545, "kernels": 7, "seconds": 4.06},
+            "cute": {"what": "b", "code_lines": 145, "kernels": 2, "import_s": 2.1,
+                     "compile_s": {"float16": 0.8, "bfloat16": 0.7}},
+            "ptx": {"float16": {"target": "sm_90a", "wgmma": ["m64n256k16.f32.f16.f16"], "wgmma_count": 4,
+                                "tma_count": 5, "threads": 384, "ptxas": {"registers": 168, "spill_bytes": 0}}}}
+    text = cute.table(data)
+    assert "| a | 545 | 7 | 4.1 |" in text and "| b | 145 | 2 | 1.5 (+ 2.1 to import the DSL) |" in text
+    assert "| float16 | sm_90a | m64n256k16.f32.f16.f16 | 4 | 5 | 384 | 168 | 0 |" in text
+    assert "2 cores of some CPU, no GPU" in text and "still to be run" in text
+
+
+def test_python_code_lines_leave_out_comments_docstrings_and_blanks(tmp_path):
+    cute = importlib.import_module("cute_measure")
+    f = tmp_path / "k.py"
+    f.write_text('"""Doc\nstring."""\nimport x  # why\n\n# a comment\ndef f(a,\n      b):\n    """One."""\n    return a\n')
+    assert cute.python_code_lines(f) == 4  # import, def (two lines), return
+
+
 def test_the_thunder_note_says_what_happened_when_it_did_not_run():
     thunder = importlib.import_module("thunder_measure")
     failed = {"torch": "2.13.0+cpu", "thunder": "0.2.6", "gpu": None, "status": "does not import",

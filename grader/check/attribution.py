@@ -134,9 +134,10 @@ class Owner:
         if path(launch.name) in self.paths:
             return True
         # JIT-compiled kernels carry the Python or CUDA function's name: as it is (Triton, CuPy's extern "C"
-        # kernels), under the module's name (numba: `mod::_rows[abi:...]`) or mangled (`...18softmax_kernel$241E`).
+        # kernels), under the module's name (numba: `mod::_rows[abi:...]`), mangled (`...18softmax_kernel$241E`)
+        # or, from CuTe DSL, after `kernel_cutlass_` and before its specialisation (`kernel_cutlass__gemm_TiledMMA...`).
         return any(identifier(launch.name) == i or re.search(rf"\d{re.escape(i)}\$\d+", launch.name)
-                   for i in self.identifiers)
+                   or launch.name.startswith(f"kernel_cutlass_{i}_") for i in self.identifiers)
 
 
 MARKER = "spin_kernel"  # torch.cuda._sleep's kernel: launched on the caller's stream around the call

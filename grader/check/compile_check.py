@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -195,6 +196,64 @@ def compile_python(src: Path, root: Path) -> CompileReport:
         return CompileReport(rel, False, "python", [f"{rel}:{getattr(e, 'lineno', None) or 1}: error: {msg}"],
                              log=str(e))
     return CompileReport(rel, True, "python")
+
+
+# Runs in a process of its own (the student's code): imports the exercise's Python file and calls its compile
+# function once per dtype with device "cpu". Exit 3 and "MISSING <package>" when the route's package is absent.
+_CPU_COMPILE = r"""
+import importlib.util, sys, traceback
+path, function, *dtypes = sys.argv[1:]
+try:
+    import torch
+    spec = importlib.util.spec_from_file_location("cpu_compiled_route", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+except ModuleNotFoundError as e:
+    top = (e.name or "").split(".")[0]
+    if top and importlib.util.find_spec(top) is None:
+        print(f"MISSING {top}")
+        sys.exit(3)
+    traceback.print_exc()
+    sys.exit(1)
+except BaseException:
+    traceback.print_exc()
+    sys.exit(1)
+names = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+for d in dtypes:
+    try:
+        getattr(module, function)(names[d], "cpu")
+    except BaseException:
+        print(f"in {function}({d}):")
+        traceback.print_exc()
+        sys.exit(1)
+print("compiled", *dtypes)
+"""
+
+
+def compile_python_kernels(src: Path, function: str, dtypes: list[str], root: Path, timeout_s: float | None = None,
+                           sandbox=None) -> CompileReport:
+    """A Python route whose kernels compile without a GPU (course.yaml `cpu_compile:`, e.g. CuTe DSL's
+    cute.compile): the file's `function(dtype, "cpu")` for each dtype, in a process of its own. A route whose
+    package this Python lacks is checked for syntax only, and the report says so."""
+    rel = relative_path(src, root)
+    cmd = [sys.executable, "-c", _CPU_COMPILE, str(src), function, *dtypes]
+    with tempfile.TemporaryDirectory() as tmp:
+        prefix = sandbox.compiler([src.parent], Path(tmp)) if sandbox is not None else []
+        code, log = _run_compiler(cmd, timeout_s, prefix)
+    if code is None:
+        return CompileReport(rel, False, "python", note=f"its kernels did not compile in "
+                             f"{timeout_s or COMPILE_TIMEOUT_S:g} s", log=log[-20000:])
+    if code == 3 and log.startswith("MISSING "):
+        package = log.split()[1]
+        return CompileReport(rel, True, "python", note=f"kernels not compiled: the package `{package}` is not "
+                             "installed here (syntax checked only)")
+    if code != 0:
+        lines = [int(n) for n in re.findall(rf'File "{re.escape(str(src))}", line (\d+)', log)]
+        last = log.strip().splitlines()[-1] if log.strip() else f"exit code {code}"
+        return CompileReport(rel, False, "python", [f"{rel}:{lines[-1] if lines else 1}: error: {last}"],
+                             log=log[-20000:])
+    return CompileReport(rel, True, "python", note=f"kernels compiled ({', '.join(dtypes)})")
 
 
 def source_problem(src: Path, root: Path) -> CompileReport | None:

@@ -71,7 +71,7 @@ def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, 
     prestarted: a worker started before planning (cmd_check), for the first run only; released after it.
     sandbox: the CheckSandbox (grader/check/sandboxed.py) the build, the workers and the compilers run in."""
     from grader.check.build import source_paths
-    from grader.check.compile_check import compile_sources, defines_op, source_problem
+    from grader.check.compile_check import compile_python_kernels, compile_sources, defines_op, source_problem
     from grader.check.job import make_job
     from grader.check.runner import job_file, run_job
     from grader.check.verdict import ExerciseResult, compiled_only, note_placeholders
@@ -102,10 +102,14 @@ def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, 
                 timings.mark("early worker released")
         timings.mark(f"{ex.name}: worker finished ({res.status})")
         if res.status == Status.NO_GPU:
-            res = compiled_only(res, ex, compile_sources([*(src_dir / s for s in ex.sources if s.endswith(".py")),
-                                                          *source_paths(ex, src_dir)],
-                                                         [root / i for i in ex.include_dirs], ex.extra_cuda_cflags,
-                                                         root, timeout_s=job.limits.build_s, sandbox=sandbox))
+            reports = compile_sources([*(src_dir / s for s in ex.sources if s.endswith(".py")),
+                                       *source_paths(ex, src_dir)],
+                                      [root / i for i in ex.include_dirs], ex.extra_cuda_cflags,
+                                      root, timeout_s=job.limits.build_s, sandbox=sandbox)
+            if ex.cpu_compile and all(r.ok for r in reports):  # the route's own compiler, which needs no GPU
+                reports.append(compile_python_kernels(src_dir / ex.sources[0], ex.cpu_compile, list(ex.dtypes), root,
+                                                      timeout_s=job.limits.build_s, sandbox=sandbox))
+            res = compiled_only(res, ex, reports)
             if res.status == Status.NO_GPU and not defines_op(ex, src_dir):
                 res.message += (f". Warning: none of your sources defines the op `{ex.op.split('::')[-1]}` (the "
                                 "bindings name it, e.g. m.def(\"" + ex.op.split("::")[-1] + "\", …)): on a GPU the "

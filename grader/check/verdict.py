@@ -90,8 +90,15 @@ def compiled_only(res: ExerciseResult, ex, reports: list) -> ExerciseResult:
     if not all(r.ok for r in reports):
         res.status, res.message = Status.BUILD_ERROR, "the code does not compile"
     else:
-        what = ("Python syntax checked (its kernels compile only on a GPU)" if ex.build == "python" else
-                "compiled for sm_80 and sm_90")
+        kernels = next((r.note for r in reports if r.note.startswith("kernels ")), "")
+        if ex.build != "python":
+            what = "compiled for sm_80 and sm_90"
+        elif kernels.startswith("kernels compiled"):
+            what = f"Python syntax checked and its {kernels} without a GPU"
+        elif kernels:
+            what = f"Python syntax checked; {kernels}"
+        else:
+            what = "Python syntax checked (its kernels compile only on a GPU)"
         res.message = (f"{what}; no CUDA GPU here, so correctness and speed were not checked: run "
                        "`grader check` on a GPU machine")
     return res

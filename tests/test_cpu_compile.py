@@ -1,0 +1,107 @@
+"""Python routes whose kernels compile without a GPU (course.yaml `cpu_compile:`, e.g. day 13's CuTe DSL softmax and
+day 11's CuTe GEMM): the compile-only check calls the file's function per dtype in a process of its own; a failure is
+the student's build error at its line, a missing package is said, not failed."""
+import importlib.util
+import os
+import subprocess
+import sys
+
+import pytest
+
+from grader.check.compile_check import compile_python_kernels
+from tests.conftest import ROOT
+
+ROUTE = """import torch
+
+def compile_for(dtype, device):
+    assert device == "cpu"
+    if dtype == torch.float16:
+        raise TypeError("this kernel has no fp16 path")
+"""
+
+
+def test_a_compile_error_is_the_students_at_its_line(tmp_path):
+    f = tmp_path / "route.py"
+    f.write_text(ROUTE)
+    ok = compile_python_kernels(f, "compile_for", ["fp32", "bf16"], tmp_path)
+    assert ok.ok and ok.note == "kernels compiled (fp32, bf16)"
+    bad = compile_python_kernels(f, "compile_for", ["fp32", "fp16"], tmp_path)
+    assert not bad.ok and bad.diagnostics == ["route.py:6: error: TypeError: this kernel has no fp16 path"]
+
+
+def test_a_route_whose_package_is_missing_is_checked_for_syntax_only(tmp_path):
+    f = tmp_path / "route.py"
+    f.write_text("import no_such_dsl_package_here\n\ndef compile_for(dtype, device):\n    pass\n")
+    r = compile_python_kernels(f, "compile_for", ["fp32"], tmp_path)
+    assert r.ok and "`no_such_dsl_package_here` is not installed here (syntax checked only)" in r.note
+
+
+def test_cpu_compile_belongs_to_python_exercises():
+    from pydantic import ValidationError
+
+    from grader.course import Exercise, load_course
+
+    ex = next(e for e in load_course(ROOT / "course.yaml").day("day13").exercises if e.name == "softmax_cute")
+    data = {**ex.model_dump(exclude_defaults=True), "build": "torch_extension", "sources": ["s.cu", "b.cpp"]}
+    with pytest.raises(ValidationError, match="cpu_compile names a function of a `build: python`"):
+        Exercise.model_validate(data)
+
+
+needs_cute = pytest.mark.skipif(importlib.util.find_spec("cutlass") is None,
+                                reason="CuTe DSL not installed (pip install -e \".[cute]\")")
+
+
+@needs_cute
+@pytest.mark.parametrize("folder", ["solutions", "days"])
+def test_day13s_cute_softmax_compiles_without_a_gpu(folder):
+    r = compile_python_kernels(ROOT / folder / "day13" / "softmax_cute.py", "compile_for", ["fp32", "fp16", "bf16"],
+                               ROOT)
+    assert r.ok and r.note == "kernels compiled (fp32, fp16, bf16)", r.log
+
+
+@needs_cute
+@pytest.mark.parametrize("folder", ["solutions", "days"])
+def test_day11s_cute_gemm_compiles_without_a_gpu(folder):
+    """Step 11f's solution and its stub (two holes, so nothing is written) both build for sm_90a here."""
+    r = compile_python_kernels(ROOT / folder / "day11" / "matmul_cute.py", "compile_for", ["fp16", "bf16"], ROOT)
+    assert r.ok and r.note == "kernels compiled (fp16, bf16)", r.log
+
+
+@needs_cute
+@pytest.mark.parametrize("dtype,ptx_type", [("float16", "f16"), ("bfloat16", "bf16")])
+def test_day11s_cute_gemm_is_wgmma_fed_by_tma(tmp_path, dtype, ptx_type):
+    """The PTX the DSL keeps (CUTE_DSL_KEEP=ptx) holds what the lesson says the kernel is: wgmma m64n256k16 with
+    fp32 accumulators, TMA tile copies, mbarriers and the producer's register hand-over."""
+    code = ("import importlib.util, sys, torch\n"
+            "spec = importlib.util.spec_from_file_location('m', sys.argv[1])\n"
+            "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+            f"m.compile_for(torch.{dtype}, 'cpu')\n")
+    env = {**os.environ, "CUTE_DSL_KEEP": "ptx", "CUTE_DSL_DUMP_DIR": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-c", code, str(ROOT / "solutions" / "day11" / "matmul_cute.py")], env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    (ptx,) = [p.read_text() for p in tmp_path.glob("*.ptx")]
+    assert ".target sm_90a" in ptx
+    assert f"wgmma.mma_async.sync.aligned.m64n256k16.f32.{ptx_type}.{ptx_type}" in ptx
+    assert "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes" in ptx
+    assert "mbarrier.try_wait.parity" in ptx and "setmaxnreg.inc.sync.aligned.u32" in ptx
+
+
+@needs_cute
+def test_day11s_cute_gemm_refuses_bad_input_with_a_message():
+    spec = importlib.util.spec_from_file_location("matmul_cute", ROOT / "solutions" / "day11" / "matmul_cute.py")
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    import torch
+
+    a, b, c = (torch.zeros(shape, dtype=torch.float16) for shape in ((4, 8), (8, 16), (4, 16)))
+    with pytest.raises(TypeError, match="fp16 or bf16"):
+        m.matmul_cute(a.float(), b.float(), c.float())
+    with pytest.raises(TypeError, match="fp16 or bf16"):
+        m.compile_for(torch.float32, "cpu")
+    with pytest.raises(ValueError, match=r"\(4, 8\) @ \(7, 16\) -> \(4, 16\) do not match"):
+        m.matmul_cute(a, b[:7], c)
+    with pytest.raises(ValueError, match="contiguous"):
+        m.matmul_cute(a, b.t().contiguous().t(), c)
+    with pytest.raises(ValueError, match="one CUDA device"):
+        m.matmul_cute(a, b, c)

@@ -78,5 +78,7 @@ def test_a_mojo_source_is_not_handed_to_the_cpp_compiler(tmp_path):
 
     f = tmp_path / "k.mojo"
     f.write_text("def main():\n    print(1)\n")
+    assert compile_sources([f], [], [], tmp_path) == []  # read (source_problem), then left to cpu_compile
+    f.write_bytes(b"\0")
     (r,) = compile_sources([f], [], [], tmp_path)
-    assert r.ok and r.tool == "-" and "own compiler" in r.note
+    assert not r.ok and "NUL bytes" in r.note

@@ -400,9 +400,8 @@ def compile_sources(sources: list[Path], include_dirs: list[Path], extra_cuda_fl
                                                             sandbox), boxed))
         elif s.suffix == ".py":
             reports.append(compile_python(s, root))
-        elif s.suffix not in HOST_SOURCE_SUFFIXES:  # e.g. a .mojo kernel: its route's own compiler (cpu_compile)
-            reports.append(CompileReport(relative_path(s, root), True, "-",
-                                         note="not C++, CUDA or Python: left to the exercise's own compiler"))
+        elif s.suffix not in HOST_SOURCE_SUFFIXES:
+            continue  # e.g. a .mojo kernel: read above, and compiled by its route's own compiler (cpu_compile)
         else:
             reports.append(_cached(s, include_dirs, [], root,
                                    lambda s=s: compile_host(s, include_dirs, root, timeout_s, sandbox), boxed))

@@ -105,3 +105,35 @@ def test_day11s_cute_gemm_refuses_bad_input_with_a_message():
         m.matmul_cute(a, b.t().contiguous().t(), c)
     with pytest.raises(ValueError, match="one CUDA device"):
         m.matmul_cute(a, b, c)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mojo") is None, reason="Mojo not installed (pip install -e \".[mojo]\")")
+@pytest.mark.parametrize("folder", ["solutions", "days"])
+def test_day13s_mojo_softmax_compiles_without_a_gpu(folder):
+    r = compile_python_kernels(ROOT / folder / "day13" / "softmax_mojo.py", "compile_for", ["fp32", "fp16", "bf16"],
+                               ROOT)
+    assert r.ok and r.note == "kernels compiled (fp32, fp16, bf16)", r.log
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mojo") is None, reason="Mojo not installed (pip install -e \".[mojo]\")")
+def test_a_mojo_compile_error_is_reported_at_its_line_in_the_mojo_file(tmp_path):
+    for f in ("softmax_mojo.py", "softmax_mojo.mojo"):
+        (tmp_path / f).write_text((ROOT / "solutions" / "day13" / f).read_text())
+    mojo = tmp_path / "softmax_mojo.mojo"
+    text = mojo.read_text()
+    assert text.count("var inv = 1.0 / s") == 1
+    mojo.write_text(text.replace("var inv = 1.0 / s", "var inv = 1.0 / s_total"))
+    line = next(n for n, ln in enumerate(mojo.read_text().splitlines(), 1) if "s_total" in ln)
+    r = compile_python_kernels(tmp_path / "softmax_mojo.py", "compile_for", ["fp32"], tmp_path)
+    assert not r.ok and f"softmax_mojo.mojo:{line}:" in r.diagnostics[0], r.diagnostics
+
+
+def test_a_mojo_source_is_not_handed_to_the_cpp_compiler(tmp_path):
+    from grader.check.compile_check import compile_sources
+
+    f = tmp_path / "k.mojo"
+    f.write_text("def main():\n    print(1)\n")
+    assert compile_sources([f], [], [], tmp_path) == []  # read (source_problem), then left to cpu_compile
+    f.write_bytes(b"\0")
+    (r,) = compile_sources([f], [], [], tmp_path)
+    assert not r.ok and "NUL bytes" in r.note

@@ -41,7 +41,7 @@ from grader.errors import GraderError
 BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"
 PLACEHOLDER = "YOUR CODE HERE"
 INSTRUCTOR_ONLY = "INSTRUCTOR ONLY"
-_COMMENT = {".cu": "//", ".cuh": "//", ".cpp": "//", ".h": "//", ".hpp": "//", ".py": "#"}
+_COMMENT = {".cu": "//", ".cuh": "//", ".cpp": "//", ".h": "//", ".hpp": "//", ".py": "#", ".mojo": "#"}
 # A comment in any of the syntaxes an instructor might reach for, opening with a marker's words: checked against
 # the file's own syntax, so that a marker the release would not see is an error instead of a leaked solution.
 _OPENER = r"(?://|/\*|#|--|<!--)[/*#!-]*\s*"

@@ -294,6 +294,7 @@ def source_problem(src: Path, root: Path) -> CompileReport | None:
     return None
 
 
+HOST_SOURCE_SUFFIXES = {".cpp", ".cc", ".cxx", ".c"}  # what compile_host syntax-checks
 HEADER_SUFFIXES = {".h", ".hh", ".hpp", ".cuh", ".inc", ".inl"}
 CACHE_VERSION = 1  # bump when a report's contents change
 
@@ -399,6 +400,8 @@ def compile_sources(sources: list[Path], include_dirs: list[Path], extra_cuda_fl
                                                             sandbox), boxed))
         elif s.suffix == ".py":
             reports.append(compile_python(s, root))
+        elif s.suffix not in HOST_SOURCE_SUFFIXES:
+            continue  # e.g. a .mojo kernel: read above, and compiled by its route's own compiler (cpu_compile)
         else:
             reports.append(_cached(s, include_dirs, [], root,
                                    lambda s=s: compile_host(s, include_dirs, root, timeout_s, sandbox), boxed))

@@ -137,3 +137,18 @@ def test_a_mojo_source_is_not_handed_to_the_cpp_compiler(tmp_path):
     f.write_bytes(b"\0")
     (r,) = compile_sources([f], [], [], tmp_path)
     assert not r.ok and "NUL bytes" in r.note
+
+
+def test_the_compile_only_verdict_names_a_python_route_once(tmp_path):
+    """The route's compile step imports the file, so it has checked the syntax too: the report has one line for the
+    file (its kernels compiled, or why not), not a syntax line and a kernels line."""
+    import json
+
+    from grader import cli
+
+    out = tmp_path / "r.json"
+    cli.main(["check", "day13", "--exercise", "softmax_cute", "--solution", "--json", str(out)])
+    (ex,) = json.loads(out.read_text())["exercises"]
+    files = [c["file"] for c in ex["compile"]]
+    assert files == ["solutions/day13/softmax_cute.py"], files
+    assert ex["compile"][0]["note"].startswith("kernels "), ex["compile"][0]

@@ -185,3 +185,16 @@ def test_cases_that_never_ran_are_a_failure_not_a_missing_implementation():
     died = result([Category.NOT_RUN] * 3)
     assert died.status == Status.FAIL and "not_run here" in died.message
     assert result([Category.NOT_IMPLEMENTED, Category.NOT_RUN]).status == Status.NOT_IMPLEMENTED
+
+
+def test_an_exercise_for_one_gpu_generation_is_skipped_elsewhere_saying_why(course):
+    """course.yaml `capability:` (day 11's CuTe step needs wgmma): another GPU skips it with the reason, never
+    fails it; the GPUs it names run it, and an exercise naming none runs everywhere."""
+    from grader.check.worker import capability_shortfall
+
+    cute = next(e for e in course.day("day11").exercises if e.name == "matmul_cute")
+    why = capability_shortfall(cute, (8, 0), "NVIDIA A100-SXM4-80GB")
+    assert why and "9.0" in why and "A100" in why and "is 8.0" in why and "skipped" in why
+    assert capability_shortfall(cute, (9, 0), "NVIDIA H100 80GB HBM3") is None
+    plain = course.day("day11").exercises[0]
+    assert not plain.capability and capability_shortfall(plain, (7, 5), "Tesla T4") is None

@@ -333,6 +333,15 @@ def make_timer(torch, timing):
     return CudaTimer(torch, timing.warmup, timing.min_reps, timing.max_reps, timing.budget_s, timing.rel_stderr)
 
 
+def capability_shortfall(ex, cap: tuple[int, int], gpu: str) -> str | None:
+    """Why this GPU cannot run the exercise (course.yaml `capability:`), or None."""
+    have = f"{cap[0]}.{cap[1]}"
+    if not ex.capability or have in ex.capability:
+        return None
+    return (f"runs on compute capability {' or '.join(ex.capability)} only; this GPU ({gpu}) is {have}: skipped, "
+            "not failed")
+
+
 # -- the run --------------------------------------------------------------------------------------------------
 def run(job: Job, emit: Emitter, *, start: int = 0, had_failure: bool = False, only: set[int] | None = None,
         sanitized: bool = False, job_path: Path | None = None, member: ranks.Member | None = None) -> int:
@@ -362,6 +371,10 @@ def run(job: Job, emit: Emitter, *, start: int = 0, had_failure: bool = False, o
             return 0
         props = torch.cuda.get_device_properties(0)
         cap = torch.cuda.get_device_capability(0)
+        why = capability_shortfall(ex, cap, props.name)
+        if why:
+            emit("skipped", message=f"{job.target.day}.{ex.name} {why}")
+            return 0
         gpu = props.name if ex.processes == 1 else f"{ex.processes} x {props.name}"
         emit("info", gpu=gpu, capability=f"{cap[0]}.{cap[1]}", sms=props.multi_processor_count,
              torch=torch.__version__, cuda=torch.version.cuda, driver=driver_version(), seed=job.seed)

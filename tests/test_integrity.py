@@ -56,6 +56,18 @@ def test_python_exercises_own_the_functions_their_files_define(tmp_path):
     assert not o.owns(k("kernel_cutlass__softmax_rows2_tensorptrf32_0"))  # another function's kernel
 
 
+def test_a_mojo_kernel_is_its_files_by_the_entry_name_mojo_gives_it(tmp_path):
+    # Mojo names a kernel's PTX entry <file stem>_<function>_<specialisation hash> (mojo 1.2, day 13's route 5).
+    f = tmp_path / "softmax_mojo.mojo"
+    f.write_text("@always_inline\ndef merge(a: Float32) -> Float32:\n    return a\n\n"
+                 "def softmax_rows[dtype: DType](x: Float32):\n    pass\n")
+    o = Owner(identifiers=python_kernel_names([f]))
+    assert o.owns(k("softmax_mojo_softmax_rows_DTy6A6AcB6A6A_9494c78a106dfb37"))
+    assert not o.owns(k("softmax_mojo_softmax_rows2_DTy6A6AcB6A6A_9494c78a106dfb37"))  # another function's kernel
+    assert not o.owns(k("other_softmax_rows_DTy6A6AcB6A6A_9494c78a106dfb37"))  # another file's
+    assert not o.owns(k(ATEN_SOFTMAX))
+
+
 def test_verdict_names_foreign_work_first_then_another_stream():
     o = Owner(STUDENT)
     cat, msg = verdict([k("cfun"), k(CUBLAS)], 7, o)

@@ -99,7 +99,10 @@ def python_kernel_names(files: list[Path]) -> set[str]:
             text = f.read_text(errors="replace")
         except OSError:
             continue
-        found |= set(re.findall(r"^\s*def\s+([A-Za-z_]\w*)", text, re.M))
+        defined = set(re.findall(r"^\s*(?:def|fn)\s+([A-Za-z_]\w*)", text, re.M))
+        found |= defined
+        if f.suffix == ".mojo":  # Mojo names a kernel's PTX entry <file stem>_<function>_<specialisation>
+            found |= {f"{f.stem}_{name}_" for name in defined}
         found |= set(re.findall(r"__global__\s+(?:[\w:<>,\s*&]+?\s+)?([A-Za-z_]\w*)\s*\(", text))
     return found
 
@@ -136,8 +139,10 @@ class Owner:
         # JIT-compiled kernels carry the Python or CUDA function's name: as it is (Triton, CuPy's extern "C"
         # kernels), under the module's name (numba: `mod::_rows[abi:...]`), mangled (`...18softmax_kernel$241E`)
         # or, from CuTe DSL, after `kernel_cutlass_` and before its specialisation (`kernel_cutlass__gemm_TiledMMA...`).
+        # Mojo's: `<file stem>_<function>_<specialisation hash>`, the identifiers ending in "_" (python_kernel_names).
         return any(identifier(launch.name) == i or re.search(rf"\d{re.escape(i)}\$\d+", launch.name)
-                   or launch.name.startswith(f"kernel_cutlass_{i}_") for i in self.identifiers)
+                   or launch.name.startswith(f"kernel_cutlass_{i}_")
+                   or (i.endswith("_") and launch.name.startswith(i)) for i in self.identifiers)
 
 
 MARKER = "spin_kernel"  # torch.cuda._sleep's kernel: launched on the caller's stream around the call

@@ -19,7 +19,8 @@
 # day; its table into $OUT, its logs into logs.tar.gz), README_FIGURES=1 (scripts/readme_figures.py on this GPU: its
 # rows into $OUT/readme-figures.json; here, `scripts/readme_figures.py --merge` that file), ATTEMPTS (e.g. "day02 day05":
 # the natural first attempts of tests/first_attempts.yaml against their bars, scripts/first_attempts.py),
-# GRADER_TEST_TIMINGS=1 (each GPU test's `grader check --timings` stamps kept in its line of test_times.jsonl).
+# STAGE_ONLY=1 (only gather the carried .stage-N/ wheel folders; see below), GRADER_TEST_TIMINGS=1 (each GPU
+# test's `grader check --timings` stamps kept in its line of test_times.jsonl).
 # Full logs go to $OUT/logs.tar.gz, results to $OUT/results.json; a short table is printed last.
 set -uo pipefail
 OUT=${OUT:-$(mktemp -d)}
@@ -27,6 +28,22 @@ LOG=$(mktemp -d)
 export PYTHONUNBUFFERED=1
 cd "$(dirname "$0")/.."
 
+# Wheels over one call's carry (CuTe DSL's libraries, Mojo's compiler) come in several calls on one warm machine,
+# each carrying one ignored folder .stage-N/ (wheels, and parts NAME.partNN of the larger ones, cut at 50 MiB, with
+# SHA256SUMS for the whole wheels). Every call adds its folders to /tmp/stage, which outlives a call on a warm
+# machine; STAGE_ONLY=1 stops there (the calls before the last). Once every part of a wheel is there it is joined,
+# checked against SHA256SUMS and installed into /tmp/site with the others.
+if compgen -G ".stage-*/*" >/dev/null; then
+  mkdir -p /tmp/stage && cp -r .stage-*/. /tmp/stage/
+  if [ -n "${STAGE_ONLY:-}" ]; then echo "staged:"; ls -l /tmp/stage; exit 0; fi
+fi
+if compgen -G "/tmp/stage/*.whl*" >/dev/null; then
+  ( cd /tmp/stage || exit 1
+    for first in *.part00; do [ -e "$first" ] || continue; w=${first%.part00}; cat "$w".part?? >"$w" && rm "$w".part??; done
+    if [ -f SHA256SUMS ]; then sha256sum -c SHA256SUMS || { echo "staged wheels: checksum mismatch (a part missing?)"; exit 1; }; fi
+    python3 -m pip install -q --no-index --no-deps --no-cache-dir --target /tmp/site ./*.whl ) \
+    && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
 if compgen -G ".whl/*.whl" >/dev/null; then  # compiled to .pyc at install, as a student's pip does (timings)
   python3 -m pip install -q --no-index --no-deps --no-cache-dir --target /tmp/site .whl/*.whl \
     && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}

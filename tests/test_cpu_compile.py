@@ -29,6 +29,15 @@ def test_a_compile_error_is_the_students_at_its_line(tmp_path):
     assert not bad.ok and bad.diagnostics == ["route.py:6: error: TypeError: this kernel has no fp16 path"]
 
 
+def test_a_route_without_its_compile_function_is_told_which_one(tmp_path):
+    f = tmp_path / "route.py"
+    f.write_text("import torch\n\ndef compile_for_me(dtype, device):\n    pass\n")
+    r = compile_python_kernels(f, "compile_for", ["fp32"], tmp_path)
+    assert not r.ok and r.diagnostics == [
+        "route.py:1: error: the file defines no function `compile_for(dtype, device)`, which builds its kernels for a "
+        "dtype (the compile-only check calls it with device \"cpu\"); the stub has its signature"]
+
+
 def test_a_route_whose_package_is_missing_is_checked_for_syntax_only(tmp_path):
     f = tmp_path / "route.py"
     f.write_text("import no_such_dsl_package_here\n\ndef compile_for(dtype, device):\n    pass\n")

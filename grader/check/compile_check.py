@@ -220,6 +220,10 @@ except BaseException:
     traceback.print_exc()
     sys.exit(1)
 names = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+if not callable(getattr(module, function, None)):
+    print(f"ERROR: the file defines no function `{function}(dtype, device)`, which builds its kernels for a dtype "
+          "(the compile-only check calls it with device \"cpu\"); the stub has its signature")
+    sys.exit(4)
 for d in dtypes:
     try:
         getattr(module, function)(names[d], "cpu")
@@ -248,6 +252,8 @@ def compile_python_kernels(src: Path, function: str, dtypes: list[str], root: Pa
         package = log.split()[1]
         return CompileReport(rel, True, "python", note=f"kernels not compiled: the package `{package}` is not "
                              "installed here (syntax checked only)")
+    if code == 4 and log.startswith("ERROR: "):
+        return CompileReport(rel, False, "python", [f"{rel}:1: error: {log.strip()[len('ERROR: '):]}"], log=log)
     if code != 0:
         lines = [int(n) for n in re.findall(rf'File "{re.escape(str(src))}", line (\d+)', log)]
         last = log.strip().splitlines()[-1] if log.strip() else f"exit code {code}"

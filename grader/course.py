@@ -7,10 +7,11 @@ from __future__ import annotations
 import re
 from datetime import date, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator,
+                      model_validator)
 
 from grader.errors import GraderError
 from grader.verdicts import Category
@@ -222,8 +223,9 @@ class Exercise(Strict):
                               "sources (an exercise about communication, whose compute is the library's and whose "
                               "transfers run on NCCL's own streams)")
     points: int = Field(ge=0)
-    capability: list[str] = Field([], description="the compute capabilities the exercise runs on, e.g. [\"9.0\"] for "
-                                  "wgmma; on any other GPU it is skipped, saying so (empty: every GPU)")
+    capability: list[Annotated[str, StringConstraints(pattern=r"^\d+\.\d+$")]] = Field(
+        [], description="the compute capabilities the exercise runs on, as major.minor, e.g. [\"9.0\"] for wgmma; on any "
+                        "other GPU it is skipped, saying so (empty: every GPU)")
     optional: bool = Field(False, description="an extra step beyond the day's: graded like any other when written, "
                            "but its stub left as released (not implemented) does not fail `grader check`'s exit code")
     hints: dict[str, str] = {}

@@ -160,9 +160,12 @@ def argv(policy: Policy, base_env: dict[str, str] | None = None) -> list[str]:
         elif p.is_dir():
             add(p, 0, "--ro-bind", s, s)
     read = [*python_paths(), *cuda_paths(), *toolchain_paths(), *policy.read]
+    hidden = [s for h in policy.hide for s in _spellings(h)]
     bound: dict[Path, str] = {}
     for p in read:
-        if p.exists():
+        # A hidden folder is never bound whole, whatever names it: $PYTHONPATH set to the course itself would
+        # otherwise show solutions/ (a hidden folder inside a bound one is covered below; this is the same folder).
+        if p.exists() and not any(s in hidden for s in _spellings(p)):
             for s in _spellings(p):
                 bound.setdefault(s, "--ro-bind")
     for p in policy.write:
@@ -172,7 +175,6 @@ def argv(policy: Policy, base_env: dict[str, str] | None = None) -> list[str]:
     # with it; a writable one is bound on its own.
     system = [Path(s) for s in SYSTEM if Path(s).is_dir() and not Path(s).is_symlink()]
     held = system + [p for p, how in bound.items() if how == "--ro-bind"]
-    hidden = [s for h in policy.hide for s in _spellings(h)]
 
     def redundant(p: Path) -> bool:  # read with a folder above it, unless a hidden folder between covers it
         return any(_inside(p, q) and p != q and not any(_inside(p, h) and _inside(h, q) and h != q for h in hidden)

@@ -69,10 +69,11 @@ def test_a_python_path_naming_the_course_itself_does_not_bind_it(tmp_path, monke
     course, grader_dir = tmp_path / "course", tmp_path / "course" / "grader"
     grader_dir.mkdir(parents=True)
     (course / "solutions").mkdir()
-    monkeypatch.setenv("PYTHONPATH", str(course))
-    args = sandbox.argv(sandbox.Policy(read=(grader_dir,), hide=(course,)), {})
-    bound = {p for _, p in pairs(args, "--ro-bind") + pairs(args, "--bind")}
-    assert str(course) not in bound and str(grader_dir) in bound
+    for named in (course, course / "solutions"):  # the course, or a folder of it
+        monkeypatch.setenv("PYTHONPATH", str(named))
+        args = sandbox.argv(sandbox.Policy(read=(grader_dir,), hide=(course,)), {})
+        bound = {p for _, p in pairs(args, "--ro-bind") + pairs(args, "--bind")}
+        assert str(named) not in bound and str(course) not in bound and str(grader_dir) in bound, named
 
 
 @works

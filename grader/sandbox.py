@@ -81,18 +81,25 @@ def gpu_devices() -> tuple[Path, ...]:
     return tuple(sorted(Path("/dev").glob("nvidia*")))
 
 
-def python_paths() -> list[Path]:
-    """This Python and its packages: the installation (a venv's and the one it was made from), and the
-    site-packages folders outside it."""
+def interpreter_paths() -> list[Path]:
+    """This Python's installation (a venv's and the one it was made from) and its site-packages folders."""
     paths = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix), Path(sys.executable).parent]
     paths += [Path(p) for p in site.getsitepackages()]
     if site.ENABLE_USER_SITE and site.USER_SITE and Path(site.USER_SITE).is_dir():
         paths.append(Path(site.USER_SITE))
-    # $PYTHONPATH's folders: the worker inherits it and imports from them (packages installed with --target, say
-    # under /tmp, which would otherwise be hidden by the private /tmp). Hidden paths inside them stay covered.
-    paths += [Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
-              if p and Path(p).is_absolute() and Path(p) != Path("/")]
     return paths
+
+
+def pythonpath_paths() -> list[Path]:
+    """$PYTHONPATH's folders: the worker inherits it and imports from them (packages installed with --target, say
+    under /tmp, which would otherwise be hidden by the private /tmp)."""
+    return [Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+            if p and Path(p).is_absolute() and Path(p) != Path("/")]
+
+
+def python_paths() -> list[Path]:
+    """This Python and its packages: the installation, its site-packages, and $PYTHONPATH's folders."""
+    return [*interpreter_paths(), *pythonpath_paths()]
 
 
 def cuda_paths() -> list[Path]:
@@ -159,10 +166,21 @@ def argv(policy: Policy, base_env: dict[str, str] | None = None) -> list[str]:
             add(p, 0, "--symlink", os.readlink(p), s)
         elif p.is_dir():
             add(p, 0, "--ro-bind", s, s)
-    read = [*python_paths(), *cuda_paths(), *toolchain_paths(), *policy.read]
+    hidden = [s for h in policy.hide for s in _spellings(h)]
+
+    def under_hidden(p: Path) -> bool:
+        return any(_inside(s, h) for s in _spellings(p) for h in hidden)
+
+    # What the environment names ($PYTHONPATH, $LD_LIBRARY_PATH, $CUDA_HOME, a toolchain) is read only outside the
+    # hidden folders: `PYTHONPATH=.` in the course, or a folder of it, would otherwise show solutions/ and the
+    # hidden cases. The policy's own paths name the pieces of the course a check needs; the interpreter's
+    # installation stays where it is (a venv inside the course holds nothing hidden).
+    named = [p for p in [*pythonpath_paths(), *cuda_paths(), *toolchain_paths()] if not under_hidden(p)]
+    read = [*interpreter_paths(), *named, *policy.read]
     bound: dict[Path, str] = {}
     for p in read:
-        if p.exists():
+        # A hidden folder itself is never bound whole (one inside a bound folder is covered below).
+        if p.exists() and not any(s in hidden for s in _spellings(p)):
             for s in _spellings(p):
                 bound.setdefault(s, "--ro-bind")
     for p in policy.write:
@@ -172,7 +190,6 @@ def argv(policy: Policy, base_env: dict[str, str] | None = None) -> list[str]:
     # with it; a writable one is bound on its own.
     system = [Path(s) for s in SYSTEM if Path(s).is_dir() and not Path(s).is_symlink()]
     held = system + [p for p, how in bound.items() if how == "--ro-bind"]
-    hidden = [s for h in policy.hide for s in _spellings(h)]
 
     def redundant(p: Path) -> bool:  # read with a folder above it, unless a hidden folder between covers it
         return any(_inside(p, q) and p != q and not any(_inside(p, h) and _inside(h, q) and h != q for h in hidden)

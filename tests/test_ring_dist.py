@@ -280,6 +280,14 @@ def test_the_measurement_script_runs_on_cpu_processes(tmp_path):
     assert "| no | 16 |" in (tmp_path / "day19-dist-cpux2.md").read_text()
 
 
+@pytest.mark.parametrize("flag", ["--profile", "--graph-ring"])
+def test_the_measurement_scripts_gpu_only_options_are_refused_on_cpu_processes(flag, tmp_path):
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "lessons" / "day19_ring_measure.py"), str(tmp_path),
+                        "--cpu", flag, *(["8192"] if flag == "--profile" else [])],
+                       capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert r.returncode == 2 and "it needs GPU processes, not --cpu" in r.stderr, r.stderr
+
+
 def test_the_verdict_script_runs_on_cpu_processes(tmp_path):
     """scripts/lessons/day19_dist_check.py (what the GPU run prints), over gloo: the verdicts it expects, and a wrong
     expectation is reported (exit 1)."""

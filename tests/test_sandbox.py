@@ -63,6 +63,19 @@ def test_a_hidden_folder_under_a_bound_one_is_covered_before_anything_inside_it_
     assert args[cover - 1] == "--tmpfs" and args.index(str(tmp_path)) < cover < args.index(str(tasks))
 
 
+def test_a_python_path_naming_the_course_itself_does_not_bind_it(tmp_path, monkeypatch):
+    """$PYTHONPATH set to the course (a developer's shell, `PYTHONPATH=. grader grade`): the sandbox binds the course
+    code the policy names, never the course whole, which would show solutions/ and the hidden cases."""
+    course, grader_dir = tmp_path / "course", tmp_path / "course" / "grader"
+    grader_dir.mkdir(parents=True)
+    (course / "solutions").mkdir()
+    for named in (course, course / "solutions"):  # the course, or a folder of it
+        monkeypatch.setenv("PYTHONPATH", str(named))
+        args = sandbox.argv(sandbox.Policy(read=(grader_dir,), hide=(course,)), {})
+        bound = {p for _, p in pairs(args, "--ro-bind") + pairs(args, "--bind")}
+        assert str(named) not in bound and str(course) not in bound and str(grader_dir) in bound, named
+
+
 @works
 def test_inside_a_checks_sandbox_only_its_own_files_are_there(tmp_path):
     """A process started as a sandboxed worker of day 1: it reads its sources and the course's code, writes only

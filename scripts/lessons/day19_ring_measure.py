@@ -9,7 +9,8 @@ key/value shards passed around the ring while each rank attends to the one it ho
 For each token count, causal or not, and each placement, it times in the same run: the ring's forward; the same
 steps with no transfer (compute only: every step attends to the buffer it already holds); the steps' attend calls
 alone (attend_ms in the JSON: no fold, no stack, no copies); the compute-only steps replayed from a CUDA graph
-(compute_graph_ms: no host work, so far below compute only means the steps wait on Python's launches); the transfers
+(compute_graph_ms: no host work, so far below compute only means the steps wait on Python's launches); with
+--graph-ring, the whole ring with its transfers replayed from one CUDA graph per rank (ring_graph_ms); the transfers
 alone (comm only); and one GPU doing the whole sequence (SDPA's flash kernel on rank 0; on CPU processes the ring's own
 fp32 attend). Every time is the median over repetitions of the slowest rank's (each repetition starts at a
 barrier). Share of ideal = one GPU's time / (R × the ring's): 100% when R GPUs are R times as fast as one. Overlap
@@ -173,6 +174,22 @@ def _worker(rank: int, world: int, init: str, a: dict, out: str) -> None:
                         graph = _captured(torch, lambda: ring.ring_attention(
                             ql, kl, vl, torch.empty_like(ql), torch.empty_like(lse), causal, placement, no_transfer))
                         t_graph, graph_ranks = _timed(torch, dist, graph.replay, reps, device)
+                    # --graph-ring: the whole ring, transfers included, captured into one CUDA graph per rank and
+                    # replayed (NCCL's sends and receives are captured with it): what the ring costs with no host
+                    # work at all, the bound a graph-launched ring could reach. Its output must be the eager ring's.
+                    ring_graph = {}
+                    if cuda and a["graph_ring"]:
+                        eager = o.clone()
+                        try:
+                            whole = _captured(torch, lambda: ring.ring_attention(ql, kl, vl, o, lse, causal,
+                                                                                 placement, dist))
+                            o.fill_(float("nan"))
+                            t, per = _timed(torch, dist, whole.replay, reps, device)
+                            ring_graph = {"ring_graph_ms": t, "ring_graph_ms_per_rank": per,
+                                          "ring_graph_share_of_ideal": t_single / (world * t),
+                                          "ring_graph_max_abs_diff": float((o.double() - eager.double()).abs().max())}
+                        except Exception as e:  # noqa: BLE001 -- recorded: whether NCCL's P2P captures here is a finding
+                            ring_graph = {"ring_graph_error": f"{type(e).__name__}: {e}"[:400]}
                     diff = None
                     if rank == 0:
                         got = torch.empty_like(q)
@@ -195,7 +212,7 @@ def _worker(rank: int, world: int, init: str, a: dict, out: str) -> None:
                                       "speedup_vs_single": t_single / t_ring,
                                       "share_of_ideal": t_single / (world * t_ring),
                                       "overlap_efficiency": max(t_compute, t_comm) / t_ring,
-                                      "max_abs_diff": diff}
+                                      "max_abs_diff": diff, **ring_graph}
                 if rank == 0:
                     rows.append(row)
                     print(json.dumps(row), flush=True)
@@ -322,6 +339,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dim", type=int, default=128)
     p.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16"])
     p.add_argument("--reps", type=int, default=10)
+    p.add_argument("--graph-ring", action="store_true",
+                   help="also time the whole ring (transfers included) replayed from a CUDA graph on each rank")
     p.add_argument("--profile", type=int, nargs="*", default=[],
                    help="token counts to profile (torch.profiler on rank 0: kernel table and Chrome trace in OUT)")
     a = p.parse_args(argv)
@@ -331,6 +350,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error("give an output folder (or --insert saved runs)")
     if a.cpu and a.profile:
         p.error("--profile profiles the GPU's kernels: it needs GPU processes, not --cpu")
+    if a.cpu and a.graph_ring:
+        p.error("--graph-ring captures CUDA graphs: it needs GPU processes, not --cpu")
     import torch
     import torch.multiprocessing as mp
 

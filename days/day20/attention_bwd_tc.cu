@@ -85,7 +85,7 @@ struct QCfg {
 // or rows not 16-byte aligned), completed before return.
 template <typename T, int D, int kRows, int kThreads, bool kVec>
 __device__ __forceinline__ void load_tile(T* dst, const T* src, long long ld, int rows_valid) {
-  // YOUR CODE HERE: (step 20a) rows r < rows_valid from src, zeros after; chunk c of row r at swz<D>(r, c)
+  // YOUR CODE HERE: (step 20a) rows r < rows_valid from src, zeros after (cp.async with src-size 0 reads nothing but still takes a valid address: src); chunk c of row r at swz<D>(r, c)
 }
 
 // Two adjacent 16-bit outputs (row, col), (row, col + 1) from fp32; 4-byte stores when the tensor is aligned.
@@ -99,9 +99,38 @@ __device__ __forceinline__ void store_pair(T* dst, float lo, float hi) {
 // A's rows m0 .. m0 + 16·kMT are stored [m][k] (kATrans = false) or [k][m] (true) in a tile of row width WA; B's
 // columns n0 .. n0 + 8·kNT are stored [n][k] (kBTrans = false) or [k][n] (true), row width WB. The stored
 // orientation only changes the ldmatrix (.trans or not) and its addresses: one helper for all five products.
+// Given: day 12's ldmatrix address patterns, with a fourth (A stored [k][m], .trans: dQ = dS K reads dS from dSᵀ).
 template <typename T, int kMT, int kNT, int kK, bool kATrans, int WA, bool kBTrans, int WB>
 __device__ __forceinline__ void warp_mma(float* acc, const T* a, int m0, const T* b, int n0, int k0) {
-  // YOUR CODE HERE: (step 20a) per 16 of the reduction: kMT A fragments (ldmatrix or .trans), then per 16 columns one B ldmatrix, 2·kMT mma
+  static_assert(kNT % 2 == 0, "B fragments come in pairs of n8 tiles");
+  const int lane = ptx::lane_id();  // not threadIdx.x % 32: see ptx.cuh
+#pragma unroll
+  for (int kk = 0; kk < kK / 16; ++kk) {
+    const int kb = k0 + 16 * kk;
+    uint32_t af[kMT][4];
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+      const int mb = m0 + 16 * mt;
+      if constexpr (kATrans)
+        ptx::ldmatrix_x4_trans(af[mt], ptx::smem_addr(a + swz<WA>(kb + lane % 8 + 8 * (lane / 16), mb / 8 + (lane / 8) % 2)));
+      else
+        ptx::ldmatrix_x4(af[mt], ptx::smem_addr(a + swz<WA>(mb + lane % 16, kb / 8 + lane / 16)));
+    }
+#pragma unroll
+    for (int np = 0; np < kNT / 2; ++np) {
+      const int nb = n0 + 16 * np;
+      uint32_t bf[4];
+      if constexpr (kBTrans)
+        ptx::ldmatrix_x4_trans(bf, ptx::smem_addr(b + swz<WB>(kb + lane % 8 + 8 * ((lane / 8) % 2), nb / 8 + lane / 16)));
+      else
+        ptx::ldmatrix_x4(bf, ptx::smem_addr(b + swz<WB>(nb + lane % 8 + 8 * (lane / 16), kb / 8 + (lane / 8) % 2)));
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) {
+        ptx::mma16816<T>(acc + (mt * kNT + 2 * np) * 4, af[mt], bf[0], bf[1]);
+        ptx::mma16816<T>(acc + (mt * kNT + 2 * np + 1) * 4, af[mt], bf[2], bf[3]);
+      }
+    }
+  }
 }
 
 // acc[16][kCols] += A (16 x kK, packed 16-bit A fragments: regs 4kk .. 4kk+3 for k-step kk) times B, where B is
@@ -123,7 +152,7 @@ template <typename T, int D>
 __global__ void __launch_bounds__(256) prep_kernel(const T* __restrict__ o, const T* __restrict__ dout,
                                                    float* __restrict__ delta, float* __restrict__ dq_acc, int n,
                                                    int heads, course::AttentionStrides st, int rows) {
-  // YOUR CODE HERE: (step 20b) D[row] = Σ_c dout·o in fp32 (one warp per row); zero dq_acc's row when it is not null
+  // YOUR CODE HERE: (step 20b) D[row] = Σ_c dout·o in fp32 (one warp per row; o may not be 16-byte aligned: 2-byte loads); zero dq_acc's row when it is not null
 }
 
 // Step 20c: the atomic version's piece of dQ from one query tile of the walk, dQ_tile = dS K, added into dq_acc
@@ -224,7 +253,7 @@ __global__ void __launch_bounds__(KvCfg<D>::kThreads, 1)
         for (int e = 0; e < 4; ++e) {
           const int col = 32 * wq + 8 * nt + 2 * (lane % 4) + (e & 1);
           // YOUR CODE HERE: (step 20a) st[e] = P = 2^(s·c − lse·log2 e), 0 past N and above the diagonal (where edge)
-          // YOUR CODE HERE: (step 20b) dt[e] = dS = P ∘ (dP − D)
+          // YOUR CODE HERE: (step 20b) dt[e] = dS = P ∘ (dP − D), with P the fp32 st[e] above (rounded only where it enters a product)
         }
         const int r = 32 * ws + 16 * mt + lane / 4, chunk = 4 * wq + nt, at = 2 * (lane % 4);
         // YOUR CODE HERE: (step 20a) Pᵀ's rows r and r + 8 of this tile to Ps (swz<kBr>, pack2)
@@ -294,7 +323,7 @@ template <typename T, int D, bool kVec>
 cudaError_t backward(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout, T* dq, T* dk,
                      T* dv, float* delta, float* dq_acc, int batch, int heads, int n,
                      const course::AttentionStrides& st, bool causal, DqBy dq_by, cudaStream_t stream) {
-  // YOUR CODE HERE: (step 20a) the pre-pass and the key-tile walk, with dQ's atomics when dq_by is kAtomics; then dq: (20c) the sums rounded, (20d) the query-tile walk
+  // YOUR CODE HERE: (step 20a) prep_kernel (its body is 20b's: until then D is unset, which dV never reads), then the key-tile walk with c = log2(e)/sqrt(D) and scale = 1/sqrt(D); (20c) kAtomic = (dq_by == kAtomics), the sums rounded; (20d) the query-tile walk
   return cudaGetLastError();
 }
 

@@ -85,7 +85,7 @@ struct QCfg {
 // or rows not 16-byte aligned), completed before return.
 template <typename T, int D, int kRows, int kThreads, bool kVec>
 __device__ __forceinline__ void load_tile(T* dst, const T* src, long long ld, int rows_valid) {
-  // BEGIN SOLUTION: (step 20a) rows r < rows_valid from src, zeros after; chunk c of row r at swz<D>(r, c)
+  // BEGIN SOLUTION: (step 20a) rows r < rows_valid from src, zeros after (cp.async with src-size 0 reads nothing but still takes a valid address: src); chunk c of row r at swz<D>(r, c)
   constexpr int kChunks = kRows * D / 8;
   static_assert(kChunks % kThreads == 0, "whole steps");
   if constexpr (kVec) {
@@ -129,9 +129,9 @@ __device__ __forceinline__ void store_pair(T* dst, float lo, float hi) {
 // A's rows m0 .. m0 + 16·kMT are stored [m][k] (kATrans = false) or [k][m] (true) in a tile of row width WA; B's
 // columns n0 .. n0 + 8·kNT are stored [n][k] (kBTrans = false) or [k][n] (true), row width WB. The stored
 // orientation only changes the ldmatrix (.trans or not) and its addresses: one helper for all five products.
+// Given: day 12's ldmatrix address patterns, with a fourth (A stored [k][m], .trans: dQ = dS K reads dS from dSᵀ).
 template <typename T, int kMT, int kNT, int kK, bool kATrans, int WA, bool kBTrans, int WB>
 __device__ __forceinline__ void warp_mma(float* acc, const T* a, int m0, const T* b, int n0, int k0) {
-  // BEGIN SOLUTION: (step 20a) per 16 of the reduction: kMT A fragments (ldmatrix or .trans), then per 16 columns one B ldmatrix, 2·kMT mma
   static_assert(kNT % 2 == 0, "B fragments come in pairs of n8 tiles");
   const int lane = ptx::lane_id();  // not threadIdx.x % 32: see ptx.cuh
 #pragma unroll
@@ -161,7 +161,6 @@ __device__ __forceinline__ void warp_mma(float* acc, const T* a, int m0, const T
       }
     }
   }
-  // END SOLUTION
 }
 
 // acc[16][kCols] += A (16 x kK, packed 16-bit A fragments: regs 4kk .. 4kk+3 for k-step kk) times B, where B is
@@ -198,7 +197,7 @@ template <typename T, int D>
 __global__ void __launch_bounds__(256) prep_kernel(const T* __restrict__ o, const T* __restrict__ dout,
                                                    float* __restrict__ delta, float* __restrict__ dq_acc, int n,
                                                    int heads, course::AttentionStrides st, int rows) {
-  // BEGIN SOLUTION: (step 20b) D[row] = Σ_c dout·o in fp32 (one warp per row); zero dq_acc's row when it is not null
+  // BEGIN SOLUTION: (step 20b) D[row] = Σ_c dout·o in fp32 (one warp per row; o may not be 16-byte aligned: 2-byte loads); zero dq_acc's row when it is not null
   const int row = blockIdx.x * 8 + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (row >= rows) return;
   const int bh = row / n, i = row % n;
@@ -353,7 +352,7 @@ __global__ void __launch_bounds__(KvCfg<D>::kThreads, 1)
           }
           st[e] = p;
           // END SOLUTION
-          // BEGIN SOLUTION: (step 20b) dt[e] = dS = P ∘ (dP − D)
+          // BEGIN SOLUTION: (step 20b) dt[e] = dS = P ∘ (dP − D), with P the fp32 st[e] above (rounded only where it enters a product)
           dt[e] = st[e] * (dt[e] - Dt[col]);
           // END SOLUTION
         }
@@ -792,7 +791,7 @@ template <typename T, int D, bool kVec>
 cudaError_t backward(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout, T* dq, T* dk,
                      T* dv, float* delta, float* dq_acc, int batch, int heads, int n,
                      const course::AttentionStrides& st, bool causal, DqBy dq_by, cudaStream_t stream) {
-  // BEGIN SOLUTION: (step 20a) the pre-pass and the key-tile walk, with dQ's atomics when dq_by is kAtomics; then dq: (20c) the sums rounded, (20d) the query-tile walk
+  // BEGIN SOLUTION: (step 20a) prep_kernel (its body is 20b's: until then D is unset, which dV never reads), then the key-tile walk with c = log2(e)/sqrt(D) and scale = 1/sqrt(D); (20c) kAtomic = (dq_by == kAtomics), the sums rounded; (20d) the query-tile walk
   const bool atomic = dq_by == DqBy::kAtomics;
   const float scale = 1.0f / sqrtf(static_cast<float>(D));
   const float c = kLog2e * scale;

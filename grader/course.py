@@ -218,6 +218,8 @@ class Exercise(Strict):
                               "sources (an exercise about communication, whose compute is the library's and whose "
                               "transfers run on NCCL's own streams)")
     points: int = Field(ge=0)
+    optional: bool = Field(False, description="an extra step beyond the day's: graded like any other when written, "
+                           "but its stub left as released (not implemented) does not fail `grader check`'s exit code")
     hints: dict[str, str] = {}
 
     @model_validator(mode="after")

@@ -306,3 +306,21 @@ def test_the_suite_keeps_its_state_out_of_the_checkout():
     assert r.returncode in (0, 2), r.stdout + r.stderr  # 2: compiled only, on a machine without a GPU
     assert _snapshot(ROOT / ".grader") == before
     assert (mine / "results" / "day01.json").is_file() and list((mine / "logs").glob("day01-*"))
+
+
+def test_an_optional_steps_untouched_stub_does_not_fail_the_days_exit_code(course):
+    """An optional step (course.yaml `optional: true`), left as released, is reported (not implemented) but the day's
+    check still exits 0; begun and failing, it fails the day like any exercise; a required one missing still fails."""
+    from grader.verdicts import EXIT_FAIL, EXIT_PASS, Status, exit_code
+
+    day = next(d for d in course.days if any(e.optional for e in d.exercises) and
+               any(not e.optional for e in d.exercises))
+    optional = [e.name for e in day.exercises if e.optional]
+    required = [e.name for e in day.exercises if not e.optional]
+    untouched = [{"exercise": n, "status": Status.PASS} for n in required]
+    untouched += [{"exercise": n, "status": Status.NOT_IMPLEMENTED} for n in optional]
+    assert exit_code(shared.counted_statuses(day, untouched)) == EXIT_PASS
+    begun = untouched[:-1] + [{"exercise": optional[-1], "status": Status.FAIL}]
+    assert exit_code(shared.counted_statuses(day, begun)) == EXIT_FAIL
+    required_missing = [{"exercise": required[0], "status": Status.NOT_IMPLEMENTED}] + untouched[1:]
+    assert exit_code(shared.counted_statuses(day, required_missing)) == EXIT_FAIL

@@ -29,5 +29,5 @@ def render(course: Course) -> str:
             base = e.baseline.describe() if e.baseline else "not timed"
             need = f"{e.threshold:g}x" if e.threshold else "-"
             out.append(f"| {d.id} | {e.name} | `{e.signature.split('#')[0].strip()}` | {', '.join(e.dtypes)} | "
-                       f"{base} | {need} | {e.points} |")
+                       f"{base} | {need} | {e.points}{' (optional)' if e.optional else ''} |")
     return "\n".join(out) + "\n"

@@ -16,7 +16,7 @@ from grader.check import day_check
 from grader.course import Course, find_course_file, load_course
 from grader.errors import GraderError
 from grader.paths import Paths, relative_path
-from grader.verdicts import exit_code
+from grader.verdicts import Status, exit_code
 # Not a terminal (CI logs, pipes): wider than 80 columns so tables and paths stay on one line.
 
 
@@ -132,7 +132,14 @@ def _keep(args, root: Path, day, doc: dict, save: bool = True) -> int:
             raise GraderError(f"--results-dir: cannot write into {args.results_dir}: {e.strerror or e}") from None
         console.print("results for " + ", ".join(relative_path(p, Path.cwd()) for p in paths), style="dim")
     timings.mark("results written")
-    return exit_code([r["status"] for r in out])
+    return exit_code(counted_statuses(day, out))
+
+
+def counted_statuses(day, out: list[dict]) -> list[str]:
+    """The statuses the exit code weighs: every exercise's, but an optional step's only once it is begun (a stub
+    left as released is no failure of the day)."""
+    optional = {e.name for e in day.exercises if e.optional}
+    return [r["status"] for r in out if not (r["exercise"] in optional and r["status"] == Status.NOT_IMPLEMENTED)]
 
 
 def _sandbox(args, root: Path, variant: str, default: bool):

@@ -82,7 +82,8 @@ struct QCfg {
 
 // kRows x D tile of a head (src = its first row, rows ld elements apart; rows >= rows_valid become zeros) into
 // swizzled shared memory by nthreads threads. kVec: cp.async, 16 bytes per copy; otherwise 2-byte loads (tensors
-// or rows not 16-byte aligned), completed before return.
+// or rows not 16-byte aligned), stored before return (other threads still read the tile only after the walk's
+// __syncthreads()).
 template <typename T, int D, int kRows, int kThreads, bool kVec>
 __device__ __forceinline__ void load_tile(T* dst, const T* src, long long ld, int rows_valid) {
   // YOUR CODE HERE: (step 20a) rows r < rows_valid from src, zeros after (cp.async with src-size 0 reads nothing but still takes a valid address: src); chunk c of row r at swz<D>(r, c)
@@ -152,7 +153,7 @@ template <typename T, int D>
 __global__ void __launch_bounds__(256) prep_kernel(const T* __restrict__ o, const T* __restrict__ dout,
                                                    float* __restrict__ delta, float* __restrict__ dq_acc, int n,
                                                    int heads, course::AttentionStrides st, int rows) {
-  // YOUR CODE HERE: (step 20b) D[row] = Σ_c dout·o in fp32 (one warp per row; o may not be 16-byte aligned: 2-byte loads); zero dq_acc's row when it is not null
+  // YOUR CODE HERE: (step 20b) D[row] = Σ_c dout·o in fp32 (one warp per row; o and dout may not be 16-byte aligned: 2-byte loads); zero dq_acc's row when it is not null
 }
 
 // Step 20c: the atomic version's piece of dQ from one query tile of the walk, dQ_tile = dS K, added into dq_acc
@@ -247,13 +248,13 @@ __global__ void __launch_bounds__(KvCfg<D>::kThreads, 1)
     for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
       for (int nt = 0; nt < 4; ++nt) {
-        float* st = s + (mt * 4 + nt) * 4;
+        float* sp = s + (mt * 4 + nt) * 4;
         float* dt = dp + (mt * 4 + nt) * 4;
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int col = 32 * wq + 8 * nt + 2 * (lane % 4) + (e & 1);
-          // YOUR CODE HERE: (step 20a) st[e] = P = 2^(s·c − lse·log2 e), 0 past N and above the diagonal (where edge)
-          // YOUR CODE HERE: (step 20b) dt[e] = dS = P ∘ (dP − D), with P the fp32 st[e] above (rounded only where it enters a product)
+          // YOUR CODE HERE: (step 20a) sp[e] = P = 2^(s·c − lse·log2 e), 0 past N and above the diagonal (where edge)
+          // YOUR CODE HERE: (step 20b) dt[e] = dS = P ∘ (dP − D), with P the fp32 sp[e] above (rounded only where it enters a product)
         }
         const int r = 32 * ws + 16 * mt + lane / 4, chunk = 4 * wq + nt, at = 2 * (lane % 4);
         // YOUR CODE HERE: (step 20a) Pᵀ's rows r and r + 8 of this tile to Ps (swz<kBr>, pack2)
@@ -323,7 +324,7 @@ template <typename T, int D, bool kVec>
 cudaError_t backward(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout, T* dq, T* dk,
                      T* dv, float* delta, float* dq_acc, int batch, int heads, int n,
                      const course::AttentionStrides& st, bool causal, DqBy dq_by, cudaStream_t stream) {
-  // YOUR CODE HERE: (step 20a) prep_kernel (its body is 20b's: until then D is unset, which dV never reads), then the key-tile walk with c = log2(e)/sqrt(D) and scale = 1/sqrt(D); (20c) kAtomic = (dq_by == kAtomics), the sums rounded; (20d) the query-tile walk
+  // YOUR CODE HERE: (step 20a) prep_kernel on ⌈B·H·N / 8⌉ blocks of 256 (its body is 20b's: until then D is unset, which dV never reads), then the key-tile walk (allow_smem before each launch) with c = log2(e)/sqrt(D) and scale = 1/sqrt(D), dq left alone unless dq_by says otherwise; (20c) kAtomic = (dq_by == kAtomics), the sums rounded; (20d) the query-tile walk
   return cudaGetLastError();
 }
 

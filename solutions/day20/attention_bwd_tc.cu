@@ -82,7 +82,8 @@ struct QCfg {
 
 // kRows x D tile of a head (src = its first row, rows ld elements apart; rows >= rows_valid become zeros) into
 // swizzled shared memory by nthreads threads. kVec: cp.async, 16 bytes per copy; otherwise 2-byte loads (tensors
-// or rows not 16-byte aligned), completed before return.
+// or rows not 16-byte aligned), stored before return (other threads still read the tile only after the walk's
+// __syncthreads()).
 template <typename T, int D, int kRows, int kThreads, bool kVec>
 __device__ __forceinline__ void load_tile(T* dst, const T* src, long long ld, int rows_valid) {
   // BEGIN SOLUTION: (step 20a) rows r < rows_valid from src, zeros after (cp.async with src-size 0 reads nothing but still takes a valid address: src); chunk c of row r at swz<D>(r, c)
@@ -197,7 +198,7 @@ template <typename T, int D>
 __global__ void __launch_bounds__(256) prep_kernel(const T* __restrict__ o, const T* __restrict__ dout,
                                                    float* __restrict__ delta, float* __restrict__ dq_acc, int n,
                                                    int heads, course::AttentionStrides st, int rows) {
-  // BEGIN SOLUTION: (step 20b) D[row] = Σ_c dout·o in fp32 (one warp per row; o may not be 16-byte aligned: 2-byte loads); zero dq_acc's row when it is not null
+  // BEGIN SOLUTION: (step 20b) D[row] = Σ_c dout·o in fp32 (one warp per row; o and dout may not be 16-byte aligned: 2-byte loads); zero dq_acc's row when it is not null
   const int row = blockIdx.x * 8 + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (row >= rows) return;
   const int bh = row / n, i = row % n;
@@ -339,27 +340,27 @@ __global__ void __launch_bounds__(KvCfg<D>::kThreads, 1)
     for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
       for (int nt = 0; nt < 4; ++nt) {
-        float* st = s + (mt * 4 + nt) * 4;
+        float* sp = s + (mt * 4 + nt) * 4;
         float* dt = dp + (mt * 4 + nt) * 4;
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int col = 32 * wq + 8 * nt + 2 * (lane % 4) + (e & 1);
-          // BEGIN SOLUTION: (step 20a) st[e] = P = 2^(s·c − lse·log2 e), 0 past N and above the diagonal (where edge)
-          float p = ptx::ex2(fmaf(st[e], c, -Lt[col]));
+          // BEGIN SOLUTION: (step 20a) sp[e] = P = 2^(s·c − lse·log2 e), 0 past N and above the diagonal (where edge)
+          float p = ptx::ex2(fmaf(sp[e], c, -Lt[col]));
           if (edge) {
             const int kr = kw + 16 * mt + lane / 4 + 8 * (e >> 1);
             if (kr >= n || (causal && kr > q0 + col)) p = 0.0f;
           }
-          st[e] = p;
+          sp[e] = p;
           // END SOLUTION
-          // BEGIN SOLUTION: (step 20b) dt[e] = dS = P ∘ (dP − D), with P the fp32 st[e] above (rounded only where it enters a product)
-          dt[e] = st[e] * (dt[e] - Dt[col]);
+          // BEGIN SOLUTION: (step 20b) dt[e] = dS = P ∘ (dP − D), with P the fp32 sp[e] above (rounded only where it enters a product)
+          dt[e] = sp[e] * (dt[e] - Dt[col]);
           // END SOLUTION
         }
         const int r = 32 * ws + 16 * mt + lane / 4, chunk = 4 * wq + nt, at = 2 * (lane % 4);
         // BEGIN SOLUTION: (step 20a) Pᵀ's rows r and r + 8 of this tile to Ps (swz<kBr>, pack2)
-        *reinterpret_cast<uint32_t*>(Ps + swz<kBr>(r, chunk) + at) = ptx::pack2<T>(st[0], st[1]);
-        *reinterpret_cast<uint32_t*>(Ps + swz<kBr>(r + 8, chunk) + at) = ptx::pack2<T>(st[2], st[3]);
+        *reinterpret_cast<uint32_t*>(Ps + swz<kBr>(r, chunk) + at) = ptx::pack2<T>(sp[0], sp[1]);
+        *reinterpret_cast<uint32_t*>(Ps + swz<kBr>(r + 8, chunk) + at) = ptx::pack2<T>(sp[2], sp[3]);
         // END SOLUTION
         // BEGIN SOLUTION: (step 20b) dSᵀ's to DSs, as Pᵀ's
         *reinterpret_cast<uint32_t*>(DSs + swz<kBr>(r, chunk) + at) = ptx::pack2<T>(dt[0], dt[1]);
@@ -791,7 +792,7 @@ template <typename T, int D, bool kVec>
 cudaError_t backward(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout, T* dq, T* dk,
                      T* dv, float* delta, float* dq_acc, int batch, int heads, int n,
                      const course::AttentionStrides& st, bool causal, DqBy dq_by, cudaStream_t stream) {
-  // BEGIN SOLUTION: (step 20a) prep_kernel (its body is 20b's: until then D is unset, which dV never reads), then the key-tile walk with c = log2(e)/sqrt(D) and scale = 1/sqrt(D); (20c) kAtomic = (dq_by == kAtomics), the sums rounded; (20d) the query-tile walk
+  // BEGIN SOLUTION: (step 20a) prep_kernel on ⌈B·H·N / 8⌉ blocks of 256 (its body is 20b's: until then D is unset, which dV never reads), then the key-tile walk (allow_smem before each launch) with c = log2(e)/sqrt(D) and scale = 1/sqrt(D), dq left alone unless dq_by says otherwise; (20c) kAtomic = (dq_by == kAtomics), the sums rounded; (20d) the query-tile walk
   const bool atomic = dq_by == DqBy::kAtomics;
   const float scale = 1.0f / sqrtf(static_cast<float>(D));
   const float c = kLog2e * scale;

@@ -38,7 +38,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
                                               [](auto... args) { return attention_bwd_tc_dkdv(args...); },
                                               "attention_bwd_tc_dkdv");
       },
-      "step 20a: dk and dv on tensor cores, the key-tile walk without dQ (dq is left as it was)",
+      "steps 20a (dv, graded as attention_bwd_tc_dv) and 20b (dk too, as attention_bwd_tc_dkdv): the key-tile walk "
+      "on tensor cores without dQ (dq is left as it was)",
       COURSE_ATTENTION_BWD_ARGS);
   m.def(
       "attention_bwd_tc",

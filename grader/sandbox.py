@@ -97,11 +97,6 @@ def pythonpath_paths() -> list[Path]:
             if p and Path(p).is_absolute() and Path(p) != Path("/")]
 
 
-def python_paths() -> list[Path]:
-    """This Python and its packages: the installation, its site-packages, and $PYTHONPATH's folders."""
-    return [*interpreter_paths(), *pythonpath_paths()]
-
-
 def cuda_paths() -> list[Path]:
     """The CUDA toolkit, wherever nvcc and $CUDA_HOME say it is (nvcc may be a wrapper script elsewhere), and the
     folders of $LD_LIBRARY_PATH (a cluster's CUDA module puts its libraries there)."""

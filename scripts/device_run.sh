@@ -37,15 +37,19 @@ if compgen -G ".stage-*/*" >/dev/null; then
   mkdir -p /tmp/stage && cp -r .stage-*/. /tmp/stage/
   if [ -n "${STAGE_ONLY:-}" ]; then echo "staged:"; ls -l /tmp/stage; exit 0; fi
 fi
+wheels=()
 if compgen -G "/tmp/stage/*.whl*" >/dev/null; then
-  ( cd /tmp/stage || exit 1
-    for first in *.part00; do [ -e "$first" ] || continue; w=${first%.part00}; cat "$w".part?? >"$w" && rm "$w".part??; done
-    if [ -f SHA256SUMS ]; then sha256sum -c SHA256SUMS || { echo "staged wheels: checksum mismatch (a part missing?)"; exit 1; }; fi
-    python3 -m pip install -q --no-index --no-deps --no-cache-dir --target /tmp/site ./*.whl ) \
-    && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+  if ( cd /tmp/stage && for first in *.part00; do [ -e "$first" ] || continue; w=${first%.part00}
+         cat "$w".part?? >"$w" && rm "$w".part?? || exit 1; done
+       [ ! -f SHA256SUMS ] || sha256sum -c --quiet SHA256SUMS ); then
+    wheels+=(/tmp/stage/*.whl)
+  else
+    echo "staged wheels: a part missing or a checksum mismatch: not installed"
+  fi
 fi
-if compgen -G ".whl/*.whl" >/dev/null; then  # compiled to .pyc at install, as a student's pip does (timings)
-  python3 -m pip install -q --no-index --no-deps --no-cache-dir --target /tmp/site .whl/*.whl \
+compgen -G ".whl/*.whl" >/dev/null && wheels+=(.whl/*.whl)
+if [ ${#wheels[@]} -gt 0 ]; then  # compiled to .pyc at install, as a student's pip does (timings)
+  python3 -m pip install -q --no-index --no-deps --no-cache-dir --target /tmp/site "${wheels[@]}" \
     && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 python3 -m pip install -q --no-deps --no-build-isolation -e . >"$LOG/install.log" 2>&1 || cat "$LOG/install.log"

@@ -113,7 +113,8 @@ print(can(lambda: open("/dev/fill", "w")), can(lambda: open("/fill", "w")), can(
     assert sources == "yes OSError"  # its sources read-only
     # of the home, at most the folders that lead to this Python where it is installed there (pyenv, a venv)
     home = Path.home()
-    python = sorted({p.relative_to(home).parts[0] for p in sandbox.python_paths() if home in p.parents})
+    python = sorted({p.relative_to(home).parts[0] for p in [*sandbox.interpreter_paths(), *sandbox.pythonpath_paths()]
+                     if home in p.parents})
     assert state == f"yes {python}", state
     assert net == "ConnectionRefusedError [1, 2]", net  # its own loopback; itself and the sandbox's init alone
     assert last == f"None {sandbox.HOME} 1"
@@ -292,5 +293,5 @@ def test_pythonpath_folders_are_readable_inside_even_under_tmp(tmp_path, monkeyp
     site_dir = tmp_path / "site"
     site_dir.mkdir()
     monkeypatch.setenv("PYTHONPATH", f"{site_dir}{os.pathsep}relative{os.pathsep}/")
-    paths = sandbox.python_paths()
+    paths = sandbox.pythonpath_paths()
     assert site_dir in paths and Path("relative") not in paths and Path("/") not in paths

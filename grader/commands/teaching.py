@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import re
 import time
-from grader import clock
 from pathlib import Path
 
 from rich.text import Text
 
 
+from grader import clock
 from grader.classroom import hidden
 from grader.authoring import release
 from grader.check.ranked import ranked_secret

@@ -51,6 +51,10 @@ compgen -G ".whl/*.whl" >/dev/null && wheels+=(.whl/*.whl)
 if [ ${#wheels[@]} -gt 0 ]; then  # compiled to .pyc at install, as a student's pip does (timings)
   python3 -m pip install -q --no-index --no-deps --no-cache-dir --target /tmp/site "${wheels[@]}" \
     && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+  # --target leaves the wheels' .pth files unread (CuTe DSL's adds its dsl_packages/): read them here, once
+  site_paths=$(python3 -c "import site, sys; site.addsitedir('/tmp/site')
+print(':'.join(dict.fromkeys(p for p in sys.path if p.startswith('/tmp/site/'))))" 2>/dev/null)
+  [ -n "$site_paths" ] && export PYTHONPATH=$site_paths:$PYTHONPATH
 fi
 python3 -m pip install -q --no-deps --no-build-isolation -e . >"$LOG/install.log" 2>&1 || cat "$LOG/install.log"
 # The sandbox of `grader grade` and `check --ranked` needs bwrap: where the image lacks it, a binary carried in

@@ -112,3 +112,12 @@ def test_an_output_spec_gives_its_l2_floor_to_every_dtype_of_the_exercise(course
     for d in ex.dtypes:
         assert ex.tolerance("lse", d).l2_floor == 1.0 and ex.tolerance("o", d).l2_floor == 0.0
         assert ex.tolerance("lse", d).rel_l2 == ex.tolerances[d].rel_l2
+
+
+def test_same_bits_compares_integer_inputs_of_every_width():
+    """An input such as attention dropout's RNG state (int64 seed and offset) is checked for mutation too."""
+    for dtype in (torch.int64, torch.int32, torch.int16, torch.int8, torch.float64):
+        a = torch.tensor([3, -5], dtype=dtype)
+        b = a.clone()
+        b[1] = 7
+        assert same_bits(a, a.clone()) and not same_bits(a, b)

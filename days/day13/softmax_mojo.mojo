@@ -25,11 +25,12 @@ comptime WARPS = THREADS // WARP_SIZE
 
 @always_inline
 def merge(m_a: Float32, s_a: Float32, m_b: Float32, s_b: Float32) -> Tuple[Float32, Float32]:
-    """Two online (max, sum) pairs as one; a pair that has seen only -inf has s = 0 and adds nothing."""
+    """Two online (max, sum) pairs as one. A side whose max is -inf has seen only -inf entries (masked ones,
+    or none), whose exp is 0: it adds nothing, whatever its s (a single -inf entry comes as (-inf, 1))."""
     var m = max(m_a, m_b)
-    # exp(-inf - -inf) would be NaN: a side whose max is -inf contributes its s (0) unscaled.
-    var a = s_a * exp(m_a - m) if m_a > neg_inf[DType.float32]() else s_a
-    var b = s_b * exp(m_b - m) if m_b > neg_inf[DType.float32]() else s_b
+    # never exp(-inf - -inf), which is NaN
+    var a = s_a * exp(m_a - m) if m_a > neg_inf[DType.float32]() else Float32(0.0)
+    var b = s_b * exp(m_b - m) if m_b > neg_inf[DType.float32]() else Float32(0.0)
     return (m, a + b)
 
 

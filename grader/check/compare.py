@@ -12,7 +12,8 @@ POISON_BITS = {"float32": 0x7FA5A5A5, "float16": 0x7DA5, "bfloat16": 0x7FA5}
 def _int_view(t):
     import torch
 
-    return t.view({4: torch.int32, 2: torch.int16}[t.element_size()])
+    # any dtype to the signed integer of its width: inputs such as an int64 RNG state are compared bit for bit too
+    return t.view({8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.int8}[t.element_size()])
 
 
 def poison(t) -> None:

@@ -21,13 +21,14 @@ WARPS = THREADS // 32
 
 @cute.jit
 def _merge(m_a, s_a, m_b, s_b):
-    """Two online (max, sum) pairs as one; a pair that has seen only −inf has s = 0 and adds nothing."""
+    """Two online (max, sum) pairs as one. A side whose max is −inf has seen only −inf entries (masked ones,
+    or none), whose exp is 0: it adds nothing, whatever its s (a single −inf entry comes as (−inf, 1))."""
     m = cute.arch.fmax(m_a, m_b)
-    # exp(−inf − −inf) would be NaN: a side whose max is −inf contributes its s (0) unscaled.
-    a = s_a
+    # never exp(−inf − −inf), which is NaN
+    a = Float32(0.0)
     if m_a > -Float32.inf:
         a = s_a * cute.math.exp(m_a - m)
-    b = s_b
+    b = Float32(0.0)
     if m_b > -Float32.inf:
         b = s_b * cute.math.exp(m_b - m)
     return m, a + b
@@ -75,7 +76,8 @@ _compiled: dict = {}  # one build per dtype: the shapes are dynamic
 
 
 def _cute(t: torch.Tensor):
-    return from_dlpack(t, assumed_align=16).mark_layout_dynamic()
+    # aligned to its element only (a view may start anywhere); rows along dim 1 even when 1×1
+    return from_dlpack(t, assumed_align=t.element_size()).mark_layout_dynamic(leading_dim=1)
 
 
 def _stream():

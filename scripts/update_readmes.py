@@ -4,6 +4,10 @@ dtype and size) in tracks/<track>.md. A trimmed copy of the results is merged in
 so a run that covered only some days keeps the others. Tables are never typed.
 
     python3 scripts/update_readmes.py /work/.device/N/results.json
+    python3 scripts/update_readmes.py RESULTS --only day11.matmul_cute day13.softmax_cute --out measured/routes-h200.json
+
+--only keeps those exercises' results alone, merged into --out, and touches no README: a run of a few steps on
+another GPU than the tables' adds its figures without replacing the tables (the lessons cite them through claims).
 """
 import importlib
 import json
@@ -162,20 +166,52 @@ def ladder(track_days: dict, course, gpu: str) -> str:
     return "\n".join(out)
 
 
+def _trim(data: dict) -> None:
+    for ex in data["exercises"]:
+        ex["cases"] = [{**{k: v for k, v in c.items() if k in KEEP}, **_extra_checks(c)} for c in ex["cases"]]
+        for k in ("compile", "builds", "log", "source"):
+            ex.pop(k, None)
+
+
+def only(bundle: dict, names: list[str], out: Path) -> None:
+    """The named exercises' trimmed results (dayNN.exercise), merged into `out` by day and exercise."""
+    merged = json.loads(out.read_text()) if out.exists() else {}
+    for name in names:
+        day_id, _, exercise = name.partition(".")
+        data = bundle.get(day_id)
+        ex = next((e for e in (data or {}).get("exercises", []) if e["exercise"] == exercise), None)
+        if ex is None:
+            sys.exit(f"{name}: not in the results")
+        kept = {**data, "exercises": [ex]}
+        _trim(kept)
+        day = merged.setdefault(day_id, {**kept, "exercises": []})
+        day["exercises"] = [e for e in day["exercises"] if e["exercise"] != exercise] + kept["exercises"]
+    out.write_text(json.dumps(dict(sorted(merged.items())), indent=1) + "\n")
+    print(f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
+
+
 def main():
+    import argparse
+
     from grader.course import load_course
 
-    bundle = json.loads(Path(sys.argv[1]).read_text())
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("results", type=Path)
+    ap.add_argument("--only", nargs="+", help="these exercises (dayNN.name) alone, into --out; no README changes")
+    ap.add_argument("--out", type=Path, help="with --only: the file to merge them into")
+    args = ap.parse_args()
+    bundle = json.loads(args.results.read_text())
+    if args.only:
+        if not args.out:
+            ap.error("--only needs --out")
+        return only(bundle, args.only, args.out.resolve())
     course = load_course(ROOT / "course.yaml")
     per_track: dict[tuple[str, str], dict] = {}
     for day_id, data in bundle.items():
         spec = course.day(day_id)
         gpu = data["exercises"][0]["info"].get("gpu", "unknown GPU")
         when = data.get("date") or "unknown date"
-        for ex in data["exercises"]:
-            ex["cases"] = [{**{k: v for k, v in c.items() if k in KEEP}, **_extra_checks(c)} for c in ex["cases"]]
-            for k in ("compile", "builds", "log", "source"):
-                ex.pop(k, None)
+        _trim(data)
         replace_block(ROOT / "days" / day_id / "README.md", "measured",
                       day_table(data, {e.name: e for e in spec.exercises}, gpu, when))
         per_track.setdefault((spec.track, gpu), {})[day_id] = data

@@ -48,7 +48,7 @@ def test_the_cute_table_says_what_was_built_where_and_that_no_gpu_ran_it():
     text = cute.table(data)
     assert "| a | 545 | 7 | 4.1 |" in text and "| b | 145 | 2 | 1.5 (+ 2.1 to import the DSL) |" in text
     assert "| float16 | sm_90a | m64n256k16.f32.f16.f16 | 4 | 5 | 384 | 168 | 0 |" in text
-    assert "2 cores of some CPU, no GPU" in text and "still to be run" in text
+    assert "2 cores of some CPU, no GPU" in text and "No GPU ran either here" in text
 
 
 def test_python_code_lines_leave_out_comments_docstrings_and_blanks(tmp_path):

@@ -69,6 +69,8 @@ def run(entry: dict, seed: int) -> dict:
         row.update(verdict="compiled only", as_expected=None)
     else:
         row["as_expected"] = ex.get("speedup") is not None and (ex["status"] == "pass") == (entry["expect"] == "pass")
+        if ex.get("speedup") is None:  # it failed before it was timed: the check's own words say why
+            row["note"] = ((ex.get("message") or "").splitlines() or ["no message"])[0]
     return row
 
 

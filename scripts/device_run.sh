@@ -29,8 +29,8 @@ export PYTHONUNBUFFERED=1
 cd "$(dirname "$0")/.."
 
 # Wheels over one call's carry (CuTe DSL's libraries, Mojo's compiler) come in several calls on one warm machine,
-# each carrying one ignored folder .stage-N/ (wheels, and parts NAME.partNN of the larger ones, cut at 50 MiB, with
-# SHA256SUMS for the whole wheels). Every call adds its folders to /tmp/stage, which outlives a call on a warm
+# each carrying one ignored folder .stage-N/ (wheels, and parts NAME.partNN of the larger ones, `split -b 47000000`:
+# a carry of 61 MB beside the work tree was refused, 52 MB went; SHA256SUMS for the whole wheels). Every call adds its folders to /tmp/stage, which outlives a call on a warm
 # machine; STAGE_ONLY=1 stops there (the calls before the last). Once every part of a wheel is there it is joined,
 # checked against SHA256SUMS and installed into /tmp/site with the others.
 if compgen -G ".stage-*/*" >/dev/null; then

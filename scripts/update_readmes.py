@@ -4,7 +4,7 @@ dtype and size) in tracks/<track>.md. A trimmed copy of the results is merged in
 so a run that covered only some days keeps the others. Tables are never typed.
 
     python3 scripts/update_readmes.py /work/.device/N/results.json
-    python3 scripts/update_readmes.py RESULTS --only day11.matmul_cute day13.softmax_cute --out measured/routes-h200.json
+    python3 scripts/update_readmes.py RESULTS --only day11.matmul_cute --out measured/routes-h200.json
 
 --only keeps those exercises' results alone, merged into --out, and touches no README: a run of a few steps on
 another GPU than the tables' adds its figures without replacing the tables (the lessons cite them through claims).
@@ -184,8 +184,8 @@ def only(bundle: dict, names: list[str], out: Path) -> None:
             sys.exit(f"{name}: not in the results")
         kept = {**data, "exercises": [ex]}
         _trim(kept)
-        day = merged.setdefault(day_id, {**kept, "exercises": []})
-        day["exercises"] = [e for e in day["exercises"] if e["exercise"] != exercise] + kept["exercises"]
+        others = [e for e in merged.get(day_id, {}).get("exercises", []) if e["exercise"] != exercise]
+        merged[day_id] = {**kept, "exercises": others + kept["exercises"]}  # the day's run details: the newest
     out.write_text(json.dumps(dict(sorted(merged.items())), indent=1) + "\n")
     print(f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
 

@@ -11,9 +11,9 @@
 #   8. compute-sanitizer memcheck over the correctness cases of SANITIZE_DAYS, every dtype (default: none)
 #   9. lesson transcripts (scripts/lessons/<name>_transcripts.sh) for each name in TRANSCRIPTS, into $OUT/<name>/
 #  10. lesson tables (scripts/lessons/<name>_measure.py) for each name in MEASURE, into $OUT/
-# Knobs for a partial run: DAYS="day06 day09" (default: every ready day), SKIP="build pytest checks timer sweep
-# profile", PYTEST_K (a pytest -k expression), PYTEST_N, SWEEP_ARGS (for sgemm_sweep.py), PROFILE_DAYS,
-# SANITIZE_DAYS, TRANSCRIPTS (e.g. "day14"), MEASURE (e.g. "day18"), GRADE_DAYS (e.g. "day01 day03": `grader grade`
+# Knobs for a partial run: DAYS="day06 day09" (default: every ready day), SKIP="install build pytest checks timer
+# sweep profile", PYTEST_K (a pytest -k expression), PYTEST_N, SWEEP_ARGS (for sgemm_sweep.py), PROFILE_DAYS,
+# SANITIZE_DAYS, VARIANTS (e.g. "day20:FA20_HOPPER=0", below), TRANSCRIPTS (e.g. "day14"), MEASURE (e.g. "day18"), GRADE_DAYS (e.g. "day01 day03": `grader grade`
 # of a solution, a stub and a known-wrong submission, ranked, and the leaderboard into $OUT/leaderboard),
 # DEADLINE_S (start no new `grader check` after this many seconds), WATCH (e.g. "day03": scripts/watch_bench.py on that
 # day; its table into $OUT, its logs into logs.tar.gz), README_FIGURES=1 (scripts/readme_figures.py on this GPU: its
@@ -24,7 +24,9 @@
 # Full logs go to $OUT/logs.tar.gz, results to $OUT/results.json; a short table is printed last.
 set -uo pipefail
 OUT=${OUT:-$(mktemp -d)}
-LOG=$(mktemp -d)
+mkdir -p "$OUT"
+LOG=${LOG:-$(mktemp -d)}  # LOG=$OUT/... keeps the logs of a run cut off by its time limit
+mkdir -p "$LOG"
 export PYTHONUNBUFFERED=1
 cd "$(dirname "$0")/.."
 
@@ -48,6 +50,10 @@ if compgen -G "/tmp/stage/*.whl*" >/dev/null; then
   fi
 fi
 compgen -G ".whl/*.whl" >/dev/null && wheels+=(.whl/*.whl)
+# SKIP="install": the caller installed the wheels and the project and exported PYTHONPATH (runs in parallel, one
+# per GPU, must not install the project over each other)
+skip() { [[ " ${SKIP:-} " == *" $1 "* ]]; }
+skip install && wheels=()
 if [ ${#wheels[@]} -gt 0 ]; then  # compiled to .pyc at install, as a student's pip does (timings)
   python3 -m pip install -q --no-index --no-deps --no-cache-dir --target /tmp/site "${wheels[@]}" \
     && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
@@ -56,14 +62,12 @@ if [ ${#wheels[@]} -gt 0 ]; then  # compiled to .pyc at install, as a student's 
 print(':'.join(dict.fromkeys(p for p in sys.path if p.startswith('/tmp/site/'))))" 2>/dev/null)
   [ -n "$site_paths" ] && export PYTHONPATH=$site_paths:$PYTHONPATH
 fi
-python3 -m pip install -q --no-deps --no-build-isolation -e . >"$LOG/install.log" 2>&1 || cat "$LOG/install.log"
+skip install || python3 -m pip install -q --no-deps --no-build-isolation -e . >"$LOG/install.log" 2>&1 || cat "$LOG/install.log"
 # The sandbox of `grader grade` and `check --ranked` needs bwrap: where the image lacks it, a binary carried in
 # .whl/bin/ (from Debian's package: apt-get download bubblewrap && dpkg-deb -x bubblewrap_*.deb x, then x/usr/bin/bwrap)
 command -v bwrap >/dev/null || { [ -x .whl/bin/bwrap ] && export PATH="$PWD/.whl/bin:$PATH"; }
 python3 -m grader doctor | tee "$LOG/doctor.txt"
 days=${DAYS:-$(python3 -c "from grader.course import load_course; print(' '.join(d.id for d in load_course(__import__('pathlib').Path('course.yaml')).days if d.status == 'ready'))")}
-SKIP=${SKIP:-}
-skip() { [[ " $SKIP " == *" $1 "* ]]; }
 
 skip build || { echo "== build times"; python3 scripts/build_times.py "$LOG" 2>&1 | tee "$LOG/build_times.txt"; }
 # The GPU suite in parallel: builds are keyed by content, so workers share them (PYTEST_N workers, default one per CPU core: the suite is bound by compiling).
@@ -92,6 +96,16 @@ for d in $days; do
   if [ -n "${DEADLINE_S:-}" ] && [ "$SECONDS" -ge "$DEADLINE_S" ]; then echo "== $d: skipped (DEADLINE_S)"; continue; fi
   echo "== $d"; python3 -m grader check "$d" --solution --seed 1 --json "$LOG/$d.json" >"$LOG/$d.txt" 2>&1
   echo "exit $?" >>"$LOG/$d.txt"; tail -4 "$LOG/$d.txt"
+done
+# VARIANTS (e.g. "day20:FA20_HOPPER=0"): the day's solution checked again with that macro defined at the top of each
+# of its .cu files (a knob the solution already has: here, its mma.sync walk on a Hopper GPU); the bundle goes to
+# $OUT/results-<day>-<NAME=VAL>.json, for `scripts/update_readmes.py --block`.
+for v in ${VARIANTS:-}; do
+  vd=${v%%:*}; def=${v#*:}; tag="$vd-$def"; V=$(mktemp -d); cp -r "solutions/$vd" "$V/$vd"; mkdir -p "$LOG/variant-$tag"
+  for f in "$V/$vd"/*.cu; do { echo "#define ${def%%=*} ${def#*=}"; cat "$f"; } >"$f.tmp" && mv "$f.tmp" "$f"; done
+  echo "== $vd with $def"; python3 -m grader check "$vd" --dir "$V/$vd" --seed 1 --json "$LOG/variant-$tag/$vd.json" \
+    >"$LOG/variant-$tag.txt" 2>&1; echo "exit $?" >>"$LOG/variant-$tag.txt"; tail -4 "$LOG/variant-$tag.txt"
+  python3 scripts/summarize.py "$LOG/variant-$tag" "$OUT/results-$tag.json" >"$LOG/variant-$tag-table.txt" && cat "$LOG/variant-$tag-table.txt"
 done
 skip timer || { echo "== timer vs do_bench"; python3 scripts/timer_agreement.py 2>&1 | tee "$LOG/timer_agreement.txt"; }
 

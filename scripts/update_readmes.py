@@ -6,6 +6,9 @@ so a run that covered only some days keeps the others. Tables are never typed.
     python3 scripts/update_readmes.py /work/.device/N/results.json
     python3 scripts/update_readmes.py RESULTS --only day11.matmul_cute --out measured/routes-h200.json
 
+--block NAME --how TEXT writes another build's tables (device_run.sh VARIANTS) into the README's NAME block, and
+its results into measured/<day>/NAME-<gpu>.json, which can be given back as RESULTS to rewrite the block.
+
 --only keeps those exercises' results alone, merged into --out, and touches no README: a run of a few steps on
 another GPU than the tables' adds its figures without replacing the tables (the lessons cite them through claims).
 """
@@ -78,7 +81,7 @@ def untimed_table(data: dict, ex: dict, gpu: str, when: str, several: bool) -> l
     return lines
 
 
-def day_table(data: dict, exercises: dict, gpu: str, when: str) -> str:
+def day_table(data: dict, exercises: dict, gpu: str, when: str, how: str = "") -> str:
     lines = []
     # Scratch memory is shown for every exercise of a day where any op allocates some (naive vs flash: 256 vs 0).
     mem_col = any(c.get("scratch_bytes", 0) > 0 for ex in data["exercises"] for c in ex["cases"]
@@ -101,8 +104,8 @@ def day_table(data: dict, exercises: dict, gpu: str, when: str) -> str:
             rate_cols, peak = "GB/s", "% of copy"
         if len(data["exercises"]) > 1:
             lines += [f"**{ex['exercise']}**", ""]
-        lines.append(f"Measured on an {gpu}, {when}, by `grader check {data['day']} --solution` (median of CUDA-event "
-                     f"timings, L2 flushed before each call; baseline: {base}).")
+        lines.append(f"Measured on an {gpu}, {when}, by `grader check {data['day']} --solution`{how} (median of "
+                     f"CUDA-event timings, L2 flushed before each call; baseline: {base}).")
         lines.append("")
         lib_col = base != lib
         lines.append(f"| shape | dtype | correct | time (µs) | {rate_cols} |" + (f" {peak} |" if peak else "")
@@ -190,6 +193,24 @@ def only(bundle: dict, names: list[str], out: Path) -> None:
     print(f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
 
 
+def variant_tables(bundle: dict, block: str, how: str) -> None:
+    """Each day's table into its README's `block`, and the trimmed results into measured/<day>/<block>-<gpu>.json."""
+    from grader.course import load_course
+
+    course = load_course(ROOT / "course.yaml")
+    for day_id, data in bundle.items():
+        gpu = data["exercises"][0]["info"].get("gpu", "unknown GPU")
+        _trim(data)
+        table = day_table(data, {e.name: e for e in course.day(day_id).exercises}, gpu,
+                          data.get("date") or "unknown date", f" {how}" if how else "")
+        if not replace_block(ROOT / "days" / day_id / "README.md", block, table):
+            sys.exit(f"days/{day_id}/README.md has no {block} block: add its markers where the table belongs")
+        out = ROOT / "measured" / day_id / f"{block}-{gpu_slug(gpu)}.json"
+        out.parent.mkdir(exist_ok=True)
+        out.write_text(json.dumps({day_id: data}, indent=1) + "\n")
+        print(f"wrote {out.relative_to(ROOT)}")
+
+
 def main():
     import argparse
 
@@ -199,8 +220,15 @@ def main():
     ap.add_argument("results", type=Path)
     ap.add_argument("--only", nargs="+", help="these exercises (dayNN.name) alone, into --out; no README changes")
     ap.add_argument("--out", type=Path, help="with --only: the file to merge them into")
+    ap.add_argument("--block", help="write each day's table into this README block instead of 'measured' (another "
+                                    "build of the solution: a VARIANTS run of device_run.sh), and its results into "
+                                    "measured/<day>/<block>-<gpu>.json (which this script also reads back)")
+    ap.add_argument("--how", default="", help="with --block: how that build differs, for the table's first line "
+                                              "(e.g. 'built with -DFA20_HOPPER=0, the mma.sync walk')")
     args = ap.parse_args()
     bundle = json.loads(args.results.read_text())
+    if args.block:
+        return variant_tables(bundle, args.block, args.how)
     if args.only:
         if not args.out:
             ap.error("--only needs --out")

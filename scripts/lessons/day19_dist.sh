@@ -30,7 +30,7 @@ timeout 240 python3 scripts/lessons/day19_dist_check.py "$OUT" $cpu 2>&1 | tee "
 
 echo "== measurement"
 # shellcheck disable=SC2086  # TOKENS is a list
-timeout 180 python3 scripts/lessons/day19_ring_measure.py "$OUT" $cpu --tokens ${TOKENS:-4096 8192 32768} \
+timeout 180 python3 scripts/lessons/day19_ring_measure.py "$OUT" $cpu ${cpu:---graph-ring} --tokens ${TOKENS:-4096 8192 32768} \
   ${PROFILE:+--profile $PROFILE} 2>&1 \
   | tee "$OUT/day19-dist-measure.txt" || status=1
 

@@ -60,9 +60,9 @@ def _extra_checks(case: dict) -> dict:
     return {"checks": kept} if kept else {}
 
 
-def untimed_table(data: dict, ex: dict, gpu: str, when: str, several: bool) -> list[str]:
+def untimed_table(data: dict, ex: dict, gpu: str, when: str, several: bool, how: str = "") -> list[str]:
     lines = [f"**{ex['exercise']}**", ""] if several else []
-    lines += [f"Measured on an {gpu}, {when}, by `grader check {data['day']} --solution` (not timed: correctness "
+    lines += [f"Measured on an {gpu}, {when}, by `grader check {data['day']} --solution`{how} (not timed: correctness "
               "and checks).", "", "| dtype | cases passed | worst rel L2 | worst max abs |", "|---|---|---:|---:|"]
     for dt, (ok, n) in correctness_counts(ex["cases"]).items():
         cases = [c for c in ex["cases"] if c["kind"] == "correctness" and c["dtype"] == dt]
@@ -89,7 +89,7 @@ def day_table(data: dict, exercises: dict, gpu: str, when: str, how: str = "") -
     for ex in data["exercises"]:
         spec = exercises[ex["exercise"]]
         if spec.baseline is None:  # untimed: correctness per dtype, and what the extra checks reported
-            lines += untimed_table(data, ex, gpu, when, several=len(data["exercises"]) > 1)
+            lines += untimed_table(data, ex, gpu, when, several=len(data["exercises"]) > 1, how=how)
             continue
         lib = getattr(importlib.import_module(spec.task), "LIBRARY", "library")
         base = spec.baseline.describe()

@@ -101,7 +101,8 @@ done
 # of its .cu files (a knob the solution already has: here, its mma.sync walk on a Hopper GPU); the bundle goes to
 # $OUT/results-<day>-<NAME>_<VAL>.json, for `scripts/update_readmes.py --block`.
 for v in ${VARIANTS:-}; do
-  vd=${v%%:*}; def=${v#*:}; tag="$vd-${def//=/_}";  # no "=" in names: the lease returns none V=$(mktemp -d); cp -r "solutions/$vd" "$V/$vd"; mkdir -p "$LOG/variant-$tag"
+  # no "=" in the names written: the device lease returns no such file
+  vd=${v%%:*}; def=${v#*:}; tag="$vd-${def//=/_}"; V=$(mktemp -d); cp -r "solutions/$vd" "$V/$vd"; mkdir -p "$LOG/variant-$tag"
   for f in "$V/$vd"/*.cu; do { echo "#define ${def%%=*} ${def#*=}"; cat "$f"; } >"$f.tmp" && mv "$f.tmp" "$f"; done
   echo "== $vd with $def"; python3 -m grader check "$vd" --dir "$V/$vd" --seed 1 --json "$LOG/variant-$tag/$vd.json" \
     >"$LOG/variant-$tag.txt" 2>&1; echo "exit $?" >>"$LOG/variant-$tag.txt"; tail -4 "$LOG/variant-$tag.txt"

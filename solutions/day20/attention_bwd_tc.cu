@@ -78,15 +78,15 @@ struct QCfg {
   static constexpr size_t kBytes = 2 * static_cast<size_t>(kV + 2 * kBc * D);
 };
 
-[[maybe_unused]] constexpr float kLog2e = 1.4426950408889634f;  // used in your code only
+constexpr float kLog2e = 1.4426950408889634f;  // log2(e): exponentials as ex2 (the given fetch scales lse by it)
 
-// kRows x D tile of a head (src = its first row, rows ld elements apart; rows >= rows_valid become zeros) into
-// swizzled shared memory by nthreads threads. kVec: cp.async, 16 bytes per copy; otherwise 2-byte loads (tensors
+// Given (day 12's tile loader, for the transposed walk's tiles): a kRows x D tile of a head (src = its first row,
+// rows ld elements apart; rows >= rows_valid become zeros) into swizzled shared memory by kThreads threads. kVec: cp.async, 16 bytes per copy; otherwise 2-byte loads (tensors
 // or rows not 16-byte aligned), stored before return (other threads still read the tile only after the walk's
 // __syncthreads()).
 template <typename T, int D, int kRows, int kThreads, bool kVec>
 __device__ __forceinline__ void load_tile(T* dst, const T* src, long long ld, int rows_valid) {
-  // BEGIN SOLUTION: (step 20a) rows r < rows_valid from src, zeros after (cp.async with src-size 0 reads nothing but still takes a valid address: src); chunk c of row r at swz<D>(r, c)
+  // cp.async with src-size 0 reads nothing but still takes a valid address: src. Chunk c of row r at swz<D>(r, c).
   constexpr int kChunks = kRows * D / 8;
   static_assert(kChunks % kThreads == 0, "whole steps");
   if constexpr (kVec) {
@@ -108,13 +108,11 @@ __device__ __forceinline__ void load_tile(T* dst, const T* src, long long ld, in
       for (int x = 0; x < 4; ++x) d32[x] = ok ? s16[2 * x] | static_cast<uint32_t>(s16[2 * x + 1]) << 16 : 0u;
     }
   }
-  // END SOLUTION
 }
 
-// Two adjacent 16-bit outputs (row, col), (row, col + 1) from fp32; 4-byte stores when the tensor is aligned.
+// Given: two adjacent 16-bit outputs (row, col), (row, col + 1) from fp32; 4-byte stores when the tensor is aligned.
 template <typename T, bool kVec>
 __device__ __forceinline__ void store_pair(T* dst, float lo, float hi) {
-  // BEGIN SOLUTION: (step 20a) dst[0] = lo, dst[1] = hi, rounded to T
   if constexpr (kVec) {
     *reinterpret_cast<uint32_t*>(dst) = ptx::pack2<T>(lo, hi);
   } else {
@@ -122,7 +120,6 @@ __device__ __forceinline__ void store_pair(T* dst, float lo, float hi) {
     reinterpret_cast<uint16_t*>(dst)[0] = static_cast<uint16_t>(w);
     reinterpret_cast<uint16_t*>(dst)[1] = static_cast<uint16_t>(w >> 16);
   }
-  // END SOLUTION
 }
 
 // acc += A B for one warp, both operands in swizzled shared-memory tiles. The product is kMT m16 tiles x kNT n8
@@ -226,7 +223,7 @@ __global__ void __launch_bounds__(256) prep_kernel(const T* __restrict__ o, cons
 template <typename T, int D>
 __device__ __forceinline__ void add_dq_tile(const T* DSs, const T* Ks, float* dq_acc, size_t head, int q0, int n,
                                             int wq2, int wd2, int lane) {
-  // BEGIN SOLUTION: (step 20c) 16 queries at a time: dq = dS K by warp_mma (dS read from dSᵀ, A stored [k][m]), then float2 atomics (two scalar ones before sm_90)
+  // BEGIN SOLUTION: (step 20c) 16 queries at a time: dq = dS K by warp_mma (dS read from dSᵀ, A stored [k][m]), then float2 atomics under `#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900`, two scalar ones otherwise (course.yaml also builds sm_80, where a float2 atomicAdd does not compile)
   constexpr int kBc = KvCfg<D>::kBc, kBr = KvCfg<D>::kBr;
   // 32 queries x D/4 per warp, 16 at a time (the walk's dK and dV accumulators hold half the registers); dS is
   // read from dSᵀ (A stored [k][m]), K as [k][n].
@@ -345,7 +342,7 @@ __global__ void __launch_bounds__(KvCfg<D>::kThreads, 1)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int col = 32 * wq + 8 * nt + 2 * (lane % 4) + (e & 1);
-          // BEGIN SOLUTION: (step 20a) sp[e] = P = 2^(s·c − lse·log2 e), 0 past N and above the diagonal (where edge)
+          // BEGIN SOLUTION: (step 20a) sp[e] = P = 2^(s·c − Lt[col]) (Lt already holds lse·log2 e), 0 past N and above the diagonal (where edge)
           float p = ptx::ex2(fmaf(sp[e], c, -Lt[col]));
           if (edge) {
             const int kr = kw + 16 * mt + lane / 4 + 8 * (e >> 1);
@@ -792,41 +789,51 @@ template <typename T, int D, bool kVec>
 cudaError_t backward(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* dout, T* dq, T* dk,
                      T* dv, float* delta, float* dq_acc, int batch, int heads, int n,
                      const course::AttentionStrides& st, bool causal, DqBy dq_by, cudaStream_t stream) {
-  // BEGIN SOLUTION: (step 20a) prep_kernel on ⌈B·H·N / 8⌉ blocks of 256 (its body is 20b's: until then D is unset, which dV never reads), then the key-tile walk (allow_smem before each launch) with c = log2(e)/sqrt(D) and scale = 1/sqrt(D), dq left alone unless dq_by says otherwise; (20c) kAtomic = (dq_by == kAtomics), the sums rounded; (20d) the query-tile walk
-  const bool atomic = dq_by == DqBy::kAtomics;
-  const float scale = 1.0f / sqrtf(static_cast<float>(D));
-  const float c = kLog2e * scale;
-  const int bh = batch * heads, rows = bh * n;
+  [[maybe_unused]] const bool atomic = dq_by == DqBy::kAtomics;  // step 20c: the key-tile walk also adds dQ by atomics
+  [[maybe_unused]] const float scale = 1.0f / sqrtf(static_cast<float>(D));
+  [[maybe_unused]] const float c = kLog2e * scale;  // scores to log2 units: P = 2^(s·c − lse·log2 e)
+  [[maybe_unused]] const int bh = batch * heads, rows = bh * n;
+  [[maybe_unused]] cudaError_t err = cudaSuccess;
+  // BEGIN SOLUTION: (step 20a) prep_kernel on ⌈rows / 8⌉ blocks of 256 (its body is 20b's: until then D is unset, which dV never reads), dq_acc to zero only when atomic; return its launch error
   prep_kernel<T, D><<<(rows + 7) / 8, 256, 0, stream>>>(o, dout, delta, atomic ? dq_acc : nullptr, n, heads, st, rows);
-  cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess) return err;
+  if ((err = cudaGetLastError()) != cudaSuccess) return err;
+  // END SOLUTION
 
-  // The key-tile walk: on wgmma where the GPU, the image and the tensors allow it, else on mma.sync.
-  const bool wgmma = kVec && FA20_HOPPER &&
-                     hopper_bwd::launch<T, D>(q, k, v, dout, lse, delta, dk, dv, dq_acc, batch, heads, n, st, causal,
-                                              atomic, c, scale, stream, &err);
+  // The key-tile walk: on wgmma where the GPU, the image and the tensors allow it (the optional Hopper holes), else
+  // on mma.sync.
+  bool wgmma = false;
+  // BEGIN SOLUTION: hopper_bwd, continued: try the wgmma walk first, when kVec and FA20_HOPPER: wgmma = hopper_bwd::launch<T, D>(…), false (nothing launched) where it cannot run; return any error it sets
+  wgmma = kVec && FA20_HOPPER &&
+          hopper_bwd::launch<T, D>(q, k, v, dout, lse, delta, dk, dv, dq_acc, batch, heads, n, st, causal, atomic, c,
+                                   scale, stream, &err);
   if (err != cudaSuccess) return err;
+  // END SOLUTION
   if (!wgmma) {
+    // BEGIN SOLUTION: (step 20a) dkdv_kernel<T, D, kVec, atomic> on bh · ⌈n / kBc⌉ blocks of KvCfg<D>::kThreads with KvCfg<D>::kBytes of shared memory (allow_smem first), dq_acc passed only when atomic; return any error
     const int k_tiles = (n + KvCfg<D>::kBc - 1) / KvCfg<D>::kBc;
     auto kernel = atomic ? dkdv_kernel<T, D, kVec, true> : dkdv_kernel<T, D, kVec, false>;
     if ((err = allow_smem(kernel, KvCfg<D>::kBytes)) != cudaSuccess) return err;
     kernel<<<bh * k_tiles, KvCfg<D>::kThreads, KvCfg<D>::kBytes, stream>>>(
         q, k, v, lse, dout, delta, dk, dv, atomic ? dq_acc : nullptr, n, heads, st, k_tiles, causal, c, scale);
     if ((err = cudaGetLastError()) != cudaSuccess) return err;
+    // END SOLUTION
   }
-  // dq: the atomic sums scaled and rounded, or the deterministic query-tile walk.
   if (dq_by == DqBy::kAtomics) {
+    // BEGIN SOLUTION: (step 20c) round_kernel over the rows · D sums of dq_acc into dq (times scale), 256 threads a block, at most 65535 · 8 blocks (it strides)
     const size_t count = static_cast<size_t>(rows) * D;
     const unsigned blocks = static_cast<unsigned>(std::min<size_t>((count + 255) / 256, 65535u * 8));
     round_kernel<T><<<blocks, 256, 0, stream>>>(dq_acc, dq, count, scale);
-  } else if (dq_by == DqBy::kQueryWalk) {
+    // END SOLUTION
+  }
+  if (dq_by == DqBy::kQueryWalk) {
+    // BEGIN SOLUTION: (step 20d, optional) dq_kernel<T, D, kVec> on bh · ⌈n / QCfg<D>::kBr⌉ blocks of QCfg<D>::kThreads with QCfg<D>::kBytes (allow_smem first)
     auto qkernel = dq_kernel<T, D, kVec>;
     if ((err = allow_smem(qkernel, QCfg<D>::kBytes)) != cudaSuccess) return err;
     const int q_tiles = (n + QCfg<D>::kBr - 1) / QCfg<D>::kBr;
     qkernel<<<bh * q_tiles, QCfg<D>::kThreads, QCfg<D>::kBytes, stream>>>(q, k, v, lse, dout, delta, dq, n, heads,
                                                                          st, q_tiles, causal, c, scale);
+    // END SOLUTION
   }
-  // END SOLUTION
   return cudaGetLastError();
 }
 

@@ -4,7 +4,8 @@
 #      solution, the released stub and each known-wrong ring of tests/known_wrong.yaml, with their verdicts
 #      (scripts/lessons/day19_dist_check.py);
 #   2. the measurement over every visible GPU, one process each (scripts/lessons/day19_ring_measure.py): causal and
-#      not, plain and zigzag placement, TOKENS (default 4096 8192 32768), bf16, 16 heads of d = 128;
+#      not, plain and zigzag placement, TOKENS (default 4096 8192 32768), bf16, 16 heads of d = 128, the ring also
+#      replayed from one CUDA graph per rank (--graph-ring);
 #   3. the lesson's table regenerated from measured/day19/ with this run added (the README copied to $OUT).
 # Everything lands in $OUT: day19-dist-check.{txt,json}, day19-dist-<gpu>x<R>.{json,md}, README.md, logs.tar.gz.
 #

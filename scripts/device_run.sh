@@ -97,13 +97,17 @@ for d in $days; do
   echo "== $d"; python3 -m grader check "$d" --solution --seed 1 --json "$LOG/$d.json" >"$LOG/$d.txt" 2>&1
   echo "exit $?" >>"$LOG/$d.txt"; tail -4 "$LOG/$d.txt"
 done
-# VARIANTS (e.g. "day20:FA20_HOPPER=0"): the day's solution checked again with that macro defined at the top of each
-# of its .cu files (a knob the solution already has: here, its mma.sync walk on a Hopper GPU); the bundle goes to
-# $OUT/results-<day>-<NAME>_<VAL>.json, for `scripts/update_readmes.py --block`.
+# VARIANTS (e.g. "day20:FA20_HOPPER=0", or several macros "day05:SOFTMAX_CLUSTER=1,SOFTMAX_CLUSTER_THREADS=512"):
+# the day's solution checked again with those macros defined at the top of each of its .cu files (knobs the solution
+# already has: here, its mma.sync walk on a Hopper GPU); the bundle goes to $OUT/results-<day>-<NAME>_<VAL>[-...].json,
+# for `scripts/update_readmes.py --block`.
 for v in ${VARIANTS:-}; do
   # no "=" in the names written: the device lease returns no such file
-  vd=${v%%:*}; def=${v#*:}; tag="$vd-${def//=/_}"; V=$(mktemp -d); cp -r "solutions/$vd" "$V/$vd"; mkdir -p "$LOG/variant-$tag"
-  for f in "$V/$vd"/*.cu; do { echo "#define ${def%%=*} ${def#*=}"; cat "$f"; } >"$f.tmp" && mv "$f.tmp" "$f"; done
+  vd=${v%%:*}; def=${v#*:}; tag="$vd-${def//=/_}"; tag=${tag//,/-}; V=$(mktemp -d); cp -r "solutions/$vd" "$V/$vd"
+  mkdir -p "$LOG/variant-$tag"
+  for f in "$V/$vd"/*.cu; do
+    { for d in ${def//,/ }; do echo "#define ${d%%=*} ${d#*=}"; done; cat "$f"; } >"$f.tmp" && mv "$f.tmp" "$f"
+  done
   echo "== $vd with $def"; python3 -m grader check "$vd" --dir "$V/$vd" --seed 1 --json "$LOG/variant-$tag/$vd.json" \
     >"$LOG/variant-$tag.txt" 2>&1; echo "exit $?" >>"$LOG/variant-$tag.txt"; tail -4 "$LOG/variant-$tag.txt"
   python3 scripts/summarize.py "$LOG/variant-$tag" "$OUT/results-$tag.json" >"$LOG/variant-$tag-table.txt" && cat "$LOG/variant-$tag-table.txt"

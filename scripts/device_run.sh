@@ -11,7 +11,8 @@
 #   8. compute-sanitizer memcheck over the correctness cases of SANITIZE_DAYS, every dtype (default: none)
 #   9. lesson transcripts (scripts/lessons/<name>_transcripts.sh) for each name in TRANSCRIPTS, into $OUT/<name>/
 #  10. lesson tables (scripts/lessons/<name>_measure.py) for each name in MEASURE, into $OUT/
-# Knobs for a partial run: DAYS="day06 day09" (default: every ready day), SKIP="install build pytest checks timer
+# Knobs for a partial run: DAYS="day06 day09" (default: every ready day), SHARDS (e.g. 4: the GPU suite split over
+# 4 GPUs, below), SKIP="install build pytest checks timer
 # sweep profile", PYTEST_K (a pytest -k expression), PYTEST_N, SWEEP_ARGS (for sgemm_sweep.py), PROFILE_DAYS,
 # SANITIZE_DAYS, VARIANTS (e.g. "day20:FA20_HOPPER=0", below), TRANSCRIPTS (e.g. "day14"), MEASURE (e.g. "day18"), GRADE_DAYS (e.g. "day01 day03": `grader grade`
 # of a solution, a stub and a known-wrong submission, ranked, and the leaderboard into $OUT/leaderboard),
@@ -77,13 +78,34 @@ skip pytest || { echo "== GPU tests"; t0=$(date +%s); export GRADER_TEST_TIMES="
     | grep -c "::")
   # Two phases of one suite: the tests that may share the GPU in parallel (slowest first, tests/conftest.py), then
   # those whose measurement needs the GPU to itself (gpu_alone), one at a time. PYTEST_S bounds both together.
-  timeout ${PYTEST_S:-560} python3 -m pytest -m "gpu and not gpu_alone" -v -p no:cacheprovider -n ${PYTEST_N:-$(nproc)} \
-    ${PYTEST_K:+-k "$PYTEST_K"} tests 2>&1 | tee "$LOG/pytest_gpu.txt" | grep -Ev " (PASSED|SKIPPED) " | tail -40
-  left=$(( ${PYTEST_S:-560} - ($(date +%s) - t0) ))
-  [ "$left" -gt 5 ] && timeout $left python3 -m pytest -m gpu_alone -v -p no:cacheprovider ${PYTEST_K:+-k "$PYTEST_K"} tests \
-    2>&1 | tee "$LOG/pytest_gpu_alone.txt" | grep -Ev " (PASSED|SKIPPED) " | tail -20
+  # suite TAG WORKERS: both phases, their output into $LOG/pytest_gpu$TAG.txt and $LOG/pytest_gpu_alone$TAG.txt.
+  suite() {
+    timeout ${PYTEST_S:-560} python3 -m pytest -m "gpu and not gpu_alone" -v -p no:cacheprovider -n "$2" \
+      ${PYTEST_K:+-k "$PYTEST_K"} tests >"$LOG/pytest_gpu$1.txt" 2>&1
+    local left=$(( ${PYTEST_S:-560} - ($(date +%s) - t0) ))
+    [ "$left" -gt 5 ] && timeout $left python3 -m pytest -m gpu_alone -v -p no:cacheprovider ${PYTEST_K:+-k "$PYTEST_K"} \
+      tests >"$LOG/pytest_gpu_alone$1.txt" 2>&1
+  }
+  # SHARDS=n (a machine of n GPUs or more): n suites at once, suite i on GPU i alone with shard i of the one-GPU
+  # tests (balanced by the recorded seconds) and nproc/n workers, and one more that sees every GPU for the tests
+  # that need several (multi_gpu). The shards share the build state, so each build is still made once.
+  if [ "${SHARDS:-1}" -gt 1 ]; then
+    per=$(( $(nproc) / SHARDS ))
+    for i in $(seq 0 $((SHARDS - 1))); do
+      ( export CUDA_VISIBLE_DEVICES=$i GRADER_TEST_SHARD=$i/$SHARDS; suite "-$i" "$per" ) &
+    done
+    ( export GRADER_TEST_SHARD=multi; suite -multi 2 ) &
+    wait
+    cat "$LOG"/pytest_gpu-*.txt >"$LOG/pytest_gpu.txt"; cat "$LOG"/pytest_gpu_alone-*.txt >"$LOG/pytest_gpu_alone.txt" 2>/dev/null
+    grep -hEv " (PASSED|SKIPPED) " "$LOG/pytest_gpu.txt" "$LOG/pytest_gpu_alone.txt" | grep -E "FAILED|ERROR| in [0-9.]+s" | tail -40
+    how="$SHARDS shards of -n $per, one GPU each, and the multi-GPU tests"
+  else
+    suite "" "${PYTEST_N:-$(nproc)}"
+    grep -Ev " (PASSED|SKIPPED) " "$LOG/pytest_gpu.txt" | tail -40; grep -Ev " (PASSED|SKIPPED) " "$LOG/pytest_gpu_alone.txt" 2>/dev/null | tail -20
+    how="-n ${PYTEST_N:-$(nproc)}, then the gpu_alone tests alone"
+  fi
   wall=$(( $(date +%s) - t0 )); unset GRADER_TEST_TIMES; rm -rf "$GRADER_TEST_SHARED_STATE"; unset GRADER_TEST_SHARED_STATE
-  echo "GPU suite wall time: $wall s (-n ${PYTEST_N:-$(nproc)}, then the gpu_alone tests alone)" | tee -a "$LOG/pytest_gpu.txt"
+  echo "GPU suite wall time: $wall s ($how)" | tee -a "$LOG/pytest_gpu.txt"
   # a suite cut off by PYTEST_S leaves xdist workers and their grader workers behind: they would skew what follows
   pkill -9 -f "pytest -m gpu" 2>/dev/null; pkill -9 -f "grader.check.worker" 2>/dev/null; sleep 1
   summary() { grep -hE "^=+ .*(passed|failed).* in [0-9.]+s" "$@" 2>/dev/null | tr -d '=' | sed 's/^ *//; s/ *$//' | paste -sd ';'; }

@@ -51,11 +51,52 @@ def _slowest_first(items) -> None:
     """GPU tests in the order of their seconds in the last recorded suite (measured/gpu-suite.json), slowest first,
     so that no long test starts last and holds the run's end; a test not recorded yet goes first (new tests are
     often a new day's). Every xdist worker sorts the same list the same way, as xdist requires."""
-    try:
-        seconds = json.loads((ROOT / "measured" / "gpu-suite.json").read_text()).get("seconds") or {}
-    except (OSError, ValueError):
-        return
+    seconds = _recorded_seconds()
     items.sort(key=lambda it: -seconds.get(it.nodeid, float("inf")) if "gpu" in it.keywords else 0.0)
+
+
+def _recorded_seconds() -> dict:
+    try:
+        return json.loads((ROOT / "measured" / "gpu-suite.json").read_text()).get("seconds") or {}
+    except (OSError, ValueError):
+        return {}
+
+
+def shard_of(items, shards: int, seconds: dict) -> dict:
+    """Each GPU test's shard (0 .. shards-1), balanced by the seconds of the last recorded suite: the slowest first,
+    each to the shard with the least so far (a test not recorded counts as NEW_TEST_S). The same for every process
+    that computes it (ties go to the lower shard; the order is by seconds, then name)."""
+    load = [0.0] * shards
+    out = {}
+    for nodeid in sorted(items, key=lambda n: (-seconds.get(n, NEW_TEST_S), n)):
+        k = min(range(shards), key=lambda i: (load[i], i))
+        out[nodeid] = k
+        load[k] += seconds.get(nodeid, NEW_TEST_S)
+    return out
+
+
+NEW_TEST_S = 60.0
+
+
+def _sharded(config, items) -> None:
+    """$GRADER_TEST_SHARD (scripts/device_run.sh SHARDS=n on a machine of several GPUs, one pytest run a GPU): "i/n"
+    keeps shard i of the GPU tests that need one GPU; "multi" keeps those that need several (multi_gpu), run where
+    every GPU is visible. Tests without the gpu mark are left alone."""
+    spec = os.environ.get("GRADER_TEST_SHARD")
+    if not spec:
+        return
+    gpu = [it for it in items if "gpu" in it.keywords]
+    if spec == "multi":
+        keep = {it.nodeid for it in gpu if "multi_gpu" in it.keywords}
+    else:
+        i, _, n = spec.partition("/")
+        single = [it.nodeid for it in gpu if "multi_gpu" not in it.keywords]
+        shards = shard_of(single, int(n), _recorded_seconds())
+        keep = {nodeid for nodeid, k in shards.items() if k == int(i)}
+    dropped = [it for it in gpu if it.nodeid not in keep]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [it for it in items if it not in dropped]
 
 
 def has_gpu() -> bool:
@@ -67,6 +108,7 @@ def has_gpu() -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
+    _sharded(config, items)
     if has_gpu():
         _slowest_first(items)
         return

@@ -22,6 +22,14 @@ def _ready_days():
     return [d.id for d in load_course(ROOT / "course.yaml").days if d.status == "ready"]
 
 
+def _day_params():
+    """The ready days, those with an exercise in several processes (one per GPU) marked multi_gpu."""
+    from grader.course import load_course
+
+    return [pytest.param(d.id, marks=[pytest.mark.multi_gpu] if any(e.processes > 1 for e in d.exercises) else [])
+            for d in load_course(ROOT / "course.yaml").days if d.status == "ready"]
+
+
 _ITEM = []  # the test running in this process (one at a time per xdist worker), for its recorded properties
 
 
@@ -67,7 +75,7 @@ def _too_big(day) -> set[str]:
             if e.processes > torch.cuda.device_count()}
 
 
-@pytest.mark.parametrize("day", _ready_days())
+@pytest.mark.parametrize("day", _day_params())
 def test_solution_is_correct_in_every_dtype_and_shape(day, tmp_path):
     from grader.course import load_course
 
@@ -86,7 +94,7 @@ def test_solution_is_correct_in_every_dtype_and_shape(day, tmp_path):
                    for c in ex["cases"])
 
 
-@pytest.mark.parametrize("day", _ready_days())
+@pytest.mark.parametrize("day", _day_params())
 def test_stub_reports_not_implemented_or_its_planted_bug(day, tmp_path):
     from grader.course import load_course
 
@@ -109,7 +117,9 @@ def test_stub_reports_not_implemented_or_its_planted_bug(day, tmp_path):
 KNOWN_WRONG = yaml.safe_load((ROOT / "tests" / "known_wrong.yaml").read_text())
 
 
-@pytest.mark.parametrize("bug", KNOWN_WRONG, ids=[f"{b['day']}-{b['name']}" for b in KNOWN_WRONG])  # -k day12 selects a day
+@pytest.mark.parametrize("bug", [pytest.param(b, marks=[pytest.mark.multi_gpu] if b.get("gpus", 1) > 1 else [])
+                                 for b in KNOWN_WRONG],
+                         ids=[f"{b['day']}-{b['name']}" for b in KNOWN_WRONG])  # -k day12 selects a day
 def test_known_wrong_kernel_fails_with_the_right_message(bug, tmp_path):
     if bug["day"] not in _ready_days():
         pytest.skip(f"{bug['day']} is planned: its known-wrong kernels run once it is ready")

@@ -1,0 +1,38 @@
+"""The GPU suite sharded over the GPUs of one machine (scripts/device_run.sh SHARDS=n; tests/conftest.py): every GPU
+test runs in exactly one shard, those that need several GPUs in the shard that sees them all, and the shards are
+balanced by the last recorded suite's seconds."""
+import os
+import subprocess
+import sys
+
+from tests.conftest import ROOT, _recorded_seconds, shard_of
+
+
+def _collected(shard: str | None) -> list[str]:
+    env = {k: v for k, v in os.environ.items() if k != "GRADER_TEST_SHARD"}
+    if shard:
+        env["GRADER_TEST_SHARD"] = shard
+    r = subprocess.run([sys.executable, "-m", "pytest", "-m", "gpu", "--collect-only", "-q", "-p", "no:cacheprovider",
+                        "tests/gpu", "tests/test_profile.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode in (0, 5), r.stdout[-2000:] + r.stderr[-2000:]
+    return [line for line in r.stdout.splitlines() if "::" in line]
+
+
+def test_every_gpu_test_is_in_exactly_one_shard_and_the_multi_gpu_ones_see_every_gpu():
+    every = _collected(None)
+    multi = _collected("multi")
+    one = _collected("1/4")
+    assert multi and all("day19" in t for t in multi), multi  # day 19's exercise in processes, and nothing else
+    single = [t for t in every if t not in multi]
+    shards = shard_of(single, 4, _recorded_seconds())
+    assert sorted(one) == sorted(t for t, k in shards.items() if k == 1)  # the hook keeps what shard_of assigns
+    assert set(shards) == set(single) and not set(one) & set(multi)
+
+
+def test_shards_are_balanced_by_recorded_seconds():
+    seconds = {"a": 100.0, "b": 60.0, "c": 50.0, "d": 40.0, "e": 10.0}
+    got = shard_of(list(seconds), 2, seconds)
+    load = [sum(seconds[t] for t, k in got.items() if k == i) for i in (0, 1)]
+    # slowest first, each to the lighter shard: a | b, c | d (100 < 110) | e (110 < 140)
+    assert got["a"] != got["b"] and got["b"] == got["c"] and sorted(load) == [120.0, 140.0], (got, load)
+    assert shard_of(list(seconds), 2, seconds) == got  # the same in every process

@@ -193,16 +193,25 @@ def only(bundle: dict, names: list[str], out: Path) -> None:
     print(f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
 
 
+def variant_table(day_id: str, data: dict, course) -> str:
+    """A variant's table (its data trimmed, with the `how` variant_tables kept in it)."""
+    _trim(data)
+    how = data.get("how", "")
+    return day_table(data, {e.name: e for e in course.day(day_id).exercises}, data["exercises"][0]["info"].get(
+        "gpu", "unknown GPU"), data.get("date") or "unknown date", f" {how}" if how else "")
+
+
 def variant_tables(bundle: dict, block: str, how: str) -> None:
-    """Each day's table into its README's `block`, and the trimmed results into measured/<day>/<block>-<gpu>.json."""
+    """Each day's table into its README's `block`, and the trimmed results, with `how`, into
+    measured/<day>/<block>-<gpu>.json (given back without --how, the file's own `how` is used)."""
     from grader.course import load_course
 
     course = load_course(ROOT / "course.yaml")
     for day_id, data in bundle.items():
         gpu = data["exercises"][0]["info"].get("gpu", "unknown GPU")
-        _trim(data)
-        table = day_table(data, {e.name: e for e in course.day(day_id).exercises}, gpu,
-                          data.get("date") or "unknown date", f" {how}" if how else "")
+        if how:
+            data["how"] = how
+        table = variant_table(day_id, data, course)
         if not replace_block(ROOT / "days" / day_id / "README.md", block, table):
             sys.exit(f"days/{day_id}/README.md has no {block} block: add its markers where the table belongs")
         out = ROOT / "measured" / day_id / f"{block}-{gpu_slug(gpu)}.json"

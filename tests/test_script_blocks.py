@@ -1,0 +1,71 @@
+"""Every table a script writes into a lesson (`<!-- NAME:begin -->` ... `<!-- NAME:end -->`) is what that script writes
+from a file committed in measured/: the "Measured" blocks from scripts/update_readmes.py's day_table over a
+measured/<track>-<gpu>.json, day 19's ring tables from measured/day19/dist-*.json, a variant's from its own file
+(tests/test_variant_tables.py), and each lesson script's table from one of the measured files. A block edited by
+hand, or left behind when its script changed, fails here."""
+import copy
+import importlib.util
+import json
+import re
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+LESSON_SCRIPTS = ["cute_measure", "cutlass_measure", "day18_measure", "day19_measure", "day20_measure", "day20_story",
+                  "fma_measure", "pinned_measure", "thunder_measure"]
+
+
+def _load(path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+sys.path[:0] = [str(ROOT / "scripts"), str(ROOT / "scripts" / "lessons")]
+UPDATE = _load(ROOT / "scripts" / "update_readmes.py")
+RING = _load(ROOT / "scripts" / "lessons" / "day19_ring_measure.py")
+BLOCKS = [(f.parent.name, m.group(1), m.group(2)) for f in sorted((ROOT / "days").glob("day*/README.md"))
+          for m in re.finditer(r"<!-- ([\w.-]+):begin -->\n(.*?)\n<!-- \1:end -->", f.read_text(), re.S)]
+DOCS = {p.relative_to(ROOT).as_posix(): json.loads(p.read_text()) for p in sorted((ROOT / "measured").rglob("*.json"))}
+
+
+def _measured_tables(day, course):
+    """day_table of every committed run of the day (measured/<track>-<gpu>.json and the like)."""
+    for name, doc in DOCS.items():
+        data = doc.get(day) if isinstance(doc, dict) else None
+        if isinstance(data, dict) and "exercises" in data and "how" not in data:
+            data = copy.deepcopy(data)
+            UPDATE._trim(data)
+            yield name, UPDATE.day_table(data, {e.name: e for e in course.day(day).exercises},
+                                         data["exercises"][0]["info"].get("gpu", "unknown GPU"),
+                                         data.get("date") or "unknown date")
+
+
+def _lesson_tables():
+    for script in LESSON_SCRIPTS:
+        mod = _load(ROOT / "scripts" / "lessons" / f"{script}.py")
+        for name, doc in DOCS.items():
+            try:
+                yield f"{script} on {name}", mod.table(doc)
+            except Exception:  # noqa: BLE001 -- not this script's file
+                continue
+
+
+@pytest.mark.parametrize("day, block, text", BLOCKS, ids=[f"{d}-{b}" for d, b, _ in BLOCKS])
+def test_a_scripts_block_is_what_it_writes_from_measured(day, block, text, course):
+    if block == "mma-sync":
+        pytest.skip("a variant's block: tests/test_variant_tables.py")
+    if block == "measured":
+        sources = _measured_tables(day, course)
+    elif block == RING.BLOCK:
+        sources = [("measured/day19/dist-*.json", RING.lesson_block(
+            [d for n, d in DOCS.items() if n.startswith("measured/day19/dist-") and "rows" in d]))]
+    else:
+        sources = _lesson_tables()
+    found = [name for name, table in sources if table == text]
+    assert found, (f"days/{day}/README.md's {block} block is not what its script writes from any file in measured/: "
+                   "rerun the script's --insert (or update_readmes.py) on the run it came from")

@@ -69,3 +69,18 @@ def test_a_scripts_block_is_what_it_writes_from_measured(day, block, text, cours
     found = [name for name, table in sources if table == text]
     assert found, (f"days/{day}/README.md's {block} block is not what its script writes from any file in measured/: "
                    "rerun the script's --insert (or update_readmes.py) on the run it came from")
+
+
+TRACKS = [(f.stem, m.group(1)) for f in sorted((ROOT / "tracks").glob("*.md"))
+          for m in re.finditer(r"<!-- ladder:begin -->\n(.*?)\n<!-- ladder:end -->", f.read_text(), re.S)]
+
+
+@pytest.mark.parametrize("track, text", TRACKS, ids=[t for t, _ in TRACKS])
+def test_a_tracks_ladder_is_what_update_readmes_writes_from_measured(track, text, course):
+    found = []
+    for name, doc in DOCS.items():
+        if re.fullmatch(rf"measured/{re.escape(track)}-[\w.-]+\.json", name) and isinstance(doc, dict):
+            gpus = {d["exercises"][0]["info"].get("gpu") for d in doc.values() if isinstance(d, dict) and d.get("exercises")}
+            found += [name for gpu in gpus if UPDATE.ladder(copy.deepcopy(doc), course, gpu) == text]
+    assert found, f"tracks/{track}.md's ladder is not what update_readmes.py writes from measured/{track}-<gpu>.json"
+

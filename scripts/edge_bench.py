@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -34,11 +36,26 @@ GEMM_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (3000, 5000, 2000)]
 SOFTMAX_SHAPES = [(4096, 4096), (16384, 1024), (8192, 8192), (64, 262144)]
 
 
+DEFINES: dict[str, list[str]] = {}  # --define: day -> ["MACRO=V", ...], each day's solution built with them
+
+
+def _source(day: str) -> Path:
+    """The day's solution folder, or a copy whose .cu files start with the --define macros of that day."""
+    if not DEFINES.get(day):
+        return ROOT / "solutions" / day
+    dest = Path(tempfile.mkdtemp(prefix=f"edge-{day}-")) / day
+    shutil.copytree(ROOT / "solutions" / day, dest)
+    head = "".join(f"#define {d.partition('=')[0]} {d.partition('=')[2] or 1}\n" for d in DEFINES[day])
+    for f in dest.glob("*.cu"):
+        f.write_text(head + f.read_text())
+    return dest
+
+
 def _op(torch, day: str, exercise: str):
     from grader.course import load_course
 
     ex = next(e for e in load_course(ROOT / "course.yaml").day(day).exercises if e.name == exercise)
-    return getattr(build_module(torch, day, exercise), ex.op)
+    return getattr(build_module(torch, day, exercise, _source(day)), ex.op)
 
 
 def _timers(torch, fn) -> dict:
@@ -140,8 +157,9 @@ def _softmax(torch, rows: list, quick: bool) -> None:
 
 
 def table(doc: dict) -> str:
-    lines = [f"{doc['gpu']} (torch {doc['torch']}, {doc['date']}): do_bench medians; × = the library's time / ours "
-             "(above 1: ours is faster).", "",
+    built = "; ".join(f"{d} built with {', '.join(ms)}" for d, ms in sorted((doc.get("defines") or {}).items()))
+    lines = [f"{doc['gpu']} (torch {doc['torch']}, {doc['date']}{'; ' + built if built else ''}): do_bench medians; "
+             "× = the library's time / ours (above 1: ours is faster).", "",
              "| kernel | case | dtype | ours ms | rate | × library | × ceiling | events/do_bench (ours) | max diff |",
              "|---|---|---|---:|---:|---:|---:|---:|---:|"]
     firsts = {"attention_fwd": ("flash", "cudnn"), "attention_bwd": ("flash", "cudnn"), "gemm": ("cublas", None),
@@ -164,7 +182,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", nargs="+", choices=["bwd", "fwd", "gemm", "softmax"],
                    default=["bwd", "fwd", "gemm", "softmax"])
     p.add_argument("--quick", action="store_true", help="one shape of each (a smoke run)")
+    p.add_argument("--define", action="append", default=[], metavar="DAY:MACRO=V[,MACRO=V]",
+                   help="build that day's solution with these macros (its knobs, e.g. day05:SOFTMAX_CLUSTER=1); "
+                        "the output's name and each row say so")
     a = p.parse_args(argv)
+    for spec in a.define:
+        day, _, macros = spec.partition(":")
+        if not day.startswith("day") or not macros:
+            p.error(f"--define {spec!r}: give DAY:MACRO=V[,MACRO=V] (e.g. day05:SOFTMAX_CLUSTER=1)")
+        DEFINES.setdefault(day, []).extend(m for m in macros.split(",") if m)
     import torch
 
     if not torch.cuda.is_available():
@@ -181,10 +207,13 @@ def main(argv: list[str] | None = None) -> int:
             _softmax(torch, rows, a.quick)
     name = torch.cuda.get_device_name(0)
     slug = next((w.lower() for w in name.split() if w[:1].isalpha() and any(ch.isdigit() for ch in w)), "gpu")
-    doc = {"gpu": name, "torch": torch.__version__, "date": time.strftime("%Y-%m-%d"), "rows": rows}
+    doc = {"gpu": name, "torch": torch.__version__, "date": time.strftime("%Y-%m-%d"), "defines": DEFINES,
+           "rows": rows}
+    # a build with knobs gets its own file (no "=" in the name: the device lease returns no such file)
+    tag = "".join(f"-{d}-" + "-".join(m.replace("=", "_") for m in ms) for d, ms in sorted(DEFINES.items()))
     a.out.mkdir(parents=True, exist_ok=True)
-    (a.out / f"edge-bench-{slug}.json").write_text(json.dumps(doc, indent=1) + "\n")
-    (a.out / f"edge-bench-{slug}.md").write_text(table(doc) + "\n")
+    (a.out / f"edge-bench-{slug}{tag}.json").write_text(json.dumps(doc, indent=1) + "\n")
+    (a.out / f"edge-bench-{slug}{tag}.md").write_text(table(doc) + "\n")
     print(table(doc))
     return 0
 

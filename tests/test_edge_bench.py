@@ -26,3 +26,19 @@ def test_the_table_gives_rates_and_ratios_of_a_saved_run():
     assert row["ours_rate"] == pytest.approx(2000) and row["x_flash"] == pytest.approx(0.75) and "x_cudnn" not in row
     text = edge.table({"gpu": "G", "torch": "t", "date": "d", "rows": [row]})
     assert "| attention_bwd | 4x16x4096x128 | bf16 | 2.000 | 2000 TFLOP/s | 0.75 | - | 1.05 | 2.0e-02 |" in text
+
+
+def test_a_define_builds_the_days_solution_from_a_copy_that_starts_with_the_macros(monkeypatch):
+    monkeypatch.setitem(edge.DEFINES, "day05", ["SOFTMAX_CLUSTER=1", "SOFTMAX_CLUSTER_THREADS=512"])
+    src = edge._source("day05")
+    assert src != ROOT / "solutions" / "day05"
+    assert (src / "softmax.cu").read_text().startswith("#define SOFTMAX_CLUSTER 1\n#define SOFTMAX_CLUSTER_THREADS 512\n")
+    assert edge._source("day11") == ROOT / "solutions" / "day11"  # no macros for that day: the solution itself
+    text = edge.table({"gpu": "G", "torch": "t", "date": "d", "defines": dict(edge.DEFINES), "rows": []})
+    assert "day05 built with SOFTMAX_CLUSTER=1, SOFTMAX_CLUSTER_THREADS=512" in text.splitlines()[0]
+
+
+def test_a_malformed_define_is_a_usage_error(tmp_path):
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "edge_bench.py"), str(tmp_path), "--define", "day05"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "give DAY:MACRO=V" in r.stderr and "Traceback" not in r.stderr

@@ -81,9 +81,9 @@ struct QCfg {
 constexpr float kLog2e = 1.4426950408889634f;  // log2(e): exponentials as ex2 (the given fetch scales lse by it)
 
 // Given (day 12's tile loader, for the transposed walk's tiles): a kRows x D tile of a head (src = its first row,
-// rows ld elements apart; rows >= rows_valid become zeros) into swizzled shared memory by kThreads threads. kVec: cp.async, 16 bytes per copy; otherwise 2-byte loads (tensors
-// or rows not 16-byte aligned), stored before return (other threads still read the tile only after the walk's
-// __syncthreads()).
+// rows ld elements apart; rows >= rows_valid become zeros) into swizzled shared memory by kThreads threads. kVec:
+// cp.async, 16 bytes per copy; otherwise 2-byte loads (tensors or rows not 16-byte aligned), stored before return
+// (other threads still read the tile only after the walk's __syncthreads()).
 template <typename T, int D, int kRows, int kThreads, bool kVec>
 __device__ __forceinline__ void load_tile(T* dst, const T* src, long long ld, int rows_valid) {
   // cp.async with src-size 0 reads nothing but still takes a valid address: src. Chunk c of row r at swz<D>(r, c).

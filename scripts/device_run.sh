@@ -125,12 +125,9 @@ done
 # for `scripts/update_readmes.py --block`.
 for v in ${VARIANTS:-}; do
   # no "=" in the names written: the device lease returns no such file
-  vd=${v%%:*}; def=${v#*:}; tag="$vd-${def//=/_}"; tag=${tag//,/-}; V=$(mktemp -d); cp -r "solutions/$vd" "$V/$vd"
-  mkdir -p "$LOG/variant-$tag"
-  for f in "$V/$vd"/*.cu; do
-    { for d in ${def//,/ }; do echo "#define ${d%%=*} ${d#*=}"; done; cat "$f"; } >"$f.tmp" && mv "$f.tmp" "$f"
-  done
-  echo "== $vd with $def"; python3 -m grader check "$vd" --dir "$V/$vd" --seed 1 --json "$LOG/variant-$tag/$vd.json" \
+  vd=${v%%:*}; def=${v#*:}; tag="$vd-${def//=/_}"; tag=${tag//,/-}; mkdir -p "$LOG/variant-$tag"
+  src=$(python3 scripts/lessons/lesson_table.py "$vd" "$def") || continue
+  echo "== $vd with $def"; python3 -m grader check "$vd" --dir "$src" --seed 1 --json "$LOG/variant-$tag/$vd.json" \
     >"$LOG/variant-$tag.txt" 2>&1; echo "exit $?" >>"$LOG/variant-$tag.txt"; tail -4 "$LOG/variant-$tag.txt"
   python3 scripts/summarize.py "$LOG/variant-$tag" "$OUT/results-$tag.json" >"$LOG/variant-$tag-table.txt" && cat "$LOG/variant-$tag-table.txt"
 done

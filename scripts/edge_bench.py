@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -29,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts" / "lessons"))
 
-from lesson_table import build_module, median_event_ms  # noqa: E402
+from lesson_table import build_module, median_event_ms, solution_with_defines  # noqa: E402
 
 ATTN_SHAPES = [(4, 16, 4096, 128), (4, 16, 4096, 64), (1, 16, 16384, 128)]
 GEMM_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (3000, 5000, 2000)]
@@ -40,15 +38,7 @@ DEFINES: dict[str, list[str]] = {}  # --define: day -> ["MACRO=V", ...], each da
 
 
 def _source(day: str) -> Path:
-    """The day's solution folder, or a copy whose .cu files start with the --define macros of that day."""
-    if not DEFINES.get(day):
-        return ROOT / "solutions" / day
-    dest = Path(tempfile.mkdtemp(prefix=f"edge-{day}-")) / day
-    shutil.copytree(ROOT / "solutions" / day, dest)
-    head = "".join(f"#define {d.partition('=')[0]} {d.partition('=')[2] or 1}\n" for d in DEFINES[day])
-    for f in dest.glob("*.cu"):
-        f.write_text(head + f.read_text())
-    return dest
+    return solution_with_defines(day, DEFINES.get(day, []))
 
 
 def _op(torch, day: str, exercise: str):

@@ -12,6 +12,23 @@ from collections.abc import Callable
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def solution_with_defines(day: str, macros: list[str]) -> Path:
+    """The day's solution folder, or (macros: ["NAME=V", "NAME", ...]) a fresh copy of it whose .cu files start with
+    `#define NAME V` (V 1 where not given): a solution built with its knobs (device_run.sh VARIANTS, edge_bench.py
+    --define)."""
+    import shutil
+    import tempfile
+
+    if not macros:
+        return ROOT / "solutions" / day
+    dest = Path(tempfile.mkdtemp(prefix=f"{day}-defines-")) / day
+    shutil.copytree(ROOT / "solutions" / day, dest)
+    head = "".join(f"#define {name} {value or 1}\n" for name, _, value in (m.partition("=") for m in macros))
+    for f in dest.glob("*.cu"):
+        f.write_text(head + f.read_text())
+    return dest
+
+
 def build_module(torch, day: str, exercise: str, src_dir: Path | None = None):
     """The built module of one exercise of course.yaml (src_dir: the day's folder, default solutions/DAY), as
     `grader check` builds it for this GPU."""
@@ -63,3 +80,7 @@ def main(*, name: str, lesson: str, block: str, measure: Callable[[argparse.Name
     (a.out / f"{name}.md").write_text(table(data) + "\n")
     print(table(data))
     return 0
+
+
+if __name__ == "__main__":  # `lesson_table.py DAY NAME=V[,NAME=V]`: the folder solution_with_defines makes (device_run.sh)
+    print(solution_with_defines(sys.argv[1], sys.argv[2].split(",") if len(sys.argv) > 2 else []))

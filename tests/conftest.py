@@ -62,6 +62,9 @@ def _recorded_seconds() -> dict:
         return {}
 
 
+NEW_TEST_S = 60.0  # a GPU test the last recorded suite has no seconds for
+
+
 def shard_of(items, shards: int, seconds: dict) -> dict:
     """Each GPU test's shard (0 .. shards-1), balanced by the seconds of the last recorded suite: the slowest first,
     each to the shard with the least so far (a test not recorded counts as NEW_TEST_S). The same for every process
@@ -73,9 +76,6 @@ def shard_of(items, shards: int, seconds: dict) -> dict:
         out[nodeid] = k
         load[k] += seconds.get(nodeid, NEW_TEST_S)
     return out
-
-
-NEW_TEST_S = 60.0
 
 
 def _sharded(config, items) -> None:

@@ -157,3 +157,4 @@ def test_a_solution_passes_in_the_sandbox(day, why, only, tmp_path):
         verdicts = [(ex["exercise"], ex["status"], ex["message"][:300]) for ex in json.loads(out.read_text())["exercises"]]
         assert all(status == "pass" for _, status, _ in verdicts), (why, [v for v in verdicts if v[1] != "pass"])
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+    assert out.exists(), f"{why}: the check exited 0 but wrote no --json results"

@@ -94,7 +94,7 @@ skip pytest || { echo "== GPU tests"; t0=$(date +%s); export GRADER_TEST_TIMES="
   if [ "${SHARDS:-1}" -gt 1 ]; then
     per=$(( $(nproc) / SHARDS ))
     for i in $(seq 0 $((SHARDS - 1))); do
-      ( export CUDA_VISIBLE_DEVICES=$i GRADER_TEST_SHARD=$i/$SHARDS; suite "-$i" "$per" ) &
+      ( export CUDA_VISIBLE_DEVICES=$i GRADER_TEST_SHARD=$i/$SHARDS GRADER_TEST_SHARD_WORKERS=$per; suite "-$i" "$per" ) &
     done
     ( export GRADER_TEST_SHARD=multi; suite -multi 2 ) &
     wait

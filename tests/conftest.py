@@ -65,16 +65,21 @@ def _recorded_seconds() -> dict:
 NEW_TEST_S = 60.0  # a GPU test the last recorded suite has no seconds for
 
 
-def shard_of(items, shards: int, seconds: dict) -> dict:
+def shard_of(items, shards: int, seconds: dict, alone=(), alone_weight: float = 1.0) -> dict:
     """Each GPU test's shard (0 .. shards-1), balanced by the seconds of the last recorded suite: the slowest first,
     each to the shard with the least so far (a test not recorded counts as NEW_TEST_S). The same for every process
-    that computes it (ties go to the lower shard; the order is by seconds, then name)."""
+    that computes it (ties go to the lower shard; the order is by seconds, then name).
+    alone: the tests among items that run one at a time after the shard's parallel ones (gpu_alone). They are placed
+    first, so that they spread over the shards, and each counts alone_weight times its seconds (the workers a shard
+    runs in parallel: a second alone holds the whole shard)."""
     load = [0.0] * shards
     out = {}
-    for nodeid in sorted(items, key=lambda n: (-seconds.get(n, NEW_TEST_S), n)):
-        k = min(range(shards), key=lambda i: (load[i], i))
-        out[nodeid] = k
-        load[k] += seconds.get(nodeid, NEW_TEST_S)
+    alone = set(alone)
+    for group, weight in ((alone, alone_weight), ([n for n in items if n not in alone], 1.0)):
+        for nodeid in sorted(group, key=lambda n: (-seconds.get(n, NEW_TEST_S), n)):
+            k = min(range(shards), key=lambda i: (load[i], i))
+            out[nodeid] = k
+            load[k] += weight * seconds.get(nodeid, NEW_TEST_S)
     return out
 
 
@@ -91,7 +96,9 @@ def _sharded(config, items) -> None:
     else:
         i, _, n = spec.partition("/")
         single = [it.nodeid for it in gpu if "multi_gpu" not in it.keywords]
-        shards = shard_of(single, int(n), _recorded_seconds())
+        alone = [it.nodeid for it in gpu if "multi_gpu" not in it.keywords and "gpu_alone" in it.keywords]
+        workers = float(os.environ.get("GRADER_TEST_SHARD_WORKERS") or 1)  # device_run.sh: each shard's -n
+        shards = shard_of(single, int(n), _recorded_seconds(), alone, workers)
         keep = {nodeid for nodeid, k in shards.items() if k == int(i)}
     dropped = [it for it in gpu if it.nodeid not in keep]
     if dropped:

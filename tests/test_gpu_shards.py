@@ -8,11 +8,11 @@ import sys
 from tests.conftest import ROOT, _recorded_seconds, shard_of
 
 
-def _collected(shard: str | None) -> list[str]:
-    env = {k: v for k, v in os.environ.items() if k != "GRADER_TEST_SHARD"}
+def _collected(shard: str | None, mark: str = "gpu") -> list[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("GRADER_TEST_SHARD", "GRADER_TEST_SHARD_WORKERS")}
     if shard:
         env["GRADER_TEST_SHARD"] = shard
-    r = subprocess.run([sys.executable, "-m", "pytest", "-m", "gpu", "--collect-only", "-q", "-p", "no:cacheprovider",
+    r = subprocess.run([sys.executable, "-m", "pytest", "-m", mark, "--collect-only", "-q", "-p", "no:cacheprovider",
                         "tests/gpu", "tests/test_profile.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode in (0, 5), r.stdout[-2000:] + r.stderr[-2000:]
     return [line for line in r.stdout.splitlines() if "::" in line]
@@ -24,7 +24,7 @@ def test_every_gpu_test_is_in_exactly_one_shard_and_the_multi_gpu_ones_see_every
     one = _collected("1/4")
     assert multi and all("day19" in t for t in multi), multi  # day 19's exercise in processes, and nothing else
     single = [t for t in every if t not in multi]
-    shards = shard_of(single, 4, _recorded_seconds())
+    shards = shard_of(single, 4, _recorded_seconds(), alone=_collected(None, "gpu_alone"))
     assert sorted(one) == sorted(t for t, k in shards.items() if k == 1)  # the hook keeps what shard_of assigns
     assert set(shards) == set(single) and not set(one) & set(multi)
 
@@ -36,3 +36,14 @@ def test_shards_are_balanced_by_recorded_seconds():
     # slowest first, each to the lighter shard: a | b, c | d (100 < 110) | e (110 < 140)
     assert got["a"] != got["b"] and got["b"] == got["c"] and sorted(load) == [120.0, 140.0], (got, load)
     assert shard_of(list(seconds), 2, seconds) == got  # the same in every process
+
+
+def test_tests_that_run_alone_spread_over_the_shards_and_weigh_as_much_as_the_workers_they_hold():
+    # Two profile-like tests run one at a time after their shard's parallel tests: in one shard they would add up
+    # at the end of it (the suite of 2026-11-27 ran out of time exactly so).
+    seconds = {"p1": 70.0, "p2": 60.0, "a": 400.0, "b": 300.0, "c": 200.0, "d": 100.0}
+    got = shard_of(list(seconds), 2, seconds, alone=["p1", "p2"], alone_weight=16.0)
+    assert got["p1"] != got["p2"], got
+    # p1 weighs 1120 and p2 960; then a to p2's shard (1360), b to p1's (1420), c to p2's (1560), d to p1's (1520)
+    assert [t for t in "abcd" if got[t] == got["p2"]] == ["a", "c"], got
+    assert shard_of(list(seconds), 2, seconds, alone=["p1", "p2"]) != got  # unweighted, they count as seconds

@@ -21,9 +21,10 @@
 # rows into $OUT/readme-figures.json; here, `scripts/readme_figures.py --merge` that file), ATTEMPTS (e.g. "day02 day05":
 # the natural first attempts of tests/first_attempts.yaml against their bars, scripts/first_attempts.py),
 # EDGE (e.g. "gemm softmax": scripts/edge_bench.py's parts, the solutions against the libraries outside the grader) and
-# EDGE_DEFINES (e.g. "day05:SOFTMAX_CLUSTER=1 day11:TC_WG_PERSISTENT=1": each also built with those knobs, timed with
-# the one part its day is; its tables into $OUT/edge.tar.gz), STAGE_ONLY=1 (only gather the carried .stage-N/ wheel folders; see below), GRADER_TEST_TIMINGS=1 (each GPU
-# test's `grader check --timings` stamps kept in its line of test_times.jsonl).
+# EDGE_DEFINES (e.g. "day05:SOFTMAX_CLUSTER=1 day11:TC_WG_PERSISTENT=1": each also built with those knobs and timed on
+# its day's part; the tables into $OUT/edge.tar.gz), STAGE_ONLY=1 (only gather the carried .stage-N/ wheel folders;
+# see below), GRADER_TEST_TIMINGS=1 (each GPU test's `grader check --timings` stamps kept in its line of
+# test_times.jsonl).
 # Full logs go to $OUT/logs.tar.gz, results to $OUT/results.json; a short table is printed last.
 set -uo pipefail
 OUT=${OUT:-$(mktemp -d)}
@@ -136,11 +137,9 @@ done
 if [ -n "${EDGE:-}" ]; then  # issue 37's table: the default builds, then each knob beside them, in this one run
   mkdir -p "$LOG/edge"; echo "== edge bench: $EDGE"
   timeout 400 python3 scripts/edge_bench.py "$LOG/edge" --only $EDGE >"$LOG/edge/default.txt" 2>&1; tail -40 "$LOG/edge/default.txt"
-  for spec in ${EDGE_DEFINES:-}; do
-    part=$(python3 -c "import sys; print({'day05': 'softmax', 'day11': 'gemm', 'day12': 'fwd', 'day20': 'bwd'}.get(sys.argv[1].split(':')[0], ''))" "$spec")
-    [ -n "$part" ] || { echo "EDGE_DEFINES $spec: no edge part for that day"; continue; }
-    tag=${spec//[=:,]/_}; echo "== edge bench $part with $spec"
-    timeout 300 python3 scripts/edge_bench.py "$LOG/edge" --only "$part" --define "$spec" >"$LOG/edge/$tag.txt" 2>&1
+  for spec in ${EDGE_DEFINES:-}; do  # edge_bench times a knob on its own day's part
+    tag=${spec//[=:,]/_}; echo "== edge bench with $spec"
+    timeout 300 python3 scripts/edge_bench.py "$LOG/edge" --define "$spec" >"$LOG/edge/$tag.txt" 2>&1
     tail -25 "$LOG/edge/$tag.txt"
   done
   tar -C "$LOG" -czf "$OUT/edge.tar.gz" edge

@@ -34,6 +34,10 @@ GEMM_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (3000, 5000, 2000)]
 SOFTMAX_SHAPES = [(4096, 4096), (16384, 1024), (8192, 8192), (64, 262144)]
 
 
+# Each part of the bench: the day and exercise whose solution it times.
+PARTS = {"bwd": ("day20", "attention_bwd_tc"), "fwd": ("day12", "flash_attention_mma"),
+         "gemm": ("day11", "matmul_wgmma"), "softmax": ("day05", "softmax")}
+
 DEFINES: dict[str, list[str]] = {}  # --define: day -> ["MACRO=V", ...], each day's solution built with them
 
 
@@ -71,7 +75,7 @@ def _attention(torch, rows: list, which: str, quick: bool) -> None:
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    ours = _op(torch, "day20", "attention_bwd_tc") if which == "bwd" else _op(torch, "day12", "flash_attention_mma")
+    ours = _op(torch, *PARTS[which])
     for shape in ATTN_SHAPES[:1] if quick else ATTN_SHAPES:
         b, h, n, d = shape
         for dtype in (torch.float16, torch.bfloat16):
@@ -115,7 +119,7 @@ def _attention(torch, rows: list, which: str, quick: bool) -> None:
 
 
 def _gemm(torch, rows: list, quick: bool) -> None:
-    ours = _op(torch, "day11", "matmul_wgmma")
+    ours = _op(torch, *PARTS["gemm"])
     for m, n, k in GEMM_SHAPES[:1] if quick else GEMM_SHAPES:
         for dtype in (torch.float16, torch.bfloat16):
             g = torch.Generator(device="cuda").manual_seed(m * 7 + n * 3 + k)
@@ -131,7 +135,7 @@ def _gemm(torch, rows: list, quick: bool) -> None:
 
 
 def _softmax(torch, rows: list, quick: bool) -> None:
-    ours = _op(torch, "day05", "softmax")
+    ours = _op(torch, *PARTS["softmax"])
     for r, c in SOFTMAX_SHAPES[-1:] if quick else SOFTMAX_SHAPES:
         for dtype in (torch.float32, torch.float16, torch.bfloat16):
             g = torch.Generator(device="cuda").manual_seed(r * 13 + c)
@@ -166,11 +170,20 @@ def table(doc: dict) -> str:
     return "\n".join(lines)
 
 
+def parts_to_time(only: list[str] | None, defines: dict) -> list[str]:
+    """--only as given; without it, the parts of the days built with knobs (a knob is timed on its own day's part),
+    or every part when there are none."""
+    if only:
+        return only
+    knobbed = [part for part, (day, _) in PARTS.items() if day in defines]
+    return knobbed or list(PARTS)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("out", type=Path)
-    p.add_argument("--only", nargs="+", choices=["bwd", "fwd", "gemm", "softmax"],
-                   default=["bwd", "fwd", "gemm", "softmax"])
+    p.add_argument("--only", nargs="+", choices=list(PARTS),
+                   help="parts to time (default: every part, or with --define only the defined days' parts)")
     p.add_argument("--quick", action="store_true", help="one shape of each (a smoke run)")
     p.add_argument("--define", action="append", default=[], metavar="DAY:MACRO=V[,MACRO=V]",
                    help="build that day's solution with these macros (its knobs, e.g. day05:SOFTMAX_CLUSTER=1); "
@@ -180,7 +193,11 @@ def main(argv: list[str] | None = None) -> int:
         day, _, macros = spec.partition(":")
         if not day.startswith("day") or not macros:
             p.error(f"--define {spec!r}: give DAY:MACRO=V[,MACRO=V] (e.g. day05:SOFTMAX_CLUSTER=1)")
+        if day not in {d for d, _ in PARTS.values()}:
+            p.error(f"--define {spec!r}: the bench times no solution of {day} "
+                    f"(its days: {', '.join(sorted(d for d, _ in PARTS.values()))})")
         DEFINES.setdefault(day, []).extend(m for m in macros.split(",") if m)
+    only = parts_to_time(a.only, DEFINES)
     import torch
 
     if not torch.cuda.is_available():
@@ -188,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
               "machine, e.g. in scripts/device_run.sh's MEASURE-like calls)", file=sys.stderr)
         return 2
     rows: list = []
-    for part in a.only:
+    for part in only:
         if part in ("bwd", "fwd"):
             _attention(torch, rows, part, a.quick)
         elif part == "gemm":

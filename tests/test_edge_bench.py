@@ -42,3 +42,11 @@ def test_a_malformed_define_is_a_usage_error(tmp_path):
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "edge_bench.py"), str(tmp_path), "--define", "day05"],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "give DAY:MACRO=V" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_define_alone_times_only_its_days_part_and_a_day_without_one_is_a_usage_error(tmp_path):
+    assert edge.parts_to_time(None, {"day05": ["SOFTMAX_CLUSTER=1"]}) == ["softmax"]
+    assert edge.parts_to_time(None, {}) == list(edge.PARTS) and edge.parts_to_time(["gemm"], {"day05": []}) == ["gemm"]
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "edge_bench.py"), str(tmp_path), "--define", "day07:X=1"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "times no solution of day07" in r.stderr and "Traceback" not in r.stderr

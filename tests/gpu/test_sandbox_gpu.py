@@ -137,13 +137,12 @@ def test_without_the_sandbox_each_hostile_submission_does_its_harm(tmp_path):
         seen["tmp_file"].unlink(missing_ok=True)
 
 
-# (day, why it is here, which exercises). Only day 02's check is timed, because timing in the sandbox is its point,
+# (day, why it is here, which exercises, timed). Only day 02's check is timed, because timing in the sandbox is its point,
 # and it runs alone on its GPU (gpu_alone): a speed bar beside 16 other workers can fail a correct solution (day 13's
 # numba route read 0.14x against its 0.2x bar so on 2026-11-27). The others are about tools and caches in the
 # sandbox, which a correctness-only check exercises in full.
 SANDBOXED_DAYS = [
-    pytest.param("day02", "timed against day 1's solution, built in the sandbox's own state", [], True,
-                 marks=pytest.mark.gpu_alone),
+    ("day02", "timed against day 1's solution, built in the sandbox's own state", [], True),
     ("day13", "CuPy, numba and Triton, their caches in the sandbox's /tmp", [], False),
     # one exercise: each of the day's four tools writes its report the same way (the whole day is the solution
     # test's, outside the sandbox, and three minutes of the suite here)
@@ -152,12 +151,9 @@ SANDBOXED_DAYS = [
 ]
 
 
-def _sandboxed_id(p) -> str:
-    day, why = (p.values if hasattr(p, "values") else p)[:2]
-    return f"{day}-{why}"
-
-
-@pytest.mark.parametrize("day, why, only, timed", SANDBOXED_DAYS, ids=[_sandboxed_id(p) for p in SANDBOXED_DAYS])
+@pytest.mark.parametrize("day, why, only, timed", [
+    pytest.param(*entry, marks=[pytest.mark.gpu_alone] if entry[3] else [], id=f"{entry[0]}-{entry[1]}")
+    for entry in SANDBOXED_DAYS])
 def test_a_solution_passes_in_the_sandbox(day, why, only, timed, tmp_path):
     out = tmp_path / "r.json"
     r = run_grader("check", day, *only, "--solution", "--sandbox", *([] if timed else ["--correctness-only"]), "--seed", "7",

@@ -10,6 +10,8 @@
 //   wgmma_fence / commit / wait<N>, fence_regs   ordering around the asynchronous products
 //   fence_proxy_async      generic-proxy shared-memory writes made visible to wgmma's (async-proxy) reads
 //   mbar_init / expect_tx / wait, tma_load, tma_tile   TMA copies counted in by an mbarrier
+//   mbar_arrive, named_sync / named_arrive   consumers freeing buffers; warpgroups taking turns
+//   setmaxnreg_dec / inc   registers moved from a producer warpgroup to the consumers
 //
 // Tiles live in shared memory as D/64 column blocks of [rows][64] 16-bit values: rows of 128 bytes, 16-byte chunk c
 // of row r at c ^ (r % 8), each block starting on a 1024-byte boundary. That is wgmma's canonical 128-byte-swizzled
@@ -263,6 +265,29 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
         : "r"(bar), "r"(parity)
         : "memory");
   } while (!done);
+}
+// A consumer's "done with this buffer": one arrival (the barrier was initialised with the number of arrivals a
+// phase needs). The default .release semantics orders this thread's earlier reads before the producer's refill.
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// Named barriers 1..15 (0 is __syncthreads): `threads` arrivals, whole warps, complete a use. sync waits for them;
+// arrive adds its warp's and goes on, which lets one warpgroup hand a turn to another.
+__device__ __forceinline__ void named_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+// Registers handed between warpgroups (every warp of a warpgroup executes it): a producer gives its registers
+// back, consumers take them. ptxas compiles the code after each to the new limit.
+template <int kRegs>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+template <int kRegs>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
 }
 // A box of the 4-D view [B][H][N][D] (coordinates innermost first: column, row, head, batch) into shared memory.
 __device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap* map, int col, int row, Head hd,

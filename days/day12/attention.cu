@@ -34,7 +34,7 @@
 // Hopper (sm_90a): a second kernel on wgmma, compiled only into the sm_90a image (`__CUDA_ARCH_FEAT_SM90_ALL`,
 //   `-gencode=arch=compute_90a,code=sm_90a` from course.yaml) and chosen at run time when the GPU is a 9.0 part,
 //   the image really is sm_90a (a one-time probe kernel says so) and the tensors are 16-byte aligned; everything
-//   else takes the mma.sync kernel. Two warpgroups of 64 query rows (Br = 128), Bc = 128, 189 registers (d = 128):
+//   else takes the mma.sync kernel. Two consumer warpgroups of 64 query rows (Br = 128), Bc = 128, and a producer:
 //   - S = Q Kᵀ is wgmma m64n128k16 with both operands read from shared memory through descriptors (128-byte
 //     swizzle, K-major); O += P V is m64n{d}k16 with P from registers (the same accumulator-to-A-fragment
 //     identity as above, per warp) and V from shared memory as an N-major operand (imm-trans-b = 1), so V needs
@@ -43,10 +43,15 @@
 //     only, and runs the softmax of tile t+1 on the CUDA cores while the tensor cores are still busy with P V.
 //   - Tiles arrive by TMA: one thread issues cp.async.bulk.tensor copies of [rows][64] boxes from a 4-D view
 //     [B][H][N][d] of each tensor with the tensor's own strides (rows past N come back as zeros), the Tensor
-//     Memory Accelerator writes them in the 128-byte-swizzled layout wgmma reads, and an mbarrier per buffer
-//     counts the bytes in; the other threads wait on its phase. V[t+1] and K[t+2] are in flight during
-//     iteration t; one __syncthreads per iteration frees the buffers of tile t-1. (FA12_WG_TMA=0: the same tiles
-//     by cp.async from every thread, 16 bytes each.)
+//     Memory Accelerator writes them in the 128-byte-swizzled layout wgmma reads, and a "full" mbarrier per
+//     buffer counts the bytes in; the consumers wait on its phase. (FA12_WG_TMA=0: the same tiles by cp.async
+//     from every thread, 16 bytes each, and a __syncthreads per iteration.)
+//   - That thread is a producer warpgroup's: it waits on an "empty" mbarrier per buffer, which each consumer warp
+//     arrives on once its products are done with the buffer, so the walk has no block-wide barrier. The producer
+//     keeps 24 registers and gives the rest to the consumers (setmaxnreg: 240 each; the walk needs 189 at d = 128).
+//   - Ping-pong: the consumer warpgroups take turns issuing their products (named barriers 1 and 2), so that the
+//     tensor cores run one warpgroup's products while the other runs its softmax. (FA12_WG_PINGPONG=0: no turns;
+//     FA12_WG_PRODUCER=0: thread 0 issues the copies and a __syncthreads per iteration frees the buffers.)
 // Measured: days/day12/README.md's tables (grader check day12 --solution) and measured/NOTES.md's day 12 steps.
 
 #include <cuda_bf16.h>

@@ -34,7 +34,7 @@
 // Hopper (sm_90a): a second kernel on wgmma, compiled only into the sm_90a image (`__CUDA_ARCH_FEAT_SM90_ALL`,
 //   `-gencode=arch=compute_90a,code=sm_90a` from course.yaml) and chosen at run time when the GPU is a 9.0 part,
 //   the image really is sm_90a (a one-time probe kernel says so) and the tensors are 16-byte aligned; everything
-//   else takes the mma.sync kernel. Two warpgroups of 64 query rows (Br = 128), Bc = 128, 189 registers (d = 128):
+//   else takes the mma.sync kernel. Two consumer warpgroups of 64 query rows (Br = 128), Bc = 128, and a producer:
 //   - S = Q Kᵀ is wgmma m64n128k16 with both operands read from shared memory through descriptors (128-byte
 //     swizzle, K-major); O += P V is m64n{d}k16 with P from registers (the same accumulator-to-A-fragment
 //     identity as above, per warp) and V from shared memory as an N-major operand (imm-trans-b = 1), so V needs
@@ -43,10 +43,15 @@
 //     only, and runs the softmax of tile t+1 on the CUDA cores while the tensor cores are still busy with P V.
 //   - Tiles arrive by TMA: one thread issues cp.async.bulk.tensor copies of [rows][64] boxes from a 4-D view
 //     [B][H][N][d] of each tensor with the tensor's own strides (rows past N come back as zeros), the Tensor
-//     Memory Accelerator writes them in the 128-byte-swizzled layout wgmma reads, and an mbarrier per buffer
-//     counts the bytes in; the other threads wait on its phase. V[t+1] and K[t+2] are in flight during
-//     iteration t; one __syncthreads per iteration frees the buffers of tile t-1. (FA12_WG_TMA=0: the same tiles
-//     by cp.async from every thread, 16 bytes each.)
+//     Memory Accelerator writes them in the 128-byte-swizzled layout wgmma reads, and a "full" mbarrier per
+//     buffer counts the bytes in; the consumers wait on its phase. (FA12_WG_TMA=0: the same tiles by cp.async
+//     from every thread, 16 bytes each, and a __syncthreads per iteration.)
+//   - That thread is a producer warpgroup's: it waits on an "empty" mbarrier per buffer, which each consumer warp
+//     arrives on once its products are done with the buffer, so the walk has no block-wide barrier. The producer
+//     keeps 24 registers and gives the rest to the consumers (setmaxnreg: 240 each; the walk needs 189 at d = 128).
+//   - Ping-pong: the consumer warpgroups take turns issuing their products (named barriers 1 and 2), so that the
+//     tensor cores run one warpgroup's products while the other runs its softmax. (FA12_WG_PINGPONG=0: no turns;
+//     FA12_WG_PRODUCER=0: thread 0 issues the copies and a __syncthreads per iteration frees the buffers.)
 // Measured: days/day12/README.md's tables (grader check day12 --solution) and measured/NOTES.md's day 12 steps.
 
 #include <cuda_bf16.h>
@@ -79,6 +84,12 @@
 #endif
 #ifndef FA12_WG_OVERLAP
 #define FA12_WG_OVERLAP 1  // 0: the wgmma kernel waits for each product before the next step (to measure overlap)
+#endif
+#ifndef FA12_WG_PRODUCER
+#define FA12_WG_PRODUCER 1  // 1 (TMA only): a third warpgroup issues every copy; the others free buffers by mbarrier
+#endif
+#ifndef FA12_WG_PINGPONG
+#define FA12_WG_PINGPONG 1  // 1 (with the producer): the two consumer warpgroups take turns issuing their products
 #endif
 #ifndef FA12_HOPPER
 #define FA12_HOPPER 1  // 0: never take the wgmma kernel (to time the mma.sync kernel on a Hopper GPU)
@@ -642,6 +653,17 @@ constexpr int kBc = 128;
 constexpr int kStages = FA12_WG_STAGES;  // K and V buffers each: tile t+1's K and t's V are read while the copies
                                          // of the following kStages - 1 tiles are in flight
 constexpr bool kTma = FA12_WG_TMA;      // tiles by the Tensor Memory Accelerator (one thread, mbarriers) or cp.async
+// Producer warpgroup: one thread of a third warpgroup issues every TMA copy and waits for "empty" barriers, which
+// the two consumer warpgroups arrive on as their products finish with a buffer; the walk has no block-wide
+// barrier left, so the consumers may drift apart. 384 threads get 168 registers each at launch (the walk needs
+// 189): the producer gives all but 24 back (setmaxnreg) and the consumers take 240.
+constexpr bool kProducer = FA12_WG_PRODUCER && kTma;
+constexpr int kProducerRegs = 24, kConsumerRegs = 240;
+static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 65536, "the register file holds both");
+// Ping-pong: warpgroup 0 issues its products, hands the turn to warpgroup 1 (named barriers 1 and 2), which issues
+// its own and hands it back: the tensor cores run one warpgroup's products while the other runs its softmax.
+[[maybe_unused]] constexpr bool kPingPong = FA12_WG_PINGPONG && kProducer;  // (read only in sm_90a code)
+constexpr int kBlockThreads = kThreads + (kProducer ? 128 : 0);
 
 // Shared memory, bytes from a 1024-aligned base (the 128-byte swizzle repeats every 8 rows of 128 bytes, and
 // wgmma computes it from address bits, so every tile starts on a 1024-byte boundary). Each tile is stored as D/64
@@ -655,8 +677,10 @@ struct Smem {
   static constexpr int kK = kQ + 2 * kQWarpgroup;
   static constexpr int kStage = kBc * D * 2;
   static constexpr int kV = kK + kStages * kStage;
-  static constexpr int kBar = kV + kStages * kStage;  // Q's, then one per K buffer, one per V buffer
-  static constexpr size_t kBytes = kBar + 8 * (1 + 2 * kStages) + 1024;  // + room to align: 161 KiB (d = 128)
+  // Q's, then one per K buffer, one per V buffer ("full"), then with the producer warp one "empty" per buffer.
+  static constexpr int kBar = kV + kStages * kStage;
+  static constexpr int kBars = 1 + 2 * kStages + (kProducer ? 2 * kStages : 0);
+  static constexpr size_t kBytes = kBar + 8 * kBars + 1024;  // + room to align: 161 KiB (d = 128, 2 stages)
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -710,7 +734,7 @@ __device__ __forceinline__ void issue_pv(float (&o)[D / 2], const uint32_t (&pa)
 // END SOLUTION
 // BEGIN SOLUTION: hopper, continued: the wgmma kernel's set-up, its K/V copies (TMA or cp.async) and the prologue
 template <typename T, int D>
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(kBlockThreads, 1)
     flash_wgmma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,
                        float* __restrict__ lse, int n, int heads, course::AttentionStrides st, int q_tiles,
                        bool causal, float c, float scale,
@@ -742,6 +766,26 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto v_stage = [&](int j) { return base + S::kV + (j % kStages) * S::kStage; };
   auto k_bar = [&](int j) { return base + S::kBar + 8 * (1 + j % kStages); };
   auto v_bar = [&](int j) { return base + S::kBar + 8 * (1 + kStages + j % kStages); };
+  // Producer warpgroup only: tile j's buffer is free again once the 8 consumer warps have arrived on its "empty"
+  // barrier; the producer waits for the phase of tile j - kStages, parity (j / kStages + 1) % 2.
+  auto k_empty = [&](int j) { return base + S::kBar + 8 * (1 + 2 * kStages + j % kStages); };
+  auto v_empty = [&](int j) { return base + S::kBar + 8 * (1 + 3 * kStages + j % kStages); };
+  auto release = [&](uint32_t bar) {
+    if constexpr (kProducer) {
+      if (lane == 0) mbar_arrive(bar);  // after this warp's wgmma_wait: its reads of the buffer are done
+    }
+  };
+  // Ping-pong turns: warpgroup w waits on barrier 1 + w, issues, then arrives on the other's. Each warpgroup has
+  // tiles + 1 turns (S[0], the walk's tiles - 1, the last P V); warpgroup 1 starts by giving warpgroup 0 the
+  // first turn and skips the arrival after its last, so every use of both barriers completes.
+  auto turn_begin = [&]() {
+    if constexpr (kPingPong) named_sync(1 + wg, 256);
+  };
+  auto turn_end = [&](bool last) {
+    if constexpr (kPingPong) {
+      if (!(last && wg == 1)) named_arrive(2 - wg, 256);
+    }
+  };
   // Copies of tile j: TMA by thread 0, or cp.async by every thread (into the caller's commit group).
   auto load_k = [&](int j) {
     if constexpr (kTma) {
@@ -758,8 +802,41 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   };
 
+  // Producer: Q, then K[j] and V[j-1] in the order the walk uses them, each once its buffer is free.
+  if constexpr (kProducer) {
+    if (threadIdx.x == 0) {
+      for (int i = 0; i < S::kBars; ++i) mbar_init(base + S::kBar + 8 * i, i <= 2 * kStages ? 1 : 8);
+      mbar_init_fence();
+    }
+    __syncthreads();  // barriers initialised before anyone waits on them (the last block-wide barrier)
+    if (threadIdx.x >= kThreads) {
+      setmaxnreg_dec<kProducerRegs>();
+      if (threadIdx.x == kThreads) {
+        const uint32_t bar_q = base + S::kBar;
+        mbar_expect_tx(bar_q, kBr * D * 2);
+        for (int w = 0; w < 2; ++w)
+          for (int h = 0; h < D / 64; ++h)
+            tma_load(base + S::kQ + w * S::kQWarpgroup + h * (64 * 128), &tm_q, 64 * h, q0 + 64 * w, hd, bar_q);
+        for (int j = 0; j <= tiles; ++j) {
+          if (j < tiles) {
+            if (j >= kStages) mbar_wait(k_empty(j), (j / kStages + 1) & 1);
+            tma_tile<D, kBc>(k_stage(j), &tm_k, j * kBc, hd, k_bar(j));
+          }
+          if (j >= 1) {
+            const int i = j - 1;
+            if (i >= kStages) mbar_wait(v_empty(i), (i / kStages + 1) & 1);
+            tma_tile<D, kBc>(v_stage(i), &tm_v, i * kBc, hd, v_bar(i));
+          }
+        }
+      }
+      return;  // nothing below waits for this warpgroup
+    }
+    setmaxnreg_inc<kConsumerRegs>();
+    if (wg == 1) turn_end(false);  // ping-pong: warpgroup 0 takes the first turn
+    mbar_wait(base + S::kBar, 0);
+    mbar_wait(k_bar(0), 0);
+  } else if constexpr (kTma) {
   // Prologue: Q and K[0] (cp.async: group 0), then V[i-1] and K[i] for i < kStages (group i); S for tile 0.
-  if constexpr (kTma) {
     if (threadIdx.x == 0) {
       for (int i = 0; i < 1 + 2 * kStages; ++i) mbar_init(base + S::kBar + 8 * i, 1);
       mbar_init_fence();
@@ -778,15 +855,19 @@ __global__ void __launch_bounds__(kThreads, 1)
     load_sw128<T, D, 64>(base + S::kQ, safe, st.q.row, n - q0, safe);
     load_sw128<T, D, 64>(base + S::kQ + S::kQWarpgroup, safe + 64 * st.q.row, st.q.row, n - q0 - 64, safe);
   }
-  load_k(0);
-  tc::cp_async_commit();
-#pragma unroll
-  for (int i = 1; i < kStages; ++i) {
-    if (i - 1 < tiles) load_v(i - 1);
-    if (i < tiles) load_k(i);
+  if constexpr (!kProducer) {
+    load_k(0);
     tc::cp_async_commit();
+#pragma unroll
+    for (int i = 1; i < kStages; ++i) {
+      if (i - 1 < tiles) load_v(i - 1);
+      if (i < tiles) load_k(i);
+      tc::cp_async_commit();
+    }
   }
-  if constexpr (kTma) {
+  if constexpr (kProducer) {
+    // (waited above)
+  } else if constexpr (kTma) {
     mbar_wait(base + S::kBar, 0);
     mbar_wait(k_bar(0), 0);
   } else {
@@ -804,10 +885,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   uint32_t pa[kBc / 4];
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, alpha[2];
 
+  turn_begin();
   wgmma_fence();
   issue_s<T, D>(s, q_base, k_stage(0));
   wgmma_commit();
+  turn_end(false);
   wgmma_wait<0>();
+  release(k_empty(0));
   fence_regs(s);
   if (kBc > n || (causal && kBc - 1 > wrow))
     tc::online_softmax<kBc, true>(s, m, l, alpha, row, 0, n, causal, c);
@@ -822,11 +906,13 @@ __global__ void __launch_bounds__(kThreads, 1)
       tc::cp_async_wait<kStages - 2>();  // group t+1: V[t] and K[t+1]
       fence_proxy_async();               // (cp.async writes -> wgmma's async-proxy reads)
     }
-    // Everyone is done with iteration t-1, so V[t-1]'s and K[t]'s buffers may be refilled.
-    __syncthreads();
-    if (t + kStages - 1 < tiles) load_v(t + kStages - 1);
-    if (t + kStages < tiles) load_k(t + kStages);
-    tc::cp_async_commit();
+    if constexpr (!kProducer) {
+      // Everyone is done with iteration t-1, so V[t-1]'s and K[t]'s buffers may be refilled.
+      __syncthreads();
+      if (t + kStages - 1 < tiles) load_v(t + kStages - 1);
+      if (t + kStages < tiles) load_k(t + kStages);
+      tc::cp_async_commit();
+    }
     if constexpr (kTma) {
       mbar_wait(k_bar(t + 1), ((t + 1) / kStages) & 1);
       mbar_wait(v_bar(t), (t / kStages) & 1);
@@ -834,12 +920,14 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     fence_regs(pa);
     fence_regs(o_acc);
+    turn_begin();
     wgmma_fence();
 #if FA12_WG_OVERLAP
     issue_s<T, D>(s, q_base, k_stage(t + 1));
     wgmma_commit();
     issue_pv<T, D>(o_acc, pa, v_stage(t));
     wgmma_commit();
+    turn_end(false);
     wgmma_wait<1>();  // S[t+1] done; P V[t] may still be running: the softmax below overlaps it
 #else
     issue_pv<T, D>(o_acc, pa, v_stage(t));  // (measurement only) one product at a time, nothing overlapped
@@ -848,8 +936,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     fence_regs(o_acc);
     issue_s<T, D>(s, q_base, k_stage(t + 1));
     wgmma_commit();
+    turn_end(false);
     wgmma_wait<0>();
 #endif
+    release(k_empty(t + 1));
     fence_regs(s);
     const int kv0 = (t + 1) * kBc;
     if (kv0 + kBc > n || (causal && kv0 + kBc - 1 > wrow))
@@ -857,6 +947,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     else
       tc::online_softmax<kBc, false>(s, m, l, alpha, row, kv0, n, causal, c);
     wgmma_wait<0>();
+    release(v_empty(t));
     fence_regs(o_acc);
     fence_regs(pa);
     tc::rescale<D>(o_acc, alpha);
@@ -871,9 +962,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   fence_regs(pa);
   fence_regs(o_acc);
+  turn_begin();
   wgmma_fence();
   issue_pv<T, D>(o_acc, pa, v_stage(tiles - 1));
   wgmma_commit();
+  turn_end(true);
   wgmma_wait<0>();
   fence_regs(o_acc);
 
@@ -889,8 +982,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) o_acc[i] *= l[(i >> 1) & 1];
   // Q is dead once every warp's part of the last S product has completed; then each warp stages its 16 rows of O
-  // in 16 · D · 2 bytes of its warpgroup's Q tile (bytes that held other warps' Q rows: hence the barrier).
-  __syncthreads();
+  // in 16 · D · 2 bytes of its warpgroup's Q tile (bytes that held other warps' Q rows: hence the barrier, over
+  // this warpgroup only: named barrier 3 + wg).
+  named_sync(3 + wg, 128);
   T* const stage = reinterpret_cast<T*>(sbase + S::kQ + wg * S::kQWarpgroup) + 16 * warp * D;
   tc::store_rows<T, D, true>(stage, o_acc, o + st.o.start(bh, heads), st.o.row, lse + static_cast<size_t>(bh) * n,
                              wrow, n, lse_v);
@@ -912,7 +1006,7 @@ cudaError_t launch(const T* q, const T* k, const T* v, T* o, float* lse, int bat
   if (err != cudaSuccess) return err;
   const int q_tiles = (n + kBr - 1) / kBr;
   const float scale = 1.0f / sqrtf(static_cast<float>(D));
-  kernel<<<batch * heads * q_tiles, kThreads, Smem<D>::kBytes, stream>>>(
+  kernel<<<batch * heads * q_tiles, kBlockThreads, Smem<D>::kBytes, stream>>>(
       q, k, v, o, lse, n, heads, st, q_tiles, causal, 1.4426950408889634f * scale, scale, tm_q, tm_k, tm_v);
   return cudaGetLastError();
 }

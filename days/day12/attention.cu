@@ -34,7 +34,9 @@
 // Hopper (sm_90a): a second kernel on wgmma, compiled only into the sm_90a image (`__CUDA_ARCH_FEAT_SM90_ALL`,
 //   `-gencode=arch=compute_90a,code=sm_90a` from course.yaml) and chosen at run time when the GPU is a 9.0 part,
 //   the image really is sm_90a (a one-time probe kernel says so) and the tensors are 16-byte aligned; everything
-//   else takes the mma.sync kernel. Two consumer warpgroups of 64 query rows (Br = 128), Bc = 128, and a producer:
+//   else takes the mma.sync kernel. Consumer warpgroups of 64 query rows, two at d = 128 (Br = 128) and three at
+//   d = 64 (Br = 192: its products are half as long and its softmax is not, so there is more to hide), Bc = 128,
+//   and a producer warpgroup:
 //   - S = Q Kᵀ is wgmma m64n128k16 with both operands read from shared memory through descriptors (128-byte
 //     swizzle, K-major); O += P V is m64n{d}k16 with P from registers (the same accumulator-to-A-fragment
 //     identity as above, per warp) and V from shared memory as an N-major operand (imm-trans-b = 1), so V needs
@@ -48,9 +50,10 @@
 //     from every thread, 16 bytes each, and a __syncthreads per iteration.)
 //   - That thread is a producer warpgroup's: it waits on an "empty" mbarrier per buffer, which each consumer warp
 //     arrives on once its products are done with the buffer, so the walk has no block-wide barrier. The producer
-//     keeps 24 registers and gives the rest to the consumers (setmaxnreg: 240 each; the walk needs 189 at d = 128).
-//   - Ping-pong: the consumer warpgroups take turns issuing their products (named barriers 1 and 2), so that the
-//     tensor cores run one warpgroup's products while the other runs its softmax. (FA12_WG_PINGPONG=0: no turns;
+//     keeps 24 registers and gives the rest to the consumers (setmaxnreg: 240 each at d = 128, where the walk
+//     needs 189; 160 each for three at d = 64).
+//   - Ping-pong: the consumer warpgroups take turns issuing their products (named barriers 1 to 3, round robin), so
+//     the tensor cores run one warpgroup's products while the others run their softmax. (FA12_WG_PINGPONG=0: no turns;
 //     FA12_WG_PRODUCER=0: thread 0 issues the copies and a __syncthreads per iteration frees the buffers.)
 // Measured: days/day12/README.md's tables (grader check day12 --solution) and measured/NOTES.md's day 12 steps.
 

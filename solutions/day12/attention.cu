@@ -34,7 +34,9 @@
 // Hopper (sm_90a): a second kernel on wgmma, compiled only into the sm_90a image (`__CUDA_ARCH_FEAT_SM90_ALL`,
 //   `-gencode=arch=compute_90a,code=sm_90a` from course.yaml) and chosen at run time when the GPU is a 9.0 part,
 //   the image really is sm_90a (a one-time probe kernel says so) and the tensors are 16-byte aligned; everything
-//   else takes the mma.sync kernel. Two consumer warpgroups of 64 query rows (Br = 128), Bc = 128, and a producer:
+//   else takes the mma.sync kernel. Consumer warpgroups of 64 query rows, two at d = 128 (Br = 128) and three at
+//   d = 64 (Br = 192: its products are half as long and its softmax is not, so there is more to hide), Bc = 128,
+//   and a producer warpgroup:
 //   - S = Q Kᵀ is wgmma m64n128k16 with both operands read from shared memory through descriptors (128-byte
 //     swizzle, K-major); O += P V is m64n{d}k16 with P from registers (the same accumulator-to-A-fragment
 //     identity as above, per warp) and V from shared memory as an N-major operand (imm-trans-b = 1), so V needs
@@ -48,9 +50,10 @@
 //     from every thread, 16 bytes each, and a __syncthreads per iteration.)
 //   - That thread is a producer warpgroup's: it waits on an "empty" mbarrier per buffer, which each consumer warp
 //     arrives on once its products are done with the buffer, so the walk has no block-wide barrier. The producer
-//     keeps 24 registers and gives the rest to the consumers (setmaxnreg: 240 each; the walk needs 189 at d = 128).
-//   - Ping-pong: the consumer warpgroups take turns issuing their products (named barriers 1 and 2), so that the
-//     tensor cores run one warpgroup's products while the other runs its softmax. (FA12_WG_PINGPONG=0: no turns;
+//     keeps 24 registers and gives the rest to the consumers (setmaxnreg: 240 each at d = 128, where the walk
+//     needs 189; 160 each for three at d = 64).
+//   - Ping-pong: the consumer warpgroups take turns issuing their products (named barriers 1 to 3, round robin), so
+//     the tensor cores run one warpgroup's products while the others run their softmax. (FA12_WG_PINGPONG=0: no turns;
 //     FA12_WG_PRODUCER=0: thread 0 issues the copies and a __syncthreads per iteration frees the buffers.)
 // Measured: days/day12/README.md's tables (grader check day12 --solution) and measured/NOTES.md's day 12 steps.
 
@@ -90,6 +93,9 @@
 #endif
 #ifndef FA12_WG_PINGPONG
 #define FA12_WG_PINGPONG 1  // 1 (with the producer): the two consumer warpgroups take turns issuing their products
+#endif
+#ifndef FA12_WG_D64_GROUPS
+#define FA12_WG_D64_GROUPS 3  // d = 64 with the producer: consumer warpgroups per block (2 or 3: Br = 128 or 192)
 #endif
 #ifndef FA12_HOPPER
 #define FA12_HOPPER 1  // 0: never take the wgmma kernel (to time the mma.sync kernel on a Hopper GPU)
@@ -646,8 +652,7 @@ cudaError_t launch(const T* q, const T* k, const T* v, T* o, float* lse, int bh,
 // BEGIN SOLUTION: optional: namespace hopper (day 11's kernel 3): constants, Smem<D>, the wgmma helpers
 namespace hopper {
 
-constexpr int kThreads = 256;  // two warpgroups
-constexpr int kBr = 128;       // 64 query rows per warpgroup
+constexpr int kThreads = 256;  // two warpgroups (without the producer)
 constexpr int kBc = 128;
 
 constexpr int kStages = FA12_WG_STAGES;  // K and V buffers each: tile t+1's K and t's V are read while the copies
@@ -658,12 +663,24 @@ constexpr bool kTma = FA12_WG_TMA;      // tiles by the Tensor Memory Accelerato
 // barrier left, so the consumers may drift apart. 384 threads get 168 registers each at launch (the walk needs
 // 189): the producer gives all but 24 back (setmaxnreg) and the consumers take 240.
 constexpr bool kProducer = FA12_WG_PRODUCER && kTma;
-constexpr int kProducerRegs = 24, kConsumerRegs = 240;
-static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 65536, "the register file holds both");
+constexpr int kProducerRegs = 24;
 // Ping-pong: warpgroup 0 issues its products, hands the turn to warpgroup 1 (named barriers 1 and 2), which issues
 // its own and hands it back: the tensor cores run one warpgroup's products while the other runs its softmax.
 [[maybe_unused]] constexpr bool kPingPong = FA12_WG_PINGPONG && kProducer;  // (read only in sm_90a code)
-constexpr int kBlockThreads = kThreads + (kProducer ? 128 : 0);
+
+// The block: kGroups consumer warpgroups of 64 query rows each (Br = 64 · kGroups), plus the producer's. At d = 64
+// the products are half as long and the softmax is not, so a third consumer may help hide it (FA12_WG_D64_GROUPS).
+template <int D>
+struct Shape {
+  static constexpr int kGroups = (D == 64 && kProducer) ? FA12_WG_D64_GROUPS : 2;
+  static constexpr int kConsumers = 128 * kGroups;
+  static constexpr int kBr = 64 * kGroups;
+  static constexpr int kBlockThreads = kConsumers + (kProducer ? 128 : 0);
+  static constexpr int kConsumerRegs = kGroups == 3 ? 160 : 240;  // setmaxnreg: multiples of 8
+  static_assert(kGroups == 2 || kGroups == 3, "two or three consumer warpgroups");
+  static_assert(kProducer || kConsumers == kThreads, "the cp.async path's copies are spread over two warpgroups");
+  static_assert(128 * kProducerRegs + kConsumers * kConsumerRegs <= 65536, "the register file holds them all");
+};
 
 // Shared memory, bytes from a 1024-aligned base (the 128-byte swizzle repeats every 8 rows of 128 bytes, and
 // wgmma computes it from address bits, so every tile starts on a 1024-byte boundary). Each tile is stored as D/64
@@ -674,7 +691,7 @@ template <int D>
 struct Smem {
   static constexpr int kQ = 0;
   static constexpr int kQWarpgroup = 64 * D * 2;  // bytes per warpgroup's Q tile
-  static constexpr int kK = kQ + 2 * kQWarpgroup;
+  static constexpr int kK = kQ + Shape<D>::kGroups * kQWarpgroup;
   static constexpr int kStage = kBc * D * 2;
   static constexpr int kV = kK + kStages * kStage;
   // Q's, then one per K buffer, one per V buffer ("full"), then with the producer warp one "empty" per buffer.
@@ -734,7 +751,7 @@ __device__ __forceinline__ void issue_pv(float (&o)[D / 2], const uint32_t (&pa)
 // END SOLUTION
 // BEGIN SOLUTION: hopper, continued: the wgmma kernel's set-up, its K/V copies (TMA or cp.async) and the prologue
 template <typename T, int D>
-__global__ void __launch_bounds__(kBlockThreads, 1)
+__global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
     flash_wgmma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,
                        float* __restrict__ lse, int n, int heads, course::AttentionStrides st, int q_tiles,
                        bool causal, float c, float scale,
@@ -749,12 +766,13 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
 
   const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
   const int bh = blockIdx.x / q_tiles;
-  const int q0 = (q_tiles - 1 - blockIdx.x % q_tiles) * kBr;
+  using Sh = Shape<D>;
+  const int q0 = (q_tiles - 1 - blockIdx.x % q_tiles) * Sh::kBr;
   const Head hd{bh % heads, bh / heads};  // TMA's coordinates of this head
   const T* const qh = q + st.q.start(bh, heads);
   const T* const kh = k + st.k.start(bh, heads);
   const T* const vh = v + st.v.start(bh, heads);
-  const int kv_end = causal ? min(n, q0 + kBr) : n;
+  const int kv_end = causal ? min(n, q0 + Sh::kBr) : n;
   const int tiles = (kv_end + kBc - 1) / kBc;
   const int wrow = q0 + 64 * wg + 16 * warp;  // this warp's first query row
   const int row = wrow + lane / 4;            // this thread's rows: row and row + 8
@@ -766,7 +784,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
   auto v_stage = [&](int j) { return base + S::kV + (j % kStages) * S::kStage; };
   auto k_bar = [&](int j) { return base + S::kBar + 8 * (1 + j % kStages); };
   auto v_bar = [&](int j) { return base + S::kBar + 8 * (1 + kStages + j % kStages); };
-  // Producer warpgroup only: tile j's buffer is free again once the 8 consumer warps have arrived on its "empty"
+  // Producer warpgroup only: tile j's buffer is free again once the 4 · kGroups consumer warps have arrived on its "empty"
   // barrier; the producer waits for the phase of tile j - kStages, parity (j / kStages + 1) % 2.
   auto k_empty = [&](int j) { return base + S::kBar + 8 * (1 + 2 * kStages + j % kStages); };
   auto v_empty = [&](int j) { return base + S::kBar + 8 * (1 + 3 * kStages + j % kStages); };
@@ -775,15 +793,15 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
       if (lane == 0) mbar_arrive(bar);  // after this warp's wgmma_wait: its reads of the buffer are done
     }
   };
-  // Ping-pong turns: warpgroup w waits on barrier 1 + w, issues, then arrives on the other's. Each warpgroup has
-  // tiles + 1 turns (S[0], the walk's tiles - 1, the last P V); warpgroup 1 starts by giving warpgroup 0 the
-  // first turn and skips the arrival after its last, so every use of both barriers completes.
+  // Ping-pong turns, round robin: warpgroup w waits on barrier 1 + w, issues, then arrives on the next one's. Each
+  // warpgroup has tiles + 1 turns (S[0], the walk's tiles - 1, the last P V); the last warpgroup starts by giving
+  // warpgroup 0 the first turn and skips the arrival after its own last, so every use of every barrier completes.
   auto turn_begin = [&]() {
     if constexpr (kPingPong) named_sync(1 + wg, 256);
   };
   auto turn_end = [&](bool last) {
     if constexpr (kPingPong) {
-      if (!(last && wg == 1)) named_arrive(2 - wg, 256);
+      if (!(last && wg == Sh::kGroups - 1)) named_arrive(1 + (wg + 1) % Sh::kGroups, 256);
     }
   };
   // Copies of tile j: TMA by thread 0, or cp.async by every thread (into the caller's commit group).
@@ -805,16 +823,16 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
   // Producer: Q, then K[j] and V[j-1] in the order the walk uses them, each once its buffer is free.
   if constexpr (kProducer) {
     if (threadIdx.x == 0) {
-      for (int i = 0; i < S::kBars; ++i) mbar_init(base + S::kBar + 8 * i, i <= 2 * kStages ? 1 : 8);
+      for (int i = 0; i < S::kBars; ++i) mbar_init(base + S::kBar + 8 * i, i <= 2 * kStages ? 1 : 4 * Sh::kGroups);
       mbar_init_fence();
     }
     __syncthreads();  // barriers initialised before anyone waits on them (the last block-wide barrier)
-    if (threadIdx.x >= kThreads) {
+    if (threadIdx.x >= Sh::kConsumers) {
       setmaxnreg_dec<kProducerRegs>();
-      if (threadIdx.x == kThreads) {
+      if (threadIdx.x == Sh::kConsumers) {
         const uint32_t bar_q = base + S::kBar;
-        mbar_expect_tx(bar_q, kBr * D * 2);
-        for (int w = 0; w < 2; ++w)
+        mbar_expect_tx(bar_q, Sh::kBr * D * 2);
+        for (int w = 0; w < Sh::kGroups; ++w)
           for (int h = 0; h < D / 64; ++h)
             tma_load(base + S::kQ + w * S::kQWarpgroup + h * (64 * 128), &tm_q, 64 * h, q0 + 64 * w, hd, bar_q);
         for (int j = 0; j <= tiles; ++j) {
@@ -831,8 +849,8 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
       }
       return;  // nothing below waits for this warpgroup
     }
-    setmaxnreg_inc<kConsumerRegs>();
-    if (wg == 1) turn_end(false);  // ping-pong: warpgroup 0 takes the first turn
+    setmaxnreg_inc<Sh::kConsumerRegs>();
+    if (wg == Sh::kGroups - 1) turn_end(false);  // ping-pong: warpgroup 0 takes the first turn
     mbar_wait(base + S::kBar, 0);
     mbar_wait(k_bar(0), 0);
   } else if constexpr (kTma) {
@@ -844,7 +862,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
     __syncthreads();  // barriers initialised before anyone waits on them
     if (threadIdx.x == 0) {
       const uint32_t bar_q = base + S::kBar;
-      mbar_expect_tx(bar_q, kBr * D * 2);
+      mbar_expect_tx(bar_q, Sh::kBr * D * 2);
 #pragma unroll
       for (int w = 0; w < 2; ++w)
 #pragma unroll
@@ -983,8 +1001,8 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
   for (int i = 0; i < D / 2; ++i) o_acc[i] *= l[(i >> 1) & 1];
   // Q is dead once every warp's part of the last S product has completed; then each warp stages its 16 rows of O
   // in 16 · D · 2 bytes of its warpgroup's Q tile (bytes that held other warps' Q rows: hence the barrier, over
-  // this warpgroup only: named barrier 3 + wg).
-  named_sync(3 + wg, 128);
+  // this warpgroup only: named barrier 1 + kGroups + wg, after the ping-pong's).
+  named_sync(1 + Sh::kGroups + wg, 128);
   T* const stage = reinterpret_cast<T*>(sbase + S::kQ + wg * S::kQWarpgroup) + 16 * warp * D;
   tc::store_rows<T, D, true>(stage, o_acc, o + st.o.start(bh, heads), st.o.row, lse + static_cast<size_t>(bh) * n,
                              wrow, n, lse_v);
@@ -1004,9 +1022,9 @@ cudaError_t launch(const T* q, const T* k, const T* v, T* o, float* lse, int bat
   const cudaError_t err =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Smem<D>::kBytes));
   if (err != cudaSuccess) return err;
-  const int q_tiles = (n + kBr - 1) / kBr;
+  const int q_tiles = (n + Shape<D>::kBr - 1) / Shape<D>::kBr;
   const float scale = 1.0f / sqrtf(static_cast<float>(D));
-  kernel<<<batch * heads * q_tiles, kBlockThreads, Smem<D>::kBytes, stream>>>(
+  kernel<<<batch * heads * q_tiles, Shape<D>::kBlockThreads, Smem<D>::kBytes, stream>>>(
       q, k, v, o, lse, n, heads, st, q_tiles, causal, 1.4426950408889634f * scale, scale, tm_q, tm_k, tm_v);
   return cudaGetLastError();
 }

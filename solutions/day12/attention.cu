@@ -658,14 +658,14 @@ constexpr int kBc = 128;
 constexpr int kStages = FA12_WG_STAGES;  // K and V buffers each: tile t+1's K and t's V are read while the copies
                                          // of the following kStages - 1 tiles are in flight
 constexpr bool kTma = FA12_WG_TMA;      // tiles by the Tensor Memory Accelerator (one thread, mbarriers) or cp.async
-// Producer warpgroup: one thread of a third warpgroup issues every TMA copy and waits for "empty" barriers, which
-// the two consumer warpgroups arrive on as their products finish with a buffer; the walk has no block-wide
-// barrier left, so the consumers may drift apart. 384 threads get 168 registers each at launch (the walk needs
-// 189): the producer gives all but 24 back (setmaxnreg) and the consumers take 240.
+// Producer warpgroup: one thread of one more warpgroup issues every TMA copy and waits for "empty" barriers, which
+// the consumer warpgroups arrive on as their products finish with a buffer; the walk has no block-wide barrier
+// left, so the consumers may drift apart. At d = 128, 384 threads get 168 registers each at launch (the walk needs
+// 189): the producer gives all but 24 back (setmaxnreg) and the consumers take 240 (Shape<D>::kConsumerRegs).
 constexpr bool kProducer = FA12_WG_PRODUCER && kTma;
 constexpr int kProducerRegs = 24;
-// Ping-pong: warpgroup 0 issues its products, hands the turn to warpgroup 1 (named barriers 1 and 2), which issues
-// its own and hands it back: the tensor cores run one warpgroup's products while the other runs its softmax.
+// Ping-pong: each consumer warpgroup issues its products, then hands the turn to the next (named barriers 1 to
+// kGroups, round robin): the tensor cores run one warpgroup's products while the others run their softmax.
 [[maybe_unused]] constexpr bool kPingPong = FA12_WG_PINGPONG && kProducer;  // (read only in sm_90a code)
 
 // The block: kGroups consumer warpgroups of 64 query rows each (Br = 64 · kGroups), plus the producer's. At d = 64
@@ -784,8 +784,8 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
   auto v_stage = [&](int j) { return base + S::kV + (j % kStages) * S::kStage; };
   auto k_bar = [&](int j) { return base + S::kBar + 8 * (1 + j % kStages); };
   auto v_bar = [&](int j) { return base + S::kBar + 8 * (1 + kStages + j % kStages); };
-  // Producer warpgroup only: tile j's buffer is free again once the 4 · kGroups consumer warps have arrived on its "empty"
-  // barrier; the producer waits for the phase of tile j - kStages, parity (j / kStages + 1) % 2.
+  // Producer warpgroup only: tile j's buffer is free again once the 4 · kGroups consumer warps have arrived on
+  // its "empty" barrier; the producer waits for the phase of tile j - kStages, parity (j / kStages + 1) % 2.
   auto k_empty = [&](int j) { return base + S::kBar + 8 * (1 + 2 * kStages + j % kStages); };
   auto v_empty = [&](int j) { return base + S::kBar + 8 * (1 + 3 * kStages + j % kStages); };
   auto release = [&](uint32_t bar) {
@@ -854,7 +854,8 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
     mbar_wait(base + S::kBar, 0);
     mbar_wait(k_bar(0), 0);
   } else if constexpr (kTma) {
-  // Prologue: Q and K[0] (cp.async: group 0), then V[i-1] and K[i] for i < kStages (group i); S for tile 0.
+    // Prologue without the producer: Q and K[0] (cp.async: group 0), then V[i-1] and K[i] for i < kStages
+    // (group i); S for tile 0.
     if (threadIdx.x == 0) {
       for (int i = 0; i < 1 + 2 * kStages; ++i) mbar_init(base + S::kBar + 8 * i, 1);
       mbar_init_fence();

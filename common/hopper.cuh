@@ -12,6 +12,7 @@
 //   mbar_init / expect_tx / wait, tma_load, tma_tile   TMA copies counted in by an mbarrier
 //   mbar_arrive, named_sync / named_arrive   consumers freeing buffers; warpgroups taking turns
 //   setmaxnreg_dec / inc   registers moved from a producer warpgroup to the consumers
+//   bulk_reduce_add_f32, bulk_wait_read / bulk_wait   fp32 tiles added into global memory by the bulk-copy engine
 //
 // Tiles live in shared memory as D/64 column blocks of [rows][64] 16-bit values: rows of 128 bytes, 16-byte chunk c
 // of row r at c ^ (r % 8), each block starting on a 1024-byte boundary. That is wgmma's canonical 128-byte-swizzled
@@ -288,6 +289,23 @@ __device__ __forceinline__ void setmaxnreg_dec() {
 template <int kRegs>
 __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+// The bulk-copy engine adds `bytes` of fp32 at shared src into global dst (both 16-byte aligned, bytes a multiple
+// of 16), one reduction per element in L2, no thread involved after the issue; each issue is committed as a bulk
+// group. bulk_wait_read<N>: at most N groups still reading their shared source (which may then be rewritten);
+// bulk_wait<N>: at most N groups not yet complete.
+__device__ __forceinline__ void bulk_reduce_add_f32(float* dst, uint32_t src, uint32_t bytes) {
+  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n"
+               ::"l"(dst), "r"(src), "r"(bytes) : "memory");
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+template <int N>
+__device__ __forceinline__ void bulk_wait() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
 }
 // A box of the 4-D view [B][H][N][D] (coordinates innermost first: column, row, head, batch) into shared memory.
 __device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap* map, int col, int row, Head hd,

@@ -510,6 +510,9 @@ __global__ void __launch_bounds__(256) round_kernel(const float* __restrict__ sr
 #ifndef FA20_HOPPER
 #define FA20_HOPPER 1  // 0: never take the wgmma walk (to time the mma.sync walk on a Hopper GPU)
 #endif
+#ifndef FA20_WG_DQ_BULK
+#define FA20_WG_DQ_BULK 0  // 1: the wgmma walk's dQ tiles go through shared memory and one bulk reduce-add each
+#endif
 
 // ---------------------------------------------------------------------------------------------------------------
 // Hopper (sm_90a): the key-tile walk on wgmma, chosen at run time as day 12 chooses its forward (a 9.0 GPU running
@@ -520,6 +523,9 @@ namespace hopper_bwd {
 using namespace hopper;  // common/hopper.cuh
 
 constexpr int kThreads = 256;  // two warpgroups, each owning 64 of the block's keys
+// The atomic version's dQ: each thread's float2 atomics (0), or the tile staged in shared memory and added into
+// dq_acc by one bulk reduce-add per query tile, issued by thread 0 and waited for only before its buffer is reused.
+constexpr bool kDqBulk = FA20_WG_DQ_BULK;
 constexpr int kBc = 128;
 constexpr int kBr = 64;
 
@@ -536,7 +542,10 @@ struct Smem {
   static constexpr int kDS = kDO + 2 * kQTile;
   static constexpr int kL = kDS + kBc * kBr * 2;
   static constexpr int kDl = kL + 2 * kBr * 4;
-  static constexpr int kBar = kDl + 2 * kBr * 4;
+  // FA20_WG_DQ_BULK: two fp32 [kBr][D] dQ tiles, row-major as dq_acc is, so one bulk reduce adds a whole tile.
+  static constexpr int kDQ = kDl + 2 * kBr * 4;
+  static constexpr int kDQTile = kBr * D * 4;
+  static constexpr int kBar = kDQ + (kDqBulk ? 2 * kDQTile : 0);
   static constexpr size_t kBytes = kBar + 8 * 6 + 1024;  // + room to align: 146 KiB (d = 128), 82 KiB (d = 64)
 };
 
@@ -693,6 +702,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     wgmma_commit();
     if constexpr (kAtomic) {
       fence_proxy_async();  // dSᵀ's st.shared -> wgmma's reads
+      // Bulk dQ: the reduce issued from this step's buffer two steps ago must be done reading it.
+      if (kDqBulk && threadIdx.x == 0) bulk_wait_read<1>();
       __syncthreads();      // both warpgroups' dSᵀ rows are in
       // dQ_tile[64 queries x D] = dS K over all kBc keys, the columns split between the warpgroups: d = 128, a
       // column block of 64 each; d = 64, 32 columns each (half of the block's 128-byte rows: the descriptor starts
@@ -713,15 +724,28 @@ __global__ void __launch_bounds__(kThreads, 1)
       wgmma_commit();
       wgmma_wait<0>();
       fence_regs(dq);
-      float* const dqh = dq_acc + (static_cast<size_t>(bh) * n) * D + col0;
-      const int qr = q0 + 16 * warp + lane / 4;
+      if constexpr (kDqBulk) {
+        // This warpgroup's columns of the tile, row-major [kBr][D] (rows past N too: the reduce stops at N).
+        float* const dqs = reinterpret_cast<float*>(sbase + S::kDQ + st * S::kDQTile) + col0;
+        const int r = 16 * warp + lane / 4;
 #pragma unroll
-      for (int t = 0; t < kN / 8; ++t)
+        for (int t = 0; t < kN / 8; ++t)
 #pragma unroll
-        for (int h = 0; h < 2; ++h)
-          if (qr + 8 * h < n)
-            atomicAdd(reinterpret_cast<float2*>(dqh + static_cast<size_t>(qr + 8 * h) * D + 8 * t + 2 * (lane % 4)),
-                      make_float2(dq[4 * t + 2 * h], dq[4 * t + 2 * h + 1]));
+          for (int h = 0; h < 2; ++h)
+            *reinterpret_cast<float2*>(dqs + (r + 8 * h) * D + 8 * t + 2 * (lane % 4)) =
+                make_float2(dq[4 * t + 2 * h], dq[4 * t + 2 * h + 1]);
+        fence_proxy_async();  // st.shared -> the bulk engine's reads, after the barrier below
+      } else {
+        float* const dqh = dq_acc + (static_cast<size_t>(bh) * n) * D + col0;
+        const int qr = q0 + 16 * warp + lane / 4;
+#pragma unroll
+        for (int t = 0; t < kN / 8; ++t)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+            if (qr + 8 * h < n)
+              atomicAdd(reinterpret_cast<float2*>(dqh + static_cast<size_t>(qr + 8 * h) * D + 8 * t + 2 * (lane % 4)),
+                        make_float2(dq[4 * t + 2 * h], dq[4 * t + 2 * h + 1]));
+      }
     } else {
       wgmma_wait<0>();
     }
@@ -731,7 +755,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     fence_regs(da);
     __syncthreads();  // every product of step i has read Q, dO, dSᵀ: the stage may be refilled
     if (threadIdx.x == 0 && i + 2 < i_end) fetch_q(i + 2);
+    if (kAtomic && kDqBulk && threadIdx.x == 0)  // (bulk dQ: every thread's part of the tile is in)
+      bulk_reduce_add_f32(dq_acc + (static_cast<size_t>(bh) * n + q0) * D, base + S::kDQ + st * S::kDQTile,
+                          static_cast<uint32_t>(min(kBr, n - q0) * D * 4));
   }
+  if (kAtomic && kDqBulk && threadIdx.x == 0) bulk_wait<0>();  // the last tiles are added before the block ends
 
   // END SOLUTION
   // BEGIN SOLUTION: hopper_bwd, continued: the stores of dK and dV, and launch<T, D> (false where the walk cannot run)

@@ -698,6 +698,7 @@ struct Smem {
   static constexpr int kBar = kV + kStages * kStage;
   static constexpr int kBars = 1 + 2 * kStages + (kProducer ? 2 * kStages : 0);
   static constexpr size_t kBytes = kBar + 8 * kBars + 1024;  // + room to align: 161 KiB (d = 128, 2 stages)
+  static_assert(kBytes <= 227 * 1024, "the tiles must fit in an H100/H200 SM's shared memory (FA12_WG_STAGES)");
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)

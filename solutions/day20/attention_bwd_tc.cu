@@ -547,6 +547,7 @@ struct Smem {
   static constexpr int kDQTile = kBr * D * 4;
   static constexpr int kBar = kDQ + (kDqBulk ? 2 * kDQTile : 0);
   static constexpr size_t kBytes = kBar + 8 * 6 + 1024;  // + room to align: 146 KiB (d = 128), 82 KiB (d = 64)
+  static_assert(kBytes <= 227 * 1024, "the tiles must fit in an H100/H200 SM's shared memory");
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)

@@ -24,7 +24,9 @@
 # EDGE_DEFINES (e.g. "day05:SOFTMAX_CLUSTER=1 day11:TC_WG_PERSISTENT=1": each also built with those knobs and timed on
 # its day's part; the tables into $OUT/edge.tar.gz), STAGE_ONLY=1 (only gather the carried .stage-N/ wheel folders;
 # see below), GRADER_TEST_TIMINGS=1 (each GPU test's `grader check --timings` stamps kept in its line of
-# test_times.jsonl).
+# test_times.jsonl), VARIANT_ARGS (more `grader check` arguments for each VARIANTS check, e.g. "--exercise
+# attention_bwd_tc --correctness-only"), TOLERANCE (e.g. "day12.flash_attention_mma": scripts/tolerance_sweep.py over
+# those exercises as graded, for TOLERANCE_S seconds (default 150); the table into $OUT/tolerance-sweep.json).
 # Full logs go to $OUT/logs.tar.gz, results to $OUT/results.json; a short table is printed last.
 set -uo pipefail
 OUT=${OUT:-$(mktemp -d)}
@@ -130,8 +132,8 @@ for v in ${VARIANTS:-}; do
   # no "=" in the names written: the device lease returns no such file
   vd=${v%%:*}; def=${v#*:}; tag="$vd-${def//=/_}"; tag=${tag//,/-}; mkdir -p "$LOG/variant-$tag"
   src=$(python3 scripts/lessons/lesson_table.py "$vd" "$def") || continue
-  echo "== $vd with $def"; python3 -m grader check "$vd" --dir "$src" --seed 1 --json "$LOG/variant-$tag/$vd.json" \
-    >"$LOG/variant-$tag.txt" 2>&1; echo "exit $?" >>"$LOG/variant-$tag.txt"; tail -4 "$LOG/variant-$tag.txt"
+  echo "== $vd with $def"; python3 -m grader check "$vd" --dir "$src" --seed 1 ${VARIANT_ARGS:-} \
+    --json "$LOG/variant-$tag/$vd.json" >"$LOG/variant-$tag.txt" 2>&1; echo "exit $?" >>"$LOG/variant-$tag.txt"; tail -4 "$LOG/variant-$tag.txt"
   python3 scripts/summarize.py "$LOG/variant-$tag" "$OUT/results-$tag.json" >"$LOG/variant-$tag-table.txt" && cat "$LOG/variant-$tag-table.txt"
 done
 if [ -n "${EDGE:-}" ]; then  # issue 37's table: the default builds, then each knob beside them, in this one run
@@ -150,6 +152,11 @@ skip profile || for d in ${PROFILE_DAYS:-day05 day08 day09}; do
   echo "== profile $d"; timeout 300 python3 -m grader profile "$d" --solution >"$LOG/profile-$d.txt" 2>&1
   echo "exit $?" >>"$LOG/profile-$d.txt"; tail -30 "$LOG/profile-$d.txt"
 done
+if [ -n "${TOLERANCE:-}" ]; then  # the seed sweep of the changed exercises (the solutions as graded, no ORDERS rows)
+  echo "== tolerance sweep: $TOLERANCE"; t=${TOLERANCE_S:-150}
+  timeout $((t + 90)) python3 scripts/tolerance_sweep.py --exercise $TOLERANCE --no-orders --budget-s "$t" \
+    --out "$OUT/tolerance-sweep.json" 2>&1 | tee "$LOG/tolerance_sweep.txt" | tail -12
+fi
 for d in ${SANITIZE_DAYS:-}; do
   echo "== memcheck $d"; timeout 400 compute-sanitizer --tool memcheck --error-exitcode 99 python3 -m grader check "$d" \
     --solution --correctness-only --timeout 300 >"$LOG/memcheck-$d.txt" 2>&1

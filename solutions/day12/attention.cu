@@ -821,21 +821,29 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
     }
   };
 
-  // Producer: Q, then K[j] and V[j-1] in the order the walk uses them, each once its buffer is free.
-  if constexpr (kProducer) {
+  // Q of every consumer warpgroup by TMA, counted in by barrier 0 (one thread).
+  auto load_q = [&]() {
+    const uint32_t bar_q = base + S::kBar;
+    mbar_expect_tx(bar_q, Sh::kBr * D * 2);
+#pragma unroll
+    for (int w = 0; w < Sh::kGroups; ++w)
+#pragma unroll
+      for (int h = 0; h < D / 64; ++h)
+        tma_load(base + S::kQ + w * S::kQWarpgroup + h * (64 * 128), &tm_q, 64 * h, q0 + 64 * w, hd, bar_q);
+  };
+  if constexpr (kTma) {
     if (threadIdx.x == 0) {
       for (int i = 0; i < S::kBars; ++i) mbar_init(base + S::kBar + 8 * i, i <= 2 * kStages ? 1 : 4 * Sh::kGroups);
       mbar_init_fence();
     }
-    __syncthreads();  // barriers initialised before anyone waits on them (the last block-wide barrier)
+    __syncthreads();  // barriers initialised before anyone waits on them (with the producer: the last block barrier)
+  }
+  // Producer: Q, then K[j] and V[j-1] in the order the walk uses them, each once its buffer is free.
+  if constexpr (kProducer) {
     if (threadIdx.x >= Sh::kConsumers) {
       setmaxnreg_dec<kProducerRegs>();
       if (threadIdx.x == Sh::kConsumers) {
-        const uint32_t bar_q = base + S::kBar;
-        mbar_expect_tx(bar_q, Sh::kBr * D * 2);
-        for (int w = 0; w < Sh::kGroups; ++w)
-          for (int h = 0; h < D / 64; ++h)
-            tma_load(base + S::kQ + w * S::kQWarpgroup + h * (64 * 128), &tm_q, 64 * h, q0 + 64 * w, hd, bar_q);
+        load_q();
         for (int j = 0; j <= tiles; ++j) {
           if (j < tiles) {
             if (j >= kStages) mbar_wait(k_empty(j), (j / kStages + 1) & 1);
@@ -852,29 +860,13 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
     }
     setmaxnreg_inc<Sh::kConsumerRegs>();
     if (wg == Sh::kGroups - 1) turn_end(false);  // ping-pong: warpgroup 0 takes the first turn
-    mbar_wait(base + S::kBar, 0);
-    mbar_wait(k_bar(0), 0);
   } else if constexpr (kTma) {
-    // Prologue without the producer: Q and K[0] (cp.async: group 0), then V[i-1] and K[i] for i < kStages
-    // (group i); S for tile 0.
-    if (threadIdx.x == 0) {
-      for (int i = 0; i < 1 + 2 * kStages; ++i) mbar_init(base + S::kBar + 8 * i, 1);
-      mbar_init_fence();
-    }
-    __syncthreads();  // barriers initialised before anyone waits on them
-    if (threadIdx.x == 0) {
-      const uint32_t bar_q = base + S::kBar;
-      mbar_expect_tx(bar_q, Sh::kBr * D * 2);
-#pragma unroll
-      for (int w = 0; w < 2; ++w)
-#pragma unroll
-        for (int h = 0; h < D / 64; ++h)
-          tma_load(base + S::kQ + w * S::kQWarpgroup + h * (64 * 128), &tm_q, 64 * h, q0 + 64 * w, hd, bar_q);
-    }
+    if (threadIdx.x == 0) load_q();
   } else {
     load_sw128<T, D, 64>(base + S::kQ, safe, st.q.row, n - q0, safe);
     load_sw128<T, D, 64>(base + S::kQ + S::kQWarpgroup, safe + 64 * st.q.row, st.q.row, n - q0 - 64, safe);
   }
+  // Prologue without the producer: Q and K[0] (cp.async: group 0), then V[i-1] and K[i] for i < kStages (group i).
   if constexpr (!kProducer) {
     load_k(0);
     tc::cp_async_commit();
@@ -885,9 +877,7 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
       tc::cp_async_commit();
     }
   }
-  if constexpr (kProducer) {
-    // (waited above)
-  } else if constexpr (kTma) {
+  if constexpr (kTma) {
     mbar_wait(base + S::kBar, 0);
     mbar_wait(k_bar(0), 0);
   } else {

@@ -511,7 +511,7 @@ __global__ void __launch_bounds__(256) round_kernel(const float* __restrict__ sr
 #define FA20_HOPPER 1  // 0: never take the wgmma walk (to time the mma.sync walk on a Hopper GPU)
 #endif
 #ifndef FA20_WG_DQ_BULK
-#define FA20_WG_DQ_BULK 0  // 1: the wgmma walk's dQ tiles go through shared memory and one bulk reduce-add each
+#define FA20_WG_DQ_BULK 1  // 0: the wgmma walk's dQ by each thread's float2 atomics instead of one bulk reduce-add a tile
 #endif
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -546,7 +546,7 @@ struct Smem {
   static constexpr int kDQ = kDl + 2 * kBr * 4;
   static constexpr int kDQTile = kBr * D * 4;
   static constexpr int kBar = kDQ + (kDqBulk ? 2 * kDQTile : 0);
-  static constexpr size_t kBytes = kBar + 8 * 6 + 1024;  // + room to align: 146 KiB (d = 128), 82 KiB (d = 64)
+  static constexpr size_t kBytes = kBar + 8 * 6 + 1024;  // + room to align: 210 KiB (d = 128), 114 KiB (d = 64)
   static_assert(kBytes <= 227 * 1024, "the tiles must fit in an H100/H200 SM's shared memory");
 };
 

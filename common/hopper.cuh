@@ -5,7 +5,7 @@
 //   available()            this GPU is a 9.0 part and runs the sm_90a image of the calling file (probed once)
 //   make_map<T>            a TMA descriptor for a [B][H][N][D] tensor of any head strides, boxes of [rows][64]
 //   desc_sw128             a wgmma shared-memory matrix descriptor (128-byte swizzle)
-//   wgmma_ss<T, N, ...>    d[64 x N] (+)= A[64 x 16] B[16 x N], N = 32/64/128, operands in shared memory, either major-ness
+//   wgmma_ss<T, N, ...>    d[64 x N] (+)= A[64 x 16] B[16 x N], N = 32/64/128/176, operands in shared memory, either major-ness
 //   wgmma_rs<T, N>         d[64 x N] += A[64 x 16] B[16 x N], A in registers, B N-major in shared memory
 //   wgmma_fence / commit / wait<N>, fence_regs   ordering around the asynchronous products
 //   fence_proxy_async      generic-proxy shared-memory writes made visible to wgmma's (async-proxy) reads
@@ -149,6 +149,9 @@ __device__ __forceinline__ void fence_regs(uint32_t (&r)[N]) {
 #define HOPPER_R32_63                                                                                              \
   "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, " \
   "%54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define HOPPER_R64_87                                                                                              \
+  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, " \
+  "%86, %87"
 #define HOPPER_ACC8(d, i)                                                                                      \
   "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
       "+f"(d[i + 7])
@@ -161,26 +164,30 @@ __device__ __forceinline__ void fence_regs(uint32_t (&r)[N]) {
 #define HOPPER_OUT32(d) HOPPER_OUT8(d, 0), HOPPER_OUT8(d, 8), HOPPER_OUT8(d, 16), HOPPER_OUT8(d, 24)
 #define HOPPER_ACC64(d) HOPPER_ACC32(d), HOPPER_ACC8(d, 32), HOPPER_ACC8(d, 40), HOPPER_ACC8(d, 48), HOPPER_ACC8(d, 56)
 #define HOPPER_OUT64(d) HOPPER_OUT32(d), HOPPER_OUT8(d, 32), HOPPER_OUT8(d, 40), HOPPER_OUT8(d, 48), HOPPER_OUT8(d, 56)
+#define HOPPER_ACC88(d) HOPPER_ACC64(d), HOPPER_ACC8(d, 64), HOPPER_ACC8(d, 72), HOPPER_ACC8(d, 80)
+#define HOPPER_OUT88(d) HOPPER_OUT64(d), HOPPER_OUT8(d, 64), HOPPER_OUT8(d, 72), HOPPER_OUT8(d, 80)
 
-// d[64 x N] = A[64 x 16] B[16 x N] (kAccumulate: d += ...), N = 32, 64 or 128, both operands in shared memory.
+// d[64 x N] = A[64 x 16] B[16 x N] (kAccumulate: d += ...), N = 32, 64, 128 or 176, both operands in shared memory.
 // kTransA / kTransB: the operand is MN-major (its rows run along the reduction) instead of K-major. The first form
 // only writes d ("=f"), so the compiler sees no use of the previous values.
 template <typename T, int N, bool kAccumulate, int kTransA, int kTransB>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b) {
-  static_assert(N == 32 || N == 64 || N == 128, "n32, n64 or n128");
+  static_assert(N == 32 || N == 64 || N == 128 || N == 176, "n32, n64, n128 or n176");
   constexpr bool kHalf = std::is_same_v<T, __half>;
 #define HOPPER_SS(ACC, OPS, SCALE_D)                                                                            \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" OPS ";\n}\n"                                              \
                : ACC(d)                                                                                  \
                : "l"(desc_a), "l"(desc_b), "n"(SCALE_D), "n"(kTransA), "n"(kTransB))
   // The input operands follow the outputs: n32 has 16 (desc_a, desc_b, scale_d, trans at 16-20), n64 32 (32-36),
-  // n128 64 (64-68).
+  // n128 64 (64-68), n176 88 (88-92).
 #define HOPPER_SS32(TY) "18, 0;\nwgmma.mma_async.sync.aligned.m64n32k16.f32." TY "." TY " {" HOPPER_R0_15 \
   "}, %16, %17, p, 1, 1, %19, %20"
 #define HOPPER_SS64(TY) "34, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " {" HOPPER_R0_31 \
   "}, %32, %33, p, 1, 1, %35, %36"
 #define HOPPER_SS128(TY) "66, 0;\nwgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " {" HOPPER_R0_31 \
   ", " HOPPER_R32_63 "}, %64, %65, p, 1, 1, %67, %68"
+#define HOPPER_SS176(TY) "90, 0;\nwgmma.mma_async.sync.aligned.m64n176k16.f32." TY "." TY " {" HOPPER_R0_31 \
+  ", " HOPPER_R32_63 ", " HOPPER_R64_87 "}, %88, %89, p, 1, 1, %91, %92"
   if constexpr (N == 32) {
     if constexpr (kAccumulate) {
       if constexpr (kHalf) HOPPER_SS(HOPPER_ACC16, HOPPER_SS32("f16"), 1);
@@ -197,7 +204,7 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t desc_a, uin
       if constexpr (kHalf) HOPPER_SS(HOPPER_OUT32, HOPPER_SS64("f16"), 0);
       else HOPPER_SS(HOPPER_OUT32, HOPPER_SS64("bf16"), 0);
     }
-  } else {
+  } else if constexpr (N == 128) {
     if constexpr (kAccumulate) {
       if constexpr (kHalf) HOPPER_SS(HOPPER_ACC64, HOPPER_SS128("f16"), 1);
       else HOPPER_SS(HOPPER_ACC64, HOPPER_SS128("bf16"), 1);
@@ -205,10 +212,19 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t desc_a, uin
       if constexpr (kHalf) HOPPER_SS(HOPPER_OUT64, HOPPER_SS128("f16"), 0);
       else HOPPER_SS(HOPPER_OUT64, HOPPER_SS128("bf16"), 0);
     }
+  } else {
+    if constexpr (kAccumulate) {
+      if constexpr (kHalf) HOPPER_SS(HOPPER_ACC88, HOPPER_SS176("f16"), 1);
+      else HOPPER_SS(HOPPER_ACC88, HOPPER_SS176("bf16"), 1);
+    } else {
+      if constexpr (kHalf) HOPPER_SS(HOPPER_OUT88, HOPPER_SS176("f16"), 0);
+      else HOPPER_SS(HOPPER_OUT88, HOPPER_SS176("bf16"), 0);
+    }
   }
 #undef HOPPER_SS32
 #undef HOPPER_SS64
 #undef HOPPER_SS128
+#undef HOPPER_SS176
 #undef HOPPER_SS
 }
 
@@ -237,6 +253,7 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t* a, u
 #undef HOPPER_R0_15
 #undef HOPPER_R0_31
 #undef HOPPER_R32_63
+#undef HOPPER_R64_87
 #undef HOPPER_ACC8
 #undef HOPPER_OUT8
 #undef HOPPER_ACC16
@@ -245,6 +262,8 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t* a, u
 #undef HOPPER_OUT32
 #undef HOPPER_ACC64
 #undef HOPPER_OUT64
+#undef HOPPER_ACC88
+#undef HOPPER_OUT88
 
 // mbarriers: one thread arms a barrier with the bytes it expects, the copies' completion counts them down, and
 // every thread waits for the barrier's current phase (its parity) to complete.

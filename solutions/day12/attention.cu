@@ -97,6 +97,9 @@
 #ifndef FA12_WG_D64_GROUPS
 #define FA12_WG_D64_GROUPS 3  // d = 64 with the producer: consumer warpgroups per block (2 or 3: Br = 128 or 192)
 #endif
+#ifndef FA12_WG_BC_D128
+#define FA12_WG_BC_D128 128  // d = 128 without a causal mask: keys per tile (Bc), 128 or 176 (FlashAttention-3's)
+#endif
 #ifndef FA12_HOPPER
 #define FA12_HOPPER 1  // 0: never take the wgmma kernel (to time the mma.sync kernel on a Hopper GPU)
 #endif
@@ -653,7 +656,9 @@ cudaError_t launch(const T* q, const T* k, const T* v, T* o, float* lse, int bh,
 namespace hopper {
 
 constexpr int kThreads = 256;  // two warpgroups (without the producer)
-constexpr int kBc = 128;
+constexpr int kBc = 128;  // keys per tile, the kernel's Bc; d = 128 without a mask may take FA12_WG_BC_D128
+constexpr int kBcD128 = FA12_WG_BC_D128;
+static_assert(kBcD128 == 128 || kBcD128 == 176, "wgmma_ss has n128 and n176");
 
 constexpr int kStages = FA12_WG_STAGES;  // K and V buffers each: tile t+1's K and t's V are read while the copies
                                          // of the following kStages - 1 tiles are in flight
@@ -687,17 +692,17 @@ struct Shape {
 // column blocks of [rows][64] 16-bit values, rows of 128 bytes, 16-byte chunk c of row r at c ^ (r % 8): the
 // canonical K-major 128-byte-swizzled layout, which is also what TMA writes with CU_TENSOR_MAP_SWIZZLE_128B.
 // Q: one [64][D] tile per warpgroup; K and V: kStages buffers of [Bc][D] each; then the TMA path's mbarriers.
-template <int D>
+template <int D, int Bc = kBc>
 struct Smem {
   static constexpr int kQ = 0;
   static constexpr int kQWarpgroup = 64 * D * 2;  // bytes per warpgroup's Q tile
   static constexpr int kK = kQ + Shape<D>::kGroups * kQWarpgroup;
-  static constexpr int kStage = kBc * D * 2;
+  static constexpr int kStage = Bc * D * 2;
   static constexpr int kV = kK + kStages * kStage;
   // Q's, then one per K buffer, one per V buffer ("full"), then with the producer warp one "empty" per buffer.
   static constexpr int kBar = kV + kStages * kStage;
   static constexpr int kBars = 1 + 2 * kStages + (kProducer ? 2 * kStages : 0);
-  static constexpr size_t kBytes = kBar + 8 * kBars + 1024;  // + room to align: 161 KiB (d = 128, 2 stages)
+  static constexpr size_t kBytes = kBar + 8 * kBars + 1024;  // + room to align: 161 KiB (d = 128, 2 stages; 209 with Bc = 176)
   static_assert(kBytes <= 227 * 1024, "the tiles must fit in an H100/H200 SM's shared memory (FA12_WG_STAGES)");
 };
 
@@ -718,28 +723,28 @@ __device__ __forceinline__ void load_sw128(uint32_t dst, const T* src, long long
   }
 }
 
-// S[64 x 128] = Q Kᵀ for this warpgroup: D/16 wgmma, each advancing 16 columns (32 bytes) inside a 128-byte row,
+// S[64 x Bc] = Q Kᵀ for this warpgroup: D/16 wgmma, each advancing 16 columns (32 bytes) inside a 128-byte row,
 // and to the next column block every 4.
-template <typename T, int D>
-__device__ __forceinline__ void issue_s(float (&s)[64], uint32_t q_base, uint32_t k_base) {
+template <typename T, int D, int Bc>
+__device__ __forceinline__ void issue_s(float (&s)[Bc / 2], uint32_t q_base, uint32_t k_base) {
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk) {
     const uint64_t da = desc_sw128(q_base + (kk / 4) * (64 * 128) + (kk % 4) * 32, 16, 1024);
-    const uint64_t db = desc_sw128(k_base + (kk / 4) * (kBc * 128) + (kk % 4) * 32, 16, 1024);
+    const uint64_t db = desc_sw128(k_base + (kk / 4) * (Bc * 128) + (kk % 4) * 32, 16, 1024);
     if (kk == 0)
-      wgmma_ss<T, 128, false, 0, 0>(s, da, db);
+      wgmma_ss<T, Bc, false, 0, 0>(s, da, db);
     else
-      wgmma_ss<T, 128, true, 0, 0>(s, da, db);
+      wgmma_ss<T, Bc, true, 0, 0>(s, da, db);
   }
 }
 
 // O[64 x D] += P V: Bc/16 wgmma, each 16 keys = 16 rows of 128 bytes further into V; the column blocks of V are
 // kBc·128 bytes apart (the leading byte offset of an N-major operand), 8-row groups 1024 (the stride offset).
-template <typename T, int D>
-__device__ __forceinline__ void issue_pv(float (&o)[D / 2], const uint32_t (&pa)[kBc / 4], uint32_t v_base) {
+template <typename T, int D, int Bc>
+__device__ __forceinline__ void issue_pv(float (&o)[D / 2], const uint32_t (&pa)[Bc / 4], uint32_t v_base) {
 #pragma unroll
-  for (int j = 0; j < kBc / 16; ++j) {
-    const uint64_t db = desc_sw128(v_base + j * 16 * 128, kBc * 128, 1024);
+  for (int j = 0; j < Bc / 16; ++j) {
+    const uint64_t db = desc_sw128(v_base + j * 16 * 128, Bc * 128, 1024);
     if constexpr (D == 128)
       wgmma_rs<T, 128>(o, pa + 4 * j, db);
     else
@@ -751,7 +756,7 @@ __device__ __forceinline__ void issue_pv(float (&o)[D / 2], const uint32_t (&pa)
 
 // END SOLUTION
 // BEGIN SOLUTION: hopper, continued: the wgmma kernel's set-up, its K/V copies (TMA or cp.async) and the prologue
-template <typename T, int D>
+template <typename T, int D, int kBc>
 __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
     flash_wgmma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,
                        float* __restrict__ lse, int n, int heads, course::AttentionStrides st, int q_tiles,
@@ -759,7 +764,7 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
                        const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
                        const __grid_constant__ CUtensorMap tm_v) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using S = Smem<D>;
+  using S = Smem<D, kBc>;
   extern __shared__ uint4 smem_raw[];
   const uint32_t raw = tc::smem_addr(smem_raw);
   const uint32_t base = (raw + 1023) & ~1023u;
@@ -897,7 +902,7 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
 
   turn_begin();
   wgmma_fence();
-  issue_s<T, D>(s, q_base, k_stage(0));
+  issue_s<T, D, kBc>(s, q_base, k_stage(0));
   wgmma_commit();
   turn_end(false);
   wgmma_wait<0>();
@@ -933,18 +938,18 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
     turn_begin();
     wgmma_fence();
 #if FA12_WG_OVERLAP
-    issue_s<T, D>(s, q_base, k_stage(t + 1));
+    issue_s<T, D, kBc>(s, q_base, k_stage(t + 1));
     wgmma_commit();
-    issue_pv<T, D>(o_acc, pa, v_stage(t));
+    issue_pv<T, D, kBc>(o_acc, pa, v_stage(t));
     wgmma_commit();
     turn_end(false);
     wgmma_wait<1>();  // S[t+1] done; P V[t] may still be running: the softmax below overlaps it
 #else
-    issue_pv<T, D>(o_acc, pa, v_stage(t));  // (measurement only) one product at a time, nothing overlapped
+    issue_pv<T, D, kBc>(o_acc, pa, v_stage(t));  // (measurement only) one product at a time, nothing overlapped
     wgmma_commit();
     wgmma_wait<0>();
     fence_regs(o_acc);
-    issue_s<T, D>(s, q_base, k_stage(t + 1));
+    issue_s<T, D, kBc>(s, q_base, k_stage(t + 1));
     wgmma_commit();
     turn_end(false);
     wgmma_wait<0>();
@@ -974,7 +979,7 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
   fence_regs(o_acc);
   turn_begin();
   wgmma_fence();
-  issue_pv<T, D>(o_acc, pa, v_stage(tiles - 1));
+  issue_pv<T, D, kBc>(o_acc, pa, v_stage(tiles - 1));
   wgmma_commit();
   turn_end(true);
   wgmma_wait<0>();
@@ -1003,22 +1008,33 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
 #endif
 }
 
-template <typename T, int D>
-cudaError_t launch(const T* q, const T* k, const T* v, T* o, float* lse, int batch, int heads, int n,
-                   const course::AttentionStrides& st, bool causal, cudaStream_t stream) {
+template <typename T, int D, int kBc>
+cudaError_t launch_bc(const T* q, const T* k, const T* v, T* o, float* lse, int batch, int heads, int n,
+                      const course::AttentionStrides& st, bool causal, cudaStream_t stream) {
   CUtensorMap tm_q{}, tm_k{}, tm_v{};
   if (kTma && !(make_map(&tm_q, q, st.q, batch, heads, n, D, 64) && make_map(&tm_k, k, st.k, batch, heads, n, D, kBc) &&
                 make_map(&tm_v, v, st.v, batch, heads, n, D, kBc)))
     return mma::launch<T, D>(q, k, v, o, lse, batch, heads, n, st, causal, true, stream);  // no TMA here
-  auto kernel = flash_wgmma_kernel<T, D>;
-  const cudaError_t err =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Smem<D>::kBytes));
+  auto kernel = flash_wgmma_kernel<T, D, kBc>;
+  const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(Smem<D, kBc>::kBytes));
   if (err != cudaSuccess) return err;
   const int q_tiles = (n + Shape<D>::kBr - 1) / Shape<D>::kBr;
   const float scale = 1.0f / sqrtf(static_cast<float>(D));
-  kernel<<<batch * heads * q_tiles, Shape<D>::kBlockThreads, Smem<D>::kBytes, stream>>>(
+  kernel<<<batch * heads * q_tiles, Shape<D>::kBlockThreads, Smem<D, kBc>::kBytes, stream>>>(
       q, k, v, o, lse, n, heads, st, q_tiles, causal, 1.4426950408889634f * scale, scale, tm_q, tm_k, tm_v);
   return cudaGetLastError();
+}
+
+// Bc: 128, or at d = 128 without a mask FA12_WG_BC_D128 (a causal walk keeps 128, so its diagonal tiles stay
+// aligned with the query tiles).
+template <typename T, int D>
+cudaError_t launch(const T* q, const T* k, const T* v, T* o, float* lse, int batch, int heads, int n,
+                   const course::AttentionStrides& st, bool causal, cudaStream_t stream) {
+  if constexpr (D == 128 && kBcD128 != kBc) {
+    if (!causal) return launch_bc<T, D, kBcD128>(q, k, v, o, lse, batch, heads, n, st, false, stream);
+  }
+  return launch_bc<T, D, kBc>(q, k, v, o, lse, batch, heads, n, st, causal, stream);
 }
 
 }  // namespace hopper

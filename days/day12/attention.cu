@@ -35,9 +35,9 @@
 //   `-gencode=arch=compute_90a,code=sm_90a` from course.yaml) and chosen at run time when the GPU is a 9.0 part,
 //   the image really is sm_90a (a one-time probe kernel says so) and the tensors are 16-byte aligned; everything
 //   else takes the mma.sync kernel. Consumer warpgroups of 64 query rows, two at d = 128 (Br = 128) and three at
-//   d = 64 (Br = 192: its products are half as long and its softmax is not, so there is more to hide), Bc = 128,
-//   and a producer warpgroup:
-//   - S = Q Kᵀ is wgmma m64n128k16 with both operands read from shared memory through descriptors (128-byte
+//   d = 64 (Br = 192: its products are half as long and its softmax is not, so there is more to hide), Bc = 128
+//   (176 at d = 128 without a mask: fewer softmax passes and barriers per key), and a producer warpgroup:
+//   - S = Q Kᵀ is wgmma m64n128k16 (n176) with both operands read from shared memory through descriptors (128-byte
 //     swizzle, K-major); O += P V is m64n{d}k16 with P from registers (the same accumulator-to-A-fragment
 //     identity as above, per warp) and V from shared memory as an N-major operand (imm-trans-b = 1), so V needs
 //     no transpose either.

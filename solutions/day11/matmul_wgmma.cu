@@ -56,6 +56,16 @@
 // bf16, -11 to -6 in fp16), other block-swizzle groups (TC_WG_GROUP=4, 16: +-0 at 4096^3). Not used: a
 // persistent grid, an epilogue through shared memory and TMA stores, stream-K; the ragged 3000 x 5000 x 2000
 // (3.6 waves of short tiles) is where they would count.
+// BEGIN INSTRUCTOR ONLY
+// Knobs measured on the way (instructor only; kernel 3b; not measured yet):
+//   - TC_WG_PERSISTENT=1 (no cluster): min(tiles, SMs) CTAs, each walking tiles blockIdx.x, + gridDim.x, ...; one
+//     K-tile count over all of a CTA's tiles keeps the ring's stage and mbarrier parity running, so the producer
+//     loads the next tile's stages while the consumers finish and write out this one.
+//   - TC_WG_TMA_STORE=1: the epilogue through shared memory. Each consumer warpgroup writes its 64 x 256 as T
+//     into its half of a 128-byte-swizzled staging tile (64 KiB: the ring drops to 3 stages), fences, syncs on its
+//     own named barrier, and one thread TMA-stores four [64][64] boxes (clipped at M and N); its next tile's wgmma
+//     start while they drain. Meant for TC_WG_PERSISTENT, usable without it.
+// END INSTRUCTOR ONLY
 
 #include <cuda.h>          // CUtensorMap, the TMA descriptor (a struct: no libcuda needed to compile or link)
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
@@ -83,6 +93,12 @@ cudaError_t matmul_mma_forward(const T* a, const T* b, T* c, int M, int N, int K
 #ifndef TC_WG_TMA
 #define TC_WG_TMA 1  // 1: aligned shapes by TMA + a producer warpgroup (kernel 3b); 0: all by cp.async (kernel 3a)
 #endif
+#ifndef TC_WG_PERSISTENT
+#define TC_WG_PERSISTENT 0  // kernel 3b (no cluster): 1: one CTA an SM walks tiles; the ring runs on across them
+#endif
+#ifndef TC_WG_TMA_STORE
+#define TC_WG_TMA_STORE 0  // kernel 3b: 1: C leaves through a staging tile in shared memory and TMA stores (3 stages)
+#endif
 // END INSTRUCTOR ONLY
 
 namespace wgmma_gemm {
@@ -101,7 +117,19 @@ constexpr int kSmemBytes = STAGES * STAGE_BYTES + 1024;  // + slack to align the
 // After the stages, STAGES "full" and STAGES "empty" mbarriers (8 bytes each).
 constexpr int kTmaThreads = 128 + kThreads;
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+// BEGIN INSTRUCTOR ONLY
+// TC_WG_TMA_STORE: kernel 3b's ring has 3 stages and a [BM][BN] staging tile of C (64 KiB, 1024-byte aligned like
+// the stages) lies between them and the mbarriers: 4 stages + the tile would not fit in 227 KiB. Kernel 3a keeps
+// its STAGES (with 3, ptxas serialises its wgmma: C7515).
+constexpr int kTmaStages = TC_WG_TMA_STORE ? 3 : STAGES;
+constexpr int kStagingBytes = TC_WG_TMA_STORE ? BM * BN * 2 : 0;
+static_assert(kTmaStages >= 3, "kernel 3b: two stages held by the consumers (one wgmma group in flight), one filling");
+#if TC_WG_TMA_STORE
+constexpr int kTmaSmemBytes = kTmaStages * STAGE_BYTES + 1024 + kStagingBytes + 2 * kTmaStages * 8;
+#else
+// END INSTRUCTOR ONLY
 constexpr int kTmaSmemBytes = kSmemBytes + 2 * STAGES * 8;
+#endif  // INSTRUCTOR ONLY
 static_assert(BK * 2 == 128, "a K-major row of A is one 128-byte swizzle row");
 static_assert(BN % 64 == 0 && STAGES >= 3, "B is whole 64-column blocks; one wgmma group stays in flight");
 static_assert(kTmaSmemBytes <= 227 * 1024, "the stages must fit in an H100/H200 SM's shared memory");
@@ -274,6 +302,42 @@ __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
 #endif
 }
+// BEGIN INSTRUCTOR ONLY
+// TC_WG_TMA_STORE's epilogue. tma_store_2d: one box of shared memory at src, in the map's (swizzled) layout, into
+// the tensor at (col, row); the TMA unit drops what falls outside it. The stores issued since the last
+// bulk_commit form one bulk group: bulk_wait_read<N> returns once at most N groups still read their shared source
+// (which may then be rewritten), bulk_wait<N> once at most N are not complete. named_sync: barrier `id` (1..15;
+// 0 is __syncthreads) over `threads` threads, whole warps.
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, int col, int row, uint32_t src) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n"
+               ::"l"(reinterpret_cast<uint64_t>(map)), "r"(col), "r"(row), "r"(src)
+               : "memory");
+#endif
+}
+__device__ __forceinline__ void bulk_commit() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+#endif
+}
+template <int N>
+__device__ __forceinline__ void bulk_wait_read() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+#endif
+}
+template <int N>
+__device__ __forceinline__ void bulk_wait() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+__device__ __forceinline__ void named_sync(int id, int threads) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+#endif
+}
+// END INSTRUCTOR ONLY
 
 // Writes 1 where this image has wgmma (an sm_90a build running on compute capability 9.0), else 0.
 __global__ void probe(int* has_wgmma) {
@@ -407,6 +471,43 @@ __device__ __forceinline__ void store_tile(const float (&d)[128], T* c, int M, i
   }
 }
 
+// TC_WG_TMA_STORE's epilogue, for consumer warpgroup cw of a tile (rows row0 .. row0 + 63, columns n0 ..): its
+// accumulators, as T, into its [64][BN] half of the staging tile (shared address sc, the same as the pointer sp),
+// laid out as the store map's boxes are: BN / 64 column blocks of [64][64], 128-byte rows, 16-byte chunk c of row
+// r at c ^ (r % 8), as the loads. One warp's 4-byte stores of a (h, j) are rows g = 0..7 at chunk (j % 8) ^ g,
+// bytes 4t: each bank once. Every writer's fence.proxy.async (the TMA unit reads through the async proxy), the
+// warpgroup's named barrier (1 + cw), then one thread stores the boxes as one bulk group and goes on: the next
+// tile's wgmma start while the TMA unit writes. The half is rewritten only once that group has read it out.
+template <typename T>
+__device__ __forceinline__ void store_tile_tma(const float (&d)[128], const CUtensorMap* map, uint32_t sc,
+                                               unsigned char* sp, int M, int N, int row0, int n0, int cw, int warp,
+                                               int lane) {
+  const bool leader = warp == 0 && lane == 0;
+  if (leader) bulk_wait_read<0>();  // the previous tile's stores have read this half out
+  named_sync(1 + cw, 128);
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    unsigned char* const row = sp + (warp * 16 + g + 8 * h) * 128 + 4 * t;  // row % 8 == g
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j)
+      *reinterpret_cast<uint32_t*>(row + (j / 8) * (64 * 128) + ((j % 8) ^ g) * 16) =
+          pack2<T>(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+  }
+  fence_proxy_async();
+  named_sync(1 + cw, 128);
+  if (leader) {
+    if (row0 < M) {
+#pragma unroll
+      for (int j = 0; j < BN / 64; ++j)
+        if (n0 + 64 * j < N) tma_store_2d(map, n0 + 64 * j, row0, sc + j * 64 * 128);  // rows, columns clipped
+    }
+    bulk_commit();
+  }
+}
+static_assert(kTmaStages * STAGE_BYTES % 1024 == 0 && kStagingBytes / 2 % 1024 == 0,
+              "the staging tile's boxes are 1024-byte aligned: the 128-byte swizzle is computed from address bits");
+
 // Block swizzle, as in kernel 2: tile `idx` of bm x BN tiles, in groups of kGroup tile-rows walked column by column.
 __device__ __forceinline__ void tile_origin(int idx, int bm, int M, int N, int& m0, int& n0) {
   const int gm = (M + bm - 1) / bm, gn = (N + BN - 1) / BN;
@@ -507,8 +608,15 @@ __global__ void __launch_bounds__(kThreads, 1)
 // be refilled only when the consumers of all of them have released it (empty[s] counts the cluster's warps).
 template <typename T>
 __global__ void __launch_bounds__(kTmaThreads, 1)
+// BEGIN INSTRUCTOR ONLY
+#if TC_WG_TMA_STORE
+    tma_kernel(T* __restrict__ c, int M, int N, int K, const __grid_constant__ CUtensorMap tm_a,
+               const __grid_constant__ CUtensorMap tm_b, const __grid_constant__ CUtensorMap tm_c) {
+#else
+// END INSTRUCTOR ONLY
     tma_kernel(T* __restrict__ c, int M, int N, int K, const __grid_constant__ CUtensorMap tm_a,
                const __grid_constant__ CUtensorMap tm_b) {
+#endif  // INSTRUCTOR ONLY
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char smem_raw[];  // STAGES x {A [BM][BK], B 4 x [BK][64]}, then the mbarriers
   // Contract: full[s] and empty[s] mbarriers after the stages, initialised before any use; use u of stage s
@@ -517,17 +625,36 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
   // TMA's 128-byte swizzle, like wgmma's, is computed from address bits: 1024-byte-aligned stages. (Dynamic
   // shared memory starts at the same offset in every CTA, so the stages do too: multicast needs it.)
   const uint32_t base = (smem_addr(smem_raw) + 1023) & ~1023u;
-  const uint32_t full = base + STAGES * STAGE_BYTES, empty = full + 8 * STAGES;  // + 8 s: stage s's barrier
+  // With TC_WG_TMA_STORE the C staging tile (kStagingBytes, else 0) lies between the stages and the mbarriers.
+  const uint32_t staging = base + kTmaStages * STAGE_BYTES;
+  const uint32_t full = staging + kStagingBytes, empty = full + 8 * kTmaStages;  // + 8 s: stage s's barrier
   const uint32_t rank = kCluster > 1 ? cluster_rank() : 0;
   int m0, n0;
   tile_origin(blockIdx.x / kCluster, BM * kCluster, M, N, m0, n0);
   m0 += rank * BM;
   const int wg = threadIdx.x / 128, warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
   const int tiles_k = (K + BK - 1) / BK;
+  // The tiles this CTA computes: its own (blockIdx.x / kCluster), or with TC_WG_PERSISTENT every gridDim.x-th one
+  // from blockIdx.x on (the launcher gives no CTA an empty list). it = it0 + kt counts K-tiles over all of them, so
+  // stage it % kTmaStages and its phase carry on from one tile to the next: the producer fills the next tile's stages
+  // while the consumers finish this one. next_tile moves (m0, n0) on and says whether there is one.
+  constexpr bool kPersistent = TC_WG_PERSISTENT && kCluster == 1;
+  const int tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
+  int tile = blockIdx.x;
+  auto next_tile = [&]() {
+    if constexpr (kPersistent) {
+      tile += gridDim.x;
+      if (tile >= tiles) return false;
+      tile_origin(tile, BM, M, N, m0, n0);
+      return true;
+    } else {
+      return false;
+    }
+  };
 
   if (threadIdx.x == 0) {
 #pragma unroll
-    for (int s = 0; s < STAGES; ++s) {
+    for (int s = 0; s < kTmaStages; ++s) {
       mbar_init(full + 8 * s, 1);                              // the producer's arrive.expect_tx (+ the bytes)
       mbar_init(empty + 8 * s, 4 * kWarpgroups * kCluster);    // lane 0 of each consumer warp (of the cluster)
     }
@@ -541,52 +668,74 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
   if (wg == 0) {  // producer
     setmaxnreg_dec<kProducerRegs>();
     if (threadIdx.x == 0) {
-      for (int kt = 0; kt < tiles_k; ++kt) {
-        const int s = kt % STAGES;
-        // Use u = kt / STAGES of stage s: wait until the consumers released use u - 1 (its phase u - 1).
-        if (kt >= STAGES) mbar_wait(empty + 8 * s, (kt / STAGES - 1) & 1);
-        const uint32_t stage = base + s * STAGE_BYTES, bar = full + 8 * s;
-        mbar_arrive_expect_tx(bar, STAGE_BYTES);  // all of A and B, whoever copies them
-        tma_load_2d(stage, &tm_a, kt * BK, m0, bar);
-        if constexpr (kCluster > 1) {
-          constexpr int kPer = BN / 64 / kCluster;  // column blocks of B this CTA fetches for the cluster
+      int it0 = 0;  // K-tiles of this CTA's earlier tiles
+      do {
+        for (int kt = 0; kt < tiles_k; ++kt) {
+          const int it = it0 + kt, s = it % kTmaStages;
+          // Use u = it / kTmaStages of stage s: wait until the consumers released use u - 1 (its phase u - 1).
+          if (it >= kTmaStages) mbar_wait(empty + 8 * s, (it / kTmaStages - 1) & 1);
+          const uint32_t stage = base + s * STAGE_BYTES, bar = full + 8 * s;
+          mbar_arrive_expect_tx(bar, STAGE_BYTES);  // all of A and B, whoever copies them
+          tma_load_2d(stage, &tm_a, kt * BK, m0, bar);
+          if constexpr (kCluster > 1) {
+            constexpr int kPer = BN / 64 / kCluster;  // column blocks of B this CTA fetches for the cluster
 #pragma unroll
-          for (int i = 0; i < kPer; ++i) {
-            const int j = rank * kPer + i;
-            tma_load_2d_multicast(stage + A_BYTES + j * B_BLOCK_BYTES, &tm_b, n0 + 64 * j, kt * BK, bar,
-                                  static_cast<uint16_t>((1u << kCluster) - 1));
+            for (int i = 0; i < kPer; ++i) {
+              const int j = rank * kPer + i;
+              tma_load_2d_multicast(stage + A_BYTES + j * B_BLOCK_BYTES, &tm_b, n0 + 64 * j, kt * BK, bar,
+                                    static_cast<uint16_t>((1u << kCluster) - 1));
+            }
+          } else {
+#pragma unroll
+            for (int j = 0; j < BN / 64; ++j)
+              tma_load_2d(stage + A_BYTES + j * B_BLOCK_BYTES, &tm_b, n0 + 64 * j, kt * BK, bar);
           }
-        } else {
-#pragma unroll
-          for (int j = 0; j < BN / 64; ++j)
-            tma_load_2d(stage + A_BYTES + j * B_BLOCK_BYTES, &tm_b, n0 + 64 * j, kt * BK, bar);
         }
-      }
+        it0 += tiles_k;
+      } while (next_tile());
     }
   } else {
     setmaxnreg_inc<kConsumerRegs>();
     const int cw = wg - 1;  // consumer warpgroup: rows 64 cw .. 64 cw + 63 of the tile
-    float d[128];
+    // Lane 0 of each consumer warp releases use `u` of its stage (on every CTA of the cluster).
+    auto release = [&](int u) {
+      if (lane != 0) return;
+      const uint32_t bar = empty + 8 * (u % kTmaStages);
+      if constexpr (kCluster > 1) {
 #pragma unroll
-    for (int i = 0; i < 128; ++i) d[i] = 0.0f;
-    for (int kt = 0; kt < tiles_k; ++kt) {
-      const int s = kt % STAGES;
-      mbar_wait(full + 8 * s, (kt / STAGES) & 1);  // tile kt has landed (use kt / STAGES of stage s)
-      const uint32_t stage = base + s * STAGE_BYTES;
-      mma_stage<T>(d, stage + cw * 64 * 128, stage + A_BYTES);
-      wgmma_wait<1>();  // the group of tile kt - 1 has retired: its stage may be refilled
-      if (kt > 0 && lane == 0) {
-        const uint32_t bar = empty + 8 * ((kt - 1) % STAGES);
-        if constexpr (kCluster > 1) {
-#pragma unroll
-          for (int r = 0; r < kCluster; ++r) mbar_arrive_remote(bar, r);
-        } else {
-          mbar_arrive(bar);
-        }
+        for (int r = 0; r < kCluster; ++r) mbar_arrive_remote(bar, r);
+      } else {
+        mbar_arrive(bar);
       }
-    }
-    wgmma_wait<0>();
-    store_tile<T, true>(d, c, M, N, m0 + cw * 64, n0, warp, lane);
+    };
+    int it0 = 0;  // K-tiles of this CTA's earlier tiles
+    do {
+      float d[128];
+#pragma unroll
+      for (int i = 0; i < 128; ++i) d[i] = 0.0f;
+      for (int kt = 0; kt < tiles_k; ++kt) {
+        const int it = it0 + kt, s = it % kTmaStages;
+        mbar_wait(full + 8 * s, (it / kTmaStages) & 1);  // K-tile kt has landed (use it / kTmaStages of stage s)
+        const uint32_t stage = base + s * STAGE_BYTES;
+        mma_stage<T>(d, stage + cw * 64 * 128, stage + A_BYTES);
+        wgmma_wait<1>();  // the group of K-tile kt - 1 has retired: its stage may be refilled
+        if (kt > 0) release(it - 1);
+      }
+      wgmma_wait<0>();
+      // The tile's last stage: released where another tile may follow (the producer waits for it then).
+      if (kPersistent && tiles_k > 0) release(it0 + tiles_k - 1);
+      it0 += tiles_k;
+#if TC_WG_TMA_STORE
+      const uint32_t half = staging + cw * (kStagingBytes / 2);  // this warpgroup's [64][BN] of the staging tile
+      store_tile_tma<T>(d, &tm_c, half, smem_raw + (half - smem_addr(smem_raw)), M, N, m0 + cw * 64, n0, cw, warp,
+                        lane);
+#else
+      store_tile<T, true>(d, c, M, N, m0 + cw * 64, n0, warp, lane);
+#endif
+    } while (next_tile());
+#if TC_WG_TMA_STORE
+    if (warp == 0 && lane == 0) bulk_wait<0>();  // the last tile's stores complete before the CTA exits
+#endif
   }
   if constexpr (kCluster > 1) {
     __syncwarp();
@@ -636,12 +785,29 @@ template <typename T>
 static cudaError_t launch_tma(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
   CUtensorMap tm_a{}, tm_b{};
   if (!make_map(&tm_a, a, M, K, BM) || !make_map(&tm_b, b, K, N, BK)) return launch<T, true>(a, b, c, M, N, K, stream);
+#if TC_WG_TMA_STORE
+  // C's map for the epilogue's stores: boxes [64][64] (one consumer warpgroup's rows, one column block), its real
+  // M and N (the TMA unit clips the ragged edges). The caller's test (c 16-byte aligned, N % 8 == 0) is TMA's.
+  CUtensorMap tm_c{};
+  if (!make_map(&tm_c, static_cast<const T*>(c), M, N, 64)) return launch<T, true>(a, b, c, M, N, K, stream);
+#endif
   static const cudaError_t attr =
       cudaFuncSetAttribute(tma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, kTmaSmemBytes);
   if (attr != cudaSuccess) return attr;
-  const int tiles = ((M + BM * kCluster - 1) / (BM * kCluster)) * ((N + BN - 1) / BN);
+  int tiles = ((M + BM * kCluster - 1) / (BM * kCluster)) * ((N + BN - 1) / BN);
   if constexpr (kCluster == 1) {
+    if constexpr (TC_WG_PERSISTENT) {  // one CTA an SM (the kernel's shared memory allows no second one)
+      int dev = 0, sms = 0;
+      cudaError_t e = cudaGetDevice(&dev);
+      if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+      if (e != cudaSuccess) return e;
+      tiles = tiles < sms ? tiles : sms;
+    }
+#if TC_WG_TMA_STORE
+    tma_kernel<T><<<tiles, kTmaThreads, kTmaSmemBytes, stream>>>(c, M, N, K, tm_a, tm_b, tm_c);
+#else
     tma_kernel<T><<<tiles, kTmaThreads, kTmaSmemBytes, stream>>>(c, M, N, K, tm_a, tm_b);
+#endif
     return cudaGetLastError();
   } else {
     cudaLaunchConfig_t cfg{};
@@ -656,7 +822,11 @@ static cudaError_t launch_tma(const T* a, const T* b, T* c, int M, int N, int K,
     cfg.stream = stream;
     cfg.attrs = attrs;
     cfg.numAttrs = 1;
+#if TC_WG_TMA_STORE
+    return cudaLaunchKernelEx(&cfg, tma_kernel<T>, static_cast<T*>(c), M, N, K, tm_a, tm_b, tm_c);
+#else
     return cudaLaunchKernelEx(&cfg, tma_kernel<T>, static_cast<T*>(c), M, N, K, tm_a, tm_b);
+#endif
   }
 }
 // END SOLUTION

@@ -100,12 +100,6 @@
 #ifndef FA12_WG_BC_D128
 #define FA12_WG_BC_D128 176  // d = 128 without a causal mask: keys per tile (Bc), 176 (FlashAttention-3's) or 128
 #endif
-#ifndef FA12_WG_EXP_FMA_D64
-#define FA12_WG_EXP_FMA_D64 0  // wgmma kernel, d = 64: every Nth 8-key column of S exponentiated on the FMA pipe (0: none)
-#endif
-#ifndef FA12_WG_EXP_FMA_D128
-#define FA12_WG_EXP_FMA_D128 0  // the same at d = 128
-#endif
 #ifndef FA12_HOPPER
 #define FA12_HOPPER 1  // 0: never take the wgmma kernel (to time the mma.sync kernel on a Hopper GPU)
 #endif
@@ -176,28 +170,11 @@ using ptx::smem_addr;
 // tile (mask, m, l, p, alpha); store_rows writes a warp's 16 rows of O (row r of the head at out + r · ld) and
 // their lse.
 // BEGIN SOLUTION: online_softmax, rescale, pack_p, store_rows (the warp-level pieces both kernels share)
-// 2^x for x <= 0 on the FMA and integer pipes: the MUFU unit that runs ex2 issues 16 results a clock per SM, the
-// FMA pipe 128, so where the softmax is bound by ex2 (the wgmma kernel at d = 64) a share of the exponentials moves
-// there (FlashAttention-4's trick). x = n + f with n = round(x) (the 1.5·2^23 addition leaves it in the low
-// mantissa bits), 2^f on [-1/2, 1/2] by a degree-4 polynomial (relative error 2.7e-6, 180 times under fp16's
-// rounding of P), and n added to the exponent field. x <= -127 (and -inf, a masked score) gives +0 as ex2 does:
-// the clamp, then the integer max where the exponent would go below zero.
-__device__ __forceinline__ float ex2_fma(float x) {
-  x = fmaxf(x, -127.0f);
-  const float t = x + 12582912.0f;
-  const float f = x - (t - 12582912.0f);
-  const float p = fmaf(fmaf(fmaf(fmaf(0.009570101276040077f, f, 0.05591785907745361f), f, 0.240247443318367f), f,
-                            0.6931217908859253f),
-                       f, 0.9999992847442627f);
-  return __int_as_float(max(__float_as_int(p) + (__float_as_int(t) << 23), 0));
-}
-
 // Online softmax on one S tile held in the m16n8 accumulator layout: s[4·j + e] for 8-column tile j, e = 0, 1 on
 // row `row` and e = 2, 3 on row + 8, columns col0 + 8·j + 2·(lane % 4) + (e % 2). Masks (if kMask) keys >= n and,
 // if causal, keys > row; updates the running max m[2] (raw score units) and this thread's share of the sum l[2];
 // leaves p = 2^(s·c − m·c) in s and returns the rescale factors alpha[2] for the rows' O accumulators.
-// kFmaEvery > 0: every kFmaEvery-th 8-column tile takes ex2_fma instead of the MUFU's ex2 (the Hopper kernel).
-template <int kCols, bool kMask, int kFmaEvery = 0>
+template <int kCols, bool kMask>
 __device__ __forceinline__ void online_softmax(float (&s)[kCols / 2], float (&m)[2], float (&l)[2],
                                                float (&alpha)[2], int row, int col0, int n, bool causal,
                                                float c) {
@@ -228,13 +205,11 @@ __device__ __forceinline__ void online_softmax(float (&s)[kCols / 2], float (&m)
     m[h] = m_new;
   }
   float sum[2] = {0.0f, 0.0f};
-  constexpr int kEvery = kFmaEvery > 0 ? kFmaEvery : 1;
 #pragma unroll
   for (int j = 0; j < kTiles; ++j)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const float x = fmaf(s[4 * j + e], c, -ref[e >> 1]);
-      const float p = (kFmaEvery > 0 && j % kEvery == kEvery - 1) ? ex2_fma(x) : ex2(x);
+      const float p = ex2(fmaf(s[4 * j + e], c, -ref[e >> 1]));
       s[4 * j + e] = p;
       sum[e >> 1] += p;
     }
@@ -924,7 +899,6 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
   float s[kBc / 2];
   uint32_t pa[kBc / 4];
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, alpha[2];
-  constexpr int kExpFma = D == 64 ? FA12_WG_EXP_FMA_D64 : FA12_WG_EXP_FMA_D128;
 
   turn_begin();
   wgmma_fence();
@@ -935,9 +909,9 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
   release(k_empty(0));
   fence_regs(s);
   if (kBc > n || (causal && kBc - 1 > wrow))
-    tc::online_softmax<kBc, true, kExpFma>(s, m, l, alpha, row, 0, n, causal, c);
+    tc::online_softmax<kBc, true>(s, m, l, alpha, row, 0, n, causal, c);
   else
-    tc::online_softmax<kBc, false, kExpFma>(s, m, l, alpha, row, 0, n, causal, c);
+    tc::online_softmax<kBc, false>(s, m, l, alpha, row, 0, n, causal, c);
   tc::pack_p<T, kBc>(pa, s);
 
   // Iteration t: P V[t] and S[t+1] on the tensor cores, the softmax of S[t+1] on the CUDA cores meanwhile. The
@@ -984,9 +958,9 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
     fence_regs(s);
     const int kv0 = (t + 1) * kBc;
     if (kv0 + kBc > n || (causal && kv0 + kBc - 1 > wrow))
-      tc::online_softmax<kBc, true, kExpFma>(s, m, l, alpha, row, kv0, n, causal, c);
+      tc::online_softmax<kBc, true>(s, m, l, alpha, row, kv0, n, causal, c);
     else
-      tc::online_softmax<kBc, false, kExpFma>(s, m, l, alpha, row, kv0, n, causal, c);
+      tc::online_softmax<kBc, false>(s, m, l, alpha, row, kv0, n, causal, c);
     wgmma_wait<0>();
     release(v_empty(t));
     fence_regs(o_acc);

@@ -53,9 +53,8 @@
 // 0.81-0.82x; 3000 x 5000 x 2000 0.72-0.73x. Geometric mean 0.84x. Timed beside it, kernel 3a (cp.async, every
 // thread copying, __syncthreads per K-tile) is at 0.71x / 0.77x (bf16 4096^3 / 8192^3) and 0.59x / 0.77x (fp16).
 // Measured and left off: clusters of 2 CTAs with B multicast (TC_WG_CLUSTER=2: -3 to +1 points of cuBLAS in
-// bf16, -11 to -6 in fp16), other block-swizzle groups (TC_WG_GROUP=4, 16: +-0 at 4096^3). Not used: a
-// persistent grid, an epilogue through shared memory and TMA stores, stream-K; the ragged 3000 x 5000 x 2000
-// (3.6 waves of short tiles) is where they would count.
+// bf16, -11 to -6 in fp16), other block-swizzle groups (TC_WG_GROUP=4, 16: +-0 at 4096^3). Not used: stream-K,
+// which would fill the last of the ragged 3000 x 5000 x 2000's 3.6 waves of short tiles.
 
 #include <cuda.h>          // CUtensorMap, the TMA descriptor (a struct: no libcuda needed to compile or link)
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled

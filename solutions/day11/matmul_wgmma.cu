@@ -53,18 +53,17 @@
 // 0.81-0.82x; 3000 x 5000 x 2000 0.72-0.73x. Geometric mean 0.84x. Timed beside it, kernel 3a (cp.async, every
 // thread copying, __syncthreads per K-tile) is at 0.71x / 0.77x (bf16 4096^3 / 8192^3) and 0.59x / 0.77x (fp16).
 // Measured and left off: clusters of 2 CTAs with B multicast (TC_WG_CLUSTER=2: -3 to +1 points of cuBLAS in
-// bf16, -11 to -6 in fp16), other block-swizzle groups (TC_WG_GROUP=4, 16: +-0 at 4096^3). Not used: a
-// persistent grid, an epilogue through shared memory and TMA stores, stream-K; the ragged 3000 x 5000 x 2000
-// (3.6 waves of short tiles) is where they would count.
+// bf16, -11 to -6 in fp16), other block-swizzle groups (TC_WG_GROUP=4, 16: +-0 at 4096^3). Not used: stream-K,
+// which would fill the last of the ragged 3000 x 5000 x 2000's 3.6 waves of short tiles.
 // BEGIN INSTRUCTOR ONLY
-// Knobs measured on the way (instructor only; kernel 3b; not measured yet):
-//   - TC_WG_PERSISTENT=1 (no cluster): min(tiles, SMs) CTAs, each walking tiles blockIdx.x, + gridDim.x, ...; one
-//     K-tile count over all of a CTA's tiles keeps the ring's stage and mbarrier parity running, so the producer
-//     loads the next tile's stages while the consumers finish and write out this one.
-//   - TC_WG_TMA_STORE=1: the epilogue through shared memory. Each consumer warpgroup writes its 64 x 256 as T
-//     into its half of a 128-byte-swizzled staging tile (64 KiB: the ring drops to 3 stages), fences, syncs on its
-//     own named barrier, and one thread TMA-stores four [64][64] boxes (clipped at M and N); its next tile's wgmma
-//     start while they drain. Meant for TC_WG_PERSISTENT, usable without it.
+// The instructors' kernel 3b goes one step further (knobs, measured in measured/NOTES.md):
+//   - TC_WG_TMA_STORE=1 (the default): the epilogue through shared memory. Each consumer warpgroup writes its
+//     64 x 256 as T into its half of a 128-byte-swizzled staging tile (64 KiB: the ring drops to 3 stages), fences,
+//     syncs on its own named barrier, and one thread TMA-stores four [64][64] boxes (clipped at M and N). The
+//     scattered 4-byte stores of store_tile were the epilogue's cost, most of all where K is short.
+//   - TC_WG_PERSISTENT=1 (no cluster; off: no faster): min(tiles, SMs) CTAs, each walking tiles blockIdx.x,
+//     + gridDim.x, ...; one K-tile count over all of a CTA's tiles keeps the ring's stage and mbarrier parity
+//     running, so the producer loads the next tile's stages while the consumers finish and write out this one.
 // END INSTRUCTOR ONLY
 
 #include <cuda.h>          // CUtensorMap, the TMA descriptor (a struct: no libcuda needed to compile or link)
@@ -97,7 +96,7 @@ cudaError_t matmul_mma_forward(const T* a, const T* b, T* c, int M, int N, int K
 #define TC_WG_PERSISTENT 0  // kernel 3b (no cluster): 1: one CTA an SM walks tiles; the ring runs on across them
 #endif
 #ifndef TC_WG_TMA_STORE
-#define TC_WG_TMA_STORE 0  // kernel 3b: 1: C leaves through a staging tile in shared memory and TMA stores (3 stages)
+#define TC_WG_TMA_STORE 1  // kernel 3b: C leaves through a staging tile in shared memory and TMA stores (3 stages)
 #endif
 // END INSTRUCTOR ONLY
 

@@ -81,6 +81,15 @@ def untimed_table(data: dict, ex: dict, gpu: str, when: str, several: bool, how:
     return lines
 
 
+def drop_unrun(data: dict) -> list[str]:
+    """Removes from a day's results the exercises the machine could not run (a package it lacks: env_error) and
+    returns their names: they get no table from this run; their figures come from a machine that has the package
+    (--only)."""
+    skipped = [e["exercise"] for e in data["exercises"] if e.get("status") == "env_error"]
+    data["exercises"] = [e for e in data["exercises"] if e.get("status") != "env_error"]
+    return skipped
+
+
 def day_table(data: dict, exercises: dict, gpu: str, when: str, how: str = "") -> str:
     lines = []
     # Scratch memory is shown for every exercise of a day where any op allocates some (naive vs flash: 256 vs 0).
@@ -248,6 +257,9 @@ def main():
         spec = course.day(day_id)
         gpu = data["exercises"][0]["info"].get("gpu", "unknown GPU")
         when = data.get("date") or "unknown date"
+        skipped = drop_unrun(data)
+        if skipped:
+            print(f"{day_id}: not run on this machine, left out: {', '.join(skipped)}")
         _trim(data)
         replace_block(ROOT / "days" / day_id / "README.md", "measured",
                       day_table(data, {e.name: e for e in spec.exercises}, gpu, when))

@@ -34,3 +34,12 @@ def test_a_variants_block_is_what_its_measurement_writes(path, course):
         m = re.search(rf"<!-- {re.escape(block)}:begin -->\n(.*?)\n<!-- {re.escape(block)}:end -->", text, re.S)
         assert m, f"days/{day_id}/README.md has no {block} block"
         assert m.group(1) == update_readmes.variant_table(day_id, data, course), f"{path.name}: rerun --block {block}"
+
+
+def test_an_exercise_the_machine_could_not_run_gets_no_table_and_the_others_keep_theirs():
+    day = {"day": "day11", "exercises": [{"exercise": "matmul_wgmma", "status": "pass", "speedup": 0.9, "cases": []},
+                                         {"exercise": "matmul_cute", "status": "env_error", "speedup": None,
+                                          "cases": []}]}
+    assert update_readmes.drop_unrun(day) == ["matmul_cute"]
+    assert [e["exercise"] for e in day["exercises"]] == ["matmul_wgmma"]
+    assert update_readmes.drop_unrun(day) == []

@@ -510,9 +510,6 @@ __global__ void __launch_bounds__(256) round_kernel(const float* __restrict__ sr
 #ifndef FA20_HOPPER
 #define FA20_HOPPER 1  // 0: never take the wgmma walk (to time the mma.sync walk on a Hopper GPU)
 #endif
-#ifndef FA20_WG_LD_AHEAD
-#define FA20_WG_LD_AHEAD 0  // 1: the wgmma walk loads each query tile's lse and D a step earlier, into registers
-#endif
 #ifndef FA20_WG_DQ_BULK
 #define FA20_WG_DQ_BULK 1  // 0: the wgmma walk's dQ by each thread's float2 atomics instead of one bulk reduce-add a tile
 #endif
@@ -529,7 +526,6 @@ constexpr int kThreads = 256;  // two warpgroups, each owning 64 of the block's 
 // The atomic version's dQ: each thread's float2 atomics (0), or the tile staged in shared memory and added into
 // dq_acc by one bulk reduce-add per query tile, issued by thread 0 and waited for only before its buffer is reused.
 constexpr bool kDqBulk = FA20_WG_DQ_BULK;
-constexpr bool kLdAhead = FA20_WG_LD_AHEAD;
 constexpr int kBc = 128;
 constexpr int kBr = 64;
 
@@ -627,30 +623,12 @@ __global__ void __launch_bounds__(kThreads, 1)
       Dls[st * kBr + r] = q < n ? deltah[q] : 0.0f;
     }
   };
-  // FA20_WG_LD_AHEAD: tile i's two values are loaded into registers during step i - 2 and stored during step
-  // i - 1, so no warp waits on those loads' latency just before issuing its products.
-  float l_ahead = INFINITY, d_ahead = 0.0f;
-  auto load_ld = [&](int i) {
-    const int r = threadIdx.x, q = i * kBr + r;
-    if (r < kBr) {
-      l_ahead = q < n ? lseh[q] * kLog2e : INFINITY;
-      d_ahead = q < n ? deltah[q] : 0.0f;
-    }
-  };
-  auto store_ld = [&](int i) {
-    const int st = (i - i_begin) & 1, r = threadIdx.x;
-    if (r < kBr) {
-      Ls[st * kBr + r] = l_ahead;
-      Dls[st * kBr + r] = d_ahead;
-    }
-  };
 
   if (threadIdx.x == 0) {
     for (int b = 0; b < 6; ++b) mbar_init(bar_k + 8 * b, 1);
     mbar_init_fence();
   }
   if (i_begin < i_end) fetch_ld(i_begin);
-  if (kLdAhead && i_begin + 1 < i_end) load_ld(i_begin + 1);
   __syncthreads();  // barriers initialised, tile i_begin's lse and D stored
   if (threadIdx.x == 0) {
     tma_tile<D, kBc>(base + S::kK, &tm_k, k0, hd, bar_k);
@@ -671,12 +649,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // BEGIN SOLUTION: hopper_bwd, continued: the walk over query tiles (Sᵀ, dPᵀ, P, dS; dV, dK, and dQ when kAtomic)
   for (int i = i_begin; i < i_end; ++i) {
     const int st = (i - i_begin) & 1, q0 = i * kBr;
-    if constexpr (kLdAhead) {
-      if (i + 1 < i_end) store_ld(i + 1);  // its stage was last read in step i - 1, which every thread has left
-      if (i + 2 < i_end) load_ld(i + 2);
-    } else {
-      if (i + 1 < i_end) fetch_ld(i + 1);  // its stage was last read in step i - 1, which every thread has left
-    }
+    if (i + 1 < i_end) fetch_ld(i + 1);  // its stage was last read in step i - 1, which every thread has left
     mbar_wait(bar_q(st), ((i - i_begin) >> 1) & 1);
     mbar_wait(bar_do(st), ((i - i_begin) >> 1) & 1);
 

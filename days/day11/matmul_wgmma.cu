@@ -47,14 +47,7 @@
 //     (tile kt = u * 4 + s) waits for parity u % 2 of full[s], and the producer, before refilling, for parity
 //     (u - 1) % 2 of empty[s]. The loop has no CTA-wide barrier, no per-thread copy instructions, no proxy fence.
 //   - setmaxnreg: registers move from the producer to the consumers (see kTmaThreads below).
-// Measured on an H200 (`grader check day11 --solution`, days/day11/README.md; scripts/tc_sweep.py for the
-// same-process comparisons): kernel 3b runs 4096^3 at 617-684 TFLOP/s in bf16 (0.82x cuBLAS in the full check,
-// 0.88x when bf16 runs first or alone) and 659-665 in fp16 (0.88-0.89x); 8192^3 at 706-746 (0.95-1.02x); 2048^3
-// 0.81-0.82x; 3000 x 5000 x 2000 0.72-0.73x. Geometric mean 0.84x. Timed beside it, kernel 3a (cp.async, every
-// thread copying, __syncthreads per K-tile) is at 0.71x / 0.77x (bf16 4096^3 / 8192^3) and 0.59x / 0.77x (fp16).
-// Measured and left off: clusters of 2 CTAs with B multicast (TC_WG_CLUSTER=2: -3 to +1 points of cuBLAS in
-// bf16, -11 to -6 in fp16), other block-swizzle groups (TC_WG_GROUP=4, 16: +-0 at 4096^3). Not used: stream-K,
-// which would fill the last of the ragged 3000 x 5000 x 2000's 3.6 waves of short tiles.
+// Measured: days/day11/README.md (`grader check day11 --solution`) and measured/NOTES.md.
 
 #include <cuda.h>          // CUtensorMap, the TMA descriptor (a struct: no libcuda needed to compile or link)
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled

@@ -47,16 +47,11 @@
 //     (tile kt = u * 4 + s) waits for parity u % 2 of full[s], and the producer, before refilling, for parity
 //     (u - 1) % 2 of empty[s]. The loop has no CTA-wide barrier, no per-thread copy instructions, no proxy fence.
 //   - setmaxnreg: registers move from the producer to the consumers (see kTmaThreads below).
-// Measured on an H200 (`grader check day11 --solution`, days/day11/README.md; scripts/tc_sweep.py for the
-// same-process comparisons): kernel 3b runs 4096^3 at 617-684 TFLOP/s in bf16 (0.82x cuBLAS in the full check,
-// 0.88x when bf16 runs first or alone) and 659-665 in fp16 (0.88-0.89x); 8192^3 at 706-746 (0.95-1.02x); 2048^3
-// 0.81-0.82x; 3000 x 5000 x 2000 0.72-0.73x. Geometric mean 0.84x. Timed beside it, kernel 3a (cp.async, every
-// thread copying, __syncthreads per K-tile) is at 0.71x / 0.77x (bf16 4096^3 / 8192^3) and 0.59x / 0.77x (fp16).
-// Measured and left off: clusters of 2 CTAs with B multicast (TC_WG_CLUSTER=2: -3 to +1 points of cuBLAS in
-// bf16, -11 to -6 in fp16), other block-swizzle groups (TC_WG_GROUP=4, 16: +-0 at 4096^3). Not used: stream-K,
-// which would fill the last of the ragged 3000 x 5000 x 2000's 3.6 waves of short tiles.
+// Measured: days/day11/README.md (`grader check day11 --solution`) and measured/NOTES.md.
 // BEGIN INSTRUCTOR ONLY
-// The instructors' kernel 3b goes one step further (knobs, measured in measured/NOTES.md):
+// The instructors' kernel 3b goes further (knobs, measured in measured/NOTES.md):
+//   - TC_WG_CLUSTER=2 (the default): clusters of 2 CTAs, consecutive tiles down M with the same columns; each
+//     fetches half of B's column blocks and multicasts them to both, so B crosses from L2 once per cluster.
 //   - TC_WG_TMA_STORE=1 (the default): the epilogue through shared memory. Each consumer warpgroup writes its
 //     64 x 256 as T into its half of a 128-byte-swizzled staging tile (64 KiB: the ring drops to 3 stages), fences,
 //     syncs on its own named barrier, and one thread TMA-stores four [64][64] boxes (clipped at M and N). The
@@ -87,7 +82,7 @@ cudaError_t matmul_mma_forward(const T* a, const T* b, T* c, int M, int N, int K
 // BEGIN INSTRUCTOR ONLY
 // Knobs of the solution's own code (the stub's holes do not use them), for the sweeps.
 #ifndef TC_WG_CLUSTER
-#define TC_WG_CLUSTER 1  // kernel 3b: CTAs per thread-block cluster along M (2: each B tile fetched once, multicast)
+#define TC_WG_CLUSTER 2  // kernel 3b: CTAs per thread-block cluster along M (2: each B tile fetched once, multicast)
 #endif
 #ifndef TC_WG_TMA
 #define TC_WG_TMA 1  // 1: aligned shapes by TMA + a producer warpgroup (kernel 3b); 0: all by cp.async (kernel 3a)
@@ -374,8 +369,7 @@ constexpr int kCluster = TC_WG_CLUSTER;
 static_assert(kCluster == 1 || kCluster == 2 || kCluster == 4, "a cluster shares B between 1, 2 or 4 CTAs");
 static_assert((BN / 64) % kCluster == 0, "each CTA of a cluster multicasts the same number of B's column blocks");
 
-// Thread-block clusters (kernel 3b with TC_WG_CLUSTER > 1; measured no faster on an H200, so off by default: see
-// measured/NOTES.md): this CTA's rank in its cluster, a barrier over all the cluster's threads, an arrival on the
+// Thread-block clusters (kernel 3b with TC_WG_CLUSTER > 1, measured/NOTES.md): this CTA's rank in its cluster, a barrier over all the cluster's threads, an arrival on the
 // barrier at the same offset in CTA `cta`'s shared memory, and a TMA copy whose box lands at the same offset in
 // every CTA of `mask`, counted on each one's barrier at offset bar.
 __device__ __forceinline__ uint32_t cluster_rank() {

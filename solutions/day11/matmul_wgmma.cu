@@ -369,9 +369,10 @@ constexpr int kCluster = TC_WG_CLUSTER;
 static_assert(kCluster == 1 || kCluster == 2 || kCluster == 4, "a cluster shares B between 1, 2 or 4 CTAs");
 static_assert((BN / 64) % kCluster == 0, "each CTA of a cluster multicasts the same number of B's column blocks");
 
-// Thread-block clusters (kernel 3b with TC_WG_CLUSTER > 1, measured/NOTES.md): this CTA's rank in its cluster, a barrier over all the cluster's threads, an arrival on the
-// barrier at the same offset in CTA `cta`'s shared memory, and a TMA copy whose box lands at the same offset in
-// every CTA of `mask`, counted on each one's barrier at offset bar.
+// Thread-block clusters (kernel 3b with TC_WG_CLUSTER > 1, measured/NOTES.md): this CTA's rank in its cluster, a
+// barrier over all the cluster's threads, an arrival on the barrier at the same offset in CTA `cta`'s shared
+// memory, and a TMA copy whose box lands at the same offset in every CTA of `mask`, counted on each one's barrier
+// at offset bar.
 __device__ __forceinline__ uint32_t cluster_rank() {
   uint32_t r = 0;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)

@@ -50,3 +50,12 @@ def test_a_define_alone_times_only_its_days_part_and_a_day_without_one_is_a_usag
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "edge_bench.py"), str(tmp_path), "--define", "day07:X=1"],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "times no solution of day07" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_outputs_start_as_nan_so_an_unwritten_element_shows_in_the_max_diff():
+    torch = pytest.importorskip("torch")
+    ref = torch.zeros(3, 4, dtype=torch.bfloat16)
+    out = edge.nan_like(ref)
+    assert out.dtype == ref.dtype and out.shape == ref.shape and bool(torch.isnan(out).all())
+    out[:, :3] = 0  # a kernel that skipped the last column
+    assert torch.isnan((out.float() - ref.float()).abs().max())

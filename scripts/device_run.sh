@@ -14,7 +14,8 @@
 # Knobs for a partial run: DAYS="day06 day09" (default: every ready day), SHARDS (e.g. 4: the GPU suite split over
 # 4 GPUs, below), SKIP="install build pytest checks timer
 # sweep profile", PYTEST_K (a pytest -k expression), PYTEST_N, SWEEP_ARGS (for sgemm_sweep.py), PROFILE_DAYS,
-# SANITIZE_DAYS, VARIANTS (e.g. "day20:FA20_HOPPER=0", below), TRANSCRIPTS (e.g. "day14"), MEASURE (e.g. "day18"), GRADE_DAYS (e.g. "day01 day03": `grader grade`
+# SANITIZE_DAYS (SANITIZE_S: seconds for each, default 400; the grader's own checks already run the sanitizers that
+# course.yaml names), VARIANTS (e.g. "day20:FA20_HOPPER=0", below), TRANSCRIPTS (e.g. "day14"), MEASURE (e.g. "day18"), GRADE_DAYS (e.g. "day01 day03": `grader grade`
 # of a solution, a stub and a known-wrong submission, ranked, and the leaderboard into $OUT/leaderboard),
 # DEADLINE_S (start no new `grader check` after this many seconds), WATCH (e.g. "day03": scripts/watch_bench.py on that
 # day; its table into $OUT, its logs into logs.tar.gz), README_FIGURES=1 (scripts/readme_figures.py on this GPU: its
@@ -158,7 +159,7 @@ if [ -n "${TOLERANCE:-}" ]; then  # the seed sweep of the changed exercises (the
     --out "$OUT/tolerance-sweep.json" 2>&1 | tee "$LOG/tolerance_sweep.txt" | tail -12
 fi
 for d in ${SANITIZE_DAYS:-}; do
-  echo "== memcheck $d"; timeout 400 compute-sanitizer --tool memcheck --error-exitcode 99 python3 -m grader check "$d" \
+  echo "== memcheck $d"; timeout "${SANITIZE_S:-400}" compute-sanitizer --tool memcheck --error-exitcode 99 python3 -m grader check "$d" \
     --solution --correctness-only --timeout 300 >"$LOG/memcheck-$d.txt" 2>&1
   echo "exit $?" >>"$LOG/memcheck-$d.txt"; grep -E "ERROR SUMMARY|exit|passed|failed" "$LOG/memcheck-$d.txt" | tail -5
 done

@@ -22,7 +22,7 @@
 # rows into $OUT/readme-figures.json; here, `scripts/readme_figures.py --merge` that file), ATTEMPTS (e.g. "day02 day05":
 # the natural first attempts of tests/first_attempts.yaml against their bars, scripts/first_attempts.py),
 # EDGE (e.g. "gemm softmax": scripts/edge_bench.py's parts, the solutions against the libraries outside the grader) and
-# EDGE_DEFINES (e.g. "day05:SOFTMAX_CLUSTER=1 day11:TC_WG_PERSISTENT=1": each also built with those knobs and timed on
+# EDGE_DEFINES (e.g. "day05:SOFTMAX_CLUSTER=1 day11:TC_WG_CLUSTER=1": each also built with those knobs and timed on
 # its day's part; the tables into $OUT/edge.tar.gz), STAGE_ONLY=1 (only gather the carried .stage-N/ wheel folders;
 # see below), GRADER_TEST_TIMINGS=1 (each GPU test's `grader check --timings` stamps kept in its line of
 # test_times.jsonl), VARIANT_ARGS (more `grader check` arguments for each VARIANTS check, e.g. "--exercise

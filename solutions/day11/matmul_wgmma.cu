@@ -56,9 +56,6 @@
 //     64 x 256 as T into its half of a 128-byte-swizzled staging tile (64 KiB: the ring drops to 3 stages), fences,
 //     syncs on its own named barrier, and one thread TMA-stores four [64][64] boxes (clipped at M and N). The
 //     scattered 4-byte stores of store_tile were the epilogue's cost, most of all where K is short.
-//   - TC_WG_PERSISTENT=1 (no cluster; off: no faster): min(tiles, SMs) CTAs, each walking tiles blockIdx.x,
-//     + gridDim.x, ...; one K-tile count over all of a CTA's tiles keeps the ring's stage and mbarrier parity
-//     running, so the producer loads the next tile's stages while the consumers finish and write out this one.
 // END INSTRUCTOR ONLY
 
 #include <cuda.h>          // CUtensorMap, the TMA descriptor (a struct: no libcuda needed to compile or link)
@@ -86,9 +83,6 @@ cudaError_t matmul_mma_forward(const T* a, const T* b, T* c, int M, int N, int K
 #endif
 #ifndef TC_WG_TMA
 #define TC_WG_TMA 1  // 1: aligned shapes by TMA + a producer warpgroup (kernel 3b); 0: all by cp.async (kernel 3a)
-#endif
-#ifndef TC_WG_PERSISTENT
-#define TC_WG_PERSISTENT 0  // kernel 3b (no cluster): 1: one CTA an SM walks tiles; the ring runs on across them
 #endif
 #ifndef TC_WG_TMA_STORE
 #define TC_WG_TMA_STORE 1  // kernel 3b: C leaves through a staging tile in shared memory and TMA stores (3 stages)
@@ -628,23 +622,6 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
   m0 += rank * BM;
   const int wg = threadIdx.x / 128, warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
   const int tiles_k = (K + BK - 1) / BK;
-  // The tiles this CTA computes: its own (blockIdx.x / kCluster), or with TC_WG_PERSISTENT every gridDim.x-th one
-  // from blockIdx.x on (the launcher gives no CTA an empty list). it = it0 + kt counts K-tiles over all of them, so
-  // stage it % kTmaStages and its phase carry on from one tile to the next: the producer fills the next tile's stages
-  // while the consumers finish this one. next_tile moves (m0, n0) on and says whether there is one.
-  constexpr bool kPersistent = TC_WG_PERSISTENT && kCluster == 1;
-  const int tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
-  int tile = blockIdx.x;
-  auto next_tile = [&]() {
-    if constexpr (kPersistent) {
-      tile += gridDim.x;
-      if (tile >= tiles) return false;
-      tile_origin(tile, BM, M, N, m0, n0);
-      return true;
-    } else {
-      return false;
-    }
-  };
 
   if (threadIdx.x == 0) {
 #pragma unroll
@@ -662,31 +639,27 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
   if (wg == 0) {  // producer
     setmaxnreg_dec<kProducerRegs>();
     if (threadIdx.x == 0) {
-      int it0 = 0;  // K-tiles of this CTA's earlier tiles
-      do {
-        for (int kt = 0; kt < tiles_k; ++kt) {
-          const int it = it0 + kt, s = it % kTmaStages;
-          // Use u = it / kTmaStages of stage s: wait until the consumers released use u - 1 (its phase u - 1).
-          if (it >= kTmaStages) mbar_wait(empty + 8 * s, (it / kTmaStages - 1) & 1);
-          const uint32_t stage = base + s * STAGE_BYTES, bar = full + 8 * s;
-          mbar_arrive_expect_tx(bar, STAGE_BYTES);  // all of A and B, whoever copies them
-          tma_load_2d(stage, &tm_a, kt * BK, m0, bar);
-          if constexpr (kCluster > 1) {
-            constexpr int kPer = BN / 64 / kCluster;  // column blocks of B this CTA fetches for the cluster
+      for (int kt = 0; kt < tiles_k; ++kt) {
+        const int s = kt % kTmaStages;
+        // Use u = kt / kTmaStages of stage s: wait until the consumers released use u - 1 (its phase u - 1).
+        if (kt >= kTmaStages) mbar_wait(empty + 8 * s, (kt / kTmaStages - 1) & 1);
+        const uint32_t stage = base + s * STAGE_BYTES, bar = full + 8 * s;
+        mbar_arrive_expect_tx(bar, STAGE_BYTES);  // all of A and B, whoever copies them
+        tma_load_2d(stage, &tm_a, kt * BK, m0, bar);
+        if constexpr (kCluster > 1) {
+          constexpr int kPer = BN / 64 / kCluster;  // column blocks of B this CTA fetches for the cluster
 #pragma unroll
-            for (int i = 0; i < kPer; ++i) {
-              const int j = rank * kPer + i;
-              tma_load_2d_multicast(stage + A_BYTES + j * B_BLOCK_BYTES, &tm_b, n0 + 64 * j, kt * BK, bar,
-                                    static_cast<uint16_t>((1u << kCluster) - 1));
-            }
-          } else {
-#pragma unroll
-            for (int j = 0; j < BN / 64; ++j)
-              tma_load_2d(stage + A_BYTES + j * B_BLOCK_BYTES, &tm_b, n0 + 64 * j, kt * BK, bar);
+          for (int i = 0; i < kPer; ++i) {
+            const int j = rank * kPer + i;
+            tma_load_2d_multicast(stage + A_BYTES + j * B_BLOCK_BYTES, &tm_b, n0 + 64 * j, kt * BK, bar,
+                                  static_cast<uint16_t>((1u << kCluster) - 1));
           }
+        } else {
+#pragma unroll
+          for (int j = 0; j < BN / 64; ++j)
+            tma_load_2d(stage + A_BYTES + j * B_BLOCK_BYTES, &tm_b, n0 + 64 * j, kt * BK, bar);
         }
-        it0 += tiles_k;
-      } while (next_tile());
+      }
     }
   } else {
     setmaxnreg_inc<kConsumerRegs>();
@@ -702,33 +675,25 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
         mbar_arrive(bar);
       }
     };
-    int it0 = 0;  // K-tiles of this CTA's earlier tiles
-    do {
-      float d[128];
+    float d[128];
 #pragma unroll
-      for (int i = 0; i < 128; ++i) d[i] = 0.0f;
-      for (int kt = 0; kt < tiles_k; ++kt) {
-        const int it = it0 + kt, s = it % kTmaStages;
-        mbar_wait(full + 8 * s, (it / kTmaStages) & 1);  // K-tile kt has landed (use it / kTmaStages of stage s)
-        const uint32_t stage = base + s * STAGE_BYTES;
-        mma_stage<T>(d, stage + cw * 64 * 128, stage + A_BYTES);
-        wgmma_wait<1>();  // the group of K-tile kt - 1 has retired: its stage may be refilled
-        if (kt > 0) release(it - 1);
-      }
-      wgmma_wait<0>();
-      // The tile's last stage: released where another tile may follow (the producer waits for it then).
-      if (kPersistent && tiles_k > 0) release(it0 + tiles_k - 1);
-      it0 += tiles_k;
+    for (int i = 0; i < 128; ++i) d[i] = 0.0f;
+    for (int kt = 0; kt < tiles_k; ++kt) {
+      const int s = kt % kTmaStages;
+      mbar_wait(full + 8 * s, (kt / kTmaStages) & 1);  // tile kt has landed (use kt / kTmaStages of stage s)
+      const uint32_t stage = base + s * STAGE_BYTES;
+      mma_stage<T>(d, stage + cw * 64 * 128, stage + A_BYTES);
+      wgmma_wait<1>();  // the group of tile kt - 1 has retired: its stage may be refilled
+      if (kt > 0) release(kt - 1);
+    }
+    wgmma_wait<0>();
 #if TC_WG_TMA_STORE
-      const uint32_t half = staging + cw * (kStagingBytes / 2);  // this warpgroup's [64][BN] of the staging tile
-      store_tile_tma<T>(d, &tm_c, half, smem_raw + (half - smem_addr(smem_raw)), M, N, m0 + cw * 64, n0, cw, warp,
-                        lane);
+    const uint32_t half = staging + cw * (kStagingBytes / 2);  // this warpgroup's [64][BN] of the staging tile
+    store_tile_tma<T>(d, &tm_c, half, smem_raw + (half - smem_addr(smem_raw)), M, N, m0 + cw * 64, n0, cw, warp,
+                      lane);
+    if (warp == 0 && lane == 0) bulk_wait<0>();  // the stores complete before the CTA exits
 #else
-      store_tile<T, true>(d, c, M, N, m0 + cw * 64, n0, warp, lane);
-#endif
-    } while (next_tile());
-#if TC_WG_TMA_STORE
-    if (warp == 0 && lane == 0) bulk_wait<0>();  // the last tile's stores complete before the CTA exits
+    store_tile<T, true>(d, c, M, N, m0 + cw * 64, n0, warp, lane);
 #endif
   }
   if constexpr (kCluster > 1) {
@@ -788,15 +753,8 @@ static cudaError_t launch_tma(const T* a, const T* b, T* c, int M, int N, int K,
   static const cudaError_t attr =
       cudaFuncSetAttribute(tma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, kTmaSmemBytes);
   if (attr != cudaSuccess) return attr;
-  int tiles = ((M + BM * kCluster - 1) / (BM * kCluster)) * ((N + BN - 1) / BN);
+  const int tiles = ((M + BM * kCluster - 1) / (BM * kCluster)) * ((N + BN - 1) / BN);
   if constexpr (kCluster == 1) {
-    if constexpr (TC_WG_PERSISTENT) {  // one CTA an SM (the kernel's shared memory allows no second one)
-      int dev = 0, sms = 0;
-      cudaError_t e = cudaGetDevice(&dev);
-      if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-      if (e != cudaSuccess) return e;
-      tiles = tiles < sms ? tiles : sms;
-    }
 #if TC_WG_TMA_STORE
     tma_kernel<T><<<tiles, kTmaThreads, kTmaSmemBytes, stream>>>(c, M, N, K, tm_a, tm_b, tm_c);
 #else

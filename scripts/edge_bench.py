@@ -108,7 +108,7 @@ def _attention(torch, rows: list, which: str, quick: bool) -> None:
                         print(f"  {name} {label} {dtype}: {str(e).splitlines()[0][:120]}", flush=True)
                 o, lse = torch.ops.aten._scaled_dot_product_flash_attention(q, k, v, 0.0, causal)[:2]
                 if which == "fwd":
-                    o2, lse2 = nan_like(q), torch.full((b, h, n), float("nan"), device="cuda", dtype=torch.float32)
+                    o2, lse2 = nan_like(q), nan_like(lse)  # flash's lse: [B, H, N] fp32, as ours
                     mine = _timers(torch, lambda: ours(q, k, v, o2, lse2, causal))
                     ref = refs.get("flash")
                     diff = float((o2.float() - ref.float()).abs().max()) if ref is not None else None

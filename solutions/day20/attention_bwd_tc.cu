@@ -513,6 +513,9 @@ __global__ void __launch_bounds__(256) round_kernel(const float* __restrict__ sr
 #ifndef FA20_WG_DQ_BULK
 #define FA20_WG_DQ_BULK 1  // 0: the wgmma walk's dQ by each thread's float2 atomics instead of one bulk reduce-add a tile
 #endif
+#ifndef FA20_WG_PRODUCER
+#define FA20_WG_PRODUCER 0  // 1: a third warpgroup fetches Q, dO, lse and D for the wgmma walk (stages freed by mbarrier)
+#endif
 
 // ---------------------------------------------------------------------------------------------------------------
 // Hopper (sm_90a): the key-tile walk on wgmma, chosen at run time as day 12 chooses its forward (a 9.0 GPU running
@@ -522,7 +525,15 @@ namespace hopper_bwd {
 
 using namespace hopper;  // common/hopper.cuh
 
-constexpr int kThreads = 256;  // two warpgroups, each owning 64 of the block's keys
+// Producer warpgroup (FA20_WG_PRODUCER), as day 12's forward: a third warpgroup, last, issues every TMA copy and
+// loads lse and D, each stage once the consumers' "empty" mbarrier says their products are done with it, so neither
+// rides on a consumer's step. It keeps 24 registers and gives the rest to the two consumer warpgroups (240 each:
+// enough with the bulk dQ; the atomics' d = 128 walk, FA20_WG_DQ_BULK=0, needs more and ptxas spills it).
+constexpr bool kProducer = FA20_WG_PRODUCER;
+constexpr int kConsumers = 256;  // two warpgroups, each owning 64 of the block's keys
+constexpr int kThreads = kConsumers + (kProducer ? 128 : 0);
+constexpr int kProducerRegs = 24, kConsumerRegs = 240;  // setmaxnreg: multiples of 8
+static_assert(!kProducer || 128 * kProducerRegs + kConsumers * kConsumerRegs <= 65536, "the register file holds them");
 // The atomic version's dQ: each thread's float2 atomics (0), or the tile staged in shared memory and added into
 // dq_acc by one bulk reduce-add per query tile, issued by thread 0 and waited for only before its buffer is reused.
 constexpr bool kDqBulk = FA20_WG_DQ_BULK;
@@ -531,7 +542,7 @@ constexpr int kBr = 64;
 
 // Shared memory, bytes from a 1024-aligned base, every tile in the 128-byte-swizzled column-block layout
 // (hopper.cuh): K, V [kBc][D]; Q, dO [2][kBr][D]; dSᵀ [kBc][kBr] (one column block); lse·log2 e and D [2][kBr]
-// floats each; mbarriers for K, V, Q[2], dO[2].
+// floats each; mbarriers for K, V, Q[2], dO[2] and, with the producer, the stages' "empty" [2].
 template <int D>
 struct Smem {
   static constexpr int kK = 0;
@@ -546,7 +557,8 @@ struct Smem {
   static constexpr int kDQ = kDl + 2 * kBr * 4;
   static constexpr int kDQTile = kBr * D * 4;
   static constexpr int kBar = kDQ + (kDqBulk ? 2 * kDQTile : 0);
-  static constexpr size_t kBytes = kBar + 8 * 6 + 1024;  // + room to align: 210 KiB (d = 128), 114 KiB (d = 64)
+  static constexpr int kBars = 6 + (kProducer ? 2 : 0);
+  static constexpr size_t kBytes = kBar + 8 * kBars + 1024;  // + room to align: 210 KiB (d = 128), 114 KiB (d = 64)
   static_assert(kBytes <= 227 * 1024, "the tiles must fit in an H100/H200 SM's shared memory");
 };
 
@@ -580,7 +592,8 @@ __device__ __forceinline__ void issue_grad(float (&acc)[D / 2], const uint32_t (
 // One block per (batch·head, tile of kBc keys); warpgroup wg owns keys k0 + 64·wg ... Per query tile: Sᵀ and dPᵀ on
 // wgmma (both operands from shared memory), P and dS on the CUDA cores, dV += Pᵀ dO and dK += dSᵀ Q on wgmma with
 // Pᵀ, dSᵀ from registers; kAtomic: dSᵀ also to shared memory, and dQ_tile = dS K (both operands MN-major) added
-// into dq_acc with float2 atomics. Tiles arrive by TMA, Q and dO two query tiles ahead.
+// into dq_acc with float2 atomics. Tiles arrive by TMA, Q and dO two query tiles ahead (issued by thread 0, or with
+// FA20_WG_PRODUCER by a third warpgroup, which also loads lse and D: 384 threads).
 template <typename T, int D, bool kAtomic>
 __global__ void __launch_bounds__(kThreads, 1)
     dkdv_wgmma_kernel(const float* __restrict__ lse, const float* __restrict__ delta, T* __restrict__ dk,
@@ -611,30 +624,72 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto bar_do = [&](int st) { return bar_k + 32 + 8 * st; };
   auto q_at = [&](int st) { return base + S::kQ + st * S::kQTile; };
   auto do_at = [&](int st) { return base + S::kDO + st * S::kQTile; };
-  auto fetch_q = [&](int i) {  // thread 0: Q and dO of query tile i into stage (i - i_begin) % 2
+  auto fetch_q = [&](int i) {  // thread 0 (or the producer's): Q and dO of query tile i into stage (i - i_begin) % 2
     const int st = (i - i_begin) & 1;
     tma_tile<D, kBr>(q_at(st), &tm_q, i * kBr, hd, bar_q(st));
     tma_tile<D, kBr>(do_at(st), &tm_do, i * kBr, hd, bar_do(st));
   };
-  auto fetch_ld = [&](int i) {  // lse·log2 e and D of query tile i (+inf and 0 past N), by threads 0 .. kBr-1
-    const int st = (i - i_begin) & 1, r = threadIdx.x, q = i * kBr + r;
+  // lse·log2 e and D of query tile i (+inf and 0 past N), by the threads whose r = 0 .. kBr-1 (threadIdx.x, or
+  // the producer's first 64).
+  auto fetch_ld = [&](int i, int r) {
+    const int st = (i - i_begin) & 1, q = i * kBr + r;
     if (r < kBr) {
       Ls[st * kBr + r] = q < n ? lseh[q] * kLog2e : INFINITY;
       Dls[st * kBr + r] = q < n ? deltah[q] : 0.0f;
     }
   };
+  // Producer: stage st is free again once the 8 consumer warps have arrived on its "empty" barrier, after the
+  // products of the step that read it; the producer waits for the phase of the stage's previous use u - 1.
+  [[maybe_unused]] auto bar_empty = [&](int st) { return bar_k + 48 + 8 * st; };
+  // The consumers' barriers over the walk's shared tiles: the whole block, or with the producer (gone by then)
+  // named barrier id over the 256 consumer threads: 1 (dSᵀ in), 2 (end of a step).
+  auto consumers_sync = [&](int id) {
+    if constexpr (kProducer)
+      named_sync(id, kConsumers);
+    else
+      __syncthreads();
+  };
 
-  if (threadIdx.x == 0) {
-    for (int b = 0; b < 6; ++b) mbar_init(bar_k + 8 * b, 1);
-    mbar_init_fence();
-  }
-  if (i_begin < i_end) fetch_ld(i_begin);
-  __syncthreads();  // barriers initialised, tile i_begin's lse and D stored
-  if (threadIdx.x == 0) {
-    tma_tile<D, kBc>(base + S::kK, &tm_k, k0, hd, bar_k);
-    tma_tile<D, kBc>(base + S::kV, &tm_v, k0, hd, bar_v);
-    if (i_begin < i_end) fetch_q(i_begin);
-    if (i_begin + 1 < i_end) fetch_q(i_begin + 1);
+  if constexpr (kProducer) {
+    // Q's full barrier also counts the 64 plain arrivals of the lse/D writers (release: their stores are seen by
+    // the consumers' wait), besides the TMA thread's arrive.expect_tx (that thread, r = 0, arrives twice).
+    if (threadIdx.x == 0) {
+      for (int b = 0; b < S::kBars; ++b) mbar_init(bar_k + 8 * b, b >= 6 ? 8 : (b == 2 || b == 3) ? 1 + kBr : 1);
+      mbar_init_fence();
+    }
+    __syncthreads();  // barriers initialised before anyone waits on them: the block's last barrier
+    if (threadIdx.x >= kConsumers) {
+      setmaxnreg_dec<kProducerRegs>();
+      const int r = threadIdx.x - kConsumers;
+      if (r < kBr) {  // K and V once, then each query tile's Q, dO (thread r = 0), lse and D, stage by stage
+        if (r == 0) {
+          tma_tile<D, kBc>(base + S::kK, &tm_k, k0, hd, bar_k);
+          tma_tile<D, kBc>(base + S::kV, &tm_v, k0, hd, bar_v);
+        }
+        for (int i = i_begin; i < i_end; ++i) {
+          const int st = (i - i_begin) & 1, u = (i - i_begin) >> 1;
+          if (u >= 1) mbar_wait(bar_empty(st), (u + 1) & 1);  // lse and D are overwritten too: every writer waits
+          if (r == 0) fetch_q(i);
+          fetch_ld(i, r);
+          mbar_arrive(bar_q(st));
+        }
+      }
+      return;  // nothing below waits for this warpgroup
+    }
+    setmaxnreg_inc<kConsumerRegs>();
+  } else {
+    if (threadIdx.x == 0) {
+      for (int b = 0; b < 6; ++b) mbar_init(bar_k + 8 * b, 1);
+      mbar_init_fence();
+    }
+    if (i_begin < i_end) fetch_ld(i_begin, threadIdx.x);
+    __syncthreads();  // barriers initialised, tile i_begin's lse and D stored
+    if (threadIdx.x == 0) {
+      tma_tile<D, kBc>(base + S::kK, &tm_k, k0, hd, bar_k);
+      tma_tile<D, kBc>(base + S::kV, &tm_v, k0, hd, bar_v);
+      if (i_begin < i_end) fetch_q(i_begin);
+      if (i_begin + 1 < i_end) fetch_q(i_begin + 1);
+    }
   }
   mbar_wait(bar_k, 0);
   mbar_wait(bar_v, 0);
@@ -649,7 +704,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   // BEGIN SOLUTION: hopper_bwd, continued: the walk over query tiles (Sᵀ, dPᵀ, P, dS; dV, dK, and dQ when kAtomic)
   for (int i = i_begin; i < i_end; ++i) {
     const int st = (i - i_begin) & 1, q0 = i * kBr;
-    if (i + 1 < i_end) fetch_ld(i + 1);  // its stage was last read in step i - 1, which every thread has left
+    if (!kProducer && i + 1 < i_end)
+      fetch_ld(i + 1, threadIdx.x);  // its stage was last read in step i - 1, which every thread has left
     mbar_wait(bar_q(st), ((i - i_begin) >> 1) & 1);
     mbar_wait(bar_do(st), ((i - i_begin) >> 1) & 1);
 
@@ -705,7 +761,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       fence_proxy_async();  // dSᵀ's st.shared -> wgmma's reads
       // Bulk dQ: the reduce issued from this step's buffer two steps ago must be done reading it.
       if (kDqBulk && threadIdx.x == 0) bulk_wait_read<1>();
-      __syncthreads();      // both warpgroups' dSᵀ rows are in
+      consumers_sync(1);    // both warpgroups' dSᵀ rows are in
       // dQ_tile[64 queries x D] = dS K over all kBc keys, the columns split between the warpgroups: d = 128, a
       // column block of 64 each; d = 64, 32 columns each (half of the block's 128-byte rows: the descriptor starts
       // 64 bytes in, and the swizzle, applied to the address, still finds each element).
@@ -750,12 +806,17 @@ __global__ void __launch_bounds__(kThreads, 1)
     } else {
       wgmma_wait<0>();
     }
+    // Producer: this warp's products of step i are done with Q, dO (dQ's reads dSᵀ and K), and it has read lse, D.
+    if (kProducer && lane == 0) mbar_arrive(bar_empty(st));
     fence_regs(dv_acc);
     fence_regs(dk_acc);
     fence_regs(pa);
     fence_regs(da);
-    __syncthreads();  // every product of step i has read Q, dO, dSᵀ: the stage may be refilled
-    if (threadIdx.x == 0 && i + 2 < i_end) fetch_q(i + 2);
+    // Every product of step i has read Q, dO, dSᵀ: the stage may be refilled, dSᵀ rewritten. With the producer the
+    // stage is the empty barrier's business, so without kAtomic nothing is left to wait for: the warpgroups may
+    // drift apart (by less than two steps: the producer refills a stage only once all 8 warps are done with it).
+    if (!kProducer || kAtomic) consumers_sync(2);
+    if (!kProducer && threadIdx.x == 0 && i + 2 < i_end) fetch_q(i + 2);
     if (kAtomic && kDqBulk && threadIdx.x == 0)  // (bulk dQ: every thread's part of the tile is in)
       bulk_reduce_add_f32(dq_acc + (static_cast<size_t>(bh) * n + q0) * D, base + S::kDQ + st * S::kDQTile,
                           static_cast<uint32_t>(min(kBr, n - q0) * D * 4));

@@ -704,13 +704,11 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
     float m, s;
     exp_in_place<T>(v, m, s);
     float bm = m, bs = s;
-    // Its barriers also order every thread's read of next_ticket (loop head) before thread 0 rewrites it below.
     block_reduce_online(bm, bs, warp_partials);
     int* row_published = counters + 1 + row;
     if (threadIdx.x == 0) {
       partials[ticket] = make_float2(bm, bs);
-      add_release(row_published, 1);             // the state is visible before the count says so
-      next_ticket = atomicAdd(counters, 1);      // fetched now, its latency hidden by the wait
+      add_release(row_published, 1);  // the state is visible before the count says so
       while (load_acquire(row_published) < nchunks) {
       }
     }
@@ -723,6 +721,12 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
     }
     warp_reduce_online(M, S);  // kernel B's order: the same bits as the two-pass path
     store_tile<T, kValsT, true>(y + offset, sp, threadIdx.x, kSplitThreads, v, output_scale(m, M, S));
+    // The next ticket only now, once this block is free: a block must never hold a chunk it has not started while
+    // it waits (if that chunk were of the row it waits on, it would wait for itself). The atomic's latency hides
+    // under the stores just issued. The loop head reads next_ticket after this barrier, and block_reduce_online's
+    // barriers keep thread 0 from rewriting it before every thread has.
+    if (threadIdx.x == 0) next_ticket = atomicAdd(counters, 1);
+    __syncthreads();
   }
 }
 

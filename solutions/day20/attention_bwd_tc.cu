@@ -638,7 +638,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       Dls[st * kBr + r] = q < n ? deltah[q] : 0.0f;
     }
   };
-  // Producer: stage st is free again once the 8 consumer warps have arrived on its "empty" barrier, after the
+  // Producer: stage st is free again once the 256 consumer threads have arrived on its "empty" barrier, after the
   // products of the step that read it; the producer waits for the phase of the stage's previous use u - 1.
   [[maybe_unused]] auto bar_empty = [&](int st) { return bar_k + 48 + 8 * st; };
   // The consumers' barriers over the walk's shared tiles: the whole block, or with the producer (gone by then)
@@ -654,7 +654,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     // Q's full barrier also counts the 64 plain arrivals of the lse/D writers (release: their stores are seen by
     // the consumers' wait), besides the TMA thread's arrive.expect_tx (that thread, r = 0, arrives twice).
     if (threadIdx.x == 0) {
-      for (int b = 0; b < S::kBars; ++b) mbar_init(bar_k + 8 * b, b >= 6 ? 8 : (b == 2 || b == 3) ? 1 + kBr : 1);
+      for (int b = 0; b < S::kBars; ++b) mbar_init(bar_k + 8 * b, b >= 6 ? kConsumers : (b == 2 || b == 3) ? 1 + kBr : 1);
       mbar_init_fence();
     }
     __syncthreads();  // barriers initialised before anyone waits on them: the block's last barrier
@@ -806,15 +806,16 @@ __global__ void __launch_bounds__(kThreads, 1)
     } else {
       wgmma_wait<0>();
     }
-    // Producer: this warp's products of step i are done with Q, dO (dQ's reads dSᵀ and K), and it has read lse, D.
-    if (kProducer && lane == 0) mbar_arrive(bar_empty(st));
+    // Producer: this thread's products of step i are done with Q, dO (dQ's reads dSᵀ and K), and it has read lse, D.
+    // Every consumer thread arrives: one lane's arrive would release only its own reads of lse and D.
+    if (kProducer) mbar_arrive(bar_empty(st));
     fence_regs(dv_acc);
     fence_regs(dk_acc);
     fence_regs(pa);
     fence_regs(da);
     // Every product of step i has read Q, dO, dSᵀ: the stage may be refilled, dSᵀ rewritten. With the producer the
     // stage is the empty barrier's business, so without kAtomic nothing is left to wait for: the warpgroups may
-    // drift apart (by less than two steps: the producer refills a stage only once all 8 warps are done with it).
+    // drift apart (by less than two steps: the producer refills a stage only once all 256 threads are done with it).
     if (!kProducer || kAtomic) consumers_sync(2);
     if (!kProducer && threadIdx.x == 0 && i + 2 < i_end) fetch_q(i + 2);
     if (kAtomic && kDqBulk && threadIdx.x == 0)  // (bulk dQ: every thread's part of the tile is in)

@@ -514,7 +514,7 @@ __global__ void __launch_bounds__(256) round_kernel(const float* __restrict__ sr
 #define FA20_WG_DQ_BULK 1  // 0: the wgmma walk's dQ by each thread's float2 atomics instead of one bulk reduce-add a tile
 #endif
 #ifndef FA20_WG_PRODUCER
-#define FA20_WG_PRODUCER 0  // 1: a third warpgroup fetches Q, dO, lse and D for the wgmma walk (stages freed by mbarrier)
+#define FA20_WG_PRODUCER 1  // 0: thread 0 of the consumers issues the wgmma walk's copies and all threads load lse and D
 #endif
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -833,7 +833,7 @@ bool launch_packed(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
 //   x, y misaligned differently     05a's block per row, scalar loads
 //   cols <= 256 / 512 / 1024        warp per row, 8 / 16 / 32 values per lane   [16384 x 1024]
 //   cols > 8192 and rows < #SMs     split rows: kernels A and B                  [64 x 262144]
-//                                   (the instructors' one pass first, when a row's chunks can all run at once)  // INSTRUCTOR ONLY
+//   (instructors: the one-pass kernel first, when a row's chunks can all run at once)  // INSTRUCTOR ONLY
 //   16-bit T and cols <= 65536      block per row, 64 values per thread kept as raw 16-byte vectors
 //                                                                                [4096, 8192 and 32768 columns]
 //   cols <= 32768                   block per row, 32 values per thread, blockDim = cols / 32 rounded up to a warp

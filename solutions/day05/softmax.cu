@@ -673,12 +673,6 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
 #ifndef SOFTMAX_ONEPASS
 #define SOFTMAX_ONEPASS 1  // 0: split rows always by kernels A and B
 #endif
-#ifndef SOFTMAX_ONEPASS16
-#define SOFTMAX_ONEPASS16 0  // 1: 16-bit rows too, 64 values a thread (16384-value chunks, two blocks an SM)
-#endif
-// Values per thread: 16-bit chunks of 8192 values carry half of fp32's bytes for the same waits.
-template <typename T>
-constexpr int kOnePassVals = sizeof(T) == 2 ? 64 : kVals;
 
 __device__ __forceinline__ int load_acquire(const int* p) {
   int v;
@@ -692,7 +686,7 @@ __device__ __forceinline__ void add_release(int* p, int v) {
 // counters[0]: the next ticket; counters[1 + r]: how many of row r's chunks have published their state. Ticket t is
 // chunk t % nchunks of row t / nchunks; its state goes to partials[t]. The grid is at most what can run at once.
 template <typename T, int kValsT>
-__global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks* kVals / kValsT)
+__global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
     softmax_onepass_kernel(const T* __restrict__ x, T* __restrict__ y, float2* __restrict__ partials,
                            int* __restrict__ counters, int cols, int nchunks, int tickets) {
   __shared__ float2 warp_partials[kSplitThreads / kWarpSize];
@@ -702,10 +696,9 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks* kVals / kValsT
   __syncthreads();
   for (int ticket = next_ticket; ticket < tickets; ticket = next_ticket) {
     const int row = ticket / nchunks;
-    constexpr int kChunkT = kSplitThreads * kValsT;
-    const int begin = (ticket % nchunks) * kChunkT;
+    const int begin = (ticket % nchunks) * kChunk;
     const size_t offset = static_cast<size_t>(row) * cols + begin;
-    const Span sp = split_span(x + offset, min(kChunkT, cols - begin));
+    const Span sp = split_span(x + offset, min(kChunk, cols - begin));
     float v[kValsT + 1];
     load_tile<T, kValsT, true>(x + offset, sp, threadIdx.x, kSplitThreads, v);  // the only read of x
     float m, s;
@@ -747,8 +740,7 @@ cudaError_t onepass_resident_blocks(int sms, int* blocks) {
   if (err != cudaSuccess) return err;
   int per_sm = (dev < kMaxDevices) ? cache[dev].load(std::memory_order_relaxed) : 0;
   if (per_sm == 0) {
-    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, softmax_onepass_kernel<T, kOnePassVals<T>>,
-                                                        kSplitThreads, 0);
+    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, softmax_onepass_kernel<T, kVals>, kSplitThreads, 0);
     if (err != cudaSuccess) return err;
     if (dev < kMaxDevices) cache[dev].store(per_sm, std::memory_order_relaxed);
   }
@@ -760,7 +752,7 @@ cudaError_t onepass_resident_blocks(int sms, int* blocks) {
 template <typename T>
 cudaError_t launch_split_onepass(const T* x, T* y, int rows, int cols, int sms, cudaStream_t stream, bool* launched) {
   *launched = false;
-  const int nchunks = (cols - 1) / (kSplitThreads * kOnePassVals<T>) + 1;
+  const int nchunks = (cols - 1) / kChunk + 1;
   int resident = 0;
   cudaError_t err = onepass_resident_blocks<T>(sms, &resident);
   if (err != cudaSuccess || nchunks > resident) return err;
@@ -776,7 +768,7 @@ cudaError_t launch_split_onepass(const T* x, T* y, int rows, int cols, int sms, 
   err = cudaMemsetAsync(counters, 0, sizeof(int) * (1 + static_cast<size_t>(rows)), stream);
   if (err == cudaSuccess) {
     const int grid = min(resident, tickets);
-    softmax_onepass_kernel<T, kOnePassVals<T>>
+    softmax_onepass_kernel<T, kVals>
         <<<grid, kSplitThreads, 0, stream>>>(x, y, partials, counters, cols, nchunks, tickets);
     err = cudaGetLastError();
   }
@@ -861,8 +853,9 @@ cudaError_t softmax_forward(const T* x, T* y, int rows, int cols, cudaStream_t s
   } else if (cols <= kWarpSize * 32) {
     softmax_warp_kernel<T, 32><<<warp_blocks, warp_threads, 0, stream>>>(x, y, rows, cols);
   } else if (cols > kChunk && rows < sms) {
-    bool launched = false;
-    if (SOFTMAX_ONEPASS && (sizeof(T) == 4 || SOFTMAX_ONEPASS16)) {
+    // fp32 only: 16-bit rows measured slower in one pass than by kernels A and B (measured/NOTES.md).
+    if constexpr (SOFTMAX_ONEPASS && sizeof(T) == 4) {
+      bool launched = false;
       const cudaError_t e = launch_split_onepass<T>(x, y, rows, cols, sms, stream, &launched);
       if (e != cudaSuccess || launched) return e;
     }

@@ -689,6 +689,9 @@ template <typename T, int kValsT>
 __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
     softmax_onepass_kernel(const T* __restrict__ x, T* __restrict__ y, float2* __restrict__ partials,
                            int* __restrict__ counters, int cols, int nchunks, int tickets) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  __trap();  // measured on Hopper only (sm_80's image spills): the launcher takes kernels A and B elsewhere
+#else
   __shared__ float2 warp_partials[kSplitThreads / kWarpSize];
   __shared__ int next_ticket;
   const int lane = threadIdx.x % kWarpSize;
@@ -728,9 +731,11 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
     if (threadIdx.x == 0) next_ticket = atomicAdd(counters, 1);
     __syncthreads();
   }
+#endif
 }
 
-// How many one-pass blocks run at once on this device (asked once per device and type, as current_sm_count).
+// How many one-pass blocks run at once on this device (asked once per device and type, as current_sm_count); 0 where
+// the image this GPU runs is not a Hopper one (-1 in the cache).
 template <typename T>
 cudaError_t onepass_resident_blocks(int sms, int* blocks) {
   constexpr int kMaxDevices = 64;
@@ -740,11 +745,18 @@ cudaError_t onepass_resident_blocks(int sms, int* blocks) {
   if (err != cudaSuccess) return err;
   int per_sm = (dev < kMaxDevices) ? cache[dev].load(std::memory_order_relaxed) : 0;
   if (per_sm == 0) {
-    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, softmax_onepass_kernel<T, kVals>, kSplitThreads, 0);
+    cudaFuncAttributes attr{};
+    err = cudaFuncGetAttributes(&attr, softmax_onepass_kernel<T, kVals>);
     if (err != cudaSuccess) return err;
+    if (attr.binaryVersion < 90) {
+      per_sm = -1;
+    } else {
+      err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, softmax_onepass_kernel<T, kVals>, kSplitThreads, 0);
+      if (err != cudaSuccess) return err;
+    }
     if (dev < kMaxDevices) cache[dev].store(per_sm, std::memory_order_relaxed);
   }
-  *blocks = per_sm * sms;
+  *blocks = per_sm > 0 ? per_sm * sms : 0;
   return cudaSuccess;
 }
 

@@ -23,7 +23,7 @@
 # the natural first attempts of tests/first_attempts.yaml against their bars, scripts/first_attempts.py),
 # EDGE (e.g. "gemm softmax": scripts/edge_bench.py's parts, the solutions against the libraries outside the grader) and
 # EDGE_DEFINES (e.g. "day05:SOFTMAX_CLUSTER=1 day11:TC_WG_CLUSTER=1": each also built with those knobs and timed on
-# its day's part; the tables into $OUT/edge.tar.gz), STAGE_ONLY=1 (only gather the carried .stage-N/ wheel folders;
+# its day's part; the tables into $OUT/edge.tar.gz; EDGE_ARGS="--quick": one shape of each part), STAGE_ONLY=1 (only gather the carried .stage-N/ wheel folders;
 # see below), GRADER_TEST_TIMINGS=1 (each GPU test's `grader check --timings` stamps kept in its line of
 # test_times.jsonl), VARIANT_ARGS (more `grader check` arguments for each VARIANTS check, e.g. "--exercise
 # attention_bwd_tc --correctness-only"), TOLERANCE (e.g. "day12.flash_attention_mma": scripts/tolerance_sweep.py over
@@ -68,6 +68,8 @@ if [ ${#wheels[@]} -gt 0 ]; then  # compiled to .pyc at install, as a student's 
   site_paths=$(python3 -c "import site, sys; site.addsitedir('/tmp/site')
 print(':'.join(dict.fromkeys(p for p in sys.path if p.startswith('/tmp/site/'))))" 2>/dev/null)
   [ -n "$site_paths" ] && export PYTHONPATH=$site_paths:$PYTHONPATH
+  # for commands run after this script in the same call (`source /tmp/site.env`): they do not inherit its exports
+  echo "export PYTHONPATH=$PYTHONPATH" >/tmp/site.env
 fi
 skip install || python3 -m pip install -q --no-deps --no-build-isolation -e . >"$LOG/install.log" 2>&1 || cat "$LOG/install.log"
 # The sandbox of `grader grade` and `check --ranked` needs bwrap: where the image lacks it, a binary carried in
@@ -139,10 +141,10 @@ for v in ${VARIANTS:-}; do
 done
 if [ -n "${EDGE:-}" ]; then  # issue 37's table: the default builds, then each knob beside them, in this one run
   mkdir -p "$LOG/edge"; echo "== edge bench: $EDGE"
-  timeout 400 python3 scripts/edge_bench.py "$LOG/edge" --only $EDGE >"$LOG/edge/default.txt" 2>&1; tail -40 "$LOG/edge/default.txt"
+  timeout 400 python3 scripts/edge_bench.py "$LOG/edge" --only $EDGE ${EDGE_ARGS:-} >"$LOG/edge/default.txt" 2>&1; tail -40 "$LOG/edge/default.txt"
   for spec in ${EDGE_DEFINES:-}; do  # edge_bench times a knob on its own day's part
     tag=${spec//[=:,]/_}; echo "== edge bench with $spec"
-    timeout 300 python3 scripts/edge_bench.py "$LOG/edge" --define "$spec" >"$LOG/edge/$tag.txt" 2>&1
+    timeout 300 python3 scripts/edge_bench.py "$LOG/edge" --define "$spec" ${EDGE_ARGS:-} >"$LOG/edge/$tag.txt" 2>&1
     tail -25 "$LOG/edge/$tag.txt"
   done
   tar -C "$LOG" -czf "$OUT/edge.tar.gz" edge

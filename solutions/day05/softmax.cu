@@ -663,8 +663,8 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
 
 // BEGIN INSTRUCTOR ONLY
 // 05c, split rows in ONE pass (the instructors' version; kernels A and B above are the exercise). Kernel B reads x
-// a second time, so A + B move 3 bytes for a copy's 2 and cannot pass 2/3 of a copy's speed (64 x 262144 measured
-// 66%). Here each block keeps its chunk in registers while the rest of the row is read: it publishes the chunk's
+// a second time, so A + B move 3 bytes for a copy's 2 and cannot pass 2/3 of a copy's speed (measured/NOTES.md has
+// what each version reached). Here each block keeps its chunk in registers while the rest of the row is read: it publishes the chunk's
 // state, waits until all of the row's chunks have, merges them, and writes. x is read once.
 // Waiting on other blocks is safe only if they are running. Chunks are handed out by an atomic ticket counter, in
 // order, and only to blocks that are running, so every chunk of a row before this block's ticket belongs to a running

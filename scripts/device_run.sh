@@ -23,9 +23,9 @@
 # the natural first attempts of tests/first_attempts.yaml against their bars, scripts/first_attempts.py),
 # EDGE (e.g. "gemm softmax": scripts/edge_bench.py's parts, the solutions against the libraries outside the grader) and
 # EDGE_DEFINES (e.g. "day05:SOFTMAX_CLUSTER=1 day11:TC_WG_CLUSTER=1": each also built with those knobs and timed on
-# its day's part; the tables into $OUT/edge.tar.gz; EDGE_ARGS="--quick": one shape of each part), STAGE_ONLY=1 (only gather the carried .stage-N/ wheel folders;
-# see below), GRADER_TEST_TIMINGS=1 (each GPU test's `grader check --timings` stamps kept in its line of
-# test_times.jsonl), VARIANT_ARGS (more `grader check` arguments for each VARIANTS check, e.g. "--exercise
+# its day's part; the tables into $OUT/edge.tar.gz; EDGE_ARGS="--quick": one shape of each part), STAGE_ONLY=1
+# (only gather the carried .stage-N/ wheel folders; see below), GRADER_TEST_TIMINGS=1 (each GPU test's
+# `grader check --timings` stamps kept in its line of test_times.jsonl), VARIANT_ARGS (more `grader check` arguments for each VARIANTS check, e.g. "--exercise
 # attention_bwd_tc --correctness-only"), TOLERANCE (e.g. "day12.flash_attention_mma": scripts/tolerance_sweep.py over
 # those exercises as graded, for TOLERANCE_S seconds (default 150); the table into $OUT/tolerance-sweep.json).
 # Full logs go to $OUT/logs.tar.gz, results to $OUT/results.json; a short table is printed last.

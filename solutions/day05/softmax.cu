@@ -673,6 +673,9 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
 #ifndef SOFTMAX_ONEPASS
 #define SOFTMAX_ONEPASS 1  // 0: split rows always by kernels A and B
 #endif
+#ifndef SOFTMAX_ONEPASS_PACKED
+#define SOFTMAX_ONEPASS_PACKED 0  // 1: 16-bit split rows too, by the packed one-pass kernel (not yet measured)
+#endif
 
 __device__ __forceinline__ int load_acquire(const int* p) {
   int v;
@@ -685,6 +688,43 @@ __device__ __forceinline__ void add_release(int* p, int v) {
 
 // counters[0]: the next ticket; counters[1 + r]: how many of row r's chunks have published their state. Ticket t is
 // chunk t % nchunks of row t / nchunks; its state goes to partials[t]. The grid is at most what can run at once.
+// Both one-pass kernels below share this protocol through the two helpers that follow.
+
+// Thread 0 takes a ticket for the block; every thread returns it. A kernel calls it once before its first chunk
+// and then only after it has written its chunk: a block must never hold a chunk it has not started while it waits
+// (if that chunk were of the row it waits on, it would wait for itself). Taken after the stores are issued, the
+// atomic's latency hides under them. *slot is __shared__; the barriers within each chunk (block_reduce_online's,
+// onepass_row_state's) keep thread 0 from rewriting it before every thread has read the previous ticket. Every
+// thread must call it.
+__device__ __forceinline__ int onepass_take_ticket(int* counters, int* slot) {
+  if (threadIdx.x == 0) *slot = atomicAdd(counters, 1);
+  __syncthreads();
+  return *slot;
+}
+
+// Publishes the block's chunk state (bm, bs) for `ticket` (a chunk of `row`), waits until all nchunks of the row's
+// chunks have published theirs, and sets (M, S) to the row's state, merged in chunk order, so that every warp of
+// every block of the row gets the same bits. Every thread must call it (it has a barrier).
+__device__ __forceinline__ void onepass_row_state(float bm, float bs, float2* partials, int* counters, int ticket,
+                                                  int row, int nchunks, float& M, float& S) {
+  int* row_published = counters + 1 + row;
+  if (threadIdx.x == 0) {
+    partials[ticket] = make_float2(bm, bs);
+    add_release(row_published, 1);  // the state is visible before the count says so
+    while (load_acquire(row_published) < nchunks) {
+    }
+  }
+  __syncthreads();  // thread 0 saw every state published: the block reads them (L2, never a stale L1 line)
+  const float2* row_partials = partials + static_cast<size_t>(row) * nchunks;
+  M = -INFINITY;
+  S = 0.0f;
+  for (int c = threadIdx.x % kWarpSize; c < nchunks; c += kWarpSize) {
+    const float2 p = __ldcg(row_partials + c);
+    online_merge(M, S, p.x, p.y);
+  }
+  warp_reduce_online(M, S);  // kernel B's order: the same bits as the two-pass path
+}
+
 template <typename T, int kValsT>
 __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
     softmax_onepass_kernel(const T* __restrict__ x, T* __restrict__ y, float2* __restrict__ partials,
@@ -694,10 +734,8 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
 #else
   __shared__ float2 warp_partials[kSplitThreads / kWarpSize];
   __shared__ int next_ticket;
-  const int lane = threadIdx.x % kWarpSize;
-  if (threadIdx.x == 0) next_ticket = atomicAdd(counters, 1);
-  __syncthreads();
-  for (int ticket = next_ticket; ticket < tickets; ticket = next_ticket) {
+  for (int ticket = onepass_take_ticket(counters, &next_ticket); ticket < tickets;
+       ticket = onepass_take_ticket(counters, &next_ticket)) {
     const int row = ticket / nchunks;
     const int begin = (ticket % nchunks) * kChunk;
     const size_t offset = static_cast<size_t>(row) * cols + begin;
@@ -708,35 +746,107 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
     exp_in_place<T>(v, m, s);
     float bm = m, bs = s;
     block_reduce_online(bm, bs, warp_partials);
-    int* row_published = counters + 1 + row;
-    if (threadIdx.x == 0) {
-      partials[ticket] = make_float2(bm, bs);
-      add_release(row_published, 1);  // the state is visible before the count says so
-      while (load_acquire(row_published) < nchunks) {
-      }
-    }
-    __syncthreads();  // thread 0 saw every state published: the block reads them (L2, never a stale L1 line)
-    const float2* row_partials = partials + static_cast<size_t>(row) * nchunks;
-    float M = -INFINITY, S = 0.0f;
-    for (int c = lane; c < nchunks; c += kWarpSize) {
-      const float2 p = __ldcg(row_partials + c);
-      online_merge(M, S, p.x, p.y);
-    }
-    warp_reduce_online(M, S);  // kernel B's order: the same bits as the two-pass path
+    float M, S;
+    onepass_row_state(bm, bs, partials, counters, ticket, row, nchunks, M, S);
     store_tile<T, kValsT, true>(y + offset, sp, threadIdx.x, kSplitThreads, v, output_scale(m, M, S));
-    // The next ticket only now, once this block is free: a block must never hold a chunk it has not started while
-    // it waits (if that chunk were of the row it waits on, it would wait for itself). The atomic's latency hides
-    // under the stores just issued. The loop head reads next_ticket after this barrier, and block_reduce_online's
-    // barriers keep thread 0 from rewriting it before every thread has.
-    if (threadIdx.x == 0) next_ticket = atomicAdd(counters, 1);
-    __syncthreads();
   }
 #endif
 }
 
-// How many one-pass blocks run at once on this device (asked once per device and type, as current_sm_count); 0 where
-// the image this GPU runs is not a Hopper one (-1 in the cache).
-template <typename T>
+// The same one pass for 16-bit rows, each chunk kept as raw 16-byte vectors as the packed kernel keeps its row:
+// kVecs vectors (8 kVecs values in 4 kVecs registers) a thread. With kVecs = 8 a chunk of 256 threads is 16384
+// values, 32 KB: as many bytes as an fp32 chunk and twice those of 16-bit values in 32-value fp32 tiles, for the
+// same 64-register budget (4 blocks an SM) and the same one wait per chunk. The arithmetic is
+// softmax_block_packed_kernel's (its body is the 05c exercise, so it is repeated here rather than shared): the max
+// on packed pairs, exps by exp_over_pow2, the output 2^(v log2e - c) with the row's final (M, S) folded into c, so
+// its accuracy is the packed kernel's. A chunk is a whole number of 16-byte vectors, so every chunk starts with the
+// row's misalignment; split_span cuts each chunk's own head and tail, one edge element per thread as in the packed
+// kernel.
+template <typename T, int kVecs>
+__global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
+    softmax_onepass_packed_kernel(const T* __restrict__ x, T* __restrict__ y, float2* __restrict__ partials,
+                                  int* __restrict__ counters, int cols, int nchunks, int tickets) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  __trap();  // Hopper only, as the one-pass kernel above: the launcher takes kernels A and B elsewhere
+#else
+  static_assert(sizeof(T) == 2, "the packed one pass is for 16-bit types");
+  constexpr int kN = Vec<T>::kN;
+  constexpr int kChunkT = kSplitThreads * kVecs * kN;
+  __shared__ float2 warp_partials[kSplitThreads / kWarpSize];
+  __shared__ int next_ticket;
+  const int t = threadIdx.x;
+  for (int ticket = onepass_take_ticket(counters, &next_ticket); ticket < tickets;
+       ticket = onepass_take_ticket(counters, &next_ticket)) {
+    const int row = ticket / nchunks;
+    const int begin = (ticket % nchunks) * kChunkT;
+    const size_t offset = static_cast<size_t>(row) * cols + begin;
+    const T* xc = x + offset;
+    const Span sp = split_span(xc, min(kChunkT, cols - begin));
+    const bool has_edge = t < sp.head + sp.tail;
+
+    // All loads first, the only read of x (streaming: last use).
+    uint4 raw[kVecs];
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      const int j = t + k * kSplitThreads;
+      raw[k] = (j < sp.nvec) ? load16<true>(xc + sp.head + static_cast<size_t>(j) * kN) : make_uint4(0, 0, 0, 0);
+    }
+    const float edge = has_edge ? to_float(xc[edge_index<T>(sp, t)]) : -INFINITY;
+
+    // This thread's max, on packed pairs; the two halves of the last pair are compared in fp32.
+    float m = edge;
+    if (t < sp.nvec) {  // vector k = 0 exists, so pairs can start from it
+      uint32_t pm = raw[0].x;
+#pragma unroll
+      for (int k = 0; k < kVecs; ++k) {
+        if (t + k * kSplitThreads < sp.nvec) {
+          pm = pair_max(pair_max(pm, raw[k].x, T{}), pair_max(raw[k].y, raw[k].z, T{}), T{});
+          pm = pair_max(pm, raw[k].w, T{});
+        }
+      }
+      const float2 f = pair_to_float2(pm, T{});
+      m = fmaxf(m, fmaxf(f.x, f.y));
+    }
+
+    // s = sum of e^(v - m) = 2^(v log2e - m log2e). A thread that saw only -inf uses 0 as the reference.
+    float v[kN];
+    const float m2 = (m == -INFINITY) ? 0.0f : log2_of_exp(m);
+    float s = exp_over_pow2(edge, m2);  // edge = -inf (no edge element) gives 0
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      if (t + k * kSplitThreads < sp.nvec) {
+        unpack16<T>(raw[k], v);
+#pragma unroll
+        for (int i = 0; i < kN; ++i) s += exp_over_pow2(v[i], m2);
+      }
+    }
+    block_reduce_online(m, s, warp_partials);  // s is relative to m in natural units, as online_merge expects
+    float M, S;
+    onepass_row_state(m, s, partials, counters, ticket, row, nchunks, M, S);
+
+    // y = e^(v - M) / S = 2^(v log2e - (M log2e + log2 S)). A row of nothing but -inf gets 0s, as elsewhere.
+    const bool empty = (M == -INFINITY);
+    const float c = empty ? 0.0f : log2_of_exp(M) + __log2f(S);
+    const float zero_if_empty = empty ? 0.0f : 1.0f;
+    T* yc = y + offset;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      const int j = t + k * kSplitThreads;
+      if (j < sp.nvec) {
+        unpack16<T>(raw[k], v);
+#pragma unroll
+        for (int i = 0; i < kN; ++i) v[i] = exp_over_pow2(v[i], c);
+        store16<true>(yc + sp.head + static_cast<size_t>(j) * kN, pack16<T>(v, zero_if_empty));
+      }
+    }
+    if (has_edge) yc[edge_index<T>(sp, t)] = from_float<T>(exp_over_pow2(edge, c) * zero_if_empty);
+  }
+#endif
+}
+
+// How many blocks of a one-pass kernel run at once on this device (asked once per device and kernel, as
+// current_sm_count); 0 where the image this GPU runs is not a Hopper one (-1 in the cache).
+template <auto kKernel>
 cudaError_t onepass_resident_blocks(int sms, int* blocks) {
   constexpr int kMaxDevices = 64;
   static std::atomic<int> cache[kMaxDevices];
@@ -746,12 +856,12 @@ cudaError_t onepass_resident_blocks(int sms, int* blocks) {
   int per_sm = (dev < kMaxDevices) ? cache[dev].load(std::memory_order_relaxed) : 0;
   if (per_sm == 0) {
     cudaFuncAttributes attr{};
-    err = cudaFuncGetAttributes(&attr, softmax_onepass_kernel<T, kVals>);
+    err = cudaFuncGetAttributes(&attr, kKernel);
     if (err != cudaSuccess) return err;
     if (attr.binaryVersion < 90) {
       per_sm = -1;
     } else {
-      err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, softmax_onepass_kernel<T, kVals>, kSplitThreads, 0);
+      err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kKernel, kSplitThreads, 0);
       if (err != cudaSuccess) return err;
     }
     if (dev < kMaxDevices) cache[dev].store(per_sm, std::memory_order_relaxed);
@@ -760,13 +870,14 @@ cudaError_t onepass_resident_blocks(int sms, int* blocks) {
   return cudaSuccess;
 }
 
-// The one-pass launch; *launched false (and nothing queued) when a row has more chunks than blocks can run at once.
-template <typename T>
-cudaError_t launch_split_onepass(const T* x, T* y, int rows, int cols, int sms, cudaStream_t stream, bool* launched) {
+// The one-pass launch of kKernel, which cuts rows into chunks of kChunkT values; *launched false (and nothing
+// queued) when a row has more chunks than blocks can run at once.
+template <auto kKernel, int kChunkT, typename T>
+cudaError_t launch_onepass(const T* x, T* y, int rows, int cols, int sms, cudaStream_t stream, bool* launched) {
   *launched = false;
-  const int nchunks = (cols - 1) / kChunk + 1;
+  const int nchunks = (cols - 1) / kChunkT + 1;
   int resident = 0;
-  cudaError_t err = onepass_resident_blocks<T>(sms, &resident);
+  cudaError_t err = onepass_resident_blocks<kKernel>(sms, &resident);
   if (err != cudaSuccess || nchunks > resident) return err;
   const int tickets = rows * nchunks;
   // One allocation: the states, then the counters (zeroed on the stream: fresh pool memory holds anything).
@@ -780,13 +891,25 @@ cudaError_t launch_split_onepass(const T* x, T* y, int rows, int cols, int sms, 
   err = cudaMemsetAsync(counters, 0, sizeof(int) * (1 + static_cast<size_t>(rows)), stream);
   if (err == cudaSuccess) {
     const int grid = min(resident, tickets);
-    softmax_onepass_kernel<T, kVals>
-        <<<grid, kSplitThreads, 0, stream>>>(x, y, partials, counters, cols, nchunks, tickets);
+    kKernel<<<grid, kSplitThreads, 0, stream>>>(x, y, partials, counters, cols, nchunks, tickets);
     err = cudaGetLastError();
   }
   const cudaError_t free_err = cudaFreeAsync(work, stream);
   if (err == cudaSuccess) err = free_err;
   return err;
+}
+
+// Split rows in one pass: fp32 by 32-value tiles, 16-bit by raw vectors (chunks of 16384 values, 32 KB).
+template <typename T>
+cudaError_t launch_split_onepass(const T* x, T* y, int rows, int cols, int sms, cudaStream_t stream, bool* launched) {
+  if constexpr (sizeof(T) == 2) {
+    constexpr int kPackedChunk = kSplitThreads * kPackedVecs * Vec<T>::kN;
+    static_assert(kPackedChunk * sizeof(T) % 16 == 0, "chunks must be whole 16-byte vectors");
+    return launch_onepass<softmax_onepass_packed_kernel<T, kPackedVecs>, kPackedChunk>(x, y, rows, cols, sms,
+                                                                                       stream, launched);
+  } else {
+    return launch_onepass<softmax_onepass_kernel<T, kVals>, kChunk>(x, y, rows, cols, sms, stream, launched);
+  }
 }
 
 // END INSTRUCTOR ONLY
@@ -865,8 +988,9 @@ cudaError_t softmax_forward(const T* x, T* y, int rows, int cols, cudaStream_t s
   } else if (cols <= kWarpSize * 32) {
     softmax_warp_kernel<T, 32><<<warp_blocks, warp_threads, 0, stream>>>(x, y, rows, cols);
   } else if (cols > kChunk && rows < sms) {
-    // fp32 only: 16-bit rows measured slower in one pass than by kernels A and B (measured/NOTES.md).
-    if constexpr (SOFTMAX_ONEPASS && sizeof(T) == 4) {
+    // 16-bit rows only with SOFTMAX_ONEPASS_PACKED: in fp32 tiles they were slower in one pass than by kernels A
+    // and B (measured/NOTES.md); their packed one pass is not yet measured.
+    if constexpr (SOFTMAX_ONEPASS && (sizeof(T) == 4 || SOFTMAX_ONEPASS_PACKED)) {
       bool launched = false;
       const cudaError_t e = launch_split_onepass<T>(x, y, rows, cols, sms, stream, &launched);
       if (e != cudaSuccess || launched) return e;

@@ -664,8 +664,8 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
 // BEGIN INSTRUCTOR ONLY
 // 05c, split rows in ONE pass (the instructors' version; kernels A and B above are the exercise). Kernel B reads x
 // a second time, so A + B move 3 bytes for a copy's 2 and cannot pass 2/3 of a copy's speed (measured/NOTES.md has
-// what each version reached). Here each block keeps its chunk in registers while the rest of the row is read: it publishes the chunk's
-// state, waits until all of the row's chunks have, merges them, and writes. x is read once.
+// what each version reached). Here each block keeps its chunk in registers while the rest of the row is read: it
+// publishes the chunk's state, waits until all of the row's chunks have, merges them, and writes. x is read once.
 // Waiting on other blocks is safe only if they are running. Chunks are handed out by an atomic ticket counter, in
 // order, and only to blocks that are running, so every chunk of a row before this block's ticket belongs to a running
 // block (which publishes before it waits) and the chunks after it go to the next blocks that free up; the wait ends
@@ -988,8 +988,8 @@ cudaError_t softmax_forward(const T* x, T* y, int rows, int cols, cudaStream_t s
   } else if (cols <= kWarpSize * 32) {
     softmax_warp_kernel<T, 32><<<warp_blocks, warp_threads, 0, stream>>>(x, y, rows, cols);
   } else if (cols > kChunk && rows < sms) {
-    // 16-bit rows only with SOFTMAX_ONEPASS_PACKED: in fp32 tiles they were slower in one pass than by kernels A
-    // and B (measured/NOTES.md); their packed one pass is not yet measured.
+    // 16-bit rows by the packed one pass (SOFTMAX_ONEPASS_PACKED): in fp32 tiles they were slower in one pass than
+    // by kernels A and B, kept as raw vectors faster (measured/NOTES.md).
     if constexpr (SOFTMAX_ONEPASS && (sizeof(T) == 4 || SOFTMAX_ONEPASS_PACKED)) {
       bool launched = false;
       const cudaError_t e = launch_split_onepass<T>(x, y, rows, cols, sms, stream, &launched);

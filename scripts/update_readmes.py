@@ -1,7 +1,8 @@
 """Regenerates every measured table from a device run's results.json (written by scripts/device_run.sh): the
 "Measured" block of each day's README, and each track's ladder (every step's solution as % of its ceiling, per
 dtype and size) in tracks/<track>.md. A trimmed copy of the results is merged into measured/<track>-<gpu>.json,
-so a run that covered only some days keeps the others. Tables are never typed.
+so a run that covered only some days keeps the others, and a run of some exercises of a day (`grader check
+--exercise`) keeps the day's others, each table dated by the run it came from. Tables are never typed.
 
     python3 scripts/update_readmes.py /work/.device/N/results.json
     python3 scripts/update_readmes.py RESULTS --only day11.matmul_cute --out measured/routes-h200.json
@@ -62,7 +63,7 @@ def _extra_checks(case: dict) -> dict:
 
 def untimed_table(data: dict, ex: dict, gpu: str, when: str, several: bool, how: str = "") -> list[str]:
     lines = [f"**{ex['exercise']}**", ""] if several else []
-    lines += [f"Measured on an {gpu}, {when}, by `grader check {data['day']} --solution`{how} (not timed: correctness "
+    lines += [f"Measured on an {gpu}, {ex.get('date') or when}, by `grader check {data['day']} --solution`{how} (not timed: correctness "
               "and checks).", "", "| dtype | cases passed | worst rel L2 | worst max abs |", "|---|---|---:|---:|"]
     for dt, (ok, n) in correctness_counts(ex["cases"]).items():
         cases = [c for c in ex["cases"] if c["kind"] == "correctness" and c["dtype"] == dt]
@@ -90,6 +91,22 @@ def drop_unrun(data: dict) -> list[str]:
     return skipped
 
 
+def merge_exercises(stored: dict | None, data: dict, order: list[str]) -> dict:
+    """A day's results for its README and measured/: the run's exercises, each stamped with the run's date, over the
+    stored ones of the same day and GPU. A run of some exercises (`grader check --exercise`) replaces theirs and
+    keeps the others, with the dates they were measured on; exercises course.yaml no longer has are dropped."""
+    when = data.get("date")
+    for ex in data["exercises"]:
+        ex.setdefault("date", when)
+    run = {ex["exercise"] for ex in data["exercises"]}
+    kept = [{**ex, "date": ex.get("date") or stored.get("date")} for ex in (stored or {}).get("exercises", [])
+            if ex["exercise"] not in run and ex["exercise"] in order]
+    exercises = sorted(kept + data["exercises"],
+                       key=lambda ex: order.index(ex["exercise"]) if ex["exercise"] in order else len(order))
+    dates = [ex["date"] for ex in exercises if ex.get("date")]
+    return {**data, "exercises": exercises, **({"date": max(dates)} if dates else {})}
+
+
 def day_table(data: dict, exercises: dict, gpu: str, when: str, how: str = "") -> str:
     lines = []
     # Scratch memory is shown for every exercise of a day where any op allocates some (naive vs flash: 256 vs 0).
@@ -113,7 +130,7 @@ def day_table(data: dict, exercises: dict, gpu: str, when: str, how: str = "") -
             rate_cols, peak = "GB/s", "% of copy"
         if len(data["exercises"]) > 1:
             lines += [f"**{ex['exercise']}**", ""]
-        lines.append(f"Measured on an {gpu}, {when}, by `grader check {data['day']} --solution`{how} (median of "
+        lines.append(f"Measured on an {gpu}, {ex.get('date') or when}, by `grader check {data['day']} --solution`{how} (median of "
                      f"CUDA-event timings, L2 flushed before each call; baseline: {base}).")
         lines.append("")
         lib_col = base != lib
@@ -256,11 +273,14 @@ def main():
     for day_id, data in bundle.items():
         spec = course.day(day_id)
         gpu = data["exercises"][0]["info"].get("gpu", "unknown GPU")
-        when = data.get("date") or "unknown date"
         skipped = drop_unrun(data)
         if skipped:
             print(f"{day_id}: not run on this machine, left out: {', '.join(skipped)}")
         _trim(data)
+        stored_file = ROOT / "measured" / f"{spec.track}-{gpu_slug(gpu)}.json"
+        stored = json.loads(stored_file.read_text()).get(day_id) if stored_file.exists() else None
+        data = merge_exercises(stored, data, [e.name for e in spec.exercises])
+        when = data.get("date") or "unknown date"
         replace_block(ROOT / "days" / day_id / "README.md", "measured",
                       day_table(data, {e.name: e for e in spec.exercises}, gpu, when))
         per_track.setdefault((spec.track, gpu), {})[day_id] = data

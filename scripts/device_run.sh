@@ -23,7 +23,8 @@
 # the natural first attempts of tests/first_attempts.yaml against their bars, scripts/first_attempts.py),
 # EDGE (e.g. "gemm softmax": scripts/edge_bench.py's parts, the solutions against the libraries outside the grader) and
 # EDGE_DEFINES (e.g. "day05:SOFTMAX_CLUSTER=1 day11:TC_WG_CLUSTER=1": each also built with those knobs and timed on
-# its day's part; the tables into $OUT/edge.tar.gz; EDGE_ARGS="--quick": one shape of each part), STAGE_ONLY=1
+# its day's part, for at most EDGE_DEFINE_S seconds (default 300: a knob that hangs costs no more); the tables into
+# $OUT/edge.tar.gz, packed after each build; EDGE_ARGS="--quick": one shape of each part), STAGE_ONLY=1
 # (only gather the carried .stage-N/ wheel folders; see below), GRADER_TEST_TIMINGS=1 (each GPU test's
 # `grader check --timings` stamps kept in its line of test_times.jsonl), VARIANT_ARGS (more `grader check` arguments for each VARIANTS check, e.g. "--exercise
 # attention_bwd_tc --correctness-only"), TOLERANCE (e.g. "day12.flash_attention_mma": scripts/tolerance_sweep.py over
@@ -140,14 +141,16 @@ for v in ${VARIANTS:-}; do
   python3 scripts/summarize.py "$LOG/variant-$tag" "$OUT/results-$tag.json" >"$LOG/variant-$tag-table.txt" && cat "$LOG/variant-$tag-table.txt"
 done
 if [ -n "${EDGE:-}" ]; then  # issue 37's table: the default builds, then each knob beside them, in this one run
+  # packed again after each build, so that a call cut off by a later one (a knob that hangs) keeps the tables before
   mkdir -p "$LOG/edge"; echo "== edge bench: $EDGE"
   timeout 400 python3 scripts/edge_bench.py "$LOG/edge" --only $EDGE ${EDGE_ARGS:-} >"$LOG/edge/default.txt" 2>&1; tail -40 "$LOG/edge/default.txt"
+  tar -C "$LOG" -czf "$OUT/edge.tar.gz" edge
   for spec in ${EDGE_DEFINES:-}; do  # edge_bench times a knob on its own day's part
     tag=${spec//[=:,]/_}; echo "== edge bench with $spec"
-    timeout 300 python3 scripts/edge_bench.py "$LOG/edge" --define "$spec" ${EDGE_ARGS:-} >"$LOG/edge/$tag.txt" 2>&1
-    tail -25 "$LOG/edge/$tag.txt"
+    timeout "${EDGE_DEFINE_S:-300}" python3 scripts/edge_bench.py "$LOG/edge" --define "$spec" ${EDGE_ARGS:-} >"$LOG/edge/$tag.txt" 2>&1
+    echo "exit $?" >>"$LOG/edge/$tag.txt"; tail -25 "$LOG/edge/$tag.txt"
+    tar -C "$LOG" -czf "$OUT/edge.tar.gz" edge
   done
-  tar -C "$LOG" -czf "$OUT/edge.tar.gz" edge
 fi
 skip timer || { echo "== timer vs do_bench"; python3 scripts/timer_agreement.py 2>&1 | tee "$LOG/timer_agreement.txt"; }
 

@@ -529,33 +529,30 @@ __device__ __forceinline__ uint32_t pair_max(uint32_t a, uint32_t b, __nv_bfloat
   return w;
 }
 
-template <typename T, int kVecs>
-__global__ void __launch_bounds__(kMaxThreads)
-    softmax_block_packed_kernel(const T* __restrict__ x, T* __restrict__ y, int cols) {
-  // Contract: 16-bit T only; x read once, y written once; fp32 max, sum and (M, S); exps via exp_over_pow2
-  // (ex2.approx) with 1/S folded in; a row of only -inf gives zeros, never NaN.
-  // BEGIN SOLUTION: 05c: y[blockIdx.x, :] = softmax of that row; thread t keeps kVecs raw uint4 vectors + one edge
-  static_assert(sizeof(T) == 2, "the packed kernel is for 16-bit types");
+// BEGIN INSTRUCTOR ONLY
+// The packed kernel's three phases, shared with the packed one pass of split rows (below). Thread t of nt holds the
+// vectors t, t + nt, ... of the span sp of x (a row, or a chunk of one) as raw 16-byte vectors, and at most one
+// edge element (has_edge: t < sp.head + sp.tail; as a float, -inf where it has none). kLast: x is read and y
+// written for the last time (streaming).
+template <typename T, int kVecs, bool kLast>
+__device__ __forceinline__ float packed_load(uint4 (&raw)[kVecs], const T* x, const Span& sp, int t, int nt,
+                                             bool has_edge) {
   constexpr int kN = Vec<T>::kN;
-  __shared__ float2 partials[kMaxThreads / kWarpSize];
-  const T* xr = x + static_cast<size_t>(blockIdx.x) * cols;
-  T* yr = y + static_cast<size_t>(blockIdx.x) * cols;
-  const Span sp = split_span(xr, cols);
-  const int t = threadIdx.x;
-  const int nt = blockDim.x;
-  const bool has_edge = t < sp.head + sp.tail;
-
-  // All loads first: kVecs 16-byte requests in flight per thread.
-  uint4 raw[kVecs];
 #pragma unroll
   for (int k = 0; k < kVecs; ++k) {
     const int j = t + k * nt;
-    raw[k] = (j < sp.nvec) ? load16<false>(xr + sp.head + static_cast<size_t>(j) * kN) : make_uint4(0, 0, 0, 0);
+    raw[k] = (j < sp.nvec) ? load16<kLast>(x + sp.head + static_cast<size_t>(j) * kN) : make_uint4(0, 0, 0, 0);
   }
-  const float edge = has_edge ? to_float(xr[edge_index<T>(sp, t)]) : -INFINITY;
+  return has_edge ? to_float(x[edge_index<T>(sp, t)]) : -INFINITY;
+}
 
-  // This thread's max, on packed pairs; the two halves of the last pair are compared in fp32.
-  float m = edge;
+// This thread's max m, on packed pairs (the two halves of the last pair compared in fp32), and s = the sum of
+// e^(v - m) = 2^(v log2e - m log2e) over its values. A thread that saw only -inf uses 0 as the reference.
+template <typename T, int kVecs>
+__device__ __forceinline__ void packed_max_sum(const uint4 (&raw)[kVecs], float edge, const Span& sp, int t, int nt,
+                                               float& m, float& s) {
+  constexpr int kN = Vec<T>::kN;
+  m = edge;
   if (t < sp.nvec) {  // vector k = 0 exists, so pairs can start from it
     uint32_t pm = raw[0].x;
 #pragma unroll
@@ -568,11 +565,9 @@ __global__ void __launch_bounds__(kMaxThreads)
     const float2 f = pair_to_float2(pm, T{});
     m = fmaxf(m, fmaxf(f.x, f.y));
   }
-
-  // s = sum of e^(v - m) = 2^(v log2e - m log2e). A thread that saw only -inf uses 0 as the reference.
   float v[kN];
   const float m2 = (m == -INFINITY) ? 0.0f : log2_of_exp(m);
-  float s = exp_over_pow2(edge, m2);  // edge = -inf (no edge element) gives 0
+  s = exp_over_pow2(edge, m2);  // edge = -inf (no edge element) gives 0
 #pragma unroll
   for (int k = 0; k < kVecs; ++k) {
     if (t + k * nt < sp.nvec) {
@@ -581,12 +576,18 @@ __global__ void __launch_bounds__(kMaxThreads)
       for (int i = 0; i < kN; ++i) s += exp_over_pow2(v[i], m2);
     }
   }
-  block_reduce_online(m, s, partials);  // s is relative to m in natural units, as online_merge expects
+}
 
-  // y = e^(v - M) / S = 2^(v log2e - (M log2e + log2 S)). A row of nothing but -inf gets 0s, as elsewhere.
-  const bool empty = (m == -INFINITY);
-  const float c = empty ? 0.0f : log2_of_exp(m) + __log2f(s);
+// y = e^(v - M) / S = 2^(v log2e - (M log2e + log2 S)) for the thread's values, with the row's (M, S). A row of
+// nothing but -inf gets 0s, as elsewhere.
+template <typename T, int kVecs, bool kLast>
+__device__ __forceinline__ void packed_store(const uint4 (&raw)[kVecs], float edge, T* y, const Span& sp, int t,
+                                             int nt, bool has_edge, float M, float S) {
+  constexpr int kN = Vec<T>::kN;
+  const bool empty = (M == -INFINITY);
+  const float c = empty ? 0.0f : log2_of_exp(M) + __log2f(S);
   const float zero_if_empty = empty ? 0.0f : 1.0f;
+  float v[kN];
 #pragma unroll
   for (int k = 0; k < kVecs; ++k) {
     const int j = t + k * nt;
@@ -594,10 +595,33 @@ __global__ void __launch_bounds__(kMaxThreads)
       unpack16<T>(raw[k], v);
 #pragma unroll
       for (int i = 0; i < kN; ++i) v[i] = exp_over_pow2(v[i], c);
-      store16<false>(yr + sp.head + static_cast<size_t>(j) * kN, pack16<T>(v, zero_if_empty));
+      store16<kLast>(y + sp.head + static_cast<size_t>(j) * kN, pack16<T>(v, zero_if_empty));
     }
   }
-  if (has_edge) yr[edge_index<T>(sp, t)] = from_float<T>(exp_over_pow2(edge, c) * zero_if_empty);
+  if (has_edge) y[edge_index<T>(sp, t)] = from_float<T>(exp_over_pow2(edge, c) * zero_if_empty);
+}
+
+// END INSTRUCTOR ONLY
+template <typename T, int kVecs>
+__global__ void __launch_bounds__(kMaxThreads)
+    softmax_block_packed_kernel(const T* __restrict__ x, T* __restrict__ y, int cols) {
+  // Contract: 16-bit T only; x read once, y written once; fp32 max, sum and (M, S); exps via exp_over_pow2
+  // (ex2.approx) with 1/S folded in; a row of only -inf gives zeros, never NaN.
+  // BEGIN SOLUTION: 05c: y[blockIdx.x, :] = softmax of that row; thread t keeps kVecs raw uint4 vectors + one edge
+  static_assert(sizeof(T) == 2, "the packed kernel is for 16-bit types");
+  __shared__ float2 partials[kMaxThreads / kWarpSize];
+  const T* xr = x + static_cast<size_t>(blockIdx.x) * cols;
+  T* yr = y + static_cast<size_t>(blockIdx.x) * cols;
+  const Span sp = split_span(xr, cols);
+  const int t = threadIdx.x;
+  const int nt = blockDim.x;
+  const bool has_edge = t < sp.head + sp.tail;
+  uint4 raw[kVecs];
+  const float edge = packed_load<T, kVecs, false>(raw, xr, sp, t, nt, has_edge);  // all loads first
+  float m, s;
+  packed_max_sum<T, kVecs>(raw, edge, sp, t, nt, m, s);
+  block_reduce_online(m, s, partials);  // s is relative to m in natural units, as online_merge expects
+  packed_store<T, kVecs, false>(raw, edge, yr, sp, t, nt, has_edge, m, s);
   // END SOLUTION
 }
 
@@ -756,12 +780,11 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
 // The same one pass for 16-bit rows, each chunk kept as raw 16-byte vectors as the packed kernel keeps its row:
 // kVecs vectors (8 kVecs values in 4 kVecs registers) a thread. With kVecs = 8 a chunk of 256 threads is 16384
 // values, 32 KB: as many bytes as an fp32 chunk and twice those of 16-bit values in 32-value fp32 tiles, for the
-// same 64-register budget (4 blocks an SM) and the same one wait per chunk. The arithmetic is
-// softmax_block_packed_kernel's (its body is the 05c exercise, so it is repeated here rather than shared): the max
-// on packed pairs, exps by exp_over_pow2, the output 2^(v log2e - c) with the row's final (M, S) folded into c, so
-// its accuracy is the packed kernel's. A chunk is a whole number of 16-byte vectors, so every chunk starts with the
-// row's misalignment; split_span cuts each chunk's own head and tail, one edge element per thread as in the packed
-// kernel.
+// same 64-register budget (4 blocks an SM) and the same one wait per chunk. The arithmetic is the packed kernel's,
+// through the same three phases (packed_load, packed_max_sum, packed_store), with the row's final (M, S) in the
+// store, so its accuracy is the packed kernel's. A chunk is a whole number of 16-byte vectors, so every chunk
+// starts with the row's misalignment; split_span cuts each chunk's own head and tail, one edge element per thread
+// as in the packed kernel.
 template <typename T, int kVecs>
 __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
     softmax_onepass_packed_kernel(const T* __restrict__ x, T* __restrict__ y, float2* __restrict__ partials,
@@ -780,66 +803,16 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
     const int row = ticket / nchunks;
     const int begin = (ticket % nchunks) * kChunkT;
     const size_t offset = static_cast<size_t>(row) * cols + begin;
-    const T* xc = x + offset;
-    const Span sp = split_span(xc, min(kChunkT, cols - begin));
+    const Span sp = split_span(x + offset, min(kChunkT, cols - begin));
     const bool has_edge = t < sp.head + sp.tail;
-
-    // All loads first, the only read of x (streaming: last use).
     uint4 raw[kVecs];
-#pragma unroll
-    for (int k = 0; k < kVecs; ++k) {
-      const int j = t + k * kSplitThreads;
-      raw[k] = (j < sp.nvec) ? load16<true>(xc + sp.head + static_cast<size_t>(j) * kN) : make_uint4(0, 0, 0, 0);
-    }
-    const float edge = has_edge ? to_float(xc[edge_index<T>(sp, t)]) : -INFINITY;
-
-    // This thread's max, on packed pairs; the two halves of the last pair are compared in fp32.
-    float m = edge;
-    if (t < sp.nvec) {  // vector k = 0 exists, so pairs can start from it
-      uint32_t pm = raw[0].x;
-#pragma unroll
-      for (int k = 0; k < kVecs; ++k) {
-        if (t + k * kSplitThreads < sp.nvec) {
-          pm = pair_max(pair_max(pm, raw[k].x, T{}), pair_max(raw[k].y, raw[k].z, T{}), T{});
-          pm = pair_max(pm, raw[k].w, T{});
-        }
-      }
-      const float2 f = pair_to_float2(pm, T{});
-      m = fmaxf(m, fmaxf(f.x, f.y));
-    }
-
-    // s = sum of e^(v - m) = 2^(v log2e - m log2e). A thread that saw only -inf uses 0 as the reference.
-    float v[kN];
-    const float m2 = (m == -INFINITY) ? 0.0f : log2_of_exp(m);
-    float s = exp_over_pow2(edge, m2);  // edge = -inf (no edge element) gives 0
-#pragma unroll
-    for (int k = 0; k < kVecs; ++k) {
-      if (t + k * kSplitThreads < sp.nvec) {
-        unpack16<T>(raw[k], v);
-#pragma unroll
-        for (int i = 0; i < kN; ++i) s += exp_over_pow2(v[i], m2);
-      }
-    }
-    block_reduce_online(m, s, warp_partials);  // s is relative to m in natural units, as online_merge expects
+    const float edge = packed_load<T, kVecs, true>(raw, x + offset, sp, t, kSplitThreads, has_edge);  // only read
+    float m, s;
+    packed_max_sum<T, kVecs>(raw, edge, sp, t, kSplitThreads, m, s);
+    block_reduce_online(m, s, warp_partials);
     float M, S;
     onepass_row_state(m, s, partials, counters, ticket, row, nchunks, M, S);
-
-    // y = e^(v - M) / S = 2^(v log2e - (M log2e + log2 S)). A row of nothing but -inf gets 0s, as elsewhere.
-    const bool empty = (M == -INFINITY);
-    const float c = empty ? 0.0f : log2_of_exp(M) + __log2f(S);
-    const float zero_if_empty = empty ? 0.0f : 1.0f;
-    T* yc = y + offset;
-#pragma unroll
-    for (int k = 0; k < kVecs; ++k) {
-      const int j = t + k * kSplitThreads;
-      if (j < sp.nvec) {
-        unpack16<T>(raw[k], v);
-#pragma unroll
-        for (int i = 0; i < kN; ++i) v[i] = exp_over_pow2(v[i], c);
-        store16<true>(yc + sp.head + static_cast<size_t>(j) * kN, pack16<T>(v, zero_if_empty));
-      }
-    }
-    if (has_edge) yc[edge_index<T>(sp, t)] = from_float<T>(exp_over_pow2(edge, c) * zero_if_empty);
+    packed_store<T, kVecs, true>(raw, edge, y + offset, sp, t, kSplitThreads, has_edge, M, S);
   }
 #endif
 }

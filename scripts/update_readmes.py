@@ -2,7 +2,8 @@
 "Measured" block of each day's README, and each track's ladder (every step's solution as % of its ceiling, per
 dtype and size) in tracks/<track>.md. A trimmed copy of the results is merged into measured/<track>-<gpu>.json,
 so a run that covered only some days keeps the others, and a run of some exercises of a day (`grader check
---exercise`) keeps the day's others, each table dated by the run it came from. Tables are never typed.
+--exercise`) keeps the day's others, each table dated by the run it came from. A ladder stays on the GPU it is on
+(--ladder moves it to this run's). Tables are never typed.
 
     python3 scripts/update_readmes.py /work/.device/N/results.json
     python3 scripts/update_readmes.py RESULTS --only day11.matmul_cute --out measured/routes-h200.json
@@ -36,6 +37,12 @@ def replace_block(path: Path, name: str, body: str) -> bool:
                            flags=re.S))
     print(f"updated {path.relative_to(ROOT)}")
     return True
+
+
+def ladder_gpu(readme: Path) -> str | None:
+    """The GPU a track's ladder is on now, from its first line ("...; NVIDIA H200, 2026-11-21, from ...")."""
+    m = re.search(r"<!-- ladder:begin -->\n.*?; (.+?), \d{4}-\d{2}-\d{2}, from ", readme.read_text())
+    return m.group(1) if m else None
 
 
 def gpu_slug(name: str) -> str:
@@ -151,8 +158,10 @@ def day_table(data: dict, exercises: dict, gpu: str, when: str, how: str = "") -
         lines.append("")
         bar = f"**{ex['threshold']:g}x** (verdict: {ex['status']})"
         if spec.threshold is not None and spec.threshold != ex["threshold"]:  # course.yaml's bar moved since the run
-            bar = (f"now **{spec.threshold:g}x** in course.yaml; this run was graded against {ex['threshold']:g}x "
-                   f"(verdict: {ex['status']})")
+            # what the run's speedup says against today's bar, beside the verdict it got (correctness is unchanged)
+            clears = "clears" if ex["speedup"] >= spec.threshold else "does not clear"
+            bar = (f"now **{spec.threshold:g}x** in course.yaml, which this run's {ex['speedup']:.2f}x {clears}; the "
+                   f"run was graded against {ex['threshold']:g}x (verdict: {ex['status']})")
         lines.append(f"Geometric-mean speedup over the baseline: **{ex['speedup']:.2f}x**; the threshold is {bar}.")
         lines.append("")
     return "\n".join(lines).rstrip()
@@ -258,6 +267,8 @@ def main():
     ap.add_argument("--block", help="write each day's table into this README block instead of 'measured' (another "
                                     "build of the solution: a VARIANTS run of device_run.sh), and its results into "
                                     "measured/<day>/<block>-<gpu>.json (which this script also reads back)")
+    ap.add_argument("--ladder", action="store_true", help="rewrite the tracks' ladders from this run even where they "
+                                                         "are on another GPU (they stay on theirs otherwise)")
     ap.add_argument("--how", default="", help="with --block: how that build differs, for the table's first line "
                                               "(e.g. 'built with -DFA20_HOPPER=0, the mma.sync walk')")
     args = ap.parse_args()
@@ -293,7 +304,11 @@ def main():
         print(f"wrote {out.relative_to(ROOT)}")
         readme = ROOT / "tracks" / f"{track}.md"
         if readme.exists():
-            replace_block(readme, "ladder", ladder(merged, course, gpu))
+            shown = ladder_gpu(readme)
+            if shown and shown != gpu and not args.ladder:  # a run on another GPU keeps the ladder on its own
+                print(f"tracks/{track}.md: the ladder stays on the {shown} (this run: {gpu}; --ladder moves it)")
+            else:
+                replace_block(readme, "ladder", ladder(merged, course, gpu))
 
 
 if __name__ == "__main__":

@@ -51,3 +51,13 @@ def test_each_table_names_the_date_of_its_own_run(course):
     table = update_readmes.day_table(base, {e.name: e for e in day.exercises}, "NVIDIA H100", "2026-11-27")
     first, second = table.split("**softmax_regs**")
     assert "H100, 2026-11-20, by" in first and "H100, 2026-11-27, by" in second
+
+
+def test_the_ladder_names_the_gpu_it_is_on_so_a_run_on_another_keeps_it(tmp_path):
+    readme = tmp_path / "track.md"
+    readme.write_text("# t\n\n<!-- ladder:begin -->\nEach step's solution as **% of copy** (timed in the same run) and, "
+                      "after the dot, its GB/s; NVIDIA H100 80GB HBM3, 2026-11-27, from `grader check --solution`.\n"
+                      "\n| step |\n<!-- ladder:end -->\n")
+    assert update_readmes.ladder_gpu(readme) == "NVIDIA H100 80GB HBM3"
+    readme.write_text("# t\n\nno ladder yet\n")
+    assert update_readmes.ladder_gpu(readme) is None

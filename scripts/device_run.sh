@@ -24,7 +24,8 @@
 # EDGE (e.g. "gemm softmax": scripts/edge_bench.py's parts, the solutions against the libraries outside the grader) and
 # EDGE_DEFINES (e.g. "day05:SOFTMAX_CLUSTER=1 day11:TC_WG_CLUSTER=1": each also built with those knobs and timed on
 # its day's part, for at most EDGE_DEFINE_S seconds (default 300: a knob that hangs costs no more); the tables into
-# $OUT/edge.tar.gz, packed after each build; EDGE_ARGS="--quick": one shape of each part), STAGE_ONLY=1
+# $OUT/edge.tar.gz, packed after each build, with each knob's table beside the default's (edge_bench.py --compare);
+# EDGE_ARGS="--quick": one shape of each part), STAGE_ONLY=1
 # (only gather the carried .stage-N/ wheel folders; see below), GRADER_TEST_TIMINGS=1 (each GPU test's
 # `grader check --timings` stamps kept in its line of test_times.jsonl), VARIANT_ARGS (more `grader check` arguments for each VARIANTS check, e.g. "--exercise
 # attention_bwd_tc --correctness-only"), TOLERANCE (e.g. "day12.flash_attention_mma": scripts/tolerance_sweep.py over
@@ -149,6 +150,13 @@ if [ -n "${EDGE:-}" ]; then  # issue 37's table: the default builds, then each k
     tag=${spec//[=:,]/_}; echo "== edge bench with $spec"
     timeout "${EDGE_DEFINE_S:-300}" python3 scripts/edge_bench.py "$LOG/edge" --define "$spec" ${EDGE_ARGS:-} >"$LOG/edge/$tag.txt" 2>&1
     echo "exit $?" >>"$LOG/edge/$tag.txt"; tail -25 "$LOG/edge/$tag.txt"
+    # the knob beside the default build, case by case (edge_bench names a knob's file -DAY-MACRO_V[-MACRO_V])
+    m=${spec#*:}; m=${m//=/_}; m=${m//,/-}
+    base=$(ls "$LOG"/edge/edge-bench-*.json 2>/dev/null | grep -v -- '-day[0-9]' | head -1)
+    knob=$(ls "$LOG"/edge/edge-bench-*-"${spec%%:*}-$m".json 2>/dev/null | head -1)
+    if [ -n "$base" ] && [ -n "$knob" ]; then
+      python3 scripts/edge_bench.py --compare "$base" "$knob" | tee "$LOG/edge/$tag-vs-default.md"
+    fi
     tar -C "$LOG" -czf "$OUT/edge.tar.gz" edge
   done
 fi

@@ -9,7 +9,8 @@ the library on the same inputs, and by CUDA events in a loop, so that two timers
 - GEMM: day 11's `matmul_wgmma` against torch.matmul (cuBLAS);
 - softmax: day 05's `softmax` against a copy of the same bytes and torch.softmax.
 
-    python3 scripts/edge_bench.py OUT_DIR [--only bwd fwd gemm softmax] [--quick]
+    python3 scripts/edge_bench.py OUT_DIR [--only bwd fwd gemm softmax] [--quick] [--define DAY:MACRO=V]
+    python3 scripts/edge_bench.py --compare A.json B.json   (two saved runs side by side; no GPU)
 
 Writes OUT_DIR/edge-bench-<gpu>.json and .md: per case, our time, the library's and the ceiling's, TFLOP/s (GB/s
 for softmax), × each, and our output's largest difference from the library's. Attention FLOPs: the FlashAttention
@@ -176,6 +177,34 @@ def table(doc: dict) -> str:
     return "\n".join(lines)
 
 
+def compare(base: dict, other: dict) -> str:
+    """Two saved runs side by side (e.g. the default build and one with a knob, timed in one call): per case of
+    both, each one's rate and × ceiling (× library where there is none), and the other's rate over the base's."""
+    def built(doc):
+        ds = doc.get("defines") or {}
+        return "; ".join(f"{d} with {', '.join(ms)}" for d, ms in sorted(ds.items())) or "the defaults"
+
+    def fmt(v):
+        return "-" if v is None else f"{v:.2f}"
+
+    firsts = {"attention_fwd": "cudnn", "attention_bwd": "cudnn", "gemm": "cublas", "softmax": "copy"}
+    by_key = {(r["kind"], r["case"], r["dtype"]): r for r in other["rows"]}
+    lines = [f"{base['gpu']}, {base['date']} / {other['date']}: A = {built(base)}, B = {built(other)}; do_bench "
+             "medians, × = the reference's time / ours.", "",
+             "| kernel | case | dtype | A rate | B rate | B / A | A × ref | B × ref | B max diff |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for r in base["rows"]:
+        o = by_key.get((r["kind"], r["case"], r["dtype"]))
+        if o is None:
+            continue
+        ref = f"x_{firsts[r['kind']]}"
+        lines.append(f"| {r['kind']} | {r['case']} | {r['dtype']} | {r['ours_rate']:.0f} {r['unit']} | "
+                     f"{o['ours_rate']:.0f} {o['unit']} | {o['ours_rate'] / r['ours_rate']:.3f} | "
+                     f"{fmt(r.get(ref))} | {fmt(o.get(ref))} | "
+                     f"{'-' if o['max_abs_diff'] is None else format(o['max_abs_diff'], '.1e')} |")
+    return "\n".join(lines)
+
+
 def parts_to_time(only: list[str] | None, defines: dict) -> list[str]:
     """--only as given; without it, the parts of the days built with knobs (a knob is timed on its own day's part),
     or every part when there are none."""
@@ -187,7 +216,9 @@ def parts_to_time(only: list[str] | None, defines: dict) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("out", type=Path)
+    p.add_argument("out", type=Path, nargs="?", help="the folder for the run's .json and .md")
+    p.add_argument("--compare", nargs=2, type=Path, metavar=("A.json", "B.json"),
+                   help="no timing: two saved runs side by side (B's rate over A's per case)")
     p.add_argument("--only", nargs="+", choices=list(PARTS),
                    help="parts to time (default: every part, or with --define only the defined days' parts)")
     p.add_argument("--quick", action="store_true", help="one shape of each (a smoke run)")
@@ -195,6 +226,16 @@ def main(argv: list[str] | None = None) -> int:
                    help="build that day's solution with these macros (its knobs, e.g. day05:SOFTMAX_CLUSTER=1); "
                         "the output's name and each row say so")
     a = p.parse_args(argv)
+    if a.compare:
+        try:
+            docs = [json.loads(f.read_text()) for f in a.compare]
+        except (OSError, ValueError) as e:
+            print(f"edge_bench --compare: cannot read a saved run: {e}", file=sys.stderr)
+            return 2
+        print(compare(*docs))
+        return 0
+    if a.out is None:
+        p.error("give OUT_DIR (where the run's .json and .md go), or --compare A.json B.json")
     for spec in a.define:
         day, _, macros = spec.partition(":")
         if not day.startswith("day") or not macros:

@@ -59,3 +59,31 @@ def test_outputs_start_as_nan_so_an_unwritten_element_shows_in_the_max_diff():
     assert out.dtype == ref.dtype and out.shape == ref.shape and bool(torch.isnan(out).all())
     out[:, :3] = 0  # a kernel that skipped the last column
     assert torch.isnan((out.float() - ref.float()).abs().max())
+
+
+def test_compare_puts_two_saved_runs_side_by_side_case_by_case(tmp_path):
+    ours_a, ours_b = {"do_bench_ms": 2.0, "events_ms": 2.0}, {"do_bench_ms": 1.6, "events_ms": 1.6}
+    copy = {"do_bench_ms": 1.5, "events_ms": 1.5}
+    a = edge._row("softmax", "64x262144", "float16", ours_a, {"copy": copy, "torch_softmax": None}, 4e9, "GB/s", 1e-7)
+    b = edge._row("softmax", "64x262144", "float16", ours_b, {"copy": copy, "torch_softmax": None}, 4e9, "GB/s", 2e-7)
+    only_a = edge._row("softmax", "4096x4096", "float16", ours_a, {"copy": copy}, 4e9, "GB/s", 0.0)
+    base = {"gpu": "G", "date": "d1", "defines": {}, "rows": [a, only_a]}
+    knob = {"gpu": "G", "date": "d2", "defines": {"day05": ["K=1"]}, "rows": [b]}
+    text = edge.compare(base, knob)
+    assert "A = the defaults, B = day05 with K=1" in text.splitlines()[0]
+    assert "| softmax | 64x262144 | float16 | 2000 GB/s | 2500 GB/s | 1.250 | 0.75 | 0.94 | 2.0e-07 |" in text
+    assert "4096x4096" not in text  # a case only one run has is left out
+    for f, doc in (("a.json", base), ("b.json", knob)):
+        (tmp_path / f).write_text(__import__("json").dumps(doc))
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "edge_bench.py"), "--compare", str(tmp_path / "a.json"),
+                        str(tmp_path / "b.json")], capture_output=True, text=True)
+    assert r.returncode == 0 and "| 1.250 |" in r.stdout
+
+
+def test_compare_of_an_unreadable_run_and_a_run_without_a_folder_are_usage_errors(tmp_path):
+    script = str(ROOT / "scripts" / "edge_bench.py")
+    r = subprocess.run([sys.executable, script, "--compare", str(tmp_path / "none.json"), str(tmp_path / "x.json")],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "cannot read a saved run" in r.stderr and "Traceback" not in r.stderr
+    r = subprocess.run([sys.executable, script], capture_output=True, text=True)
+    assert r.returncode == 2 and "give OUT_DIR" in r.stderr and "Traceback" not in r.stderr

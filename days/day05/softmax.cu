@@ -144,22 +144,30 @@ __device__ __forceinline__ void block_reduce_online(float& m, float& s, float2* 
   __syncthreads();  // all reads done before a later call may overwrite partials
 }
 
-// SM count of the current device, asked once per device and kept (a launcher runs thousands of times a second in
-// a training loop; the count never changes). Atomics make concurrent first calls from two host threads safe.
-inline cudaError_t current_sm_count(int* sms) {
-  constexpr int kMaxDevices = 64;
-  static std::atomic<int> cache[kMaxDevices];
+// A value of the current device asked once and kept (a launcher runs thousands of times a second in a training
+// loop; these values never change). Each caller keeps its own cache (0: not asked yet); ask(dev, &v) fetches the
+// value. Atomics make concurrent first calls from two host threads safe.
+constexpr int kMaxDevices = 64;
+template <typename Ask>
+inline cudaError_t per_device_value(std::atomic<int> (&cache)[kMaxDevices], Ask ask, int* value) {
   int dev = 0;
   cudaError_t err = cudaGetDevice(&dev);
   if (err != cudaSuccess) return err;
-  int n = (dev < kMaxDevices) ? cache[dev].load(std::memory_order_relaxed) : 0;
-  if (n == 0) {
-    err = cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
+  int v = (dev < kMaxDevices) ? cache[dev].load(std::memory_order_relaxed) : 0;
+  if (v == 0) {
+    err = ask(dev, &v);
     if (err != cudaSuccess) return err;
-    if (dev < kMaxDevices) cache[dev].store(n, std::memory_order_relaxed);
+    if (dev < kMaxDevices) cache[dev].store(v, std::memory_order_relaxed);
   }
-  *sms = n;
+  *value = v;
   return cudaSuccess;
+}
+
+// SM count of the current device.
+inline cudaError_t current_sm_count(int* sms) {
+  static std::atomic<int> cache[kMaxDevices];
+  return per_device_value(
+      cache, [](int dev, int* n) { return cudaDeviceGetAttribute(n, cudaDevAttrMultiProcessorCount, dev); }, sms);
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -144,22 +144,30 @@ __device__ __forceinline__ void block_reduce_online(float& m, float& s, float2* 
   __syncthreads();  // all reads done before a later call may overwrite partials
 }
 
-// SM count of the current device, asked once per device and kept (a launcher runs thousands of times a second in
-// a training loop; the count never changes). Atomics make concurrent first calls from two host threads safe.
-inline cudaError_t current_sm_count(int* sms) {
-  constexpr int kMaxDevices = 64;
-  static std::atomic<int> cache[kMaxDevices];
+// A value of the current device asked once and kept (a launcher runs thousands of times a second in a training
+// loop; these values never change). Each caller keeps its own cache (0: not asked yet); ask(dev, &v) fetches the
+// value. Atomics make concurrent first calls from two host threads safe.
+constexpr int kMaxDevices = 64;
+template <typename Ask>
+inline cudaError_t per_device_value(std::atomic<int> (&cache)[kMaxDevices], Ask ask, int* value) {
   int dev = 0;
   cudaError_t err = cudaGetDevice(&dev);
   if (err != cudaSuccess) return err;
-  int n = (dev < kMaxDevices) ? cache[dev].load(std::memory_order_relaxed) : 0;
-  if (n == 0) {
-    err = cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
+  int v = (dev < kMaxDevices) ? cache[dev].load(std::memory_order_relaxed) : 0;
+  if (v == 0) {
+    err = ask(dev, &v);
     if (err != cudaSuccess) return err;
-    if (dev < kMaxDevices) cache[dev].store(n, std::memory_order_relaxed);
+    if (dev < kMaxDevices) cache[dev].store(v, std::memory_order_relaxed);
   }
-  *sms = n;
+  *value = v;
   return cudaSuccess;
+}
+
+// SM count of the current device.
+inline cudaError_t current_sm_count(int* sms) {
+  static std::atomic<int> cache[kMaxDevices];
+  return per_device_value(
+      cache, [](int dev, int* n) { return cudaDeviceGetAttribute(n, cudaDevAttrMultiProcessorCount, dev); }, sms);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -817,28 +825,23 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
 #endif
 }
 
-// How many blocks of a one-pass kernel run at once on this device (asked once per device and kernel, as
-// current_sm_count); 0 where the image this GPU runs is not a Hopper one (-1 in the cache).
+// How many blocks of a one-pass kernel run at once on this device (per_device_value, as current_sm_count); 0 where
+// the image this GPU runs is not a Hopper one (-1 in the cache).
 template <auto kKernel>
 cudaError_t onepass_resident_blocks(int sms, int* blocks) {
-  constexpr int kMaxDevices = 64;
   static std::atomic<int> cache[kMaxDevices];
-  int dev = 0;
-  cudaError_t err = cudaGetDevice(&dev);
-  if (err != cudaSuccess) return err;
-  int per_sm = (dev < kMaxDevices) ? cache[dev].load(std::memory_order_relaxed) : 0;
-  if (per_sm == 0) {
+  int per_sm = 0;
+  const cudaError_t err = per_device_value(cache, [](int, int* v) {
     cudaFuncAttributes attr{};
-    err = cudaFuncGetAttributes(&attr, kKernel);
-    if (err != cudaSuccess) return err;
+    cudaError_t e = cudaFuncGetAttributes(&attr, kKernel);
+    if (e != cudaSuccess) return e;
     if (attr.binaryVersion < 90) {
-      per_sm = -1;
-    } else {
-      err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kKernel, kSplitThreads, 0);
-      if (err != cudaSuccess) return err;
+      *v = -1;
+      return cudaSuccess;
     }
-    if (dev < kMaxDevices) cache[dev].store(per_sm, std::memory_order_relaxed);
-  }
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(v, kKernel, kSplitThreads, 0);
+  }, &per_sm);
+  if (err != cudaSuccess) return err;
   *blocks = per_sm > 0 ? per_sm * sms : 0;
   return cudaSuccess;
 }

@@ -157,19 +157,22 @@ def _softmax(torch, rows: list, quick: bool) -> None:
             print(json.dumps(rows[-1]), flush=True)
 
 
+# Each kernel's references in a saved run's rows (x_<name>): the library, and the ceiling (none for GEMM: cuBLAS is).
+REFERENCES = {"attention_fwd": ("flash", "cudnn"), "attention_bwd": ("flash", "cudnn"), "gemm": ("cublas", None),
+              "softmax": ("torch_softmax", "copy")}
+
+
 def table(doc: dict) -> str:
     built = "; ".join(f"{d} built with {', '.join(ms)}" for d, ms in sorted((doc.get("defines") or {}).items()))
     lines = [f"{doc['gpu']} (torch {doc['torch']}, {doc['date']}{'; ' + built if built else ''}): do_bench medians; "
              "× = the library's time / ours (above 1: ours is faster).", "",
              "| kernel | case | dtype | ours ms | rate | × library | × ceiling | events/do_bench (ours) | max diff |",
              "|---|---|---|---:|---:|---:|---:|---:|---:|"]
-    firsts = {"attention_fwd": ("flash", "cudnn"), "attention_bwd": ("flash", "cudnn"), "gemm": ("cublas", None),
-              "softmax": ("torch_softmax", "copy")}
     def fmt(v, spec=".2f"):
         return "-" if v is None else format(v, spec)
 
     for r in doc["rows"]:
-        lib, ceil = firsts[r["kind"]]
+        lib, ceil = REFERENCES[r["kind"]]
         x_ceil = r.get(f"x_{ceil}") if ceil else None
         lines.append(f"| {r['kind']} | {r['case']} | {r['dtype']} | {r['ours']['do_bench_ms']:.3f} | "
                      f"{r['ours_rate']:.0f} {r['unit']} | {fmt(r.get(f'x_{lib}'))} | {fmt(x_ceil)} | "
@@ -187,7 +190,6 @@ def compare(base: dict, other: dict) -> str:
     def fmt(v):
         return "-" if v is None else f"{v:.2f}"
 
-    firsts = {"attention_fwd": "cudnn", "attention_bwd": "cudnn", "gemm": "cublas", "softmax": "copy"}
     by_key = {(r["kind"], r["case"], r["dtype"]): r for r in other["rows"]}
     lines = [f"{base['gpu']}, {base['date']} / {other['date']}: A = {built(base)}, B = {built(other)}; do_bench "
              "medians, × = the reference's time / ours.", "",
@@ -197,7 +199,8 @@ def compare(base: dict, other: dict) -> str:
         o = by_key.get((r["kind"], r["case"], r["dtype"]))
         if o is None:
             continue
-        ref = f"x_{firsts[r['kind']]}"
+        lib, ceil = REFERENCES[r["kind"]]
+        ref = f"x_{ceil or lib}"
         lines.append(f"| {r['kind']} | {r['case']} | {r['dtype']} | {r['ours_rate']:.0f} {r['unit']} | "
                      f"{o['ours_rate']:.0f} {o['unit']} | {o['ours_rate'] / r['ours_rate']:.3f} | "
                      f"{fmt(r.get(ref))} | {fmt(o.get(ref))} | "

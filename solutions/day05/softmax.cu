@@ -28,6 +28,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <map>     // INSTRUCTOR ONLY
+#include <mutex>   // INSTRUCTOR ONLY
+#include <utility>  // INSTRUCTOR ONLY
 
 constexpr int kWarpSize = 32;
 constexpr int kMaxThreads = 1024;
@@ -705,6 +708,10 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
 #ifndef SOFTMAX_ONEPASS
 #define SOFTMAX_ONEPASS 1  // 0: split rows always by kernels A and B
 #endif
+#ifndef SOFTMAX_ONEPASS_CACHED
+#define SOFTMAX_ONEPASS_CACHED 1  // 0: a workspace allocated and zeroed per call; 1: each stream keeps its own,
+                                  // whose counters the kernel's last block leaves at zero (measured/NOTES.md)
+#endif
 #ifndef SOFTMAX_ONEPASS_PACKED
 #define SOFTMAX_ONEPASS_PACKED 1  // 0: 16-bit split rows by kernels A and B (the packed one pass is faster on H100)
 #endif
@@ -757,6 +764,25 @@ __device__ __forceinline__ void onepass_row_state(float bm, float bs, float2* pa
   warp_reduce_online(M, S);  // kernel B's order: the same bits as the two-pass path
 }
 
+// SOFTMAX_ONEPASS_CACHED: once every block has left its loop (no ticket will be taken, no row counter read), the
+// last one zeroes the counters for the next launch on the stream. counters[1 + rows] counts the blocks done. The
+// next launch sees the zeros through the kernel boundary (a launch overlapping this one, as programmatic dependent
+// launch allows, would not).
+__device__ __forceinline__ void onepass_finish(int* counters, int rows) {
+#if SOFTMAX_ONEPASS_CACHED
+  __shared__ int last;
+  if (threadIdx.x == 0) {
+    __threadfence();  // release: this block's counter traffic before its "done"
+    last = atomicAdd(counters + 1 + rows, 1) == static_cast<int>(gridDim.x) - 1;
+  }
+  __syncthreads();
+  if (last) {
+    __threadfence();  // acquire: every block's counter traffic before the zeroing
+    for (int i = threadIdx.x; i < rows + 2; i += blockDim.x) counters[i] = 0;
+  }
+#endif
+}
+
 template <typename T, int kValsT>
 __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
     softmax_onepass_kernel(const T* __restrict__ x, T* __restrict__ y, float2* __restrict__ partials,
@@ -782,6 +808,7 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
     onepass_row_state(bm, bs, partials, counters, ticket, row, nchunks, M, S);
     store_tile<T, kValsT, true>(y + offset, sp, threadIdx.x, kSplitThreads, v, output_scale(m, M, S));
   }
+  onepass_finish(counters, tickets / nchunks);
 #endif
 }
 
@@ -822,6 +849,7 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
     onepass_row_state(m, s, partials, counters, ticket, row, nchunks, M, S);
     packed_store<T, kVecs, true>(raw, edge, y + offset, sp, t, kSplitThreads, has_edge, M, S);
   }
+  onepass_finish(counters, tickets / nchunks);
 #endif
 }
 
@@ -846,6 +874,69 @@ cudaError_t onepass_resident_blocks(int sms, int* blocks) {
   return cudaSuccess;
 }
 
+#if SOFTMAX_ONEPASS_CACHED
+// A stream's one-pass workspace, kept across calls: the kernels' last block leaves the counters at zero, so a call
+// needs neither an allocation nor a memset. Back to back the two cost little, but a call after a synchronization
+// took about twice as long with them (64 x 262144, H100; measured/NOTES.md). One workspace per (device, stream):
+// launches on one stream run in order, so they never share counters at once; two streams get two workspaces. A
+// stream being captured into a CUDA graph gets none (the caller takes the per-call path, whose allocation the graph
+// owns). The buffers live as long as the process (under 1 MB a stream, kept after the stream is destroyed).
+struct OnepassWorkspace {
+  int* counters = nullptr;     // 2 + kMaxRows ints, zero between launches
+  float2* partials = nullptr;  // `capacity` chunk states
+  int capacity = 0;
+};
+
+// Held from the lookup through the launch: a second host thread on the same stream could otherwise grow the
+// workspace (freeing the old states, in stream order) between this thread's lookup and its launch.
+inline std::mutex& onepass_workspace_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+inline cudaError_t onepass_cached_workspace(cudaStream_t stream, int rows, int tickets, OnepassWorkspace* out,
+                                            bool* cached) {
+  constexpr int kMaxRows = 1024;  // split rows are taken only when rows < SMs
+  *cached = false;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  cudaError_t err = cudaStreamIsCapturing(stream, &capture);
+  if (err != cudaSuccess || capture != cudaStreamCaptureStatusNone || rows > kMaxRows) return err;
+  // Keyed by the stream's id, not its handle: the id is unique for the context's life (a destroyed stream's handle
+  // may come back), and the special handles (0 under per-thread default streams, cudaStreamPerThread) name another
+  // stream in each host thread, which the id tells apart.
+  int dev = 0;
+  unsigned long long id = 0;
+  err = cudaGetDevice(&dev);
+  if (err == cudaSuccess) err = cudaStreamGetId(stream, &id);
+  if (err != cudaSuccess) return err;
+  static std::map<std::pair<int, unsigned long long>, OnepassWorkspace> workspaces;  // under the mutex
+  OnepassWorkspace& ws = workspaces[{dev, id}];
+  if (ws.counters == nullptr) {
+    int* counters = nullptr;
+    err = cudaMallocAsync(reinterpret_cast<void**>(&counters), sizeof(int) * (2 + kMaxRows), stream);
+    if (err != cudaSuccess) return err;
+    err = cudaMemsetAsync(counters, 0, sizeof(int) * (2 + kMaxRows), stream);
+    if (err != cudaSuccess) {
+      cudaFreeAsync(counters, stream);
+      return err;
+    }
+    ws.counters = counters;
+  }
+  if (ws.capacity < tickets) {  // grown in stream order: the old states are freed after the launches that use them
+    if (ws.partials != nullptr) err = cudaFreeAsync(ws.partials, stream);
+    ws.partials = nullptr;
+    ws.capacity = 0;
+    const size_t bytes = sizeof(float2) * static_cast<size_t>(tickets);
+    if (err == cudaSuccess) err = cudaMallocAsync(reinterpret_cast<void**>(&ws.partials), bytes, stream);
+    if (err != cudaSuccess) return err;
+    ws.capacity = tickets;
+  }
+  *out = ws;
+  *cached = true;
+  return cudaSuccess;
+}
+#endif
+
 // The one-pass launch of kKernel, which cuts rows into chunks of kChunkT values; *launched false (and nothing
 // queued) when a row has more chunks than blocks can run at once.
 template <auto kKernel, int kChunkT, typename T>
@@ -856,15 +947,30 @@ cudaError_t launch_onepass(const T* x, T* y, int rows, int cols, int sms, cudaSt
   cudaError_t err = onepass_resident_blocks<kKernel>(sms, &resident);
   if (err != cudaSuccess || nchunks > resident) return err;
   const int tickets = rows * nchunks;
+#if SOFTMAX_ONEPASS_CACHED
+  std::lock_guard<std::mutex> lock(onepass_workspace_mutex());
+  OnepassWorkspace ws;
+  bool cached = false;
+  err = onepass_cached_workspace(stream, rows, tickets, &ws, &cached);
+  if (err != cudaSuccess) return err;
+  if (cached) {
+    *launched = true;
+    kKernel<<<min(resident, tickets), kSplitThreads, 0, stream>>>(x, y, ws.partials, ws.counters, cols, nchunks,
+                                                                    tickets);
+    return cudaGetLastError();
+  }
+#endif
   // One allocation: the states, then the counters (zeroed on the stream: fresh pool memory holds anything).
+  // (With SOFTMAX_ONEPASS_CACHED, the path of a stream being captured into a graph, which must own its memory.)
   const size_t state_bytes = sizeof(float2) * static_cast<size_t>(tickets);
+  const size_t counter_ints = 1 + static_cast<size_t>(rows) + (SOFTMAX_ONEPASS_CACHED ? 1 : 0);
   void* work = nullptr;
-  err = cudaMallocAsync(&work, state_bytes + sizeof(int) * (1 + static_cast<size_t>(rows)), stream);
+  err = cudaMallocAsync(&work, state_bytes + sizeof(int) * counter_ints, stream);
   if (err != cudaSuccess) return err;
   *launched = true;
   float2* partials = static_cast<float2*>(work);
   int* counters = reinterpret_cast<int*>(static_cast<char*>(work) + state_bytes);
-  err = cudaMemsetAsync(counters, 0, sizeof(int) * (1 + static_cast<size_t>(rows)), stream);
+  err = cudaMemsetAsync(counters, 0, sizeof(int) * counter_ints, stream);
   if (err == cudaSuccess) {
     const int grid = min(resident, tickets);
     kKernel<<<grid, kSplitThreads, 0, stream>>>(x, y, partials, counters, cols, nchunks, tickets);

@@ -53,9 +53,11 @@
 //   - TC_WG_CLUSTER=2 (the default): clusters of 2 CTAs, consecutive tiles down M with the same columns; each
 //     fetches half of B's column blocks and multicasts them to both, so B crosses from L2 once per cluster.
 //   - TC_WG_TMA_STORE=1 (the default): the epilogue through shared memory. Each consumer warpgroup writes its
-//     64 x 256 as T into its half of a 128-byte-swizzled staging tile (64 KiB: the ring drops to 3 stages), fences,
-//     syncs on its own named barrier, and one thread TMA-stores four [64][64] boxes (clipped at M and N). The
-//     scattered 4-byte stores of store_tile were the epilogue's cost, most of all where K is short.
+//     64 x 256 as T into its half of a 128-byte-swizzled staging tile (64 KiB), fences, syncs on its own named
+//     barrier, and one thread TMA-stores four [64][64] boxes (clipped at M and N). The scattered 4-byte stores of
+//     store_tile were the epilogue's cost, most of all where K is short.
+//   - TC_WG_STAGING_REUSE=1 (the default): the staging tile is the ring's first stages, written once both consumer
+//     warpgroups are past the mainloop, so the ring keeps its 4 stages (a separate tile would cut it to 3).
 // END INSTRUCTOR ONLY
 
 #include <cuda.h>          // CUtensorMap, the TMA descriptor (a struct: no libcuda needed to compile or link)
@@ -84,8 +86,12 @@ cudaError_t matmul_mma_forward(const T* a, const T* b, T* c, int M, int N, int K
 #ifndef TC_WG_TMA
 #define TC_WG_TMA 1  // 1: aligned shapes by TMA + a producer warpgroup (kernel 3b); 0: all by cp.async (kernel 3a)
 #endif
+#ifndef TC_WG_STAGING_REUSE
+#define TC_WG_STAGING_REUSE 1  // kernel 3b with TC_WG_TMA_STORE: C staged in the ring's stages once the mainloop is
+                               // done (a barrier over the consumers first), so the ring keeps 4 stages
+#endif
 #ifndef TC_WG_TMA_STORE
-#define TC_WG_TMA_STORE 1  // kernel 3b: C leaves through a staging tile in shared memory and TMA stores (3 stages)
+#define TC_WG_TMA_STORE 1  // kernel 3b: C leaves through a staging tile in shared memory and TMA stores
 #endif
 // END INSTRUCTOR ONLY
 
@@ -107,13 +113,19 @@ constexpr int kTmaThreads = 128 + kThreads;
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 // BEGIN INSTRUCTOR ONLY
 // TC_WG_TMA_STORE: kernel 3b's ring has 3 stages and a [BM][BN] staging tile of C (64 KiB, 1024-byte aligned like
-// the stages) lies between them and the mbarriers: 4 stages + the tile would not fit in 227 KiB. Kernel 3a keeps
-// its STAGES (with 3, ptxas serialises its wgmma: C7515).
-constexpr int kTmaStages = TC_WG_TMA_STORE ? 3 : STAGES;
+// the stages) lies between them and the mbarriers: 4 stages + the tile would not fit in 227 KiB. With
+// TC_WG_STAGING_REUSE the tile is the ring's first stages instead, written once the mainloop is done, and the ring
+// has 4. That holds only while a CTA computes one tile: a persistent kernel's next loads into those stages would
+// race with the TMA store still reading them. Kernel 3a keeps its STAGES (with 3, ptxas serialises its wgmma:
+// C7515).
+constexpr int kTmaStages = TC_WG_TMA_STORE ? (TC_WG_STAGING_REUSE ? 4 : 3) : STAGES;
 constexpr int kStagingBytes = TC_WG_TMA_STORE ? BM * BN * 2 : 0;
+// With TC_WG_STAGING_REUSE the staging tile is the start of the ring: no bytes of its own.
+constexpr int kStagingOwnBytes = TC_WG_STAGING_REUSE ? 0 : kStagingBytes;
+static_assert(!TC_WG_STAGING_REUSE || kStagingBytes <= kTmaStages * STAGE_BYTES, "C fits in the ring's stages");
 static_assert(kTmaStages >= 3, "kernel 3b: two stages held by the consumers (one wgmma group in flight), one filling");
 #if TC_WG_TMA_STORE
-constexpr int kTmaSmemBytes = kTmaStages * STAGE_BYTES + 1024 + kStagingBytes + 2 * kTmaStages * 8;
+constexpr int kTmaSmemBytes = kTmaStages * STAGE_BYTES + 1024 + kStagingOwnBytes + 2 * kTmaStages * 8;
 #else
 // END INSTRUCTOR ONLY
 constexpr int kTmaSmemBytes = kSmemBytes + 2 * STAGES * 8;
@@ -613,9 +625,10 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
   // TMA's 128-byte swizzle, like wgmma's, is computed from address bits: 1024-byte-aligned stages. (Dynamic
   // shared memory starts at the same offset in every CTA, so the stages do too: multicast needs it.)
   const uint32_t base = (smem_addr(smem_raw) + 1023) & ~1023u;
-  // With TC_WG_TMA_STORE the C staging tile (kStagingBytes, else 0) lies between the stages and the mbarriers.
-  const uint32_t staging = base + kTmaStages * STAGE_BYTES;
-  const uint32_t full = staging + kStagingBytes, empty = full + 8 * kTmaStages;  // + 8 s: stage s's barrier
+  // With TC_WG_TMA_STORE the C staging tile (kStagingBytes, else 0) lies between the stages and the mbarriers
+  // (with TC_WG_STAGING_REUSE it is the ring's first stages, free once the mainloop is done).
+  const uint32_t staging = TC_WG_STAGING_REUSE ? base : base + kTmaStages * STAGE_BYTES;
+  const uint32_t full = base + kTmaStages * STAGE_BYTES + kStagingOwnBytes, empty = full + 8 * kTmaStages;
   const uint32_t rank = kCluster > 1 ? cluster_rank() : 0;
   int m0, n0;
   tile_origin(blockIdx.x / kCluster, BM * kCluster, M, N, m0, n0);
@@ -688,6 +701,10 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     }
     wgmma_wait<0>();
 #if TC_WG_TMA_STORE
+    // TC_WG_STAGING_REUSE: the other consumer warpgroup may still be reading any stage (it can lag by up to the
+    // ring's depth); every write into this CTA's stages (its own copies and the cluster's multicasts) has landed,
+    // since both warpgroups waited for every stage's bytes, and none is issued after the last K-tile.
+    if constexpr (TC_WG_STAGING_REUSE) named_sync(1 + kWarpgroups, kThreads);
     const uint32_t half = staging + cw * (kStagingBytes / 2);  // this warpgroup's [64][BN] of the staging tile
     store_tile_tma<T>(d, &tm_c, half, smem_raw + (half - smem_addr(smem_raw)), M, N, m0 + cw * 64, n0, cw, warp,
                       lane);

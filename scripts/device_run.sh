@@ -25,7 +25,8 @@
 # EDGE_DEFINES (e.g. "day05:SOFTMAX_CLUSTER=1 day11:TC_WG_CLUSTER=1": each also built with those knobs and timed on
 # its day's part, for at most EDGE_DEFINE_S seconds (default 300: a knob that hangs costs no more); the tables into
 # $OUT/edge.tar.gz, packed after each build, with each knob's table beside the default's (edge_bench.py --compare);
-# EDGE_ARGS="--quick": one shape of each part), STAGE_ONLY=1
+# EDGE_ARGS="--quick": one shape of each part), EDGE_NCU (e.g. "bwd:dkdv_wgmma": Nsight Compute on the edge bench's
+# kernels matching the regex, below), STAGE_ONLY=1
 # (only gather the carried .stage-N/ wheel folders; see below), GRADER_TEST_TIMINGS=1 (each GPU test's
 # `grader check --timings` stamps kept in its line of test_times.jsonl), VARIANT_ARGS (more `grader check` arguments for each VARIANTS check, e.g. "--exercise
 # attention_bwd_tc --correctness-only"), TOLERANCE (e.g. "day12.flash_attention_mma": scripts/tolerance_sweep.py over
@@ -160,6 +161,30 @@ if [ -n "${EDGE:-}" ]; then  # issue 37's table: the default builds, then each k
     tar -C "$LOG" -czf "$OUT/edge.tar.gz" edge
   done
 fi
+# EDGE_NCU (e.g. "bwd:dkdv_wgmma softmax:onepass"): Nsight Compute over one --quick edge-bench run of each part,
+# the kernels whose names match the regex only, at the GPU's own clocks (as do_bench sees them): speed of light,
+# pipe utilisation, warp stalls and occupancy, to $OUT/edge-ncu-<part>.csv, and a few lines of each printed.
+for spec in ${EDGE_NCU:-}; do
+  part=${spec%%:*}; rx=${spec#*:}; echo "== ncu on the edge bench's $part (kernels ~ $rx)"
+  timeout "${EDGE_NCU_S:-240}" ncu --clock-control none --kernel-name "regex:$rx" --launch-skip "${EDGE_NCU_SKIP:-3}" \
+    --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats \
+    --section Occupancy --metrics "regex:^smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio$" \
+    --metrics "regex:^sm__pipe_tensor.*_cycles_active\.avg\.pct_of_peak_sustained_active$" --csv --page details \
+    python3 scripts/edge_bench.py "$LOG/edge-ncu-$part" --only "$part" --quick \
+    >"$OUT/edge-ncu-$part.csv" 2>"$LOG/edge-ncu-$part.err"; echo "exit $?"
+  python3 - "$OUT/edge-ncu-$part.csv" <<'PY'
+import csv, sys
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) >= 15 and r[0] != "ID"]
+keep = ("Duration", "Compute (SM) Throughput", "Memory Throughput", "Issue Slots Busy", "Achieved Occupancy",
+        "Registers Per Thread", "Warp Cycles Per Issued Instruction")
+for r in rows:
+    if r[-3] in keep or "pipe_tensor" in r[-3]:
+        print(f"{r[4][:40]}  {r[-3]}: {r[-1]} {r[-2]}")
+stalls = sorted(((float(r[-1].replace(",", "")), r[-3]) for r in rows if "issue_stalled" in r[-3]), reverse=True)
+for v, name in stalls[:8]:
+    print(f"  stall {name.replace('smsp__average_warps_issue_stalled_', '').split('_per_issue')[0]}: {v:.2f}")
+PY
+done
 skip timer || { echo "== timer vs do_bench"; python3 scripts/timer_agreement.py 2>&1 | tee "$LOG/timer_agreement.txt"; }
 
 skip profile || for d in ${PROFILE_DAYS:-day05 day08 day09}; do

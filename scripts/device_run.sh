@@ -168,8 +168,8 @@ for spec in ${EDGE_NCU:-}; do
   part=${spec%%:*}; rx=${spec#*:}; echo "== ncu on the edge bench's $part (kernels ~ $rx)"
   timeout "${EDGE_NCU_S:-240}" ncu --clock-control none --kernel-name "regex:$rx" --launch-skip "${EDGE_NCU_SKIP:-3}" \
     --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats \
-    --section Occupancy --metrics "regex:^smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio$" \
-    --metrics "regex:^sm__pipe_tensor.*_cycles_active\.avg\.pct_of_peak_sustained_active$" --csv --page details \
+    --section Occupancy --metrics "regex:^(smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio|sm__pipe_tensor.*_cycles_active\.avg\.pct_of_peak_sustained_active)$" \
+    --csv --page details \
     python3 scripts/edge_bench.py "$LOG/edge-ncu-$part" --only "$part" --quick \
     >"$OUT/edge-ncu-$part.csv" 2>"$LOG/edge-ncu-$part.err"; echo "exit $?"
   python3 - "$OUT/edge-ncu-$part.csv" <<'PY'

@@ -163,27 +163,17 @@ if [ -n "${EDGE:-}" ]; then  # issue 37's table: the default builds, then each k
 fi
 # EDGE_NCU (e.g. "bwd:dkdv_wgmma softmax:onepass"): Nsight Compute over one --quick edge-bench run of each part,
 # the kernels whose names match the regex only, at the GPU's own clocks (as do_bench sees them): speed of light,
-# pipe utilisation, warp stalls and occupancy, to $OUT/edge-ncu-<part>.csv, and a few lines of each printed.
+# tensor-pipe utilisation, warp stalls, occupancy and launch statistics, to $OUT/edge-ncu-<part>.csv, and the lines
+# to read first printed (edge_bench.py --ncu-summary).
 for spec in ${EDGE_NCU:-}; do
   part=${spec%%:*}; rx=${spec#*:}; echo "== ncu on the edge bench's $part (kernels ~ $rx)"
   timeout "${EDGE_NCU_S:-240}" ncu --clock-control none --kernel-name "regex:$rx" --launch-skip "${EDGE_NCU_SKIP:-3}" \
     --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats \
-    --section Occupancy --metrics "regex:^(smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio|sm__pipe_tensor.*_cycles_active\.avg\.pct_of_peak_sustained_active)$" \
-    --csv --page details \
-    python3 scripts/edge_bench.py "$LOG/edge-ncu-$part" --only "$part" --quick \
+    --section Occupancy --section LaunchStats \
+    --metrics "regex:^(smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio|sm__pipe_tensor_cycles_active\.avg\.pct_of_peak_sustained_active)$" \
+    --csv --page details python3 scripts/edge_bench.py "$LOG/edge-ncu-$part" --only "$part" --quick \
     >"$OUT/edge-ncu-$part.csv" 2>"$LOG/edge-ncu-$part.err"; echo "exit $?"
-  python3 - "$OUT/edge-ncu-$part.csv" <<'PY'
-import csv, sys
-rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) >= 15 and r[0] != "ID"]
-keep = ("Duration", "Compute (SM) Throughput", "Memory Throughput", "Issue Slots Busy", "Achieved Occupancy",
-        "Registers Per Thread", "Warp Cycles Per Issued Instruction")
-for r in rows:
-    if r[-3] in keep or "pipe_tensor" in r[-3]:
-        print(f"{r[4][:40]}  {r[-3]}: {r[-1]} {r[-2]}")
-stalls = sorted(((float(r[-1].replace(",", "")), r[-3]) for r in rows if "issue_stalled" in r[-3]), reverse=True)
-for v, name in stalls[:8]:
-    print(f"  stall {name.replace('smsp__average_warps_issue_stalled_', '').split('_per_issue')[0]}: {v:.2f}")
-PY
+  python3 scripts/edge_bench.py --ncu-summary "$OUT/edge-ncu-$part.csv"
 done
 skip timer || { echo "== timer vs do_bench"; python3 scripts/timer_agreement.py 2>&1 | tee "$LOG/timer_agreement.txt"; }
 

@@ -11,6 +11,7 @@ the library on the same inputs, and by CUDA events in a loop, so that two timers
 
     python3 scripts/edge_bench.py OUT_DIR [--only bwd fwd gemm softmax] [--quick] [--define DAY:MACRO=V]
     python3 scripts/edge_bench.py --compare A.json B.json   (two saved runs side by side; no GPU)
+    python3 scripts/edge_bench.py --ncu-summary RUN.csv     (a few lines of an `ncu --csv --page details` run)
 
 Writes OUT_DIR/edge-bench-<gpu>.json and .md: per case, our time, the library's and the ceiling's, TFLOP/s (GB/s
 for softmax), × each, and our output's largest difference from the library's. Attention FLOPs: the FlashAttention
@@ -19,6 +20,7 @@ papers' convention, 4·B·H·N²·d forward and 2.5 times that backward, halved 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import sys
 import time
@@ -208,6 +210,30 @@ def compare(base: dict, other: dict) -> str:
     return "\n".join(lines)
 
 
+# From an `ncu --csv --page details` run (scripts/device_run.sh EDGE_NCU): the lines worth reading first.
+NCU_KEEP = ("Duration", "Compute (SM) Throughput", "Memory Throughput", "DRAM Throughput", "Issue Slots Busy",
+            "Achieved Occupancy", "Registers Per Thread", "Warp Cycles Per Issued Instruction")
+NCU_STALL = "smsp__average_warps_issue_stalled_"
+
+
+def ncu_summary(text: str, stalls: int = 8) -> str:
+    """Per profiled kernel, NCU_KEEP's metrics and the tensor pipe's utilisation, then its largest warp stalls per
+    issued instruction. Columns are found by their header names (the rule columns after the metric's vary)."""
+    rows = list(csv.DictReader(line for line in text.splitlines() if line.startswith('"')))
+    if not rows or "Metric Name" not in rows[0]:
+        return "no kernel in this ncu run (did the --kernel-name regex match nothing?)"
+    lines = []
+    for kernel in dict.fromkeys(r["Kernel Name"] for r in rows):
+        mine = [r for r in rows if r["Kernel Name"] == kernel]
+        lines.append(kernel.split("(")[0])
+        lines += [f"  {r['Metric Name']}: {r['Metric Value']} {r['Metric Unit']}".rstrip() for r in mine
+                  if r["Metric Name"] in NCU_KEEP or "pipe_tensor" in r["Metric Name"]]
+        top = sorted(((float(r["Metric Value"].replace(",", "")), r["Metric Name"]) for r in mine
+                      if r["Metric Name"].startswith(NCU_STALL)), reverse=True)[:stalls]
+        lines += [f"  stall {name[len(NCU_STALL):].split('_per_issue')[0]}: {v:.2f}" for v, name in top]
+    return "\n".join(lines)
+
+
 def parts_to_time(only: list[str] | None, defines: dict) -> list[str]:
     """--only as given; without it, the parts of the days built with knobs (a knob is timed on its own day's part),
     or every part when there are none."""
@@ -222,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("out", type=Path, nargs="?", help="the folder for the run's .json and .md")
     p.add_argument("--compare", nargs=2, type=Path, metavar=("A.json", "B.json"),
                    help="no timing: two saved runs side by side (B's rate over A's per case)")
+    p.add_argument("--ncu-summary", type=Path, metavar="RUN.csv",
+                   help="no timing: the first lines to read of an `ncu --csv --page details` run")
     p.add_argument("--only", nargs="+", choices=list(PARTS),
                    help="parts to time (default: every part, or with --define only the defined days' parts)")
     p.add_argument("--quick", action="store_true", help="one shape of each (a smoke run)")
@@ -236,6 +264,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"edge_bench --compare: cannot read a saved run: {e}", file=sys.stderr)
             return 2
         print(compare(*docs))
+        return 0
+    if a.ncu_summary:
+        try:
+            print(ncu_summary(a.ncu_summary.read_text(errors="replace")))
+        except OSError as e:
+            print(f"edge_bench --ncu-summary: cannot read {a.ncu_summary}: {e}", file=sys.stderr)
+            return 2
         return 0
     if a.out is None:
         p.error("give OUT_DIR (where the run's .json and .md go), or --compare A.json B.json")

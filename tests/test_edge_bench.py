@@ -87,3 +87,42 @@ def test_compare_of_an_unreadable_run_and_a_run_without_a_folder_are_usage_error
     assert r.returncode == 2 and "cannot read a saved run" in r.stderr and "Traceback" not in r.stderr
     r = subprocess.run([sys.executable, script], capture_output=True, text=True)
     assert r.returncode == 2 and "give OUT_DIR" in r.stderr and "Traceback" not in r.stderr
+
+
+NCU_HEADER = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
+              '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value","Rule Name","Rule Type",'
+              '"Rule Description","Estimated Speedup Type","Estimated Speedup"')
+
+
+def _ncu_row(kernel, section, name, unit, value, rule=""):
+    cells = ["0", "1", "python3", "host", kernel, "1", "7", "(384, 1, 1)", "(512, 1, 1)", "0", "9.0", section, name,
+             unit, value, rule, "", "", "", ""]
+    return ",".join(f'"{c}"' for c in cells)
+
+
+def test_ncu_summary_reads_columns_by_name_and_ranks_each_kernels_stalls(tmp_path):
+    k = "void dkdv_wgmma_kernel<__half, 128, 1>(const float *, int)"
+    text = "\n".join([
+        "==PROF== Connected to process 1",
+        '{"kind": "attention_bwd"}',  # the bench's own output, interleaved
+        NCU_HEADER,
+        _ncu_row(k, "GPU Speed Of Light Throughput", "Duration", "ns", "2,900,256", rule="SOLBottleneck"),
+        _ncu_row(k, "Command line profiler metrics", "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+                 "%", "50.09"),
+        _ncu_row(k, "Command line profiler metrics", "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
+                 "inst", "1.11"),
+        _ncu_row(k, "Command line profiler metrics",
+                 "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio", "inst", "2.00"),
+        _ncu_row(k, "Launch Statistics", "Grid Size", "", "512"),  # not one of the lines to read first
+    ])
+    out = edge.ncu_summary(text).splitlines()
+    assert out == ["void dkdv_wgmma_kernel<__half, 128, 1>",
+                   "  Duration: 2,900,256 ns",
+                   "  sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active: 50.09 %",
+                   "  stall long_scoreboard: 2.00",
+                   "  stall barrier: 1.11"]
+    assert "no kernel" in edge.ncu_summary("==PROF== Disconnected\n")
+    script = str(ROOT / "scripts" / "edge_bench.py")
+    r = subprocess.run([sys.executable, script, "--ncu-summary", str(tmp_path / "none.csv")],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "cannot read" in r.stderr and "Traceback" not in r.stderr

@@ -741,6 +741,20 @@ __device__ __forceinline__ int onepass_take_ticket(int* counters, int* slot) {
   return *slot;
 }
 
+// Ticket t's chunk of kChunkT values: row t / nchunks, from value `begin` of it (offset = row · cols + begin into x and
+// y), n values (the row's last chunk may be short).
+struct OnepassChunk {
+  int row;
+  size_t offset;
+  int n;
+};
+template <int kChunkT>
+__device__ __forceinline__ OnepassChunk onepass_chunk(int ticket, int nchunks, int cols) {
+  const int row = ticket / nchunks;
+  const int begin = (ticket % nchunks) * kChunkT;
+  return {row, static_cast<size_t>(row) * cols + begin, min(kChunkT, cols - begin)};
+}
+
 // Publishes the block's chunk state (bm, bs) for `ticket` (a chunk of `row`), waits until all nchunks of the row's
 // chunks have published theirs, and sets (M, S) to the row's state, merged in chunk order, so that every warp of
 // every block of the row gets the same bits. Every thread must call it (it has a barrier).
@@ -794,19 +808,17 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
   __shared__ int next_ticket;
   for (int ticket = onepass_take_ticket(counters, &next_ticket); ticket < tickets;
        ticket = onepass_take_ticket(counters, &next_ticket)) {
-    const int row = ticket / nchunks;
-    const int begin = (ticket % nchunks) * kChunk;
-    const size_t offset = static_cast<size_t>(row) * cols + begin;
-    const Span sp = split_span(x + offset, min(kChunk, cols - begin));
+    const OnepassChunk ck = onepass_chunk<kChunk>(ticket, nchunks, cols);
+    const Span sp = split_span(x + ck.offset, ck.n);
     float v[kValsT + 1];
-    load_tile<T, kValsT, true>(x + offset, sp, threadIdx.x, kSplitThreads, v);  // the only read of x
+    load_tile<T, kValsT, true>(x + ck.offset, sp, threadIdx.x, kSplitThreads, v);  // the only read of x
     float m, s;
     exp_in_place<T>(v, m, s);
     float bm = m, bs = s;
     block_reduce_online(bm, bs, warp_partials);
     float M, S;
-    onepass_row_state(bm, bs, partials, counters, ticket, row, nchunks, M, S);
-    store_tile<T, kValsT, true>(y + offset, sp, threadIdx.x, kSplitThreads, v, output_scale(m, M, S));
+    onepass_row_state(bm, bs, partials, counters, ticket, ck.row, nchunks, M, S);
+    store_tile<T, kValsT, true>(y + ck.offset, sp, threadIdx.x, kSplitThreads, v, output_scale(m, M, S));
   }
   onepass_finish(counters, tickets / nchunks);
 #endif
@@ -835,19 +847,17 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
   const int t = threadIdx.x;
   for (int ticket = onepass_take_ticket(counters, &next_ticket); ticket < tickets;
        ticket = onepass_take_ticket(counters, &next_ticket)) {
-    const int row = ticket / nchunks;
-    const int begin = (ticket % nchunks) * kChunkT;
-    const size_t offset = static_cast<size_t>(row) * cols + begin;
-    const Span sp = split_span(x + offset, min(kChunkT, cols - begin));
+    const OnepassChunk ck = onepass_chunk<kChunkT>(ticket, nchunks, cols);
+    const Span sp = split_span(x + ck.offset, ck.n);
     const bool has_edge = t < sp.head + sp.tail;
     uint4 raw[kVecs];
-    const float edge = packed_load<T, kVecs, true>(raw, x + offset, sp, t, kSplitThreads, has_edge);  // only read
+    const float edge = packed_load<T, kVecs, true>(raw, x + ck.offset, sp, t, kSplitThreads, has_edge);  // only read
     float m, s;
     packed_max_sum<T, kVecs>(raw, edge, sp, t, kSplitThreads, m, s);
     block_reduce_online(m, s, warp_partials);
     float M, S;
-    onepass_row_state(m, s, partials, counters, ticket, row, nchunks, M, S);
-    packed_store<T, kVecs, true>(raw, edge, y + offset, sp, t, kSplitThreads, has_edge, M, S);
+    onepass_row_state(m, s, partials, counters, ticket, ck.row, nchunks, M, S);
+    packed_store<T, kVecs, true>(raw, edge, y + ck.offset, sp, t, kSplitThreads, has_edge, M, S);
   }
   onepass_finish(counters, tickets / nchunks);
 #endif

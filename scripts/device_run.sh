@@ -25,7 +25,7 @@
 # EDGE_DEFINES (e.g. "day05:SOFTMAX_CLUSTER=1 day11:TC_WG_CLUSTER=1": each also built with those knobs and timed on
 # its day's part, for at most EDGE_DEFINE_S seconds (default 300: a knob that hangs costs no more); the tables into
 # $OUT/edge.tar.gz, packed after each build, with each knob's table beside the default's (edge_bench.py --compare);
-# EDGE_ARGS="--quick": one shape of each part), EDGE_NCU (e.g. "bwd:dkdv_wgmma": Nsight Compute on the edge bench's
+# EDGE_ARGS="--quick": one shape of each part; "--quick softmax": of that part only), EDGE_NCU (e.g. "bwd:dkdv_wgmma": Nsight Compute on the edge bench's
 # kernels matching the regex, below), STAGE_ONLY=1
 # (only gather the carried .stage-N/ wheel folders; see below), GRADER_TEST_TIMINGS=1 (each GPU test's
 # `grader check --timings` stamps kept in its line of test_times.jsonl), VARIANT_ARGS (more `grader check` arguments for each VARIANTS check, e.g. "--exercise
@@ -138,7 +138,10 @@ for v in ${VARIANTS:-}; do
   # no "=" in the names written: the device lease returns no such file
   vd=${v%%:*}; def=${v#*:}; tag="$vd-${def//=/_}"; tag=${tag//,/-}; mkdir -p "$LOG/variant-$tag"
   src=$(python3 scripts/lessons/lesson_table.py "$vd" "$def") || continue
-  echo "== $vd with $def"; python3 -m grader check "$vd" --dir "$src" --seed 1 ${VARIANT_ARGS:-} \
+  # VARIANT_ARGS_dayNN (e.g. VARIANT_ARGS_day20="--exercise attention_bwd_tc --correctness-only") for that day's
+  # variants, else VARIANT_ARGS; VARIANT_S bounds each check (default 400 s: a knob that hangs costs no more)
+  args_var="VARIANT_ARGS_$vd"; vargs=${!args_var-${VARIANT_ARGS:-}}
+  echo "== $vd with $def"; timeout "${VARIANT_S:-400}" python3 -m grader check "$vd" --dir "$src" --seed 1 $vargs \
     --json "$LOG/variant-$tag/$vd.json" >"$LOG/variant-$tag.txt" 2>&1; echo "exit $?" >>"$LOG/variant-$tag.txt"; tail -4 "$LOG/variant-$tag.txt"
   python3 scripts/summarize.py "$LOG/variant-$tag" "$OUT/results-$tag.json" >"$LOG/variant-$tag-table.txt" && cat "$LOG/variant-$tag-table.txt"
 done

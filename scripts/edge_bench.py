@@ -9,7 +9,7 @@ the library on the same inputs, and by CUDA events in a loop, so that two timers
 - GEMM: day 11's `matmul_wgmma` against torch.matmul (cuBLAS);
 - softmax: day 05's `softmax` against a copy of the same bytes and torch.softmax.
 
-    python3 scripts/edge_bench.py OUT_DIR [--only bwd fwd gemm softmax] [--quick] [--define DAY:MACRO=V]
+    python3 scripts/edge_bench.py OUT_DIR [--only bwd fwd gemm softmax] [--quick [PART ...]] [--define DAY:MACRO=V]
     python3 scripts/edge_bench.py --compare A.json B.json   (two saved runs side by side; no GPU)
     python3 scripts/edge_bench.py --ncu-summary RUN.csv     (a few lines of an `ncu --csv --page details` run)
 
@@ -243,6 +243,11 @@ def parts_to_time(only: list[str] | None, defines: dict) -> list[str]:
     return knobbed or list(PARTS)
 
 
+def quick_part(quick: list[str] | None, part: str) -> bool:
+    """--quick alone: every part on one shape; --quick PART ...: those parts only; absent: none."""
+    return quick is not None and (not quick or part in quick)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("out", type=Path, nargs="?", help="the folder for the run's .json and .md")
@@ -252,7 +257,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="no timing: the first lines to read of an `ncu --csv --page details` run")
     p.add_argument("--only", nargs="+", choices=list(PARTS),
                    help="parts to time (default: every part, or with --define only the defined days' parts)")
-    p.add_argument("--quick", action="store_true", help="one shape of each (a smoke run)")
+    p.add_argument("--quick", nargs="*", choices=list(PARTS), metavar="PART",
+                   help="one shape of each part named (of every part when none is named): a smoke run, or the one "
+                        "shape a knob changes")
     p.add_argument("--define", action="append", default=[], metavar="DAY:MACRO=V[,MACRO=V]",
                    help="build that day's solution with these macros (its knobs, e.g. day05:SOFTMAX_CLUSTER=1); "
                         "the output's name and each row say so")
@@ -291,12 +298,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     rows: list = []
     for part in only:
+        quick = quick_part(a.quick, part)
         if part in ("bwd", "fwd"):
-            _attention(torch, rows, part, a.quick)
+            _attention(torch, rows, part, quick)
         elif part == "gemm":
-            _gemm(torch, rows, a.quick)
+            _gemm(torch, rows, quick)
         else:
-            _softmax(torch, rows, a.quick)
+            _softmax(torch, rows, quick)
     name = torch.cuda.get_device_name(0)
     slug = next((w.lower() for w in name.split() if w[:1].isalpha() and any(ch.isdigit() for ch in w)), "gpu")
     doc = {"gpu": name, "torch": torch.__version__, "date": time.strftime("%Y-%m-%d"), "defines": DEFINES,

@@ -52,6 +52,12 @@ def test_a_define_alone_times_only_its_days_part_and_a_day_without_one_is_a_usag
     assert r.returncode == 2 and "times no solution of day07" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_quick_names_the_parts_that_run_on_one_shape():
+    assert not edge.quick_part(None, "softmax")  # no --quick: every shape
+    assert edge.quick_part([], "bwd") and edge.quick_part([], "softmax")  # --quick alone: every part
+    assert edge.quick_part(["softmax"], "softmax") and not edge.quick_part(["softmax"], "bwd")
+
+
 def test_outputs_start_as_nan_so_an_unwritten_element_shows_in_the_max_diff():
     torch = pytest.importorskip("torch")
     ref = torch.zeros(3, 4, dtype=torch.bfloat16)

@@ -516,10 +516,6 @@ __global__ void __launch_bounds__(256) round_kernel(const float* __restrict__ sr
 #ifndef FA20_WG_PRODUCER
 #define FA20_WG_PRODUCER 1  // 0: thread 0 of the consumers issues the wgmma walk's copies and all threads load lse and D
 #endif
-#ifndef FA20_WG_DQ_PER_WG
-#define FA20_WG_DQ_PER_WG 0  // 1 (atomic walk, producer, bulk dQ): each warpgroup adds its own keys' share of dQ, so
-                             // the two warpgroups never wait for each other inside the walk
-#endif
 
 // ---------------------------------------------------------------------------------------------------------------
 // Hopper (sm_90a): the key-tile walk on wgmma, chosen at run time as day 12 chooses its forward (a 9.0 GPU running
@@ -541,11 +537,6 @@ static_assert(!kProducer || 128 * kProducerRegs + kConsumers * kConsumerRegs <= 
 // The atomic version's dQ: each thread's float2 atomics (0), or the tile staged in shared memory and added into
 // dq_acc by one bulk reduce-add per query tile, issued by thread 0 and waited for only before its buffer is reused.
 constexpr bool kDqBulk = FA20_WG_DQ_BULK;
-// FA20_WG_DQ_PER_WG: dQ_tile = dS K over this warpgroup's 64 keys only, all D columns, from its own dSᵀ rows, staged
-// in its own buffer and bulk-added by its own first thread: twice the reduce traffic, but the walk's barriers are
-// the warpgroup's own (named barriers 1 + wg and 3 + wg), so the warpgroups drift out of phase and one's elementwise
-// work can overlap the other's products.
-[[maybe_unused]] constexpr bool kDqPerWg = FA20_WG_DQ_PER_WG && kProducer && kDqBulk;
 constexpr int kBc = 128;
 constexpr int kBr = 64;
 
@@ -769,31 +760,19 @@ __global__ void __launch_bounds__(kThreads, 1)
     if constexpr (kAtomic) {
       fence_proxy_async();  // dSᵀ's st.shared -> wgmma's reads
       // Bulk dQ: the reduce issued from this step's buffer two steps ago must be done reading it.
-      if constexpr (kDqPerWg) {  // this warpgroup's buffer: its reduce of the last step has read it
-        if (threadIdx.x % 128 == 0) bulk_wait_read<0>();
-        named_sync(1 + wg, 128);  // this warpgroup's dSᵀ rows are in
-      } else {
-        if (kDqBulk && threadIdx.x == 0) bulk_wait_read<1>();
-        consumers_sync(1);    // both warpgroups' dSᵀ rows are in
-      }
+      if (kDqBulk && threadIdx.x == 0) bulk_wait_read<1>();
+      consumers_sync(1);    // both warpgroups' dSᵀ rows are in
       // dQ_tile[64 queries x D] = dS K over all kBc keys, the columns split between the warpgroups: d = 128, a
       // column block of 64 each; d = 64, 32 columns each (half of the block's 128-byte rows: the descriptor starts
       // 64 bytes in, and the swizzle, applied to the address, still finds each element).
-      constexpr int kN = kDqPerWg ? D : D / 2;
-      constexpr int kKeys = kDqPerWg ? 64 : kBc;  // the reduction: this warpgroup's keys, or the block's
-      const int col0 = kDqPerWg ? 0 : kN * wg;
-      const uint32_t b_col = kDqPerWg ? 0 : D == 128 ? wg * (kBc * 128) : wg * 64;
-      const uint32_t key0 = kDqPerWg ? 64 * wg * 128 : 0;  // byte offset of the first key row (dSᵀ and K)
-      if constexpr (kDqPerWg && D == 128) {  // d = 128: dq's 64 registers once Pᵀ, dSᵀ are free (else C7512)
-        wgmma_wait<0>();
-        fence_regs(pa);
-        fence_regs(da);
-      }
+      constexpr int kN = D / 2;
+      const int col0 = kN * wg;
+      const uint32_t b_col = D == 128 ? wg * (kBc * 128) : wg * 64;
       float dq[kN / 2];
 #pragma unroll
-      for (int j = 0; j < kKeys / 16; ++j) {
-        const uint64_t dA = desc_sw128(base + S::kDS + key0 + 16 * j * 128, 8192, 1024);
-        const uint64_t dB = desc_sw128(base + S::kK + key0 + b_col + 16 * j * 128, kBc * 128, 1024);
+      for (int j = 0; j < kBc / 16; ++j) {
+        const uint64_t dA = desc_sw128(base + S::kDS + 16 * j * 128, 8192, 1024);
+        const uint64_t dB = desc_sw128(base + S::kK + b_col + 16 * j * 128, kBc * 128, 1024);
         if (j == 0)
           wgmma_ss<T, kN, false, 1, 1>(dq, dA, dB);
         else
@@ -804,7 +783,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       fence_regs(dq);
       if constexpr (kDqBulk) {
         // This warpgroup's columns of the tile, row-major [kBr][D] (rows past N too: the reduce stops at N).
-        float* const dqs = reinterpret_cast<float*>(sbase + S::kDQ + (kDqPerWg ? wg : st) * S::kDQTile) + col0;
+        float* const dqs = reinterpret_cast<float*>(sbase + S::kDQ + st * S::kDQTile) + col0;
         const int r = 16 * warp + lane / 4;
 #pragma unroll
         for (int t = 0; t < kN / 8; ++t)
@@ -837,21 +816,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     // Every product of step i has read Q, dO, dSᵀ: the stage may be refilled, dSᵀ rewritten. With the producer the
     // stage is the empty barrier's business, so without kAtomic nothing is left to wait for: the warpgroups may
     // drift apart (by less than two steps: the producer refills a stage only once all 256 threads are done with it).
-    if constexpr (kDqPerWg && kAtomic)
-      named_sync(3 + wg, 128);  // this warpgroup's share of the tile is in, its dQ done with its dSᵀ rows
-    else if (!kProducer || kAtomic)
-      consumers_sync(2);
+    if (!kProducer || kAtomic) consumers_sync(2);
     if (!kProducer && threadIdx.x == 0 && i + 2 < i_end) fetch_q(i + 2);
-    if constexpr (kDqPerWg) {
-      if (kAtomic && threadIdx.x % 128 == 0)
-        bulk_reduce_add_f32(dq_acc + (static_cast<size_t>(bh) * n + q0) * D, base + S::kDQ + wg * S::kDQTile,
-                            static_cast<uint32_t>(min(kBr, n - q0) * D * 4));
-    } else if (kAtomic && kDqBulk && threadIdx.x == 0)  // (bulk dQ: every thread's part of the tile is in)
+    if (kAtomic && kDqBulk && threadIdx.x == 0)  // (bulk dQ: every thread's part of the tile is in)
       bulk_reduce_add_f32(dq_acc + (static_cast<size_t>(bh) * n + q0) * D, base + S::kDQ + st * S::kDQTile,
                           static_cast<uint32_t>(min(kBr, n - q0) * D * 4));
   }
-  if (kAtomic && kDqBulk && threadIdx.x % (kDqPerWg ? 128 : kThreads) == 0)
-    bulk_wait<0>();  // the last tiles are added before the block ends
+  if (kAtomic && kDqBulk && threadIdx.x == 0) bulk_wait<0>();  // the last tiles are added before the block ends
 
   // END SOLUTION
   // BEGIN SOLUTION: hopper_bwd, continued: the stores of dK and dV, and launch<T, D> (false where the walk cannot run)

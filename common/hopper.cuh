@@ -229,25 +229,40 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t desc_a, uin
 }
 
 // d[64 x N] += A[64 x 16] B[16 x N], N = 64 or 128: A in registers (per warp, the m16n8k16 A fragment of its 16
-// rows: an accumulator tile packed in pairs, see ptx.cuh), B in shared memory N-major (imm-trans-b = 1).
-template <typename T, int N>
+// rows: an accumulator tile packed in pairs, see ptx.cuh, or ldmatrix.x4 of a row-major tile), B in shared memory,
+// N-major (kTransB = 1, imm-trans-b) or K-major (0). !kAccumulate: d = A B (the first k-step of a product).
+template <typename T, int N, int kTransB = 1, bool kAccumulate = true>
 __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t* a, uint64_t desc_b) {
   static_assert(N == 64 || N == 128, "n64 or n128");
   constexpr bool kHalf = std::is_same_v<T, __half>;
-#define HOPPER_RS(SHAPE, TY, REGS, ACC, A0, A1, A2, A3, DB)                                                   \
-  asm volatile("wgmma.mma_async.sync.aligned." SHAPE ".f32." TY "." TY " {" REGS "}, {%" A0 ", %" A1 ", %" A2 \
-               ", %" A3 "}, %" DB ", 1, 1, 1, 1;\n"                                                              \
-               : ACC(d)                                                                                         \
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b))
+#define HOPPER_RS(SHAPE, TY, REGS, ACC, A0, A1, A2, A3, DB, SD, TB)                                          \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" SD ", 0;\nwgmma.mma_async.sync.aligned." SHAPE ".f32." TY \
+               "." TY " {" REGS "}, {%" A0 ", %" A1 ", %" A2 ", %" A3 "}, %" DB ", p, 1, 1, %" TB ";\n}\n"       \
+               : ACC(d)                                                                                        \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "n"(kAccumulate ? 1 : 0), "n"(kTransB))
+  // The operand numbers: a at N/2 .. N/2 + 3, desc_b, scale-d and trans-b after it.
+#define HOPPER_RS64(TY, ACC) HOPPER_RS("m64n64k16", TY, HOPPER_R0_31, ACC, "32", "33", "34", "35", "36", "37", "38")
+#define HOPPER_RS128(TY, ACC) \
+  HOPPER_RS("m64n128k16", TY, HOPPER_R0_31 ", " HOPPER_R32_63, ACC, "64", "65", "66", "67", "68", "69", "70")
   if constexpr (N == 64) {
-    if constexpr (kHalf) HOPPER_RS("m64n64k16", "f16", HOPPER_R0_31, HOPPER_ACC32, "32", "33", "34", "35", "36");
-    else HOPPER_RS("m64n64k16", "bf16", HOPPER_R0_31, HOPPER_ACC32, "32", "33", "34", "35", "36");
+    if constexpr (kHalf) {
+      if constexpr (kAccumulate) HOPPER_RS64("f16", HOPPER_ACC32);
+      else HOPPER_RS64("f16", HOPPER_OUT32);
+    } else {
+      if constexpr (kAccumulate) HOPPER_RS64("bf16", HOPPER_ACC32);
+      else HOPPER_RS64("bf16", HOPPER_OUT32);
+    }
   } else {
-    if constexpr (kHalf)
-      HOPPER_RS("m64n128k16", "f16", HOPPER_R0_31 ", " HOPPER_R32_63, HOPPER_ACC64, "64", "65", "66", "67", "68");
-    else
-      HOPPER_RS("m64n128k16", "bf16", HOPPER_R0_31 ", " HOPPER_R32_63, HOPPER_ACC64, "64", "65", "66", "67", "68");
+    if constexpr (kHalf) {
+      if constexpr (kAccumulate) HOPPER_RS128("f16", HOPPER_ACC64);
+      else HOPPER_RS128("f16", HOPPER_OUT64);
+    } else {
+      if constexpr (kAccumulate) HOPPER_RS128("bf16", HOPPER_ACC64);
+      else HOPPER_RS128("bf16", HOPPER_OUT64);
+    }
   }
+#undef HOPPER_RS64
+#undef HOPPER_RS128
 #undef HOPPER_RS
 }
 #undef HOPPER_R0_15

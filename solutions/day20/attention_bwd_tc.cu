@@ -516,6 +516,9 @@ __global__ void __launch_bounds__(256) round_kernel(const float* __restrict__ sr
 #ifndef FA20_WG_PRODUCER
 #define FA20_WG_PRODUCER 1  // 0: thread 0 of the consumers issues the wgmma walk's copies and all threads load lse and D
 #endif
+#ifndef FA20_WG_KV_REGS
+#define FA20_WG_KV_REGS 0  // 1: at d = 64 each warp keeps its rows of K and V in registers, the A operands of Sᵀ and dPᵀ
+#endif
 
 // ---------------------------------------------------------------------------------------------------------------
 // Hopper (sm_90a): the key-tile walk on wgmma, chosen at run time as day 12 chooses its forward (a 9.0 GPU running
@@ -539,6 +542,14 @@ static_assert(!kProducer || 128 * kProducerRegs + kConsumers * kConsumerRegs <= 
 constexpr bool kDqBulk = FA20_WG_DQ_BULK;
 constexpr int kBc = 128;
 constexpr int kBr = 64;
+
+// FA20_WG_KV_REGS (d = 64): Sᵀ = K Qᵀ and dPᵀ = V dOᵀ take K and V, fixed for the whole walk, from registers (each
+// warp's 16 rows, loaded once by ldmatrix) instead of shared memory. The walk's wgmma read their operands from shared
+// memory at about the rate it delivers them (Sᵀ, dPᵀ and dQ have both operands there, every product at n = 64), so
+// the two A operands are a sixth of the step's shared-memory traffic; at d = 128 the 64 registers they need are not
+// there.
+template <int D>
+constexpr bool kKvRegs = FA20_WG_KV_REGS && D == 64;
 
 // Shared memory, bytes from a 1024-aligned base, every tile in the 128-byte-swizzled column-block layout
 // (hopper.cuh): K, V [kBc][D]; Q, dO [2][kBr][D]; dSᵀ [kBc][kBr] (one column block); lse·log2 e and D [2][kBr]
@@ -575,6 +586,20 @@ __device__ __forceinline__ void issue_scores(float (&d)[32], uint32_t a_base, ui
       wgmma_ss<T, 64, false, 0, 0>(d, da, db);
     else
       wgmma_ss<T, 64, true, 0, 0>(d, da, db);
+  }
+}
+
+// The same tile with A (its 64 rows of K or V) from registers: kf[4 kk .. 4 kk + 3] is this warp's A fragment for
+// columns 16 kk .. 16 kk + 15 (D = 64).
+template <typename T, int D>
+__device__ __forceinline__ void issue_scores_rs(float (&d)[32], const uint32_t (&kf)[D / 4], uint32_t b_base) {
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    const uint64_t db = desc_sw128(b_base + (kk / 4) * (kBr * 128) + (kk % 4) * 32, 16, 1024);
+    if (kk == 0)
+      wgmma_rs<T, 64, 0, false>(d, kf + 4 * kk, db);
+    else
+      wgmma_rs<T, 64, 0, true>(d, kf + 4 * kk, db);
   }
 }
 
@@ -699,6 +724,18 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int x = 0; x < D / 2; ++x) dk_acc[x] = dv_acc[x] = 0.0f;
   const int key_lo = kw + 16 * warp + lane / 4;  // this thread's keys: key_lo and key_lo + 8
   const uint32_t k_wg = base + S::kK + wg * 64 * 128, v_wg = base + S::kV + wg * 64 * 128;
+  // kKvRegs: this warp's 16 rows of K and V as A fragments (row-major tiles, 128-byte swizzle: chunk c of row r at
+  // c ^ (r % 8)); lanes 0-15 address rows 0-15 at chunk 2 kk, lanes 16-31 the same rows at chunk 2 kk + 1.
+  [[maybe_unused]] uint32_t kf[kKvRegs<D> ? D / 4 : 1], vf[kKvRegs<D> ? D / 4 : 1];
+  if constexpr (kKvRegs<D>) {
+    const int row = 16 * warp + lane % 16;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const uint32_t at = row * 128 + (((2 * kk + lane / 16) ^ (row & 7)) << 4);
+      ptx::ldmatrix_x4(*reinterpret_cast<uint32_t(*)[4]>(kf + 4 * kk), k_wg + at);
+      ptx::ldmatrix_x4(*reinterpret_cast<uint32_t(*)[4]>(vf + 4 * kk), v_wg + at);
+    }
+  }
 
   // END SOLUTION
   // BEGIN SOLUTION: hopper_bwd, continued: the walk over query tiles (Sᵀ, dPᵀ, P, dS; dV, dK, and dQ when kAtomic)
@@ -711,9 +748,15 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     float s[32], dp[32];
     wgmma_fence();
-    issue_scores<T, D>(s, k_wg, q_at(st));
-    wgmma_commit();
-    issue_scores<T, D>(dp, v_wg, do_at(st));
+    if constexpr (kKvRegs<D>) {
+      issue_scores_rs<T, D>(s, kf, q_at(st));
+      wgmma_commit();
+      issue_scores_rs<T, D>(dp, vf, do_at(st));
+    } else {
+      issue_scores<T, D>(s, k_wg, q_at(st));
+      wgmma_commit();
+      issue_scores<T, D>(dp, v_wg, do_at(st));
+    }
     wgmma_commit();
     wgmma_wait<1>();
     fence_regs(s);

@@ -36,6 +36,60 @@ def test_compiles_for_sm80_and_sm90_without_spills(day, ex, where):
         assert not warnings, warnings
 
 
+# ptxas's "Potential Performance Loss: wgmma.mma_async instructions are serialized" (C7510 to C7515) makes each wgmma
+# of a kernel wait for the one before: the kernel stays correct, so no GPU test can see it, and a Hopper kernel loses
+# the overlap it is written for (measured/NOTES.md: day 20's reorderings that ptxas serialised). The pipelined Hopper
+# kernels, and the knobs kept for timing beside them, must compile without it; each build names its kernels by a
+# pattern (day 11's kernel 3a is also built without its overlap, kAsync false, on purpose).
+HOPPER_BUILDS = [
+    ("day11", "matmul_wgmma", [], r"tma_kernel|kernel<[^>]*, true>"),
+    ("day12", "flash_attention_mma", [], r"flash_wgmma_kernel"),
+    ("day20", "attention_bwd_tc", [], r"dkdv_wgmma_kernel"),
+    ("day20", "attention_bwd_tc", ["FA20_WG_KV_REGS=1"], r"dkdv_wgmma_kernel"),
+]
+
+
+@needs_nvcc
+@pytest.mark.parametrize("day, name, defines, kernels", HOPPER_BUILDS,
+                         ids=[f"{d}-{n}" + "".join(f"-{m}" for m in ms) for d, n, ms, _ in HOPPER_BUILDS])
+def test_hopper_kernels_keep_wgmma_asynchronous(day, name, defines, kernels):
+    import importlib.util
+
+    from grader.course import load_course
+
+    spec = importlib.util.spec_from_file_location("lesson_table", ROOT / "scripts" / "lessons" / "lesson_table.py")
+    lesson_table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lesson_table)
+    ex = next(e for e in load_course(ROOT / "course.yaml").day(day).exercises if e.name == name)
+    src = lesson_table.solution_with_defines(day, defines)
+    reports = compile_sources([src / s for s in ex.sources], [ROOT / i for i in ex.include_dirs],
+                              ex.extra_cuda_cflags, ROOT)
+    assert all(r.ok for r in reports), [(r.file, r.note, r.diagnostics[:3]) for r in reports if not r.ok]
+    hopper = [k for r in reports for k in r.kernels if k["arch"].startswith("sm_90") and re.search(kernels, k["function"])]
+    assert hopper, f"no sm_90a kernel of {day} matches {kernels!r}: the test names kernels that no longer exist"
+    assert not [(k["function"], k["wgmma_serialized"]) for k in hopper if k["wgmma_serialized"]]
+    assert not [k["function"] for k in hopper if k["spill_stores"] or k["spill_loads"]]
+
+
+def test_serialized_wgmma_is_read_from_the_ptxas_report():
+    from grader.check.compile_check import parse_ptxas
+
+    log = ("ptxas info    : (C7515) Potential Performance Loss: wgmma.mma_async instructions are serialized due to non "
+           "wgmma instructions defining accumulator registers of a wgmma between start and end of the pipeline stage "
+           "in the function '_Z1kILb1EEvv'\n"
+           "ptxas info    : (C7512) Potential Performance Loss: wgmma.mma_async instructions are serialized due to "
+           "insufficient register resources for the function '_Z1jv'\n"
+           "ptxas info    : (C7519) warpgroup.arrive is injected in around line 12 by compiler to allow use of "
+           "registers in GMMA in function '_Z1kILb0EEvv'\n"
+           "ptxas info    : Compiling entry function '_Z1kILb1EEvv' for 'sm_80'\n"
+           "ptxas info    : Compiling entry function '_Z1kILb1EEvv' for 'sm_90a'\n"
+           "ptxas info    : Compiling entry function '_Z1kILb0EEvv' for 'sm_90a'\n"
+           "ptxas info    : Compiling entry function '_Z1jv' for 'sm_90a'\n")
+    got = {(k.function, k.arch): k.wgmma_serialized for k in parse_ptxas(log)}
+    assert got == {("_Z1kILb1EEvv", "sm_80"): "", ("_Z1kILb1EEvv", "sm_90a"): "C7515",
+                   ("_Z1kILb0EEvv", "sm_90a"): "", ("_Z1jv", "sm_90a"): "C7512"}
+
+
 def test_ptxas_report_reads_smem_after_a_stack_size():
     from grader.check.compile_check import parse_ptxas
 
@@ -115,3 +169,25 @@ def test_compile_reports_are_cached_by_content(tmp_path):
     a, b = (compile_sources([tmp_path / d / "k.cu"], [], [], tmp_path)[0] for d in ("a", "b"))
     assert not a.cached and b.cached and not b.ok and b.file == "b/k.cu"
     assert [x.replace("a/", "b/") for x in a.diagnostics] == b.diagnostics and any(x.startswith("b/k.cu:3") for x in b.diagnostics)
+
+
+def test_a_serialised_wgmma_is_shown_beside_the_ptxas_table_and_in_the_short_verdict():
+    import io
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from grader.check.report import compact, render_compile
+    from grader.verdicts import Status
+
+    kernel = {"function": "void walk<__half, true>(float*)", "arch": "sm_90a", "registers": 168, "smem_bytes": 0,
+              "stack_bytes": 0, "spill_stores": 0, "spill_loads": 0, "wgmma_serialized": "C7514"}
+    report = {"file": "solutions/day20/k.cu", "ok": True, "tool": "nvcc", "note": "", "diagnostics": [],
+              "kernels": [kernel, {**kernel, "function": "void other(float*)", "wgmma_serialized": ""}]}
+    out = io.StringIO()
+    render_compile(Console(file=out, width=200), [report])
+    lines = [x for x in out.getvalue().splitlines() if "serialised" in x]
+    assert len(lines) == 1 and "walk<__half, true> (C7514)" in lines[0] and "still correct" in lines[0]
+    res = SimpleNamespace(day="day20", exercise="walk", status=Status.NO_GPU, compile=[report])
+    (line,) = compact(res, None)
+    assert "no spills; wgmma serialised in walk<__half, true> (C7514)" in line

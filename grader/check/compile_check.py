@@ -25,6 +25,10 @@ COMPILE_TIMEOUT_S = 600.0  # one compiler run, when the caller gives no limit of
 _ENTRY = re.compile(r"Compiling entry function '(?P<fn>[^']+)' for 'sm_(?P<arch>\w+)'")
 _FRAME = re.compile(r"(?P<stack>\d+) bytes stack frame, (?P<st>\d+) bytes spill stores, (?P<ld>\d+) bytes spill loads")
 _USED = re.compile(r"Used (?P<regs>\d+) registers")
+# ptxas made every wgmma of a function wait for the one before (C7510 to C7515, "Potential Performance Loss"): the
+# kernel is still correct, but its products no longer overlap anything. ptxas says so before the function's entry.
+_SERIALIZED = re.compile(r"\((?P<code>C751[0-5])\) Potential Performance Loss: wgmma\.mma_async instructions are "
+                         r"serialized.*? (?:in|for) the function '(?P<fn>[^']+)'")
 _SMEM = re.compile(r"(?P<smem>\d+) bytes smem")  # may follow "N bytes cumulative stack size" on the same line
 # nvcc's error for a file that ends early (truncated mid-function): no file(line) of its own.
 _AT_END = re.compile(r"^At end of source: (?P<kind>error|warning)[^:]*: (?P<msg>.*)$")
@@ -39,6 +43,7 @@ class KernelResources:
     stack_bytes: int = 0
     spill_stores: int = 0
     spill_loads: int = 0
+    wgmma_serialized: str = ""  # ptxas's code (e.g. C7515) when it serialised this function's wgmma, else ""
 
 
 @dataclass
@@ -59,9 +64,12 @@ class CompileReport:
 def parse_ptxas(log: str) -> list[KernelResources]:
     out: list[KernelResources] = []
     cur = None
+    serialized = {m["fn"]: m["code"] for m in _SERIALIZED.finditer(log)}  # wgmma exists on sm_90a alone
     for line in log.splitlines():
         if m := _ENTRY.search(line):
             cur = KernelResources(m["fn"], "sm_" + m["arch"])
+            if m["arch"].startswith("90"):
+                cur.wgmma_serialized = serialized.get(m["fn"], "")
             out.append(cur)
         elif cur and (m := _FRAME.search(line)):
             cur.stack_bytes, cur.spill_stores, cur.spill_loads = int(m["stack"]), int(m["st"]), int(m["ld"])
@@ -302,7 +310,7 @@ def source_problem(src: Path, root: Path) -> CompileReport | None:
 
 HOST_SOURCE_SUFFIXES = {".cpp", ".cc", ".cxx", ".c"}  # what compile_host syntax-checks
 HEADER_SUFFIXES = {".h", ".hh", ".hpp", ".cuh", ".inc", ".inl"}
-CACHE_VERSION = 1  # bump when a report's contents change
+CACHE_VERSION = 2  # bump when a report's contents change (2: wgmma_serialized)
 
 
 def _tool_identity(path: str | None) -> str:

@@ -156,6 +156,11 @@ def render_compile(console: Console, reports: list[dict]) -> None:
                 t.add_row(k["function"], k["arch"], str(k["registers"]), str(k["smem_bytes"]),
                           str(k["stack_bytes"]), f"[red]{spill}[/]" if k["spill_stores"] or k["spill_loads"] else spill)
             console.print(t)
+            for k in r["kernels"]:
+                if k.get("wgmma_serialized"):
+                    console.print(f"    [red]ptxas serialised every wgmma of {_short_function(k['function'])} "
+                                  f"({k['wgmma_serialized']})[/]: still correct, but each product now waits for the "
+                                  f"one before; ptxas's {k['wgmma_serialized']} message says why", highlight=False)
 
 
 def _short_function(sig: str) -> str:
@@ -187,6 +192,10 @@ def compact(res, ex) -> list[str]:
                       for k in kernels if k["spill_stores"] or k["spill_loads"]]
             line += (f"; ptxas: {len(kernels)} kernels, {regs[0]}–{regs[-1]} registers, "
                      + (f"spills in {', '.join(spills[:2])}" + (" …" if len(spills) > 2 else "") if spills else "no spills"))
+            serialized = [f"{_short_function(k['function'])} ({k['wgmma_serialized']})"
+                          for k in kernels if k.get("wgmma_serialized")]
+            if serialized:
+                line += f"; wgmma serialised in {', '.join(serialized[:2])}" + (" …" if len(serialized) > 2 else "")
         return [line]
     if res.status in (Status.NOT_IMPLEMENTED, Status.ENV_ERROR, Status.SKIPPED):
         return [f"… {name}: {LABEL.get(res.status, res.status)}: {res.message}"]

@@ -589,17 +589,17 @@ __device__ __forceinline__ void issue_scores(float (&d)[32], uint32_t a_base, ui
   }
 }
 
-// The same tile with A (its 64 rows of K or V) from registers: kf[4 kk .. 4 kk + 3] is this warp's A fragment for
-// columns 16 kk .. 16 kk + 15 (D = 64).
+// The same tile with A (its 64 rows of K or V) from registers: kf[kk] is this warp's A fragment for columns
+// 16 kk .. 16 kk + 15 (D = 64).
 template <typename T, int D>
-__device__ __forceinline__ void issue_scores_rs(float (&d)[32], const uint32_t (&kf)[D / 4], uint32_t b_base) {
+__device__ __forceinline__ void issue_scores_rs(float (&d)[32], const uint32_t (&kf)[D / 16][4], uint32_t b_base) {
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk) {
     const uint64_t db = desc_sw128(b_base + (kk / 4) * (kBr * 128) + (kk % 4) * 32, 16, 1024);
     if (kk == 0)
-      wgmma_rs<T, 64, 0, false>(d, kf + 4 * kk, db);
+      wgmma_rs<T, 64, 0, false>(d, kf[kk], db);
     else
-      wgmma_rs<T, 64, 0, true>(d, kf + 4 * kk, db);
+      wgmma_rs<T, 64, 0, true>(d, kf[kk], db);
   }
 }
 
@@ -726,14 +726,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t k_wg = base + S::kK + wg * 64 * 128, v_wg = base + S::kV + wg * 64 * 128;
   // kKvRegs: this warp's 16 rows of K and V as A fragments (row-major tiles, 128-byte swizzle: chunk c of row r at
   // c ^ (r % 8)); lanes 0-15 address rows 0-15 at chunk 2 kk, lanes 16-31 the same rows at chunk 2 kk + 1.
-  [[maybe_unused]] uint32_t kf[kKvRegs<D> ? D / 4 : 1], vf[kKvRegs<D> ? D / 4 : 1];
+  [[maybe_unused]] uint32_t kf[kKvRegs<D> ? D / 16 : 1][4], vf[kKvRegs<D> ? D / 16 : 1][4];
   if constexpr (kKvRegs<D>) {
     const int row = 16 * warp + lane % 16;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       const uint32_t at = row * 128 + (((2 * kk + lane / 16) ^ (row & 7)) << 4);
-      ptx::ldmatrix_x4(*reinterpret_cast<uint32_t(*)[4]>(kf + 4 * kk), k_wg + at);
-      ptx::ldmatrix_x4(*reinterpret_cast<uint32_t(*)[4]>(vf + 4 * kk), v_wg + at);
+      ptx::ldmatrix_x4(kf[kk], k_wg + at);
+      ptx::ldmatrix_x4(vf[kk], v_wg + at);
     }
   }
 

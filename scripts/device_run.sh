@@ -25,11 +25,12 @@
 # EDGE_DEFINES (e.g. "day05:SOFTMAX_CLUSTER=1 day11:TC_WG_CLUSTER=1": each also built with those knobs and timed on
 # its day's part, for at most EDGE_DEFINE_S seconds (default 300: a knob that hangs costs no more); the tables into
 # $OUT/edge.tar.gz, packed after each build, with each knob's table beside the default's (edge_bench.py --compare);
-# EDGE_ARGS="--quick": one shape of each part; "--quick softmax": of that part only), EDGE_NCU (e.g. "bwd:dkdv_wgmma": Nsight Compute on the edge bench's
-# kernels matching the regex, below), STAGE_ONLY=1
+# EDGE_ARGS="--quick": one shape of each part; "--quick softmax": of that part only), EDGE_NCU (e.g.
+# "bwd:dkdv_wgmma": Nsight Compute on the edge bench's kernels matching the regex, below), STAGE_ONLY=1
 # (only gather the carried .stage-N/ wheel folders; see below), GRADER_TEST_TIMINGS=1 (each GPU test's
 # `grader check --timings` stamps kept in its line of test_times.jsonl), VARIANT_ARGS (more `grader check` arguments for each VARIANTS check, e.g. "--exercise
-# attention_bwd_tc --correctness-only"), TOLERANCE (e.g. "day12.flash_attention_mma": scripts/tolerance_sweep.py over
+# attention_bwd_tc --correctness-only"; VARIANT_ARGS_dayNN for that day's variants only, VARIANT_S the seconds each
+# check may take), TOLERANCE (e.g. "day12.flash_attention_mma": scripts/tolerance_sweep.py over
 # those exercises as graded, for TOLERANCE_S seconds (default 150); the table into $OUT/tolerance-sweep.json).
 # Full logs go to $OUT/logs.tar.gz, results to $OUT/results.json; a short table is printed last.
 set -uo pipefail

@@ -65,7 +65,8 @@ def test_hopper_kernels_keep_wgmma_asynchronous(day, name, defines, kernels):
     reports = compile_sources([src / s for s in ex.sources], [ROOT / i for i in ex.include_dirs],
                               ex.extra_cuda_cflags, ROOT)
     assert all(r.ok for r in reports), [(r.file, r.note, r.diagnostics[:3]) for r in reports if not r.ok]
-    hopper = [k for r in reports for k in r.kernels if k["arch"].startswith("sm_90") and re.search(kernels, k["function"])]
+    hopper = [k for r in reports for k in r.kernels
+              if k["arch"].startswith("sm_90") and re.search(kernels, k["function"])]
     assert hopper, f"no sm_90a kernel of {day} matches {kernels!r}: the test names kernels that no longer exist"
     assert not [(k["function"], k["wgmma_serialized"]) for k in hopper if k["wgmma_serialized"]]
     assert not [k["function"] for k in hopper if k["spill_stores"] or k["spill_loads"]]

@@ -588,11 +588,19 @@ def row_key(row: dict) -> tuple:
 
 def merge_tables(tables: list[dict]) -> dict:
     """Tables of runs over other exercises or other seeds, as one: rows of the same exercise x order x dtype add up
-    over seeds that differ (a seed run twice is counted once, its worst kept)."""
+    over seeds that differ. A later table's row over every seed of an earlier one replaces it (the sweep run again
+    after a change to the kernel: the table must say what the code does now); rows that share only some seeds are
+    refused, since their tallies cannot be told apart per seed."""
     rows: dict[tuple, dict] = {}
     for t in tables:
         for r in t["rows"]:
             k = row_key(r)
+            if k in rows and set(rows[k]["seed_list"]) & set(r["seed_list"]):
+                if not set(r["seed_list"]) >= set(rows[k]["seed_list"]):
+                    shared = len(set(rows[k]["seed_list"]) & set(r["seed_list"]))
+                    raise SystemExit(f"{k}: two tables share {shared} of their seeds, but the later does not cover "
+                                     "all of the earlier's: sweep those seeds again")
+                del rows[k]
             if k not in rows:
                 rows[k] = json.loads(json.dumps(r))
                 continue
@@ -752,7 +760,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cpu: the machinery's own tests")
     ap.add_argument("--root", type=Path, default=ROOT, help="the course (its course.yaml and solutions/)")
     ap.add_argument("--out", type=Path, help="the table (default measured/tolerance-sweep-<gpu>.json)")
-    ap.add_argument("--merge", nargs="+", type=Path, help="merge these tables into --out instead of running")
+    ap.add_argument("--merge", nargs="+", type=Path,
+                    help="merge these tables (the earlier table first; include --out to keep what it has) into --out "
+                         "instead of running; a later table's rows over the same seeds replace the earlier's")
     ap.add_argument("--unit", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--rank", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--world", type=int, help=argparse.SUPPRESS)

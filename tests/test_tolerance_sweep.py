@@ -267,6 +267,27 @@ def test_tables_of_other_seeds_merge(tmp_path):
     assert row["worst"]["tol_ratio"] == max(s["worst"]["tol_ratio"] for s in singles)
 
 
+def test_a_later_table_over_the_same_seeds_replaces_the_earlier_row(tmp_path):
+    # The sweep run again after a kernel changed: merged into the stored table, its rows must be what the code does
+    # now, not both runs' cases added up; a later run over only some of the earlier's seeds cannot be merged.
+    sweep = _sweep_module()
+    root = _toy_course(tmp_path / "course")
+
+    def run(name, start, seeds):
+        out = tmp_path / f"{name}.json"
+        sweep.main(["--root", str(root), "--device", "cpu", "--seeds", str(seeds), "--seed-start", str(start),
+                    "--exercise", "right", "--dtypes", "fp32", "--procs", "1", "--out", str(out)])
+        return out
+
+    old, new, part = run("old", 1, 4), run("new", 1, 4), run("part", 3, 1)
+    merged = tmp_path / "merged.json"
+    sweep.main(["--merge", str(old), str(new), "--out", str(merged)])
+    (row,) = json.loads(merged.read_text())["rows"]
+    assert row == json.loads(new.read_text())["rows"][0] and row["case_runs"] == 16
+    with pytest.raises(SystemExit, match="share 1 of their seeds"):
+        sweep.main(["--merge", str(old), str(part), "--out", str(merged)])
+
+
 def test_sweep_runs_a_process_group_exercise_in_its_processes(tmp_path):
     # Day 19's ring across processes (processes: 2), over gloo on the CPU as the grader's own CPU tests run it: one
     # unit per seed range, its ranks started by rank 0 and stopping together.

@@ -58,11 +58,6 @@
 //     store_tile were the epilogue's cost, most of all where K is short.
 //   - TC_WG_STAGING_REUSE=1 (the default): the staging tile is the ring's first stages, written once both consumer
 //     warpgroups are past the mainloop, so the ring keeps its 4 stages (a separate tile would cut it to 3).
-//   - TC_WG_PINGPONG=1 (off by default): a persistent grid, one CTA an SM, and each consumer warpgroup computes a
-//     whole 128 x 128 tile (two m64n128k16 per k-step, 128 accumulators) of its own, the two taking alternate tiles
-//     of the CTA's walk. The producer fills one ring in walk order, so the second warpgroup's tile begins as the
-//     first's ends: one warpgroup's epilogue (and a tile's first copies) runs under the other's products, where
-//     the cooperative kernel leaves the tensor cores idle. Each warpgroup has a staging tile of its own.
 // END INSTRUCTOR ONLY
 
 #include <cuda.h>          // CUtensorMap, the TMA descriptor (a struct: no libcuda needed to compile or link)
@@ -97,15 +92,6 @@ cudaError_t matmul_mma_forward(const T* a, const T* b, T* c, int M, int N, int K
 #endif
 #ifndef TC_WG_TMA_STORE
 #define TC_WG_TMA_STORE 1  // kernel 3b: C leaves through a staging tile in shared memory and TMA stores
-#endif
-#ifndef TC_WG_PINGPONG
-#define TC_WG_PINGPONG 0  // 1: kernel 3b persistent, each consumer warpgroup a 128 x 128 tile of its own, in turns
-#endif
-#ifndef TC_WG_PP_STAGES
-#define TC_WG_PP_STAGES 4  // TC_WG_PINGPONG: the ring's stages (32 KiB each; 4 or 5 fit beside the two staging tiles)
-#endif
-#if TC_WG_PINGPONG
-#include "hopper.cuh"  // hopper::wgmma_ss, its m64n128k16
 #endif
 // END INSTRUCTOR ONLY
 
@@ -522,15 +508,15 @@ __device__ __forceinline__ void store_tile_tma(const float (&d)[128], const CUte
 static_assert(kTmaStages * STAGE_BYTES % 1024 == 0 && kStagingBytes / 2 % 1024 == 0,
               "the staging tile's boxes are 1024-byte aligned: the 128-byte swizzle is computed from address bits");
 
-// Block swizzle, as in kernel 2: tile `idx` of bm x bn tiles, in groups of kGroup tile-rows walked column by column.
-__device__ __forceinline__ void tile_origin(int idx, int bm, int M, int N, int& m0, int& n0, int bn = BN) {
-  const int gm = (M + bm - 1) / bm, gn = (N + bn - 1) / bn;
+// Block swizzle, as in kernel 2: tile `idx` of bm x BN tiles, in groups of kGroup tile-rows walked column by column.
+__device__ __forceinline__ void tile_origin(int idx, int bm, int M, int N, int& m0, int& n0) {
+  const int gm = (M + bm - 1) / bm, gn = (N + BN - 1) / BN;
   const int per_group = kGroup * gn;
   const int group = idx / per_group, first = group * kGroup;
   const int rows_in_group = min(gm - first, kGroup);
   const int in_group = idx % per_group;
   m0 = (first + in_group % rows_in_group) * bm;
-  n0 = (in_group / rows_in_group) * bn;
+  n0 = (in_group / rows_in_group) * BN;
 }
 // END SOLUTION
 
@@ -734,149 +720,6 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
   // END SOLUTION
 #endif
 }
-// BEGIN INSTRUCTOR ONLY
-
-// TC_WG_PINGPONG (header): kernel 3b persistent, one tile of kPPBM x kPPBN per consumer warpgroup. CTA b walks
-// tiles b, b + G, b + 2G, ... (G = gridDim.x); its i-th is consumer warpgroup i % 2's. The producer fills the ring
-// in that order, K-tile after K-tile, so the i-th tile's K-tile kt is the ring's step q = i * tiles_k + kt
-// (stage q % S, use q / S) for the producer and for the warpgroup that owns it alike; each stage is released by
-// the one warpgroup that read it (empty[s] counts its 4 warps). The warpgroups take turns: one begins a tile's
-// waits only once the other has passed the waits of the tile before (named barrier 3 + cw). Without the turn, the
-// second warpgroup, waiting from the start for use q / S of a stage by its parity alone, took an earlier use of
-// the same parity for its own (the ring's waits tell uses apart only one phase ahead).
-constexpr int kPPBM = 128, kPPBN = 128, kPPStages = TC_WG_PP_STAGES;
-constexpr int kPPStageBytes = kPPBM * BK * 2 + BK * kPPBN * 2;  // A [128][64] + B 2 x [64][64]: 32 KiB
-constexpr int kPPTileBytes = kPPBM * kPPBN * 2;                 // one warpgroup's staging tile, 4 boxes [64][64]
-constexpr int kPPSmemBytes = kPPStages * kPPStageBytes + 2 * kPPTileBytes + 1024 + 2 * kPPStages * 8;
-static_assert(!TC_WG_PINGPONG || TC_WG_TMA_STORE, "the ping-pong epilogue stores through TMA");
-static_assert(kPPSmemBytes <= 227 * 1024, "the ring and both staging tiles fit in an SM's shared memory");
-static_assert(kPPBM == BM, "A's tensor map (boxes of [BM][64]) serves both kernels");
-
-template <typename T>
-__global__ void __launch_bounds__(kTmaThreads, 1)
-    pingpong_kernel(int M, int N, int K, const __grid_constant__ CUtensorMap tm_a,
-                    const __grid_constant__ CUtensorMap tm_b, const __grid_constant__ CUtensorMap tm_c) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  extern __shared__ unsigned char smem_raw[];
-  const uint32_t raw = smem_addr(smem_raw);
-  const uint32_t base = (raw + 1023) & ~1023u;
-  const uint32_t staging = base + kPPStages * kPPStageBytes;  // two [kPPBM][kPPBN] tiles, one per consumer
-  const uint32_t full = staging + 2 * kPPTileBytes, empty = full + 8 * kPPStages;
-  const int wg = threadIdx.x / 128, warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
-  const int tiles_k = (K + BK - 1) / BK;
-  const int tiles = ((M + kPPBM - 1) / kPPBM) * ((N + kPPBN - 1) / kPPBN);
-  if (threadIdx.x == 0) {
-#pragma unroll
-    for (int s = 0; s < kPPStages; ++s) {
-      mbar_init(full + 8 * s, 1);
-      mbar_init(empty + 8 * s, 4);  // lane 0 of each warp of the warpgroup that read the stage
-    }
-    fence_mbar_init();
-  }
-  __syncthreads();
-
-  if (wg == 0) {  // producer
-    setmaxnreg_dec<kProducerRegs>();
-    if (threadIdx.x == 0) {
-      int q = 0;
-      for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-        int m0, n0;
-        tile_origin(tile, kPPBM, M, N, m0, n0, kPPBN);
-        for (int kt = 0; kt < tiles_k; ++kt, ++q) {
-          const int s = q % kPPStages;
-          if (q >= kPPStages) mbar_wait(empty + 8 * s, (q / kPPStages - 1) & 1);
-          const uint32_t stage = base + s * kPPStageBytes, bar = full + 8 * s;
-          mbar_arrive_expect_tx(bar, kPPStageBytes);
-          tma_load_2d(stage, &tm_a, kt * BK, m0, bar);
-#pragma unroll
-          for (int j = 0; j < kPPBN / 64; ++j)
-            tma_load_2d(stage + kPPBM * BK * 2 + j * B_BLOCK_BYTES, &tm_b, n0 + 64 * j, kt * BK, bar);
-        }
-      }
-    }
-  } else {
-    setmaxnreg_inc<kConsumerRegs>();
-    const int cw = wg - 1;
-    const uint32_t mine = staging + cw * kPPTileBytes;
-    unsigned char* const mine_p = smem_raw + (mine - raw);
-    const bool leader = warp == 0 && lane == 0;
-    const int g = lane >> 2, t = lane & 3;
-    float d[2][64];  // rows 0-63 and 64-127 of the tile, each m64n128's accumulator layout
-    for (int i = cw, tile = blockIdx.x + cw * gridDim.x; tile < tiles; i += 2, tile += 2 * gridDim.x) {
-      int m0, n0;
-      tile_origin(tile, kPPBM, M, N, m0, n0, kPPBN);
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-#pragma unroll
-        for (int e = 0; e < 64; ++e) d[h][e] = 0.0f;
-      const int q0 = i * tiles_k;
-      if (i > 0) hopper::named_sync(3 + cw, 256);  // the other warpgroup has passed tile i - 1's waits
-      for (int kt = 0; kt < tiles_k; ++kt) {
-        const int q = q0 + kt, s = q % kPPStages;
-        mbar_wait(full + 8 * s, (q / kPPStages) & 1);
-        const uint32_t stage = base + s * kPPStageBytes;
-        wgmma_fence();
-#pragma unroll
-        for (int ks = 0; ks < BK / 16; ++ks) {
-          const uint64_t db = make_desc(stage + kPPBM * BK * 2 + ks * 16 * 128, B_BLOCK_BYTES, kAtomBytes);
-#pragma unroll
-          for (int h = 0; h < 2; ++h)
-            hopper::wgmma_ss<T, kPPBN, true, 0, 1>(d[h], make_desc(stage + h * 64 * 128 + ks * 32, 16, kAtomBytes),
-                                                   db);
-        }
-        wgmma_commit();
-        wgmma_wait<1>();  // K-tile kt - 1's group has retired: its stage goes back to the producer
-        if (kt > 0 && lane == 0) mbar_arrive(empty + 8 * ((q - 1) % kPPStages));
-      }
-      // Tile i + 1, if this CTA has it, is the other warpgroup's: its turn (its products queue behind this group).
-      if (tile + gridDim.x < tiles) hopper::named_arrive(3 + (1 - cw), 256);
-      wgmma_wait<0>();
-      if (lane == 0) mbar_arrive(empty + 8 * ((q0 + tiles_k - 1) % kPPStages));
-      // The epilogue, as store_tile_tma's, into this warpgroup's own staging tile: box (h, j) = rows 64h.., columns
-      // 64j.., 8 KiB each, 128-byte rows swizzled as the loads are. The other warpgroup's products run meanwhile.
-      if (leader) bulk_wait_read<0>();  // this warpgroup's previous stores have read the tile out
-      named_sync(1 + cw, 128);
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          unsigned char* const row = mine_p + h * 2 * 8192 + (warp * 16 + g + 8 * r) * 128 + 4 * t;  // row % 8 == g
-#pragma unroll
-          for (int j = 0; j < kPPBN / 8; ++j)
-            *reinterpret_cast<uint32_t*>(row + (j / 8) * 8192 + ((j % 8) ^ g) * 16) =
-                pack2<T>(d[h][4 * j + 2 * r], d[h][4 * j + 2 * r + 1]);
-        }
-      fence_proxy_async();
-      named_sync(1 + cw, 128);
-      if (leader) {
-#pragma unroll
-        for (int h = 0; h < 2; ++h)
-#pragma unroll
-          for (int j = 0; j < kPPBN / 64; ++j)
-            if (m0 + 64 * h < M && n0 + 64 * j < N) tma_store_2d(&tm_c, n0 + 64 * j, m0 + 64 * h, mine + (2 * h + j) * 8192);
-        bulk_commit();
-      }
-    }
-    if (leader) bulk_wait<0>();  // the stores complete before the CTA exits
-  }
-#endif
-}
-
-// One CTA per SM (fewer where there are fewer tiles), asked once per device ordinal's first call.
-template <typename T>
-static cudaError_t launch_pingpong(int M, int N, int K, const CUtensorMap& tm_a, const CUtensorMap& tm_b,
-                                   const CUtensorMap& tm_c, cudaStream_t stream) {
-  static const cudaError_t attr =
-      cudaFuncSetAttribute(pingpong_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, kPPSmemBytes);
-  if (attr != cudaSuccess) return attr;
-  int dev = 0, sms = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-    return cudaGetLastError();
-  const int tiles = ((M + kPPBM - 1) / kPPBM) * ((N + kPPBN - 1) / kPPBN);
-  pingpong_kernel<T><<<tiles < sms ? tiles : sms, kTmaThreads, kPPSmemBytes, stream>>>(M, N, K, tm_a, tm_b, tm_c);
-  return cudaGetLastError();
-}
-// END INSTRUCTOR ONLY
 
 // Contract: ask once per instance for kSmemBytes of dynamic shared memory; a 1-D grid of BM x BN tiles on `stream`.
 // BEGIN SOLUTION: launch<T, kAsync>: kernel 3a on ceil(M / BM) · ceil(N / BN) blocks of kThreads
@@ -924,9 +767,6 @@ static cudaError_t launch_tma(const T* a, const T* b, T* c, int M, int N, int K,
   CUtensorMap tm_c{};
   if (!make_map(&tm_c, static_cast<const T*>(c), M, N, 64)) return launch<T, true>(a, b, c, M, N, K, stream);
 #endif
-#if TC_WG_PINGPONG  // INSTRUCTOR ONLY
-  return launch_pingpong<T>(M, N, K, tm_a, tm_b, tm_c, stream);  // INSTRUCTOR ONLY
-#endif  // INSTRUCTOR ONLY
   static const cudaError_t attr =
       cudaFuncSetAttribute(tma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, kTmaSmemBytes);
   if (attr != cudaSuccess) return attr;

@@ -24,10 +24,12 @@
 // Changes for Hopper (optional, sm_90a; chosen at run time for aligned 16-bit tensors, else the walk above runs):
 //   - The key-tile walk on wgmma: two warpgroups, 64 keys each, a block of 128 keys; K and V loaded once by TMA,
 //     Q and dO tiles of 64 rows by TMA two stages ahead, waited on through mbarriers (no cp.async, no ldmatrix).
-//   - Sᵀ and dPᵀ come out of shared-memory wgmma (64 keys x 64 queries per warpgroup) straight into registers,
-//     where Pᵀ and dSᵀ are computed and packed to 16 bits: they are the A operand of register-sourced wgmma for
-//     dV += Pᵀ dO and dK += dSᵀ Q, so neither touches shared memory. Only the atomic version stores dSᵀ (swizzled)
-//     for dQ = dS K; the deterministic version keeps its mma.sync query-tile walk for dQ.
+//   - Sᵀ and dPᵀ come out of wgmma (64 keys x 64 queries per warpgroup) straight into registers, where Pᵀ and dSᵀ
+//     are computed and packed to 16 bits: they are the A operand of register-sourced wgmma for dV += Pᵀ dO and
+//     dK += dSᵀ Q, so neither touches shared memory. Only the atomic version stores dSᵀ (swizzled) for dQ = dS K;
+//     the deterministic version keeps its mma.sync query-tile walk for dQ.
+//   - At d = 64 each warp keeps its 16 rows of K and V in registers for the whole walk (ldmatrix once), the A
+//     operands of Sᵀ and dPᵀ: the walk is bound by its shared-memory reads (at d = 128 the registers are not there).
 // Shared device helpers come from common/: ptx.cuh (ldmatrix, mma, cp.async), swizzle.cuh (the swizzle) and
 // hopper.cuh (wgmma, TMA, mbarriers, the sm_90a probe), the same ones day 12's forward uses.
 
@@ -517,7 +519,7 @@ __global__ void __launch_bounds__(256) round_kernel(const float* __restrict__ sr
 #define FA20_WG_PRODUCER 1  // 0: thread 0 of the consumers issues the wgmma walk's copies and all threads load lse and D
 #endif
 #ifndef FA20_WG_KV_REGS
-#define FA20_WG_KV_REGS 0  // 1: at d = 64 each warp keeps its rows of K and V in registers, the A operands of Sᵀ and dPᵀ
+#define FA20_WG_KV_REGS 1  // 0: Sᵀ and dPᵀ read K and V from shared memory at d = 64 too, as at d = 128
 #endif
 
 // ---------------------------------------------------------------------------------------------------------------

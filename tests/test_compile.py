@@ -45,7 +45,7 @@ HOPPER_BUILDS = [
     ("day11", "matmul_wgmma", [], r"tma_kernel|kernel<[^>]*, true>"),
     ("day12", "flash_attention_mma", [], r"flash_wgmma_kernel"),
     ("day20", "attention_bwd_tc", [], r"dkdv_wgmma_kernel"),
-    ("day20", "attention_bwd_tc", ["FA20_WG_KV_REGS=1"], r"dkdv_wgmma_kernel"),
+    ("day20", "attention_bwd_tc", ["FA20_WG_KV_REGS=0"], r"dkdv_wgmma_kernel"),
 ]
 
 

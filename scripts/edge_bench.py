@@ -14,7 +14,8 @@ the library on the same inputs, and by CUDA events in a loop, so that two timers
     python3 scripts/edge_bench.py --ncu-summary RUN.csv     (a few lines of an `ncu --csv --page details` run)
 
 Writes OUT_DIR/edge-bench-<gpu>.json and .md: per case, our time, the library's and the ceiling's, TFLOP/s (GB/s
-for softmax), × each, and our output's largest difference from the library's. Attention FLOPs: the FlashAttention
+for softmax), × each, and our output's largest difference from the library's, checked against the exercise's
+tolerance widened as for the grader's timed calls: a row that fails is marked WRONG and the run exits 1. Attention FLOPs: the FlashAttention
 papers' convention, 4·B·H·N²·d forward and 2.5 times that backward, halved when causal.
 """
 from __future__ import annotations
@@ -48,11 +49,37 @@ def _source(day: str) -> Path:
     return solution_with_defines(day, DEFINES.get(day, []))
 
 
-def _op(torch, day: str, exercise: str):
+def _exercise(day: str, exercise: str):
     from grader.course import load_course
 
-    ex = next(e for e in load_course(ROOT / "course.yaml").day(day).exercises if e.name == exercise)
-    return getattr(build_module(torch, day, exercise, _source(day)), ex.op)
+    return next(e for e in load_course(ROOT / "course.yaml").day(day).exercises if e.name == exercise)
+
+
+def _op(torch, day: str, exercise: str):
+    return getattr(build_module(torch, day, exercise, _source(day)), _exercise(day, exercise).op)
+
+
+DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+
+
+def wrong(part: str, dtype: str, outputs: dict) -> str | None:
+    """None where each output (name -> (ours, the library's)) is what these inputs give; else what is wrong. A
+    table of speeds must not carry a wrong kernel's row as evidence: the bound is the exercise's tolerance
+    (course.yaml), widened as the grader widens it for a timed call's output (STALE_SLACK), since the reference
+    here is the library's rounded result, not fp64. A row without the library's result is not judged."""
+    from grader.check.compare import compare
+    from grader.check.worker import STALE_SLACK
+
+    ex = _exercise(*PARTS[part])
+    for name, (out, ref) in outputs.items():
+        if ref is None:
+            continue
+        tol = ex.tolerance(name, DTYPES[dtype])
+        c = compare(out, ref.double(), atol=tol.atol * STALE_SLACK, rtol=tol.rtol * STALE_SLACK,
+                    rel_l2=min(0.5, tol.rel_l2 * STALE_SLACK), l2_floor=tol.l2_floor)
+        if not c.ok:
+            return f"{name}: {c.message}"
+    return None
 
 
 def nan_like(t):
@@ -67,9 +94,9 @@ def _timers(torch, fn) -> dict:
             "events_ms": float(median_event_ms(torch, fn, reps=30))}
 
 
-def _row(kind, label, dtype, ours, libs: dict, work: float, unit: str, diff) -> dict:
+def _row(kind, label, dtype, ours, libs: dict, work: float, unit: str, diff, bad: str | None = None) -> dict:
     row = {"kind": kind, "case": label, "dtype": dtype, "ours": ours, "work": work, "unit": unit,
-           "max_abs_diff": diff}
+           "max_abs_diff": diff, "wrong": bad}
     scale = 1e12 if unit == "TFLOP/s" else 1e9
     row["ours_rate"] = work / (ours["do_bench_ms"] * 1e-3) / scale
     for name, t in libs.items():
@@ -110,19 +137,21 @@ def _attention(torch, rows: list, which: str, quick: bool) -> None:
                         libs[name] = None
                         print(f"  {name} {label} {dtype}: {str(e).splitlines()[0][:120]}", flush=True)
                 o, lse = torch.ops.aten._scaled_dot_product_flash_attention(q, k, v, 0.0, causal)[:2]
+                name = str(dtype).split(".")[-1]
                 if which == "fwd":
                     o2, lse2 = nan_like(q), nan_like(lse)  # flash's lse: [B, H, N] fp32, as ours
                     mine = _timers(torch, lambda: ours(q, k, v, o2, lse2, causal))
                     ref = refs.get("flash")
                     diff = float((o2.float() - ref.float()).abs().max()) if ref is not None else None
+                    bad = wrong(which, name, {"o": (o2, ref), "lse": (lse2, lse)})
                 else:
                     dq, dk, dv = (nan_like(q) for _ in range(3))
                     mine = _timers(torch, lambda: ours(q, k, v, o, lse, dout, dq, dk, dv, causal))
                     ref = refs.get("flash")
                     diff = (max(float((a.float() - r.float()).abs().max()) for a, r in zip((dq, dk, dv), ref))
                             if ref is not None else None)
-                rows.append(_row(f"attention_{which}", label, str(dtype).split(".")[-1], mine, libs, flops,
-                                 "TFLOP/s", diff))
+                    bad = wrong(which, name, dict(zip(("dq", "dk", "dv"), zip((dq, dk, dv), ref or (None,) * 3))))
+                rows.append(_row(f"attention_{which}", label, name, mine, libs, flops, "TFLOP/s", diff, bad))
                 print(json.dumps(rows[-1]), flush=True)
 
 
@@ -138,8 +167,9 @@ def _gemm(torch, rows: list, quick: bool) -> None:
             libs = {"cublas": _timers(torch, lambda: torch.matmul(a, b, out=c_lib))}
             mine = _timers(torch, lambda: ours(a, b, c))
             diff = float((c.float() - c_lib.float()).abs().max())
-            rows.append(_row("gemm", f"{m}x{n}x{k}", str(dtype).split(".")[-1], mine, libs, 2.0 * m * n * k,
-                             "TFLOP/s", diff))
+            name = str(dtype).split(".")[-1]
+            rows.append(_row("gemm", f"{m}x{n}x{k}", name, mine, libs, 2.0 * m * n * k, "TFLOP/s", diff,
+                             wrong("gemm", name, {"c": (c, c_lib)})))
             print(json.dumps(rows[-1]), flush=True)
 
 
@@ -153,9 +183,11 @@ def _softmax(torch, rows: list, quick: bool) -> None:
             libs = {"copy": _timers(torch, lambda: copy.copy_(x)),
                     "torch_softmax": _timers(torch, lambda: torch.softmax(x, dim=-1))}
             mine = _timers(torch, lambda: ours(x, out))
-            diff = float((out.float() - torch.softmax(x.float(), dim=-1)).abs().max())
-            rows.append(_row("softmax", f"{r}x{c}", str(dtype).split(".")[-1], mine, libs,
-                             2.0 * x.numel() * x.element_size(), "GB/s", diff))
+            ref = torch.softmax(x.double(), dim=-1)
+            diff = float((out.double() - ref).abs().max())
+            name = str(dtype).split(".")[-1]
+            rows.append(_row("softmax", f"{r}x{c}", name, mine, libs, 2.0 * x.numel() * x.element_size(), "GB/s",
+                             diff, wrong("softmax", name, {"out": (out, ref)})))
             print(json.dumps(rows[-1]), flush=True)
 
 
@@ -178,8 +210,14 @@ def table(doc: dict) -> str:
         x_ceil = r.get(f"x_{ceil}") if ceil else None
         lines.append(f"| {r['kind']} | {r['case']} | {r['dtype']} | {r['ours']['do_bench_ms']:.3f} | "
                      f"{r['ours_rate']:.0f} {r['unit']} | {fmt(r.get(f'x_{lib}'))} | {fmt(x_ceil)} | "
-                     f"{r['ours']['events_ms'] / r['ours']['do_bench_ms']:.2f} | {fmt(r['max_abs_diff'], '.1e')} |")
+                     f"{r['ours']['events_ms'] / r['ours']['do_bench_ms']:.2f} | {diff_cell(r)} |")
     return "\n".join(lines)
+
+
+def diff_cell(row: dict) -> str:
+    """The max diff, and WRONG (what is wrong) where the output failed its check: that row's speed is no evidence."""
+    d = "-" if row["max_abs_diff"] is None else format(row["max_abs_diff"], ".1e")
+    return f"{d} **WRONG** ({row['wrong']})" if row.get("wrong") else d
 
 
 def compare(base: dict, other: dict) -> str:
@@ -206,7 +244,7 @@ def compare(base: dict, other: dict) -> str:
         lines.append(f"| {r['kind']} | {r['case']} | {r['dtype']} | {r['ours_rate']:.0f} {r['unit']} | "
                      f"{o['ours_rate']:.0f} {o['unit']} | {o['ours_rate'] / r['ours_rate']:.3f} | "
                      f"{fmt(r.get(ref))} | {fmt(o.get(ref))} | "
-                     f"{'-' if o['max_abs_diff'] is None else format(o['max_abs_diff'], '.1e')} |")
+                     f"{diff_cell(o)} |")
     return "\n".join(lines)
 
 
@@ -315,6 +353,11 @@ def main(argv: list[str] | None = None) -> int:
     (a.out / f"edge-bench-{slug}{tag}.json").write_text(json.dumps(doc, indent=1) + "\n")
     (a.out / f"edge-bench-{slug}{tag}.md").write_text(table(doc) + "\n")
     print(table(doc))
+    bad = [r for r in rows if r.get("wrong")]
+    if bad:
+        print(f"edge_bench: {len(bad)} row(s) with a wrong output (marked WRONG above): their times are not evidence",
+              file=sys.stderr)
+        return 1
     return 0
 
 

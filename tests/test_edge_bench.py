@@ -67,6 +67,30 @@ def test_outputs_start_as_nan_so_an_unwritten_element_shows_in_the_max_diff():
     assert torch.isnan((out.float() - ref.float()).abs().max())
 
 
+def test_a_wrong_output_is_judged_by_the_exercises_widened_tolerance_and_marked_in_both_tables():
+    # A knob that breaks the kernel at the bench's sizes (day 11's ping-pong did, at 4096³, while passing every
+    # correctness case) must not leave a fast row that reads as evidence.
+    torch = pytest.importorskip("torch")
+    g = torch.Generator().manual_seed(3)
+    a, b = (torch.randn(64, 64, generator=g) for _ in range(2))
+    ref = (a.double() @ b.double()).half()
+    close = ref + (torch.randn(ref.shape, generator=g) * 1e-3).half()  # a rounding's worth
+    off = ref.clone()
+    off[5:9, 40:] = 0  # one tile's worth written wrong
+    assert edge.wrong("gemm", "float16", {"c": (close, ref)}) is None
+    assert edge.wrong("gemm", "float16", {"c": (off, ref)}).startswith("c: ")
+    assert edge.wrong("gemm", "float16", {"c": (edge.nan_like(ref), ref)}) is not None  # never written
+    assert edge.wrong("gemm", "float16", {"c": (off, None)}) is None  # no library result: not judged
+    ours, lib = {"do_bench_ms": 1.0, "events_ms": 1.0}, {"do_bench_ms": 1.2, "events_ms": 1.2}
+    good, bad = (edge._row("gemm", "64x64x64", "float16", ours, {"cublas": lib}, 1e9, "TFLOP/s", d, w)
+                 for d, w in ((0.0, None), (2.5, "c: 16 of 4096 elements off")))
+    assert "**WRONG**" not in edge.table({"gpu": "G", "torch": "t", "date": "d", "rows": [good]})
+    assert "2.5e+00 **WRONG** (c: 16 of 4096 elements off) |" in edge.table(
+        {"gpu": "G", "torch": "t", "date": "d", "rows": [bad]})
+    side = edge.compare({"gpu": "G", "date": "d", "rows": [good]}, {"gpu": "G", "date": "d", "rows": [bad]})
+    assert side.splitlines()[-1].endswith("**WRONG** (c: 16 of 4096 elements off) |")
+
+
 def test_compare_puts_two_saved_runs_side_by_side_case_by_case(tmp_path):
     ours_a, ours_b = {"do_bench_ms": 2.0, "events_ms": 2.0}, {"do_bench_ms": 1.6, "events_ms": 1.6}
     copy = {"do_bench_ms": 1.5, "events_ms": 1.5}

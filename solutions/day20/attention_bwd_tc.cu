@@ -521,6 +521,9 @@ __global__ void __launch_bounds__(256) round_kernel(const float* __restrict__ sr
 #ifndef FA20_WG_KV_REGS
 #define FA20_WG_KV_REGS 1  // 0: Sᵀ and dPᵀ read K and V from shared memory at d = 64 too, as at d = 128
 #endif
+#ifndef FA20_WG_DQ_STORER
+#define FA20_WG_DQ_STORER 0  // 1: a producer warp issues the bulk dQ reduce; dSᵀ double-buffered, one consumer barrier a step
+#endif
 
 // ---------------------------------------------------------------------------------------------------------------
 // Hopper (sm_90a): the key-tile walk on wgmma, chosen at run time as day 12 chooses its forward (a 9.0 GPU running
@@ -553,6 +556,14 @@ constexpr int kBr = 64;
 template <int D>
 constexpr bool kKvRegs = FA20_WG_KV_REGS && D == 64;
 
+// FA20_WG_DQ_STORER (with the producer and the bulk dQ), as FlashAttention-3's storer warp: the consumers write a
+// step's dQ tile into its staging buffer and arrive on that buffer's "full" mbarrier; a warp of the producer
+// warpgroup waits on it, issues the bulk reduce-add, and once the engine has read the buffer arrives on its
+// "empty" mbarrier, which the consumers wait on two steps later, before writing it again. dSᵀ gets two buffers, so
+// the barrier that says both warpgroups' dSᵀ are in (sync 1) also says both are done with the other buffer's dQ
+// product of the step before: the end-of-step barrier (sync 2), where both warpgroups met every step, goes.
+constexpr bool kDqStorer = FA20_WG_DQ_STORER && kProducer && kDqBulk;
+
 // Shared memory, bytes from a 1024-aligned base, every tile in the 128-byte-swizzled column-block layout
 // (hopper.cuh): K, V [kBc][D]; Q, dO [2][kBr][D]; dSᵀ [kBc][kBr] (one column block); lse·log2 e and D [2][kBr]
 // floats each; mbarriers for K, V, Q[2], dO[2] and, with the producer, the stages' "empty" [2].
@@ -564,13 +575,14 @@ struct Smem {
   static constexpr int kQ = kV + kBc * D * 2;
   static constexpr int kDO = kQ + 2 * kQTile;
   static constexpr int kDS = kDO + 2 * kQTile;
-  static constexpr int kL = kDS + kBc * kBr * 2;
+  static constexpr int kDSTile = kBc * kBr * 2;
+  static constexpr int kL = kDS + kDSTile * (kDqStorer ? 2 : 1);
   static constexpr int kDl = kL + 2 * kBr * 4;
   // FA20_WG_DQ_BULK: two fp32 [kBr][D] dQ tiles, row-major as dq_acc is, so one bulk reduce adds a whole tile.
   static constexpr int kDQ = kDl + 2 * kBr * 4;
   static constexpr int kDQTile = kBr * D * 4;
   static constexpr int kBar = kDQ + (kDqBulk ? 2 * kDQTile : 0);
-  static constexpr int kBars = 6 + (kProducer ? 2 : 0);
+  static constexpr int kBars = 6 + (kProducer ? 2 : 0) + (kDqStorer ? 4 : 0);  // + dQ's full [2] and empty [2]
   static constexpr size_t kBytes = kBar + 8 * kBars + 1024;  // + room to align: 210 KiB (d = 128), 114 KiB (d = 64)
   static_assert(kBytes <= 227 * 1024, "the tiles must fit in an H100/H200 SM's shared memory");
 };
@@ -668,6 +680,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   // Producer: stage st is free again once the 256 consumer threads have arrived on its "empty" barrier, after the
   // products of the step that read it; the producer waits for the phase of the stage's previous use u - 1.
   [[maybe_unused]] auto bar_empty = [&](int st) { return bar_k + 48 + 8 * st; };
+  [[maybe_unused]] auto bar_dq_full = [&](int st) { return bar_k + 64 + 8 * st; };  // FA20_WG_DQ_STORER
+  [[maybe_unused]] auto bar_dq_empty = [&](int st) { return bar_k + 80 + 8 * st; };
   // The consumers' barriers over the walk's shared tiles: the whole block, or with the producer (gone by then)
   // named barrier id over the 256 consumer threads: 1 (dSᵀ in), 2 (end of a step).
   auto consumers_sync = [&](int id) {
@@ -681,7 +695,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     // Q's full barrier also counts the 64 plain arrivals of the lse/D writers (release: their stores are seen by
     // the consumers' wait), besides the TMA thread's arrive.expect_tx (that thread, r = 0, arrives twice).
     if (threadIdx.x == 0) {
-      for (int b = 0; b < S::kBars; ++b) mbar_init(bar_k + 8 * b, b >= 6 ? kConsumers : (b == 2 || b == 3) ? 1 + kBr : 1);
+      for (int b = 0; b < S::kBars; ++b)
+        mbar_init(bar_k + 8 * b, b >= 10 ? 1 : b >= 6 ? kConsumers : (b == 2 || b == 3) ? 1 + kBr : 1);
       mbar_init_fence();
     }
     __syncthreads();  // barriers initialised before anyone waits on them: the block's last barrier
@@ -700,6 +715,16 @@ __global__ void __launch_bounds__(kThreads, 1)
           fetch_ld(i, r);
           mbar_arrive(bar_q(st));
         }
+      } else if (kDqStorer && kAtomic && r == kBr) {  // the storer: each step's dQ tile into dq_acc, in step order
+        for (int i = i_begin; i < i_end; ++i) {
+          const int st = (i - i_begin) & 1, u = (i - i_begin) >> 1, q0 = i * kBr;
+          mbar_wait(bar_dq_full(st), u & 1);
+          bulk_reduce_add_f32(dq_acc + (static_cast<size_t>(bh) * n + q0) * D, base + S::kDQ + st * S::kDQTile,
+                              static_cast<uint32_t>(min(kBr, n - q0) * D * 4));
+          bulk_wait_read<0>();  // read out: the consumers may write the buffer again
+          mbar_arrive(bar_dq_empty(st));
+        }
+        bulk_wait<0>();  // the last tiles are added before the block ends
       }
       return;  // nothing below waits for this warpgroup
     }
@@ -788,7 +813,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     pack<T, 64>(da, dp);
     if constexpr (kAtomic) {
       // dSᵀ rows of this thread into the [kBc][kBr] tile (one 128-byte row per key, chunk t ^ (row % 8)).
-      unsigned char* const ds = sbase + S::kDS;
+      unsigned char* const ds = sbase + S::kDS + (kDqStorer ? st * S::kDSTile : 0);
       const int r = 64 * wg + 16 * warp + lane / 4;
 #pragma unroll
       for (int t = 0; t < 8; ++t) {
@@ -805,7 +830,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if constexpr (kAtomic) {
       fence_proxy_async();  // dSᵀ's st.shared -> wgmma's reads
       // Bulk dQ: the reduce issued from this step's buffer two steps ago must be done reading it.
-      if (kDqBulk && threadIdx.x == 0) bulk_wait_read<1>();
+      if (kDqBulk && !kDqStorer && threadIdx.x == 0) bulk_wait_read<1>();
       consumers_sync(1);    // both warpgroups' dSᵀ rows are in
       // dQ_tile[64 queries x D] = dS K over all kBc keys, the columns split between the warpgroups: d = 128, a
       // column block of 64 each; d = 64, 32 columns each (half of the block's 128-byte rows: the descriptor starts
@@ -816,7 +841,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       float dq[kN / 2];
 #pragma unroll
       for (int j = 0; j < kBc / 16; ++j) {
-        const uint64_t dA = desc_sw128(base + S::kDS + 16 * j * 128, 8192, 1024);
+        const uint64_t dA = desc_sw128(base + S::kDS + (kDqStorer ? st * S::kDSTile : 0) + 16 * j * 128, 8192, 1024);
         const uint64_t dB = desc_sw128(base + S::kK + b_col + 16 * j * 128, kBc * 128, 1024);
         if (j == 0)
           wgmma_ss<T, kN, false, 1, 1>(dq, dA, dB);
@@ -828,6 +853,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       fence_regs(dq);
       if constexpr (kDqBulk) {
         // This warpgroup's columns of the tile, row-major [kBr][D] (rows past N too: the reduce stops at N).
+        // FA20_WG_DQ_STORER: the storer has had this buffer read out (its use two steps ago).
+        if (kDqStorer && i - i_begin >= 2) mbar_wait(bar_dq_empty(st), (((i - i_begin) >> 1) + 1) & 1);
         float* const dqs = reinterpret_cast<float*>(sbase + S::kDQ + st * S::kDQTile) + col0;
         const int r = 16 * warp + lane / 4;
 #pragma unroll
@@ -836,7 +863,8 @@ __global__ void __launch_bounds__(kThreads, 1)
           for (int h = 0; h < 2; ++h)
             *reinterpret_cast<float2*>(dqs + (r + 8 * h) * D + 8 * t + 2 * (lane % 4)) =
                 make_float2(dq[4 * t + 2 * h], dq[4 * t + 2 * h + 1]);
-        fence_proxy_async();  // st.shared -> the bulk engine's reads, after the barrier below
+        fence_proxy_async();  // st.shared -> the bulk engine's reads, after the barrier below (or the storer's wait)
+        if constexpr (kDqStorer) mbar_arrive(bar_dq_full(st));
       } else {
         float* const dqh = dq_acc + (static_cast<size_t>(bh) * n) * D + col0;
         const int qr = q0 + 16 * warp + lane / 4;
@@ -861,13 +889,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     // Every product of step i has read Q, dO, dSᵀ: the stage may be refilled, dSᵀ rewritten. With the producer the
     // stage is the empty barrier's business, so without kAtomic nothing is left to wait for: the warpgroups may
     // drift apart (by less than two steps: the producer refills a stage only once all 256 threads are done with it).
-    if (!kProducer || kAtomic) consumers_sync(2);
+    if (!kProducer || (kAtomic && !kDqStorer)) consumers_sync(2);
     if (!kProducer && threadIdx.x == 0 && i + 2 < i_end) fetch_q(i + 2);
-    if (kAtomic && kDqBulk && threadIdx.x == 0)  // (bulk dQ: every thread's part of the tile is in)
+    if (kAtomic && kDqBulk && !kDqStorer && threadIdx.x == 0)  // (bulk dQ: every thread's part of the tile is in)
       bulk_reduce_add_f32(dq_acc + (static_cast<size_t>(bh) * n + q0) * D, base + S::kDQ + st * S::kDQTile,
                           static_cast<uint32_t>(min(kBr, n - q0) * D * 4));
   }
-  if (kAtomic && kDqBulk && threadIdx.x == 0) bulk_wait<0>();  // the last tiles are added before the block ends
+  if (kAtomic && kDqBulk && !kDqStorer && threadIdx.x == 0) bulk_wait<0>();  // the last tiles are added before the end
 
   // END SOLUTION
   // BEGIN SOLUTION: hopper_bwd, continued: the stores of dK and dV, and launch<T, D> (false where the walk cannot run)

@@ -27,7 +27,8 @@
 # $OUT/edge.tar.gz, packed after each build, with each knob's table beside the default's (edge_bench.py --compare);
 # EDGE_ARGS="--quick": one shape of each part; "--quick softmax": of that part only), EDGE_NCU (e.g.
 # "bwd:dkdv_wgmma": Nsight Compute on the edge bench's kernels matching the regex, below), STAGE_ONLY=1
-# (only gather the carried .stage-N/ wheel folders; see below), GRADER_TEST_TIMINGS=1 (each GPU test's
+# (only gather the carried .stage-N/ wheel folders; see below), SUITE_PART (e.g. "0/2": one shard of the GPU suite
+# on one GPU, below), GRADER_TEST_TIMINGS=1 (each GPU test's
 # `grader check --timings` stamps kept in its line of test_times.jsonl), VARIANT_ARGS (more `grader check` arguments for each VARIANTS check, e.g. "--exercise
 # attention_bwd_tc --correctness-only"; VARIANT_ARGS_dayNN for that day's variants only, VARIANT_S the seconds each
 # check may take), TOLERANCE (e.g. "day12.flash_attention_mma": scripts/tolerance_sweep.py over
@@ -84,6 +85,13 @@ days=${DAYS:-$(python3 -c "from grader.course import load_course; print(' '.join
 
 skip build || { echo "== build times"; python3 scripts/build_times.py "$LOG" 2>&1 | tee "$LOG/build_times.txt"; }
 # The GPU suite in parallel: builds are keyed by content, so workers share them (PYTEST_N workers, default one per CPU core: the suite is bound by compiling).
+# SUITE_PART=i/n (one GPU, i = 0 .. n-1): only shard i of the suite's n (tests/conftest.py balances them by their
+# recorded seconds), for a suite longer than one call: n calls, then here `python3 scripts/gpu_suite.py --merge
+# A/gpu-suite.json B/gpu-suite.json --json measured/gpu-suite.json`. The multi-GPU tests are in no part: they need a
+# machine of several GPUs (SHARDS).
+if [ -n "${SUITE_PART:-}" ] && [ "${SHARDS:-1}" -le 1 ]; then
+  export GRADER_TEST_SHARD=$SUITE_PART GRADER_TEST_SHARD_WORKERS=${PYTEST_N:-$(nproc)}
+fi
 skip pytest || { echo "== GPU tests"; t0=$(date +%s); export GRADER_TEST_TIMES="$LOG/test_times.jsonl"
   export GRADER_TEST_SHARED_STATE=$(mktemp -d)  # one build state for both phases (tests/conftest.py)
   collected=$(python3 -m pytest -m gpu --collect-only -q -p no:cacheprovider ${PYTEST_K:+-k "$PYTEST_K"} tests 2>/dev/null \
@@ -114,7 +122,7 @@ skip pytest || { echo "== GPU tests"; t0=$(date +%s); export GRADER_TEST_TIMES="
   else
     suite "" "${PYTEST_N:-$(nproc)}"
     grep -Ev " (PASSED|SKIPPED) " "$LOG/pytest_gpu.txt" | tail -40; grep -Ev " (PASSED|SKIPPED) " "$LOG/pytest_gpu_alone.txt" 2>/dev/null | tail -20
-    how="-n ${PYTEST_N:-$(nproc)}, then the gpu_alone tests alone"
+    how="-n ${PYTEST_N:-$(nproc)}, then the gpu_alone tests alone${SUITE_PART:+; part $SUITE_PART of the suite}"
   fi
   wall=$(( $(date +%s) - t0 )); unset GRADER_TEST_TIMES; rm -rf "$GRADER_TEST_SHARED_STATE"; unset GRADER_TEST_SHARED_STATE
   echo "GPU suite wall time: $wall s ($how)" | tee -a "$LOG/pytest_gpu.txt"

@@ -3,7 +3,12 @@ outcomes, wall time and the slowest tests (with their build seconds where the te
 short table and written as JSON (scripts/device_run.sh copies it to $OUT/gpu-suite.json; committed as
 measured/gpu-suite.json).
 
-    python3 scripts/gpu_suite.py TIMES.jsonl --wall S --summary "LINE" --collected N --json OUT.json"""
+    python3 scripts/gpu_suite.py TIMES.jsonl --wall S --summary "LINE" --collected N --json OUT.json
+    python3 scripts/gpu_suite.py --merge PART1.json PART2.json --json OUT.json
+
+--merge: the records of one suite run in parts on one GPU (scripts/device_run.sh SUITE_PART=1/2, then 2/2, one
+call each: a one-GPU lease's call is too short for the whole suite) as one record. The parts must be disjoint shards
+of the same suite on the same GPU model; the wall time is their sum."""
 import argparse
 import json
 import subprocess
@@ -54,18 +59,32 @@ def record(lines: list[dict], *, wall_s: float, summary: str, collected: int | N
             "seconds": {i: round(t["seconds"], 1) for i, t in sorted(tests.items())}}
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("times", type=Path)
-    ap.add_argument("--wall", type=float, required=True)
-    ap.add_argument("--summary", default="")
-    ap.add_argument("--collected", type=int)
-    ap.add_argument("--json", type=Path)
-    a = ap.parse_args()
-    lines = [json.loads(x) for x in a.times.read_text().splitlines() if x.strip()] if a.times.is_file() else []
-    rec = record(lines, wall_s=a.wall, summary=a.summary, collected=a.collected)
-    if a.json:
-        a.json.write_text(json.dumps(rec, indent=1) + "\n")
+def merge(parts: list[dict]) -> dict:
+    """One record from the records of disjoint parts of a suite (see the module's docstring)."""
+    models = {p["gpu"] for p in parts}
+    if len(models) > 1:
+        raise SystemExit(f"the parts ran on different GPUs ({', '.join(sorted(models))}): one record per GPU model")
+    seen: dict[str, int] = {}
+    for k, p in enumerate(parts):
+        for test in p.get("seconds", {}):
+            if test in seen:
+                raise SystemExit(f"{test} is in parts {seen[test] + 1} and {k + 1}: the parts must be disjoint shards")
+            seen[test] = k
+    out = {"gpu": parts[0]["gpu"], "date": max(p["date"] for p in parts)}
+    for key in ("collected", "finished", "passed", "failed", "skipped", "wall_s", "test_seconds_total",
+                "build_seconds_total"):
+        values = [p.get(key) for p in parts]
+        out[key] = None if any(v is None for v in values) else sum(values)
+    out["pytest_summary"] = ";".join(p["pytest_summary"] for p in parts if p.get("pytest_summary"))
+    slowest = sorted((s for p in parts for s in p.get("slowest", [])), key=lambda s: -s["seconds"])
+    out["slowest"] = slowest[:max((len(p.get("slowest", [])) for p in parts), default=0)]
+    out["failures"] = {i: m for p in parts for i, m in p.get("failures", {}).items()}
+    out["seconds"] = dict(sorted((i, t) for p in parts for i, t in p.get("seconds", {}).items()))
+    out["parts"] = len(parts)
+    return out
+
+
+def show(rec: dict) -> None:
     print(f"GPU suite on {rec['gpu']}: {rec['passed']} passed, {rec['failed']} failed, {rec['skipped']} skipped of "
           f"{rec['collected'] or '?'} collected ({rec['finished']} finished) in {rec['wall_s']} s wall; "
           f"{rec['test_seconds_total']} s of test time, {rec['build_seconds_total']} s of it in builds")
@@ -76,6 +95,32 @@ def main():
         print(f"  {s['seconds']:7.1f} {b}  {s['id']}{'' if s['outcome'] == 'passed' else '  ' + s['outcome'].upper()}")
     for i, m in rec["failures"].items():
         print(f"FAILED {i}\n{m[-1500:]}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("times", type=Path, nargs="?")
+    ap.add_argument("--merge", nargs="+", type=Path, metavar="PART.json",
+                    help="merge the records of a suite's parts (no TIMES.jsonl)")
+    ap.add_argument("--wall", type=float)
+    ap.add_argument("--summary", default="")
+    ap.add_argument("--collected", type=int)
+    ap.add_argument("--json", type=Path)
+    a = ap.parse_args()
+    if a.merge:
+        try:
+            parts = [json.loads(f.read_text()) for f in a.merge]
+        except (OSError, ValueError) as e:
+            ap.error(f"cannot read a part: {e}")
+        rec = merge(parts)
+    else:
+        if a.times is None or a.wall is None:
+            ap.error("give TIMES.jsonl and --wall, or --merge PART.json ...")
+        lines = [json.loads(x) for x in a.times.read_text().splitlines() if x.strip()] if a.times.is_file() else []
+        rec = record(lines, wall_s=a.wall, summary=a.summary, collected=a.collected)
+    if a.json:
+        a.json.write_text(json.dumps(rec, indent=1) + "\n")
+    show(rec)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,53 @@
+"""scripts/gpu_suite.py --merge: a GPU suite run in parts on one GPU (device_run.sh SUITE_PART, one call each) is
+recorded as one suite; parts that overlap or come from different GPUs are refused."""
+import importlib.util
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+spec = importlib.util.spec_from_file_location("gpu_suite", ROOT / "scripts" / "gpu_suite.py")
+suite = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(suite)
+
+
+def _part(tests: dict[str, tuple[str, float]], gpu="NVIDIA H200", wall=300, date="2026-12-02") -> dict:
+    lines = [{"id": t, "when": "call", "outcome": o, "seconds": s, "props": {"build_s": s / 2}} for t, (o, s) in
+             tests.items()]
+    rec = suite.record(lines, wall_s=wall, summary=f"{len(tests)} ran", collected=len(tests))
+    return rec | {"gpu": gpu, "date": date}
+
+
+def test_parts_add_up_to_one_suite_and_keep_every_tests_seconds(tmp_path):
+    a = _part({"t::a": ("passed", 100.0), "t::b": ("failed", 5.0)}, wall=400)
+    b = _part({"t::c": ("passed", 300.0), "t::d": ("skipped", 0.5)}, wall=350, date="2026-12-03")
+    files = []
+    for name, rec in (("a", a), ("b", b)):
+        files.append(tmp_path / f"{name}.json")
+        files[-1].write_text(json.dumps(rec))
+    out = tmp_path / "suite.json"
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_suite.py"), "--merge", *map(str, files), "--json",
+                        str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    rec = json.loads(out.read_text())
+    assert (rec["collected"], rec["finished"], rec["passed"], rec["failed"], rec["skipped"]) == (4, 4, 2, 1, 1)
+    assert rec["wall_s"] == 750 and rec["date"] == "2026-12-03" and rec["parts"] == 2
+    assert set(rec["seconds"]) == {"t::a", "t::b", "t::c", "t::d"} and list(rec["failures"]) == ["t::b"]
+    assert [s["id"] for s in rec["slowest"]][:2] == ["t::c", "t::a"]
+    assert "2 passed, 1 failed, 1 skipped of 4 collected" in r.stdout
+
+
+def test_overlapping_parts_or_two_gpu_models_are_refused():
+    a = _part({"t::a": ("passed", 1.0)})
+    with pytest.raises(SystemExit, match="in parts 1 and 2"):
+        suite.merge([a, _part({"t::a": ("passed", 2.0)})])
+    with pytest.raises(SystemExit, match="different GPUs"):
+        suite.merge([a, _part({"t::b": ("passed", 2.0)}, gpu="NVIDIA H100 80GB HBM3")])
+
+
+def test_without_times_or_parts_it_is_a_usage_error():
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_suite.py")], capture_output=True, text=True)
+    assert r.returncode == 2 and "--merge" in r.stderr and "Traceback" not in r.stderr

@@ -94,7 +94,9 @@ def parser() -> argparse.ArgumentParser:
                    help="only the cases whose name, as the verdict prints it (e.g. 'fp16 1x2x37x64 causal'), contains "
                         "TEXT (repeatable): a quick re-check of the case that failed; not saved as the day's result")
     c.add_argument("--seed", type=seed_value, help="seed for the random inputs (default: a fresh one, printed)")
-    c.add_argument("--correctness-only", action="store_true", help="skip timing")
+    c.add_argument("--correctness-only", action="store_true",
+                   help="skip timing, and with it the timed shapes (each is checked for correctness when it is timed): "
+                        "only the correctness cases run")
     c.add_argument("--timeout", type=positive_seconds, help="seconds one case may take before it counts as hung")
     c.add_argument("--json", metavar="PATH", type=json_path, help="also write the full results as JSON")
     c.add_argument("--results-dir", metavar="DIR", help="also write the results for Gradescope (results.json), JUnit "
@@ -129,7 +131,8 @@ def parser() -> argparse.ArgumentParser:
     w.add_argument("--dtype", action="append", help="only this dtype (repeatable): fp32, fp16, bf16")
     w.add_argument("--seed", type=seed_value, help="seed for the random inputs, the same for every check of the "
                                                    "session (default: a fresh one, printed)")
-    w.add_argument("--correctness-only", action="store_true", help="skip timing")
+    w.add_argument("--correctness-only", action="store_true",
+                   help="skip timing and the timed shapes: only the correctness cases run")
     w.add_argument("--timeout", type=positive_seconds, help="seconds one case may take before it counts as hung")
     w.add_argument("--timings", action="store_true", help=f"print timestamps of each step to stderr (also: "
                                                            f"${timings.ENV}=1)")
@@ -222,7 +225,8 @@ def parser() -> argparse.ArgumentParser:
                    help="local: seconds one grading may take (default: 1800)")
     g.add_argument("--slurm-config", metavar="YAML", help="slurm: partition, gpus_per_task, cpus_per_task, mem_gb, "
                                                          "timeout_min, setup … (see README.md)")
-    g.add_argument("--correctness-only", action="store_true", help="skip timing")
+    g.add_argument("--correctness-only", action="store_true",
+                   help="skip timing and the timed shapes: only the correctness cases run")
     g.add_argument("--ranked", action="store_true", help=f"ranked gradings, for the leaderboard (the secret: "
                                                         f"${RANKED_SEED_ENV} or ${RANKED_SEED_FILE_ENV})")
     g.add_argument("--regrade", action="store_true", help="grade every pair again, even those with a result")

@@ -15,8 +15,8 @@ the library on the same inputs, and by CUDA events in a loop, so that two timers
 
 Writes OUT_DIR/edge-bench-<gpu>.json and .md: per case, our time, the library's and the ceiling's, TFLOP/s (GB/s
 for softmax), × each, and our output's largest difference from the library's, checked against the exercise's
-tolerance widened as for the grader's timed calls: a row that fails is marked WRONG and the run exits 1. Attention FLOPs: the FlashAttention
-papers' convention, 4·B·H·N²·d forward and 2.5 times that backward, halved when causal.
+tolerance widened as for the grader's timed calls: a row that fails is marked WRONG and the run exits 1. Attention
+FLOPs: the FlashAttention papers' convention, 4·B·H·N²·d forward and 2.5 times that backward, halved when causal.
 """
 from __future__ import annotations
 
@@ -65,18 +65,16 @@ DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 def wrong(part: str, dtype: str, outputs: dict) -> str | None:
     """None where each output (name -> (ours, the library's)) is what these inputs give; else what is wrong. A
     table of speeds must not carry a wrong kernel's row as evidence: the bound is the exercise's tolerance
-    (course.yaml), widened as the grader widens it for a timed call's output (STALE_SLACK), since the reference
-    here is the library's rounded result, not fp64. A row without the library's result is not judged."""
-    from grader.check.compare import compare
-    from grader.check.worker import STALE_SLACK
+    (course.yaml), widened as the grader widens it for a timed call's output, since the reference here is the
+    library's rounded result, not fp64. A row without the library's result is not judged."""
+    from grader.check.worker import widened_compare
 
     ex = _exercise(*PARTS[part])
     for name, (out, ref) in outputs.items():
         if ref is None:
             continue
         tol = ex.tolerance(name, DTYPES[dtype])
-        c = compare(out, ref.double(), atol=tol.atol * STALE_SLACK, rtol=tol.rtol * STALE_SLACK,
-                    rel_l2=min(0.5, tol.rel_l2 * STALE_SLACK), l2_floor=tol.l2_floor)
+        c = widened_compare(out, ref.double(), tol)
         if not c.ok:
             return f"{name}: {c.message}"
     return None

@@ -6,7 +6,7 @@ measured/gpu-suite.json).
     python3 scripts/gpu_suite.py TIMES.jsonl --wall S --summary "LINE" --collected N --json OUT.json
     python3 scripts/gpu_suite.py --merge PART1.json PART2.json --json OUT.json
 
---merge: the records of one suite run in parts on one GPU (scripts/device_run.sh SUITE_PART=1/2, then 2/2, one
+--merge: the records of one suite run in parts on one GPU (scripts/device_run.sh SUITE_PART=0/2, then 1/2, one
 call each: a one-GPU lease's call is too short for the whole suite) as one record. The parts must be disjoint shards
 of the same suite on the same GPU model; the wall time is their sum."""
 import argparse

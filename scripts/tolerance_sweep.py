@@ -595,11 +595,11 @@ def merge_tables(tables: list[dict]) -> dict:
     for t in tables:
         for r in t["rows"]:
             k = row_key(r)
-            if k in rows and set(rows[k]["seed_list"]) & set(r["seed_list"]):
-                if not set(r["seed_list"]) >= set(rows[k]["seed_list"]):
-                    shared = len(set(rows[k]["seed_list"]) & set(r["seed_list"]))
-                    raise SystemExit(f"{k}: two tables share {shared} of their seeds, but the later does not cover "
-                                     "all of the earlier's: sweep those seeds again")
+            earlier, later = set(rows[k]["seed_list"]) if k in rows else set(), set(r["seed_list"])
+            if earlier & later:
+                if not later >= earlier:
+                    raise SystemExit(f"{k}: two tables share {len(earlier & later)} of their seeds, but the later does "
+                                     "not cover all of the earlier's: sweep those seeds again")
                 del rows[k]
             if k not in rows:
                 rows[k] = json.loads(json.dumps(r))

@@ -286,6 +286,13 @@ def _module_file(fn) -> str | None:
 STALE_SLACK = 10  # times the exercise's tolerance: a stale result belongs to other inputs and is wrong by far more
 
 
+def widened_compare(out, ref, tol):
+    """compare() at the exercise's bounds widened STALE_SLACK times: enough to tell a result of these inputs from
+    a wrong or stale one, never failing an honest kernel's rounding (also scripts/edge_bench.py's check)."""
+    return compare(out, ref, atol=tol.atol * STALE_SLACK, rtol=tol.rtol * STALE_SLACK,
+                   rel_l2=min(0.5, tol.rel_l2 * STALE_SLACK), l2_floor=tol.l2_floor)
+
+
 def stale_outputs(got: dict, case: CaseData, ex) -> str | None:
     """Whether a timed call's outputs are not the outputs of its inputs. The bounds are the exercise's, widened:
     the correctness cases judge rounding; this only has to tell a result of these inputs from one of others, and
@@ -294,8 +301,7 @@ def stale_outputs(got: dict, case: CaseData, ex) -> str | None:
         t, tol = got.get(name), ex.tolerance(name, case.dtype)
         if t is None:
             return f"{name}: missing"
-        c = compare(t, case.reference[name], atol=tol.atol * STALE_SLACK, rtol=tol.rtol * STALE_SLACK,
-                    rel_l2=min(0.5, tol.rel_l2 * STALE_SLACK), l2_floor=tol.l2_floor)
+        c = widened_compare(t, case.reference[name], tol)
         if not c.ok:
             return f"{name}: {c.message}"
     return None

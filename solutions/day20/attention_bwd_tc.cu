@@ -522,7 +522,7 @@ __global__ void __launch_bounds__(256) round_kernel(const float* __restrict__ sr
 #define FA20_WG_KV_REGS 1  // 0: Sᵀ and dPᵀ read K and V from shared memory at d = 64 too, as at d = 128
 #endif
 #ifndef FA20_WG_DQ_STORER
-#define FA20_WG_DQ_STORER 0  // 1: a producer warp issues the bulk dQ reduce; dSᵀ double-buffered, one consumer barrier a step
+#define FA20_WG_DQ_STORER 0  // 1: a producer warp issues the bulk dQ reduce, dSᵀ has 2 buffers: one barrier a step
 #endif
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -565,8 +565,9 @@ constexpr bool kKvRegs = FA20_WG_KV_REGS && D == 64;
 constexpr bool kDqStorer = FA20_WG_DQ_STORER && kProducer && kDqBulk;
 
 // Shared memory, bytes from a 1024-aligned base, every tile in the 128-byte-swizzled column-block layout
-// (hopper.cuh): K, V [kBc][D]; Q, dO [2][kBr][D]; dSᵀ [kBc][kBr] (one column block); lse·log2 e and D [2][kBr]
-// floats each; mbarriers for K, V, Q[2], dO[2] and, with the producer, the stages' "empty" [2].
+// (hopper.cuh): K, V [kBc][D]; Q, dO [2][kBr][D]; dSᵀ [kBc][kBr] (one column block; two with FA20_WG_DQ_STORER);
+// lse·log2 e and D [2][kBr] floats each; mbarriers for K, V, Q[2], dO[2], with the producer the stages' "empty" [2],
+// and with the storer dQ's "full" [2] and "empty" [2].
 template <int D>
 struct Smem {
   static constexpr int kK = 0;
@@ -663,6 +664,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto bar_do = [&](int st) { return bar_k + 32 + 8 * st; };
   auto q_at = [&](int st) { return base + S::kQ + st * S::kQTile; };
   auto do_at = [&](int st) { return base + S::kDO + st * S::kQTile; };
+  auto ds_at = [&](int st) { return S::kDS + (kDqStorer ? st * S::kDSTile : 0); };  // bytes from base
   auto fetch_q = [&](int i) {  // thread 0 (or the producer's): Q and dO of query tile i into stage (i - i_begin) % 2
     const int st = (i - i_begin) & 1;
     tma_tile<D, kBr>(q_at(st), &tm_q, i * kBr, hd, bar_q(st));
@@ -813,7 +815,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     pack<T, 64>(da, dp);
     if constexpr (kAtomic) {
       // dSᵀ rows of this thread into the [kBc][kBr] tile (one 128-byte row per key, chunk t ^ (row % 8)).
-      unsigned char* const ds = sbase + S::kDS + (kDqStorer ? st * S::kDSTile : 0);
+      unsigned char* const ds = sbase + ds_at(st);
       const int r = 64 * wg + 16 * warp + lane / 4;
 #pragma unroll
       for (int t = 0; t < 8; ++t) {
@@ -841,7 +843,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       float dq[kN / 2];
 #pragma unroll
       for (int j = 0; j < kBc / 16; ++j) {
-        const uint64_t dA = desc_sw128(base + S::kDS + (kDqStorer ? st * S::kDSTile : 0) + 16 * j * 128, 8192, 1024);
+        const uint64_t dA = desc_sw128(base + ds_at(st) + 16 * j * 128, 8192, 1024);
         const uint64_t dB = desc_sw128(base + S::kK + b_col + 16 * j * 128, kBc * 128, 1024);
         if (j == 0)
           wgmma_ss<T, kN, false, 1, 1>(dq, dA, dB);

@@ -715,9 +715,6 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
 #ifndef SOFTMAX_ONEPASS_PACKED
 #define SOFTMAX_ONEPASS_PACKED 1  // 0: 16-bit split rows by kernels A and B (the packed one pass is faster on H100)
 #endif
-#ifndef SOFTMAX_LAGGED
-#define SOFTMAX_LAGGED 0  // k > 0: kernels A and B as one walk in the one pass's place, B k half-grids behind A (below)
-#endif
 
 __device__ __forceinline__ int load_acquire(const int* p) {
   int v;
@@ -758,20 +755,16 @@ __device__ __forceinline__ OnepassChunk onepass_chunk(int ticket, int nchunks, i
   return {row, static_cast<size_t>(row) * cols + begin, min(kChunkT, cols - begin)};
 }
 
-// The two halves of a chunk's part in its row, for every one-pass walk. onepass_publish (thread 0 only): the state
-// (bm, bs) of `ticket`'s chunk, then the row's count (release: the state is visible before the count says so).
-// onepass_row_merge (every thread: it has a barrier): thread 0 waits until all nchunks of the row's chunks have
-// published, then (M, S) is the row's state, merged in chunk order, so that every warp of every block of the row gets
-// the same bits.
-__device__ __forceinline__ void onepass_publish(float2* partials, int* counters, int ticket, int row, float bm,
-                                                float bs) {
-  partials[ticket] = make_float2(bm, bs);
-  add_release(counters + 1 + row, 1);
-}
-__device__ __forceinline__ void onepass_row_merge(const float2* partials, const int* counters, int row, int nchunks,
-                                                  float& M, float& S) {
+// Publishes the block's chunk state (bm, bs) for `ticket` (a chunk of `row`), waits until all nchunks of the row's
+// chunks have published theirs, and sets (M, S) to the row's state, merged in chunk order, so that every warp of
+// every block of the row gets the same bits. Every thread must call it (it has a barrier).
+__device__ __forceinline__ void onepass_row_state(float bm, float bs, float2* partials, int* counters, int ticket,
+                                                  int row, int nchunks, float& M, float& S) {
+  int* row_published = counters + 1 + row;
   if (threadIdx.x == 0) {
-    while (load_acquire(counters + 1 + row) < nchunks) {
+    partials[ticket] = make_float2(bm, bs);
+    add_release(row_published, 1);  // the state is visible before the count says so
+    while (load_acquire(row_published) < nchunks) {
     }
   }
   __syncthreads();  // thread 0 saw every state published: the block reads them (L2, never a stale L1 line)
@@ -783,12 +776,6 @@ __device__ __forceinline__ void onepass_row_merge(const float2* partials, const 
     online_merge(M, S, p.x, p.y);
   }
   warp_reduce_online(M, S);  // kernel B's order: the same bits as the two-pass path
-}
-// Both: the block publishes its chunk's state and waits for the row's. Every thread must call it.
-__device__ __forceinline__ void onepass_row_state(float bm, float bs, float2* partials, int* counters, int ticket,
-                                                  int row, int nchunks, float& M, float& S) {
-  if (threadIdx.x == 0) onepass_publish(partials, counters, ticket, row, bm, bs);
-  onepass_row_merge(partials, counters, row, nchunks, M, S);
 }
 
 // SOFTMAX_ONEPASS_CACHED: once every block has left its loop (no ticket will be taken, no row counter read), the
@@ -871,109 +858,6 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
     float M, S;
     onepass_row_state(m, s, partials, counters, ticket, ck.row, nchunks, M, S);
     packed_store<T, kVecs, true>(raw, edge, y + ck.offset, sp, t, kSplitThreads, has_edge, M, S);
-  }
-  onepass_finish(counters, tickets / nchunks);
-#endif
-}
-
-// SOFTMAX_LAGGED: kernels A and B as one walk of 2 C jobs over the C chunks, handed out by the same ticket counter.
-// Job A_i reads chunk i (default loads: its lines stay in L2) and publishes its state; job B_i waits for its row's
-// states, reads chunk i again (last use) and writes it. B_i is handed out a lag L behind A_i: A_0 .. A_{L-1}, then
-// A_{L+i}, B_i for i = 0 .. C - L - 1, then the last L B's. No block ever waits while it holds data, so x streams in
-// and y out all the time, where the one pass leaves a chunk's registers idle until its row is complete; and B's read
-// of x comes from L2 if the 2 L jobs between A_i and B_i (L chunks of x in, L of y out, about 19 MB at 64 x 262144
-// fp32 on 132 SMs with k = 1, below) have not pushed it out. DRAM then moves a copy's bytes, as the one pass does.
-// Why it ends: with L >= nchunks every A of B_i's row is handed out before B_i, A jobs never wait, and a block takes a
-// job only when it has finished the last. L = k R / 2 + nchunks (R, the grid: every resident block; k, the knob's
-// value) hands B_i out at least k R jobs after its row's last A (after the first L jobs, which are all A's), when
-// with R jobs in flight that A is done or nearly; a larger k waits less and asks L2 to keep more.
-__device__ __forceinline__ int lagged_job(int job, int chunks, int lag, bool& is_b) {
-  if (job < lag) {
-    is_b = false;
-    return job;
-  }
-  const int k = job - lag;
-  if (k < 2 * (chunks - lag)) {
-    is_b = k & 1;
-    return is_b ? k >> 1 : lag + (k >> 1);
-  }
-  is_b = true;
-  return job - chunks;
-}
-__device__ __forceinline__ int lagged_lag(int chunks, int nchunks) {
-  return min(chunks, SOFTMAX_LAGGED * static_cast<int>(gridDim.x) / 2 + nchunks);
-}
-
-template <typename T, int kValsT>
-__global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
-    softmax_lagged_kernel(const T* __restrict__ x, T* __restrict__ y, float2* __restrict__ partials,
-                          int* __restrict__ counters, int cols, int nchunks, int tickets) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-  __trap();  // Hopper only, as the one pass it stands in for
-#else
-  __shared__ float2 warp_partials[kSplitThreads / kWarpSize];
-  __shared__ int next_job;
-  const int lag = lagged_lag(tickets, nchunks);
-  // Each job has a barrier after every thread has read its number (block_reduce_online's, onepass_row_merge's).
-  for (int job = onepass_take_ticket(counters, &next_job); job < 2 * tickets;
-       job = onepass_take_ticket(counters, &next_job)) {
-    bool is_b;
-    const int ticket = lagged_job(job, tickets, lag, is_b);
-    const OnepassChunk ck = onepass_chunk<kChunk>(ticket, nchunks, cols);
-    const Span sp = split_span(x + ck.offset, ck.n);
-    float v[kValsT + 1];
-    float m, s;
-    if (!is_b) {
-      load_tile<T, kValsT, false>(x + ck.offset, sp, threadIdx.x, kSplitThreads, v);  // kept in L2 for B_i
-      exp_in_place<T>(v, m, s);
-      block_reduce_online(m, s, warp_partials);
-      if (threadIdx.x == 0) onepass_publish(partials, counters, ticket, ck.row, m, s);
-    } else {
-      load_tile<T, kValsT, true>(x + ck.offset, sp, threadIdx.x, kSplitThreads, v);  // in flight during the wait
-      float M, S;
-      onepass_row_merge(partials, counters, ck.row, nchunks, M, S);
-      exp_in_place<T>(v, m, s);  // kernel B's arithmetic: the same bits as the two-pass path
-      store_tile<T, kValsT, true>(y + ck.offset, sp, threadIdx.x, kSplitThreads, v, output_scale(m, M, S));
-    }
-  }
-  onepass_finish(counters, tickets / nchunks);
-#endif
-}
-
-// SOFTMAX_LAGGED for 16-bit rows: the packed one pass's phases in the lagged walk (its chunks, its arithmetic).
-template <typename T, int kVecs>
-__global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
-    softmax_lagged_packed_kernel(const T* __restrict__ x, T* __restrict__ y, float2* __restrict__ partials,
-                                 int* __restrict__ counters, int cols, int nchunks, int tickets) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-  __trap();
-#else
-  static_assert(sizeof(T) == 2, "the packed walk is for 16-bit types");
-  constexpr int kN = Vec<T>::kN;
-  constexpr int kChunkT = kSplitThreads * kVecs * kN;
-  __shared__ float2 warp_partials[kSplitThreads / kWarpSize];
-  __shared__ int next_job;
-  const int t = threadIdx.x;
-  for (int job = onepass_take_ticket(counters, &next_job); job < 2 * tickets;
-       job = onepass_take_ticket(counters, &next_job)) {
-    bool is_b;
-    const int ticket = lagged_job(job, tickets, lagged_lag(tickets, nchunks), is_b);  // recomputed: a register less
-    const OnepassChunk ck = onepass_chunk<kChunkT>(ticket, nchunks, cols);
-    const Span sp = split_span(x + ck.offset, ck.n);
-    const bool has_edge = t < sp.head + sp.tail;
-    uint4 raw[kVecs];
-    if (!is_b) {
-      const float edge = packed_load<T, kVecs, false>(raw, x + ck.offset, sp, t, kSplitThreads, has_edge);
-      float m, s;
-      packed_max_sum<T, kVecs>(raw, edge, sp, t, kSplitThreads, m, s);
-      block_reduce_online(m, s, warp_partials);
-      if (t == 0) onepass_publish(partials, counters, ticket, ck.row, m, s);
-    } else {
-      const float edge = packed_load<T, kVecs, true>(raw, x + ck.offset, sp, t, kSplitThreads, has_edge);
-      float M, S;
-      onepass_row_merge(partials, counters, ck.row, nchunks, M, S);
-      packed_store<T, kVecs, true>(raw, edge, y + ck.offset, sp, t, kSplitThreads, has_edge, M, S);
-    }
   }
   onepass_finish(counters, tickets / nchunks);
 #endif
@@ -1113,12 +997,10 @@ cudaError_t launch_split_onepass(const T* x, T* y, int rows, int cols, int sms, 
   if constexpr (sizeof(T) == 2) {
     constexpr int kPackedChunk = kSplitThreads * kPackedVecs * Vec<T>::kN;
     static_assert(kPackedChunk * sizeof(T) % 16 == 0, "chunks must be whole 16-byte vectors");
-    constexpr auto kKernel = SOFTMAX_LAGGED > 0 ? softmax_lagged_packed_kernel<T, kPackedVecs>
-                                                : softmax_onepass_packed_kernel<T, kPackedVecs>;
-    return launch_onepass<kKernel, kPackedChunk>(x, y, rows, cols, sms, stream, launched);
+    return launch_onepass<softmax_onepass_packed_kernel<T, kPackedVecs>, kPackedChunk>(x, y, rows, cols, sms,
+                                                                                       stream, launched);
   } else {
-    constexpr auto kKernel = SOFTMAX_LAGGED > 0 ? softmax_lagged_kernel<T, kVals> : softmax_onepass_kernel<T, kVals>;
-    return launch_onepass<kKernel, kChunk>(x, y, rows, cols, sms, stream, launched);
+    return launch_onepass<softmax_onepass_kernel<T, kVals>, kChunk>(x, y, rows, cols, sms, stream, launched);
   }
 }
 

@@ -46,7 +46,7 @@ HOPPER_BUILDS = [
     ("day12", "flash_attention_mma", [], r"flash_wgmma_kernel"),
     ("day20", "attention_bwd_tc", [], r"dkdv_wgmma_kernel"),
     ("day20", "attention_bwd_tc", ["FA20_WG_KV_REGS=0"], r"dkdv_wgmma_kernel"),
-    ("day20", "attention_bwd_tc", ["FA20_WG_DQ_STORER=1"], r"dkdv_wgmma_kernel"),
+    ("day20", "attention_bwd_tc", ["FA20_WG_DQ_STORER=0"], r"dkdv_wgmma_kernel"),
 ]
 
 

@@ -522,7 +522,7 @@ __global__ void __launch_bounds__(256) round_kernel(const float* __restrict__ sr
 #define FA20_WG_KV_REGS 1  // 0: Sᵀ and dPᵀ read K and V from shared memory at d = 64 too, as at d = 128
 #endif
 #ifndef FA20_WG_DQ_STORER
-#define FA20_WG_DQ_STORER 0  // 1: a producer warp issues the bulk dQ reduce, dSᵀ has 2 buffers: one barrier a step
+#define FA20_WG_DQ_STORER 1  // 0: at d = 128 too the consumers issue the bulk dQ reduce and meet twice a step
 #endif
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -562,7 +562,9 @@ constexpr bool kKvRegs = FA20_WG_KV_REGS && D == 64;
 // "empty" mbarrier, which the consumers wait on two steps later, before writing it again. dSᵀ gets two buffers, so
 // the barrier that says both warpgroups' dSᵀ are in (sync 1) also says both are done with the other buffer's dQ
 // product of the step before: the end-of-step barrier (sync 2), where both warpgroups met every step, goes.
-constexpr bool kDqStorer = FA20_WG_DQ_STORER && kProducer && kDqBulk;
+// d = 128 only: there it measured 1-3% faster, at d = 64 0-2% slower (H200, measured/NOTES.md).
+template <int D>
+constexpr bool kDqStorer = FA20_WG_DQ_STORER && D == 128 && kProducer && kDqBulk;
 
 // Shared memory, bytes from a 1024-aligned base, every tile in the 128-byte-swizzled column-block layout
 // (hopper.cuh): K, V [kBc][D]; Q, dO [2][kBr][D]; dSᵀ [kBc][kBr] (one column block; two with FA20_WG_DQ_STORER);
@@ -577,13 +579,13 @@ struct Smem {
   static constexpr int kDO = kQ + 2 * kQTile;
   static constexpr int kDS = kDO + 2 * kQTile;
   static constexpr int kDSTile = kBc * kBr * 2;
-  static constexpr int kL = kDS + kDSTile * (kDqStorer ? 2 : 1);
+  static constexpr int kL = kDS + kDSTile * (kDqStorer<D> ? 2 : 1);
   static constexpr int kDl = kL + 2 * kBr * 4;
   // FA20_WG_DQ_BULK: two fp32 [kBr][D] dQ tiles, row-major as dq_acc is, so one bulk reduce adds a whole tile.
   static constexpr int kDQ = kDl + 2 * kBr * 4;
   static constexpr int kDQTile = kBr * D * 4;
   static constexpr int kBar = kDQ + (kDqBulk ? 2 * kDQTile : 0);
-  static constexpr int kBars = 6 + (kProducer ? 2 : 0) + (kDqStorer ? 4 : 0);  // + dQ's full [2] and empty [2]
+  static constexpr int kBars = 6 + (kProducer ? 2 : 0) + (kDqStorer<D> ? 4 : 0);  // + dQ's full [2] and empty [2]
   static constexpr size_t kBytes = kBar + 8 * kBars + 1024;  // + room to align: 210 KiB (d = 128), 114 KiB (d = 64)
   static_assert(kBytes <= 227 * 1024, "the tiles must fit in an H100/H200 SM's shared memory");
 };
@@ -664,7 +666,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto bar_do = [&](int st) { return bar_k + 32 + 8 * st; };
   auto q_at = [&](int st) { return base + S::kQ + st * S::kQTile; };
   auto do_at = [&](int st) { return base + S::kDO + st * S::kQTile; };
-  auto ds_at = [&](int st) { return S::kDS + (kDqStorer ? st * S::kDSTile : 0); };  // bytes from base
+  auto ds_at = [&](int st) { return S::kDS + (kDqStorer<D> ? st * S::kDSTile : 0); };  // bytes from base
   auto fetch_q = [&](int i) {  // thread 0 (or the producer's): Q and dO of query tile i into stage (i - i_begin) % 2
     const int st = (i - i_begin) & 1;
     tma_tile<D, kBr>(q_at(st), &tm_q, i * kBr, hd, bar_q(st));
@@ -717,7 +719,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           fetch_ld(i, r);
           mbar_arrive(bar_q(st));
         }
-      } else if (kDqStorer && kAtomic && r == kBr) {  // the storer: each step's dQ tile into dq_acc, in step order
+      } else if (kDqStorer<D> && kAtomic && r == kBr) {  // the storer: each step's dQ tile into dq_acc, in step order
         for (int i = i_begin; i < i_end; ++i) {
           const int st = (i - i_begin) & 1, u = (i - i_begin) >> 1, q0 = i * kBr;
           mbar_wait(bar_dq_full(st), u & 1);
@@ -832,7 +834,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if constexpr (kAtomic) {
       fence_proxy_async();  // dSᵀ's st.shared -> wgmma's reads
       // Bulk dQ: the reduce issued from this step's buffer two steps ago must be done reading it.
-      if (kDqBulk && !kDqStorer && threadIdx.x == 0) bulk_wait_read<1>();
+      if (kDqBulk && !kDqStorer<D> && threadIdx.x == 0) bulk_wait_read<1>();
       consumers_sync(1);    // both warpgroups' dSᵀ rows are in
       // dQ_tile[64 queries x D] = dS K over all kBc keys, the columns split between the warpgroups: d = 128, a
       // column block of 64 each; d = 64, 32 columns each (half of the block's 128-byte rows: the descriptor starts
@@ -856,7 +858,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       if constexpr (kDqBulk) {
         // This warpgroup's columns of the tile, row-major [kBr][D] (rows past N too: the reduce stops at N).
         // FA20_WG_DQ_STORER: the storer has had this buffer read out (its use two steps ago).
-        if (kDqStorer && i - i_begin >= 2) mbar_wait(bar_dq_empty(st), (((i - i_begin) >> 1) + 1) & 1);
+        if (kDqStorer<D> && i - i_begin >= 2) mbar_wait(bar_dq_empty(st), (((i - i_begin) >> 1) + 1) & 1);
         float* const dqs = reinterpret_cast<float*>(sbase + S::kDQ + st * S::kDQTile) + col0;
         const int r = 16 * warp + lane / 4;
 #pragma unroll
@@ -866,7 +868,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             *reinterpret_cast<float2*>(dqs + (r + 8 * h) * D + 8 * t + 2 * (lane % 4)) =
                 make_float2(dq[4 * t + 2 * h], dq[4 * t + 2 * h + 1]);
         fence_proxy_async();  // st.shared -> the bulk engine's reads, after the barrier below (or the storer's wait)
-        if constexpr (kDqStorer) mbar_arrive(bar_dq_full(st));
+        if constexpr (kDqStorer<D>) mbar_arrive(bar_dq_full(st));
       } else {
         float* const dqh = dq_acc + (static_cast<size_t>(bh) * n) * D + col0;
         const int qr = q0 + 16 * warp + lane / 4;
@@ -891,13 +893,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     // Every product of step i has read Q, dO, dSᵀ: the stage may be refilled, dSᵀ rewritten. With the producer the
     // stage is the empty barrier's business, so without kAtomic nothing is left to wait for: the warpgroups may
     // drift apart (by less than two steps: the producer refills a stage only once all 256 threads are done with it).
-    if (!kProducer || (kAtomic && !kDqStorer)) consumers_sync(2);
+    if (!kProducer || (kAtomic && !kDqStorer<D>)) consumers_sync(2);
     if (!kProducer && threadIdx.x == 0 && i + 2 < i_end) fetch_q(i + 2);
-    if (kAtomic && kDqBulk && !kDqStorer && threadIdx.x == 0)  // (bulk dQ: every thread's part of the tile is in)
+    if (kAtomic && kDqBulk && !kDqStorer<D> && threadIdx.x == 0)  // (bulk dQ: every thread's part of the tile is in)
       bulk_reduce_add_f32(dq_acc + (static_cast<size_t>(bh) * n + q0) * D, base + S::kDQ + st * S::kDQTile,
                           static_cast<uint32_t>(min(kBr, n - q0) * D * 4));
   }
-  if (kAtomic && kDqBulk && !kDqStorer && threadIdx.x == 0) bulk_wait<0>();  // the last tiles are added before the end
+  if (kAtomic && kDqBulk && !kDqStorer<D> && threadIdx.x == 0) bulk_wait<0>();  // the last tiles are added before the end
 
   // END SOLUTION
   // BEGIN SOLUTION: hopper_bwd, continued: the stores of dK and dV, and launch<T, D> (false where the walk cannot run)

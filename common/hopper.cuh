@@ -9,8 +9,8 @@
 //   wgmma_rs<T, N>         d[64 x N] += A[64 x 16] B[16 x N], A in registers, B N-major in shared memory
 //   wgmma_fence / commit / wait<N>, fence_regs   ordering around the asynchronous products
 //   fence_proxy_async      generic-proxy shared-memory writes made visible to wgmma's (async-proxy) reads
-//   mbar_init / expect_tx / wait, tma_load, tma_tile   TMA copies counted in by an mbarrier
-//   mbar_arrive, named_sync / named_arrive   consumers freeing buffers; warpgroups taking turns
+//   tma_load, tma_tile     TMA copies counted in by an mbarrier (async_copy.cuh: mbar_*, bulk_wait*)
+//   named_sync / named_arrive   warpgroups taking turns
 //   setmaxnreg_dec / inc   registers moved from a producer warpgroup to the consumers
 //   bulk_reduce_add_f32, bulk_wait_read / bulk_wait   fp32 tiles added into global memory by the bulk-copy engine
 //
@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "async_copy.cuh"  // mbarriers, bulk waits (sm_90)
 #include "head_strides.h"  // course::HeadStrides
 
 namespace hopper {
@@ -280,32 +281,6 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t* a, u
 #undef HOPPER_ACC88
 #undef HOPPER_OUT88
 
-// mbarriers: one thread arms a barrier with the bytes it expects, the copies' completion counts them down, and
-// every thread waits for the barrier's current phase (its parity) to complete.
-__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_init_fence() {
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-}
-__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-  uint32_t done;
-  do {
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (!done);
-}
-// A consumer's "done with this buffer": one arrival (the barrier was initialised with the number of arrivals a
-// phase needs). The default .release semantics orders this thread's earlier reads before the producer's refill.
-__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
 // Named barriers 1..15 (0 is __syncthreads): `threads` arrivals, whole warps, complete a use. sync waits for them;
 // arrive adds its warp's and goes on, which lets one warpgroup hand a turn to another.
 __device__ __forceinline__ void named_sync(int id, int threads) {
@@ -332,14 +307,6 @@ __device__ __forceinline__ void bulk_reduce_add_f32(float* dst, uint32_t src, ui
   asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n"
                ::"l"(dst), "r"(src), "r"(bytes) : "memory");
   asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void bulk_wait_read() {
-  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
-}
-template <int N>
-__device__ __forceinline__ void bulk_wait() {
-  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
 }
 // A box of the 4-D view [B][H][N][D] (coordinates innermost first: column, row, head, batch) into shared memory.
 __device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap* map, int col, int row, Head hd,

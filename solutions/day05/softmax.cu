@@ -23,6 +23,7 @@
 #include <cuda_runtime.h>
 
 #include "float_convert.cuh"  // to_float(v), from_float<T>(v): storage type <-> fp32
+#include "async_copy.cuh"     // mbarriers and bulk copies (the striped split rows)  // INSTRUCTOR ONLY
 
 #include <atomic>
 #include <cstddef>
@@ -895,6 +896,9 @@ struct OnepassWorkspace {
   int* counters = nullptr;     // 2 + kMaxRows ints, zero between launches
   float2* partials = nullptr;  // `capacity` chunk states
   int capacity = 0;
+  unsigned long long* states = nullptr;  // the striped kernel's two sets of `state_words` states
+  size_t state_words = 0;
+  int parity = 0;  // the set the next striped launch uses (the other one is zero)
 };
 
 // Held from the lookup through the launch: a second host thread on the same stream could otherwise grow the
@@ -904,13 +908,12 @@ inline std::mutex& onepass_workspace_mutex() {
   return mutex;
 }
 
-inline cudaError_t onepass_cached_workspace(cudaStream_t stream, int rows, int tickets, OnepassWorkspace* out,
-                                            bool* cached) {
-  constexpr int kMaxRows = 1024;  // split rows are taken only when rows < SMs
-  *cached = false;
+// The calling stream's workspace (*ws null while the stream is being captured). Under the mutex.
+inline cudaError_t stream_workspace(cudaStream_t stream, OnepassWorkspace** ws) {
+  *ws = nullptr;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   cudaError_t err = cudaStreamIsCapturing(stream, &capture);
-  if (err != cudaSuccess || capture != cudaStreamCaptureStatusNone || rows > kMaxRows) return err;
+  if (err != cudaSuccess || capture != cudaStreamCaptureStatusNone) return err;
   // Keyed by the stream's id, not its handle: the id is unique for the context's life (a destroyed stream's handle
   // may come back), and the special handles (0 under per-thread default streams, cudaStreamPerThread) name another
   // stream in each host thread, which the id tells apart.
@@ -920,7 +923,18 @@ inline cudaError_t onepass_cached_workspace(cudaStream_t stream, int rows, int t
   if (err == cudaSuccess) err = cudaStreamGetId(stream, &id);
   if (err != cudaSuccess) return err;
   static std::map<std::pair<int, unsigned long long>, OnepassWorkspace> workspaces;  // under the mutex
-  OnepassWorkspace& ws = workspaces[{dev, id}];
+  *ws = &workspaces[{dev, id}];
+  return cudaSuccess;
+}
+
+inline cudaError_t onepass_cached_workspace(cudaStream_t stream, int rows, int tickets, OnepassWorkspace* out,
+                                            bool* cached) {
+  constexpr int kMaxRows = 1024;  // split rows are taken only when rows < SMs
+  *cached = false;
+  OnepassWorkspace* found = nullptr;
+  cudaError_t err = rows > kMaxRows ? cudaSuccess : stream_workspace(stream, &found);
+  if (err != cudaSuccess || found == nullptr) return err;
+  OnepassWorkspace& ws = *found;
   if (ws.counters == nullptr) {
     int* counters = nullptr;
     err = cudaMallocAsync(reinterpret_cast<void**>(&counters), sizeof(int) * (2 + kMaxRows), stream);
@@ -1004,6 +1018,265 @@ cudaError_t launch_split_onepass(const T* x, T* y, int rows, int cols, int sms, 
   }
 }
 
+
+// 05c, split rows STRIPED across the whole grid (SOFTMAX_STRIPED; instructors', tried before the one pass). The
+// one pass holds each chunk in registers until its row's other chunks are in, and a block that waits has no load
+// in flight: at 64 x 262144 its DRAM ran at 58% of peak with its warps stalled at that wait (measured/NOTES.md).
+// Here the grid is one block an SM and block b owns the same 1/G of every row, its stripe. Rows go in groups of up
+// to 8 (one slot of shared memory, up to 32 KB a block), and each block runs the same pipeline over the groups:
+//   step g:  A  wait for group g's stripes (bulk copies into a slot, counted in by the slot's mbarrier), take each
+//               row's state (m, s) over its stripe, publish it (one 64-bit store into `states`, no fence);
+//            B  gather the G states of each row of group g - kStripeLag (published kStripeLag steps ago, so
+//               normally there already), merge them in block order, write the group's stripes of y from the slot;
+//               the slot is refilled with group g - kStripeLag + slots once every thread is done with it.
+// So no thread waits while it could load: the bulk copies run `slots - kStripeLag - 1` groups ahead of A, and B
+// waits only if another block is more than kStripeLag groups behind. x is read once, y written once.
+// Waiting on other blocks needs them all running: the grid is at most what can run at once, one block an SM (its
+// shared memory leaves no room for a second), and a block's wait for group w needs only every block to have
+// reached step w's A, which needs only their waits for groups before w: no cycle.
+// A row's states are G 64-bit words (m, s) of `cur` [rows][G]; s is at least 1 unless m is -inf, so a state is never
+// all-zero bits: zero means "not yet published", and a relaxed 64-bit load sees the whole state or zero. A stream's
+// workspace keeps two such sets and alternates them: each block zeroes its column of `other`, the next launch's
+// set, while it runs, so nothing is reset at the end and no counter is needed.
+#ifndef SOFTMAX_STRIPED
+#define SOFTMAX_STRIPED 1  // 0: split rows by the one pass (or kernels A and B)
+#endif
+constexpr int kStripeThreads = 256;
+constexpr int kStripeMaxGroup = kStripeThreads / kWarpSize;  // rows a group: warp k gathers row k's states
+constexpr int kStripeSlotBytes = 32 * 1024;                  // a group's stripes: rows are added up to this
+constexpr int kStripeSmemBytes = 192 * 1024;                 // the slots: more than half an SM's, one block an SM
+constexpr int kStripeLag = 2;                                // groups between a row's publish and its gather
+constexpr int kStripeMaxSlots = 64;
+
+struct StripeShape {
+  int rows, cols;
+  int row_vecs;     // 16-byte vectors in a row (every row starts on a 16-byte boundary: the launcher checks)
+  int stripe_vecs;  // the most any block owns of a row: ceil(row_vecs / G)
+  int group;        // rows a group
+  int groups;
+  int slots;        // groups in shared memory at once, >= kStripeLag + 2
+  int state_rows;   // rows of `other` to zero (its capacity)
+};
+
+__device__ __forceinline__ void store_state(unsigned long long* p, float m, float s) {
+  const unsigned long long bits = (static_cast<unsigned long long>(__float_as_uint(s)) << 32) | __float_as_uint(m);
+  asm volatile("st.relaxed.gpu.global.b64 [%0], %1;" ::"l"(p), "l"(bits) : "memory");
+}
+__device__ __forceinline__ unsigned long long load_state(const unsigned long long* p) {
+  unsigned long long bits;
+  asm volatile("ld.relaxed.gpu.global.b64 %0, [%1];" : "=l"(bits) : "l"(p) : "memory");
+  return bits;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kStripeThreads, 1)
+    softmax_striped_kernel(const T* __restrict__ x, T* __restrict__ y, unsigned long long* __restrict__ cur,
+                           unsigned long long* __restrict__ other, StripeShape sh) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  __trap();  // bulk copies and mbarrier transaction counts are sm_90's: the launcher takes the one pass elsewhere
+#else
+  using namespace hopper;  // common/async_copy.cuh
+  constexpr int kN = Vec<T>::kN;
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int G = gridDim.x, b = blockIdx.x, t = threadIdx.x, warp = t / kWarpSize, lane = t % kWarpSize;
+  const int v0 = static_cast<int>(static_cast<long long>(b) * sh.row_vecs / G);
+  const int nv = static_cast<int>(static_cast<long long>(b + 1) * sh.row_vecs / G) - v0;  // this block's stripe
+  const int slot_vecs = sh.group * sh.stripe_vecs;
+  const uint4* data = reinterpret_cast<const uint4*>(smem);
+  const uint32_t data_addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const uint32_t bar0 = data_addr + sh.slots * slot_vecs * 16;  // mbarriers [slots], 8 bytes each
+  float2* warp_states = reinterpret_cast<float2*>(smem + sh.slots * slot_vecs * 16 + 8 * sh.slots);  // [8][group]
+  float2* row_states = warp_states + kStripeMaxGroup * kStripeMaxGroup;                          // [group]
+  if (other != nullptr)  // this block's column of the next launch's set (none on the per-call path)
+    for (int r = t; r < sh.state_rows; r += kStripeThreads) other[static_cast<size_t>(r) * G + b] = 0ull;
+  auto issue = [&](int grp) {  // thread 0: group grp's stripes into its slot
+    const int slot = grp % sh.slots, r0 = grp * sh.group, nr = min(sh.group, sh.rows - r0);
+    const uint32_t bar = bar0 + 8 * slot;
+    mbar_expect_tx(bar, static_cast<uint32_t>(nr * nv * 16));
+    for (int k = 0; k < nr; ++k)
+      bulk_load(data_addr + (slot * slot_vecs + k * sh.stripe_vecs) * 16,
+                x + static_cast<size_t>(r0 + k) * sh.cols + static_cast<size_t>(v0) * kN, nv * 16, bar);
+  };
+  if (t == 0) {
+    for (int s = 0; s < sh.slots; ++s) mbar_init(bar0 + 8 * s, 1);
+    mbar_init_fence();
+    for (int grp = 0; grp < min(sh.slots, sh.groups); ++grp) issue(grp);
+  }
+  __syncthreads();
+
+  for (int step = 0; step < sh.groups + kStripeLag; ++step) {
+    // A: this block's state of each row of group `step`.
+    const int r0 = step * sh.group, nr = step < sh.groups ? min(sh.group, sh.rows - r0) : 0;
+    if (nr > 0) {
+      const int slot = step % sh.slots;
+      mbar_wait(bar0 + 8 * slot, (step / sh.slots) & 1);
+      for (int k = 0; k < nr; ++k) {
+        const uint4* row = data + slot * slot_vecs + k * sh.stripe_vecs;
+        float v[kN], m = -INFINITY, s = 0.0f;
+        for (int j = t; j < nv; j += kStripeThreads) {
+          unpack16<T>(row[j], v);
+#pragma unroll
+          for (int i = 0; i < kN; ++i) m = fmaxf(m, v[i]);
+        }
+        const float ref = m == -INFINITY ? 0.0f : m;  // a thread of only -inf sums exp(-inf) = 0s, never a NaN
+        for (int j = t; j < nv; j += kStripeThreads) {
+          unpack16<T>(row[j], v);
+#pragma unroll
+          for (int i = 0; i < kN; ++i) s += exp_elem<T>(v[i] - ref);
+        }
+        warp_reduce_online(m, s);
+        if (lane == 0) warp_states[warp * kStripeMaxGroup + k] = make_float2(m, s);
+      }
+    }
+    __syncthreads();  // the warps' states are in; and every thread is done with the slot B wrote last step
+    if (t == 0 && step > kStripeLag && step - kStripeLag - 1 + sh.slots < sh.groups)
+      issue(step - kStripeLag - 1 + sh.slots);
+    if (warp < nr) {  // warp k: the block's state of row k, merged in warp order, published
+      float m = -INFINITY, s = 0.0f;
+      if (lane < kStripeThreads / kWarpSize) {
+        const float2 p = warp_states[lane * kStripeMaxGroup + warp];
+        m = p.x;
+        s = p.y;
+      }
+      warp_reduce_online(m, s);
+      if (lane == 0) store_state(cur + static_cast<size_t>(r0 + warp) * G + b, m, s);
+    }
+    // B: group w's row states, gathered from every block, and its stripes of y.
+    const int w = step - kStripeLag, w0 = w * sh.group, nw = w >= 0 ? min(sh.group, sh.rows - w0) : 0;
+    if (warp < nw) {  // warp k gathers row k: lane l holds the states of blocks l, l + 32, ... merged in that order
+      const unsigned long long* row = cur + static_cast<size_t>(w0 + warp) * G;
+      float M = -INFINITY, S = 0.0f;
+      for (int i = lane; i < G; i += kWarpSize) {
+        unsigned long long bits;
+        while ((bits = load_state(row + i)) == 0ull) __nanosleep(64);
+        online_merge(M, S, __uint_as_float(static_cast<uint32_t>(bits)),
+                     __uint_as_float(static_cast<uint32_t>(bits >> 32)));
+      }
+      warp_reduce_online(M, S);  // the same order in every block: every block writes the row with the same bits
+      if (lane == 0) row_states[warp] = make_float2(M, S);
+    }
+    __syncthreads();  // the row states are in
+    for (int k = 0; k < nw; ++k) {
+      const uint4* row = data + (w % sh.slots) * slot_vecs + k * sh.stripe_vecs;
+      T* out = y + static_cast<size_t>(w0 + k) * sh.cols + static_cast<size_t>(v0) * kN;
+      const float M = row_states[k].x, S = row_states[k].y;
+      const bool empty = M == -INFINITY;  // a row of nothing but -inf gets 0s, as elsewhere
+      float v[kN];
+      if constexpr (sizeof(T) == 2) {  // e^(v - M) / S as one FFMA and one MUFU.EX2 (the packed kernel's)
+        const float c = empty ? 0.0f : log2_of_exp(M) + __log2f(S);
+        for (int j = t; j < nv; j += kStripeThreads) {
+          unpack16<T>(row[j], v);
+#pragma unroll
+          for (int i = 0; i < kN; ++i) v[i] = exp_over_pow2(v[i], c);
+          store16<true>(out + static_cast<size_t>(j) * kN, pack16<T>(v, empty ? 0.0f : 1.0f));
+        }
+      } else {
+        const float inv = empty ? 0.0f : 1.0f / S;
+        for (int j = t; j < nv; j += kStripeThreads) {
+          unpack16<T>(row[j], v);
+#pragma unroll
+          for (int i = 0; i < kN; ++i) v[i] = empty ? 0.0f : expf(v[i] - M);
+          store16<true>(out + static_cast<size_t>(j) * kN, pack16<T>(v, inv));
+        }
+      }
+    }
+  }
+#endif
+}
+
+// The slots, their mbarriers, the warps' and the rows' states.
+constexpr int kStripeDynamicSmem = kStripeSmemBytes + 8 * kStripeMaxSlots + 8 * (kStripeMaxGroup + 1) * kStripeMaxGroup;
+
+// Blocks of the striped kernel an SM can run (its shared memory allowed once per device; per_device_value, as
+// current_sm_count): 1 where the image this GPU runs is a Hopper one and the memory is there, else 0 (-1 cached).
+template <typename T>
+cudaError_t striped_blocks_per_sm(int* per_sm) {
+  static std::atomic<int> cache[kMaxDevices];
+  const cudaError_t err = per_device_value(cache, [](int, int* v) {
+    constexpr auto kKernel = softmax_striped_kernel<T>;
+    cudaFuncAttributes attr{};
+    cudaError_t e = cudaFuncGetAttributes(&attr, kKernel);
+    if (e != cudaSuccess) return e;
+    if (attr.binaryVersion < 90 ||
+        cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kStripeDynamicSmem) !=
+            cudaSuccess) {
+      cudaGetLastError();  // a GPU with less shared memory an SM: not an error, the one pass runs instead
+      *v = -1;
+      return cudaSuccess;
+    }
+    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(v, kKernel, kStripeThreads, kStripeDynamicSmem);
+    if (e == cudaSuccess && *v <= 0) *v = -1;
+    return e;
+  }, per_sm);
+  if (*per_sm < 0) *per_sm = 0;
+  return err;
+}
+
+// The striped launch; *launched false (and nothing queued) where it does not apply: not a Hopper image, x or a row
+// not on a 16-byte boundary, fewer vectors in a row than blocks, or a stripe too long for kStripeLag + 2 slots.
+template <typename T>
+cudaError_t launch_striped(const T* x, T* y, int rows, int cols, int sms, cudaStream_t stream, bool* launched) {
+  *launched = false;
+  constexpr int kN = Vec<T>::kN;
+  if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(y) % 16 != 0 || cols % kN != 0)
+    return cudaSuccess;
+  int per_sm = 0;
+  cudaError_t err = striped_blocks_per_sm<T>(&per_sm);
+  if (err != cudaSuccess || per_sm < 1) return err;
+  const int grid = sms;  // one block an SM: its shared memory leaves no room for a second
+  StripeShape sh{};
+  sh.rows = rows;
+  sh.cols = cols;
+  sh.row_vecs = cols / kN;
+  if (sh.row_vecs < grid) return cudaSuccess;
+  sh.stripe_vecs = (sh.row_vecs - 1) / grid + 1;
+  const int stripe_bytes = sh.stripe_vecs * 16;
+  sh.group = max(1, min(min(kStripeMaxGroup, rows), kStripeSlotBytes / stripe_bytes));
+  sh.groups = (rows - 1) / sh.group + 1;
+  sh.slots = min(min(sh.groups, kStripeMaxSlots), kStripeSmemBytes / (sh.group * stripe_bytes));
+  if (sh.slots < min(sh.groups, kStripeLag + 2)) return cudaSuccess;
+  const size_t set_words = static_cast<size_t>(rows) * grid;
+#if SOFTMAX_ONEPASS_CACHED
+  std::lock_guard<std::mutex> lock(onepass_workspace_mutex());
+  OnepassWorkspace* ws = nullptr;
+  err = stream_workspace(stream, &ws);
+  if (err != cudaSuccess) return err;
+  if (ws != nullptr) {
+    if (ws->state_words < set_words) {  // grown in stream order, both sets zeroed, the first one used first
+      if (ws->states != nullptr) err = cudaFreeAsync(ws->states, stream);
+      ws->states = nullptr;
+      ws->state_words = 0;
+      const size_t bytes = 2 * sizeof(unsigned long long) * set_words;
+      if (err == cudaSuccess) err = cudaMallocAsync(reinterpret_cast<void**>(&ws->states), bytes, stream);
+      if (err == cudaSuccess) err = cudaMemsetAsync(ws->states, 0, bytes, stream);
+      if (err != cudaSuccess) return err;
+      ws->state_words = set_words;
+      ws->parity = 0;
+    }
+    sh.state_rows = static_cast<int>(ws->state_words / grid);
+    unsigned long long* cur = ws->states + ws->parity * ws->state_words;
+    unsigned long long* other = ws->states + (ws->parity ^ 1) * ws->state_words;
+    *launched = true;
+    softmax_striped_kernel<T><<<grid, kStripeThreads, kStripeDynamicSmem, stream>>>(x, y, cur, other, sh);
+    err = cudaGetLastError();
+    if (err == cudaSuccess) ws->parity ^= 1;  // a launch that never queued zeroed nothing: the sets stay as they were
+    return err;
+  }
+#endif
+  // One zeroed set for this call alone (with SOFTMAX_ONEPASS_CACHED, a stream being captured into a graph).
+  unsigned long long* cur = nullptr;
+  err = cudaMallocAsync(reinterpret_cast<void**>(&cur), sizeof(unsigned long long) * set_words, stream);
+  if (err != cudaSuccess) return err;
+  *launched = true;
+  err = cudaMemsetAsync(cur, 0, sizeof(unsigned long long) * set_words, stream);
+  if (err == cudaSuccess) {
+    softmax_striped_kernel<T><<<grid, kStripeThreads, kStripeDynamicSmem, stream>>>(x, y, cur, nullptr, sh);
+    err = cudaGetLastError();
+  }
+  const cudaError_t free_err = cudaFreeAsync(cur, stream);
+  return err == cudaSuccess ? free_err : err;
+}
+
 // END INSTRUCTOR ONLY
 // 05c: long rows split into chunks of kChunk values: kernel A, then kernel B, with a workspace of one float2 per chunk.
 // The workspace is stream-ordered memory (cudaMallocAsync / cudaFreeAsync on the caller's stream): it is valid
@@ -1052,7 +1325,7 @@ bool launch_packed(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
 //   x, y misaligned differently     05a's block per row, scalar loads
 //   cols <= 256 / 512 / 1024        warp per row, 8 / 16 / 32 values per lane   [16384 x 1024]
 //   cols > 8192 and rows < #SMs     split rows: kernels A and B                  [64 x 262144]
-//   (instructors: the one-pass kernel first, when a row's chunks can all run at once)  // INSTRUCTOR ONLY
+//   (instructors: the striped kernel first, then the one pass, when a row's chunks can all run at once)  // INSTRUCTOR ONLY
 //   16-bit T and cols <= 65536      block per row, 64 values per thread kept as raw 16-byte vectors
 //                                                                                [4096, 8192 and 32768 columns]
 //   cols <= 32768                   block per row, 32 values per thread, blockDim = cols / 32 rounded up to a warp
@@ -1082,6 +1355,11 @@ cudaError_t softmax_forward(const T* x, T* y, int rows, int cols, cudaStream_t s
   } else if (cols > kChunk && rows < sms) {
     // 16-bit rows by the packed one pass (SOFTMAX_ONEPASS_PACKED): in fp32 tiles they were slower in one pass than
     // by kernels A and B, kept as raw vectors faster (measured/NOTES.md).
+    if constexpr (SOFTMAX_STRIPED) {
+      bool launched = false;
+      const cudaError_t e = launch_striped<T>(x, y, rows, cols, sms, stream, &launched);
+      if (e != cudaSuccess || launched) return e;
+    }
     if constexpr (SOFTMAX_ONEPASS && (sizeof(T) == 4 || SOFTMAX_ONEPASS_PACKED)) {
       bool launched = false;
       const cudaError_t e = launch_split_onepass<T>(x, y, rows, cols, sms, stream, &launched);

@@ -49,20 +49,47 @@ HOPPER_BUILDS = [
     ("day20", "attention_bwd_tc", ["FA20_WG_DQ_STORER=0"], r"dkdv_wgmma_kernel"),
 ]
 
+# Knobs off by default whose code the default build leaves out: each built alone, without warnings or spills, and
+# with its kernel there for sm_90.
+KNOB_BUILDS = [
+    ("day05", "softmax", ["SOFTMAX_STRIPED=1"], r"softmax_striped_kernel"),
+]
+
+
+def _solution_with_defines(day, defines):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("lesson_table", ROOT / "scripts" / "lessons" / "lesson_table.py")
+    lesson_table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lesson_table)
+    return lesson_table.solution_with_defines(day, defines)
+
+
+@needs_nvcc
+@pytest.mark.parametrize("day, name, defines, kernels", KNOB_BUILDS,
+                         ids=[f"{d}-{n}" + "".join(f"-{m}" for m in ms) for d, n, ms, _ in KNOB_BUILDS])
+def test_knob_builds_compile_cleanly(day, name, defines, kernels):
+    from grader.course import load_course
+
+    ex = next(e for e in load_course(ROOT / "course.yaml").day(day).exercises if e.name == name)
+    src = _solution_with_defines(day, defines)
+    reports = compile_sources([src / s for s in ex.sources], [ROOT / i for i in ex.include_dirs],
+                              ex.extra_cuda_cflags, ROOT)
+    assert all(r.ok for r in reports), [(r.file, r.note, r.diagnostics[:3]) for r in reports if not r.ok]
+    assert not [d for r in reports for d in r.diagnostics if ": warning:" in d]
+    knob = [k for r in reports for k in r.kernels if k["arch"] == "sm_90" and re.search(kernels, k["function"])]
+    assert knob, f"no sm_90 kernel of {day} matches {kernels!r}"
+    assert not [k["function"] for r in reports for k in r.kernels if k["spill_stores"] or k["spill_loads"]]
+
 
 @needs_nvcc
 @pytest.mark.parametrize("day, name, defines, kernels", HOPPER_BUILDS,
                          ids=[f"{d}-{n}" + "".join(f"-{m}" for m in ms) for d, n, ms, _ in HOPPER_BUILDS])
 def test_hopper_kernels_keep_wgmma_asynchronous(day, name, defines, kernels):
-    import importlib.util
-
     from grader.course import load_course
 
-    spec = importlib.util.spec_from_file_location("lesson_table", ROOT / "scripts" / "lessons" / "lesson_table.py")
-    lesson_table = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(lesson_table)
     ex = next(e for e in load_course(ROOT / "course.yaml").day(day).exercises if e.name == name)
-    src = lesson_table.solution_with_defines(day, defines)
+    src = _solution_with_defines(day, defines)
     reports = compile_sources([src / s for s in ex.sources], [ROOT / i for i in ex.include_dirs],
                               ex.extra_cuda_cflags, ROOT)
     assert all(r.ok for r in reports), [(r.file, r.note, r.diagnostics[:3]) for r in reports if not r.ok]

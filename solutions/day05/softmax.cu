@@ -1039,10 +1039,13 @@ cudaError_t launch_split_onepass(const T* x, T* y, int rows, int cols, int sms, 
 // workspace keeps two such sets and alternates them: each block zeroes its column of `other`, the next launch's
 // set, while it runs, so nothing is reset at the end and no counter is needed.
 #ifndef SOFTMAX_STRIPED
-#define SOFTMAX_STRIPED 1  // 0: split rows by the one pass (or kernels A and B)
+#define SOFTMAX_STRIPED 0  // 1: split rows striped (below) before the one pass
 #endif
-constexpr int kStripeThreads = 256;
-constexpr int kStripeMaxGroup = kStripeThreads / kWarpSize;  // rows a group: warp k gathers row k's states
+#if SOFTMAX_STRIPED
+constexpr int kStripeThreads = 512;
+constexpr int kStripeWarps = kStripeThreads / kWarpSize;
+constexpr int kStripeMaxGroup = 8;                           // rows a group (<= warps: warp k gathers row k)
+constexpr int kStripeMaxGrid = 8 * kWarpSize;                // blocks: a lane holds at most 8 of a row's states
 constexpr int kStripeSlotBytes = 32 * 1024;                  // a group's stripes: rows are added up to this
 constexpr int kStripeSmemBytes = 192 * 1024;                 // the slots: more than half an SM's, one block an SM
 constexpr int kStripeLag = 2;                                // groups between a row's publish and its gather
@@ -1085,8 +1088,10 @@ __global__ void __launch_bounds__(kStripeThreads, 1)
   const uint4* data = reinterpret_cast<const uint4*>(smem);
   const uint32_t data_addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   const uint32_t bar0 = data_addr + sh.slots * slot_vecs * 16;  // mbarriers [slots], 8 bytes each
-  float2* warp_states = reinterpret_cast<float2*>(smem + sh.slots * slot_vecs * 16 + 8 * sh.slots);  // [8][group]
-  float2* row_states = warp_states + kStripeMaxGroup * kStripeMaxGroup;                          // [group]
+  float2* warp_states = reinterpret_cast<float2*>(smem + sh.slots * slot_vecs * 16 + 8 * sh.slots);  // [warps]
+  float2* row_states = warp_states + kStripeWarps;                                               // [8]
+  const int wpr = kStripeWarps / sh.group, k = warp / wpr;  // warps a row (group: a power of 2), this warp's row
+  const int nt = wpr * kWarpSize, tr = t - k * nt;          // threads a row, this thread's place among them
   if (other != nullptr)  // this block's column of the next launch's set (none on the per-call path)
     for (int r = t; r < sh.state_rows; r += kStripeThreads) other[static_cast<size_t>(r) * G + b] = 0ull;
   auto issue = [&](int grp) {  // thread 0: group grp's stripes into its slot
@@ -1105,36 +1110,50 @@ __global__ void __launch_bounds__(kStripeThreads, 1)
   __syncthreads();
 
   for (int step = 0; step < sh.groups + kStripeLag; ++step) {
-    // A: this block's state of each row of group `step`.
+    // B's gather issued first, so that its L2 round trip runs under A: warp k < nw loads row k of group w's states,
+    // lane l those of blocks l, l + 32, ... (0 where a block has not published yet, read again below).
+    const int w = step - kStripeLag, w0 = w * sh.group, nw = w >= 0 ? min(sh.group, sh.rows - w0) : 0;
+    const unsigned long long* gathered = cur + static_cast<size_t>(w0 + warp) * G;
+    unsigned long long bits[kStripeMaxGrid / kWarpSize];
+    if (warp < nw) {
+#pragma unroll
+      for (int q = 0; q < kStripeMaxGrid / kWarpSize; ++q)
+        bits[q] = lane + q * kWarpSize < G ? load_state(gathered + lane + q * kWarpSize) : 0ull;
+    }
+    // A: this block's state of each row of group `step`. Row k of a group is warps [k wpr, (k + 1) wpr)'s, each
+    // thread taking the vectors tr, tr + nt, ... of its stripe: independent loads and exps, one reduction a warp.
     const int r0 = step * sh.group, nr = step < sh.groups ? min(sh.group, sh.rows - r0) : 0;
     if (nr > 0) {
       const int slot = step % sh.slots;
       mbar_wait(bar0 + 8 * slot, (step / sh.slots) & 1);
-      for (int k = 0; k < nr; ++k) {
+      float m = -INFINITY, s = 0.0f;
+      if (k < nr) {
         const uint4* row = data + slot * slot_vecs + k * sh.stripe_vecs;
-        float v[kN], m = -INFINITY, s = 0.0f;
-        for (int j = t; j < nv; j += kStripeThreads) {
+        float v[kN];
+#pragma unroll 4
+        for (int j = tr; j < nv; j += nt) {
           unpack16<T>(row[j], v);
 #pragma unroll
           for (int i = 0; i < kN; ++i) m = fmaxf(m, v[i]);
         }
         const float ref = m == -INFINITY ? 0.0f : m;  // a thread of only -inf sums exp(-inf) = 0s, never a NaN
-        for (int j = t; j < nv; j += kStripeThreads) {
+#pragma unroll 4
+        for (int j = tr; j < nv; j += nt) {
           unpack16<T>(row[j], v);
 #pragma unroll
           for (int i = 0; i < kN; ++i) s += exp_elem<T>(v[i] - ref);
         }
-        warp_reduce_online(m, s);
-        if (lane == 0) warp_states[warp * kStripeMaxGroup + k] = make_float2(m, s);
       }
+      warp_reduce_online(m, s);
+      if (lane == 0) warp_states[warp] = make_float2(m, s);
     }
     __syncthreads();  // the warps' states are in; and every thread is done with the slot B wrote last step
     if (t == 0 && step > kStripeLag && step - kStripeLag - 1 + sh.slots < sh.groups)
       issue(step - kStripeLag - 1 + sh.slots);
-    if (warp < nr) {  // warp k: the block's state of row k, merged in warp order, published
+    if (warp < nr) {  // warp k: the block's state of row k, its wpr warps' merged in order, published
       float m = -INFINITY, s = 0.0f;
-      if (lane < kStripeThreads / kWarpSize) {
-        const float2 p = warp_states[lane * kStripeMaxGroup + warp];
+      if (lane < wpr) {
+        const float2 p = warp_states[warp * wpr + lane];
         m = p.x;
         s = p.y;
       }
@@ -1142,21 +1161,25 @@ __global__ void __launch_bounds__(kStripeThreads, 1)
       if (lane == 0) store_state(cur + static_cast<size_t>(r0 + warp) * G + b, m, s);
     }
     // B: group w's row states, gathered from every block, and its stripes of y.
-    const int w = step - kStripeLag, w0 = w * sh.group, nw = w >= 0 ? min(sh.group, sh.rows - w0) : 0;
-    if (warp < nw) {  // warp k gathers row k: lane l holds the states of blocks l, l + 32, ... merged in that order
-      const unsigned long long* row = cur + static_cast<size_t>(w0 + warp) * G;
+    if (warp < nw) {  // warp k merges row k: lane l the states of blocks l, l + 32, ... in that order, then the warp
       float M = -INFINITY, S = 0.0f;
-      for (int i = lane; i < G; i += kWarpSize) {
-        unsigned long long bits;
-        while ((bits = load_state(row + i)) == 0ull) __nanosleep(64);
-        online_merge(M, S, __uint_as_float(static_cast<uint32_t>(bits)),
-                     __uint_as_float(static_cast<uint32_t>(bits >> 32)));
+#pragma unroll
+      for (int q = 0; q < kStripeMaxGrid / kWarpSize; ++q) {
+        const int i = lane + q * kWarpSize;
+        if (i < G) {
+          while (bits[q] == 0ull) {  // that block is more than kStripeLag groups behind this one
+            __nanosleep(64);
+            bits[q] = load_state(gathered + i);
+          }
+          online_merge(M, S, __uint_as_float(static_cast<uint32_t>(bits[q])),
+                       __uint_as_float(static_cast<uint32_t>(bits[q] >> 32)));
+        }
       }
       warp_reduce_online(M, S);  // the same order in every block: every block writes the row with the same bits
       if (lane == 0) row_states[warp] = make_float2(M, S);
     }
     __syncthreads();  // the row states are in
-    for (int k = 0; k < nw; ++k) {
+    if (k < nw) {  // row k's stripe of y, by the same warps as in A
       const uint4* row = data + (w % sh.slots) * slot_vecs + k * sh.stripe_vecs;
       T* out = y + static_cast<size_t>(w0 + k) * sh.cols + static_cast<size_t>(v0) * kN;
       const float M = row_states[k].x, S = row_states[k].y;
@@ -1164,7 +1187,8 @@ __global__ void __launch_bounds__(kStripeThreads, 1)
       float v[kN];
       if constexpr (sizeof(T) == 2) {  // e^(v - M) / S as one FFMA and one MUFU.EX2 (the packed kernel's)
         const float c = empty ? 0.0f : log2_of_exp(M) + __log2f(S);
-        for (int j = t; j < nv; j += kStripeThreads) {
+#pragma unroll 4
+        for (int j = tr; j < nv; j += nt) {
           unpack16<T>(row[j], v);
 #pragma unroll
           for (int i = 0; i < kN; ++i) v[i] = exp_over_pow2(v[i], c);
@@ -1172,7 +1196,8 @@ __global__ void __launch_bounds__(kStripeThreads, 1)
         }
       } else {
         const float inv = empty ? 0.0f : 1.0f / S;
-        for (int j = t; j < nv; j += kStripeThreads) {
+#pragma unroll 4
+        for (int j = tr; j < nv; j += nt) {
           unpack16<T>(row[j], v);
 #pragma unroll
           for (int i = 0; i < kN; ++i) v[i] = empty ? 0.0f : expf(v[i] - M);
@@ -1185,7 +1210,7 @@ __global__ void __launch_bounds__(kStripeThreads, 1)
 }
 
 // The slots, their mbarriers, the warps' and the rows' states.
-constexpr int kStripeDynamicSmem = kStripeSmemBytes + 8 * kStripeMaxSlots + 8 * (kStripeMaxGroup + 1) * kStripeMaxGroup;
+constexpr int kStripeDynamicSmem = kStripeSmemBytes + 8 * kStripeMaxSlots + 8 * (kStripeWarps + kStripeMaxGroup);
 
 // Blocks of the striped kernel an SM can run (its shared memory allowed once per device; per_device_value, as
 // current_sm_count): 1 where the image this GPU runs is a Hopper one and the memory is there, else 0 (-1 cached).
@@ -1218,7 +1243,8 @@ template <typename T>
 cudaError_t launch_striped(const T* x, T* y, int rows, int cols, int sms, cudaStream_t stream, bool* launched) {
   *launched = false;
   constexpr int kN = Vec<T>::kN;
-  if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(y) % 16 != 0 || cols % kN != 0)
+  if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(y) % 16 != 0 || cols % kN != 0 ||
+      sms > kStripeMaxGrid)
     return cudaSuccess;
   int per_sm = 0;
   cudaError_t err = striped_blocks_per_sm<T>(&per_sm);
@@ -1231,7 +1257,8 @@ cudaError_t launch_striped(const T* x, T* y, int rows, int cols, int sms, cudaSt
   if (sh.row_vecs < grid) return cudaSuccess;
   sh.stripe_vecs = (sh.row_vecs - 1) / grid + 1;
   const int stripe_bytes = sh.stripe_vecs * 16;
-  sh.group = max(1, min(min(kStripeMaxGroup, rows), kStripeSlotBytes / stripe_bytes));
+  sh.group = 1;  // a power of 2 (the block's warps split evenly among a group's rows)
+  while (2 * sh.group <= min(kStripeMaxGroup, rows) && 2 * sh.group * stripe_bytes <= kStripeSlotBytes) sh.group *= 2;
   sh.groups = (rows - 1) / sh.group + 1;
   sh.slots = min(min(sh.groups, kStripeMaxSlots), kStripeSmemBytes / (sh.group * stripe_bytes));
   if (sh.slots < min(sh.groups, kStripeLag + 2)) return cudaSuccess;
@@ -1276,6 +1303,7 @@ cudaError_t launch_striped(const T* x, T* y, int rows, int cols, int sms, cudaSt
   const cudaError_t free_err = cudaFreeAsync(cur, stream);
   return err == cudaSuccess ? free_err : err;
 }
+#endif  // SOFTMAX_STRIPED
 
 // END INSTRUCTOR ONLY
 // 05c: long rows split into chunks of kChunk values: kernel A, then kernel B, with a workspace of one float2 per chunk.
@@ -1355,11 +1383,13 @@ cudaError_t softmax_forward(const T* x, T* y, int rows, int cols, cudaStream_t s
   } else if (cols > kChunk && rows < sms) {
     // 16-bit rows by the packed one pass (SOFTMAX_ONEPASS_PACKED): in fp32 tiles they were slower in one pass than
     // by kernels A and B, kept as raw vectors faster (measured/NOTES.md).
-    if constexpr (SOFTMAX_STRIPED) {
+#if SOFTMAX_STRIPED
+    {
       bool launched = false;
       const cudaError_t e = launch_striped<T>(x, y, rows, cols, sms, stream, &launched);
       if (e != cudaSuccess || launched) return e;
     }
+#endif
     if constexpr (SOFTMAX_ONEPASS && (sizeof(T) == 4 || SOFTMAX_ONEPASS_PACKED)) {
       bool launched = false;
       const cudaError_t e = launch_split_onepass<T>(x, y, rows, cols, sms, stream, &launched);

@@ -4,6 +4,8 @@
 //   mbar_init / init_fence / expect_tx / wait / arrive   copies counted in by an mbarrier; buffers handed back
 //   bulk_load                 a contiguous range global -> shared by the bulk-copy engine, counted in by an mbarrier
 //   bulk_wait_read / bulk_wait   bulk groups (stores, reductions) done reading shared memory / complete
+//   fence_proxy_async         this thread's generic-proxy shared-memory accesses (st.shared, cp.async) ordered
+//                             before the async proxy's (bulk copies, TMA, wgmma) that follow a barrier
 //
 // Device code exists only for sm_90 and later (every function here is one PTX instruction older targets lack).
 #pragma once
@@ -42,6 +44,8 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 
+// Generic-proxy writes (cp.async, st.shared) made visible to the async proxy (wgmma's and the bulk engine's accesses).
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 // `bytes` (a multiple of 16) from global src to shared dst (both 16-byte aligned) by the bulk-copy engine, no
 // thread involved after the issue; the bytes count down mbarrier bar's transaction count (armed by expect_tx).
 __device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {

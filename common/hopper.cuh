@@ -8,7 +8,7 @@
 //   wgmma_ss<T, N, ...>    d[64 x N] (+)= A[64 x 16] B[16 x N], N = 32/64/128/176, operands in shared memory, either major-ness
 //   wgmma_rs<T, N>         d[64 x N] += A[64 x 16] B[16 x N], A in registers, B N-major in shared memory
 //   wgmma_fence / commit / wait<N>, fence_regs   ordering around the asynchronous products
-//   fence_proxy_async      generic-proxy shared-memory writes made visible to wgmma's (async-proxy) reads
+//   fence_proxy_async      (async_copy.cuh) generic-proxy shared-memory writes before wgmma's async-proxy reads
 //   tma_load, tma_tile     TMA copies counted in by an mbarrier (async_copy.cuh: mbar_*, bulk_wait*)
 //   named_sync / named_arrive   warpgroups taking turns
 //   setmaxnreg_dec / inc   registers moved from a producer warpgroup to the consumers
@@ -128,8 +128,6 @@ template <int N>
 __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
-// Generic-proxy writes (cp.async, st.shared) made visible to the async proxy (wgmma's shared-memory reads).
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
 // Keeps the compiler from moving reads or writes of accumulator registers across a wgmma issue or wait.
 template <int N>

@@ -1085,11 +1085,12 @@ __global__ void __launch_bounds__(kStripeThreads, 1)
   const int v0 = static_cast<int>(static_cast<long long>(b) * sh.row_vecs / G);
   const int nv = static_cast<int>(static_cast<long long>(b + 1) * sh.row_vecs / G) - v0;  // this block's stripe
   const int slot_vecs = sh.group * sh.stripe_vecs;
-  const uint4* data = reinterpret_cast<const uint4*>(smem);
+  uint4* data = reinterpret_cast<uint4*>(smem);
   const uint32_t data_addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   const uint32_t bar0 = data_addr + sh.slots * slot_vecs * 16;  // mbarriers [slots], 8 bytes each
   float2* warp_states = reinterpret_cast<float2*>(smem + sh.slots * slot_vecs * 16 + 8 * sh.slots);  // [warps]
   float2* row_states = warp_states + kStripeWarps;                                               // [8]
+  float* warp_refs = reinterpret_cast<float*>(row_states + kStripeMaxGroup);  // fp32: [slots][warps], A's maxima
   const int wpr = kStripeWarps / sh.group, k = warp / wpr;  // warps a row (group: a power of 2), this warp's row
   const int nt = wpr * kWarpSize, tr = t - k * nt;          // threads a row, this thread's place among them
   if (other != nullptr)  // this block's column of the next launch's set (none on the per-call path)
@@ -1127,24 +1128,50 @@ __global__ void __launch_bounds__(kStripeThreads, 1)
       const int slot = step % sh.slots;
       mbar_wait(bar0 + 8 * slot, (step / sh.slots) & 1);
       float m = -INFINITY, s = 0.0f;
+      uint4* row = data + slot * slot_vecs + k * sh.stripe_vecs;
+      float v[kN];
       if (k < nr) {
-        const uint4* row = data + slot * slot_vecs + k * sh.stripe_vecs;
-        float v[kN];
 #pragma unroll 4
         for (int j = tr; j < nv; j += nt) {
           unpack16<T>(row[j], v);
 #pragma unroll
           for (int i = 0; i < kN; ++i) m = fmaxf(m, v[i]);
         }
-        const float ref = m == -INFINITY ? 0.0f : m;  // a thread of only -inf sums exp(-inf) = 0s, never a NaN
-#pragma unroll 4
-        for (int j = tr; j < nv; j += nt) {
-          unpack16<T>(row[j], v);
-#pragma unroll
-          for (int i = 0; i < kN; ++i) s += exp_elem<T>(v[i] - ref);
-        }
       }
-      warp_reduce_online(m, s);
+      if constexpr (sizeof(T) == 4) {
+        // fp32: the exps against the warp's max written back over the slot, so B scales them by e^(m_w - M) / S
+        // instead of computing expf again (the one pass keeps its exps in registers for the same reason).
+#pragma unroll
+        for (int off = kWarpSize / 2; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+        const float ref = m == -INFINITY ? 0.0f : m;  // a warp of only -inf sums exp(-inf) = 0s, never a NaN
+        if (k < nr) {
+#pragma unroll 4
+          for (int j = tr; j < nv; j += nt) {
+            unpack16<T>(row[j], v);
+#pragma unroll
+            for (int i = 0; i < kN; ++i) {
+              v[i] = expf(v[i] - ref);
+              s += v[i];
+            }
+            row[j] = pack16<T>(v, 1.0f);
+          }
+          fence_proxy_async();  // these st.shared before the bulk copy that refills the slot
+        }
+#pragma unroll
+        for (int off = kWarpSize / 2; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
+        if (lane == 0) warp_refs[slot * kStripeWarps + warp] = m;
+      } else {
+        const float ref = m == -INFINITY ? 0.0f : m;  // a thread of only -inf sums exp(-inf) = 0s, never a NaN
+        if (k < nr) {
+#pragma unroll 4
+          for (int j = tr; j < nv; j += nt) {
+            unpack16<T>(row[j], v);
+#pragma unroll
+            for (int i = 0; i < kN; ++i) s += exp_elem<T>(v[i] - ref);
+          }
+        }
+        warp_reduce_online(m, s);
+      }
       if (lane == 0) warp_states[warp] = make_float2(m, s);
     }
     __syncthreads();  // the warps' states are in; and every thread is done with the slot B wrote last step
@@ -1194,14 +1221,13 @@ __global__ void __launch_bounds__(kStripeThreads, 1)
           for (int i = 0; i < kN; ++i) v[i] = exp_over_pow2(v[i], c);
           store16<true>(out + static_cast<size_t>(j) * kN, pack16<T>(v, empty ? 0.0f : 1.0f));
         }
-      } else {
-        const float inv = empty ? 0.0f : 1.0f / S;
+      } else {  // the slot holds e^(v - m_w) (A): y = that · e^(m_w - M) / S
+        const float m_w = warp_refs[(w % sh.slots) * kStripeWarps + warp];
+        const float scale = empty || m_w == -INFINITY ? 0.0f : expf(m_w - M) / S;
 #pragma unroll 4
         for (int j = tr; j < nv; j += nt) {
           unpack16<T>(row[j], v);
-#pragma unroll
-          for (int i = 0; i < kN; ++i) v[i] = empty ? 0.0f : expf(v[i] - M);
-          store16<true>(out + static_cast<size_t>(j) * kN, pack16<T>(v, inv));
+          store16<true>(out + static_cast<size_t>(j) * kN, pack16<T>(v, scale));
         }
       }
     }
@@ -1209,8 +1235,9 @@ __global__ void __launch_bounds__(kStripeThreads, 1)
 #endif
 }
 
-// The slots, their mbarriers, the warps' and the rows' states.
-constexpr int kStripeDynamicSmem = kStripeSmemBytes + 8 * kStripeMaxSlots + 8 * (kStripeWarps + kStripeMaxGroup);
+// The slots, their mbarriers, the warps' and the rows' states, the warps' maxima (fp32).
+constexpr int kStripeDynamicSmem =
+    kStripeSmemBytes + 8 * kStripeMaxSlots + 8 * (kStripeWarps + kStripeMaxGroup) + 4 * kStripeMaxSlots * kStripeWarps;
 
 // Blocks of the striped kernel an SM can run (its shared memory allowed once per device; per_device_value, as
 // current_sm_count): 1 where the image this GPU runs is a Hopper one and the memory is there, else 0 (-1 cached).

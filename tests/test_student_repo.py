@@ -304,6 +304,25 @@ def test_a_shared_file_of_answers_waits_for_its_day_and_holds_back_the_days_that
     assert "holds day02's own answers" in " ".join(capsys.readouterr().out.split())
 
 
+def test_an_include_in_instructor_only_lines_holds_no_day_back(course_file, tmp_path, capsys):
+    """An instructors' kernel may build on a later day's header of answers (`#include` on an INSTRUCTOR ONLY line):
+    neither the stub nor the published solution carries that line, so the day goes out on its date."""
+    root = course_file.parent
+    rc.write(root, "common/answers.cuh", "#pragma once\n// day 05's helpers, written out\n")
+    sol = root / "solutions/day01/k.cu"
+    sol.write_text('#include "answers.cuh"  // INSTRUCTOR ONLY\n' + sol.read_text())
+    rc.git(root, "add", "-A")
+    doc = rc.course_doc()
+    doc["answers"] = {"common/answers.cuh": "day05"}
+    rc.write(root, "course.yaml", yaml.safe_dump(doc, sort_keys=False))
+    dest = tmp_path / "student"
+    assert release_to(course_file, dest) == 0
+    assert "held back" not in " ".join(capsys.readouterr().out.split())
+    files = tree_of(dest)
+    assert "days/day01/k.cu" in files and "answers.cuh" not in files["days/day01/k.cu"].decode()
+    assert "common/answers.cuh" not in files
+
+
 # -- the scanner --------------------------------------------------------------------------------------------------
 def test_solution_lines_leave_out_stub_material_and_short_lines():
     sol = {"solutions/day01/a.cu": "int given_helper_function(int x);\n// BEGIN SOLUTION\n"

@@ -84,11 +84,15 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 
 
 def _includes(root: Path, course_dir: str, course: Course, day_id: str) -> set[str]:
-    """The names a day's solution files `#include "..."` (its own files, and the earlier days' files it uses)."""
+    """The names a day's solution files `#include "..."` (its own files, and the earlier days' files it uses) as
+    students ever see them: without the instructor-only lines, which neither the stubs nor `grader publish` hand
+    out, so an include there (an instructors' kernel built on a later day's header) holds nothing back."""
     base = root / course_dir / course_files.SOLUTIONS
     files = [p for p in (base / day_id).glob("*") if p.is_file()]
     files += [base / u for ex in course.day(day_id).exercises for u in ex.uses]
-    return {m for f in files if (text := _text(f)) is not None for m in _INCLUDE.findall(text)}
+    texts = [(f, t) for f in files if (t := _text(f)) is not None]
+    return {m for f, t in texts
+            for m in _INCLUDE.findall(release.strip_instructor_only(t, f) if release.has_markers_syntax(f) else t)}
 
 
 def held_back(root: Path, course_dir: str, course: Course, days: list[str], published: set[str]):

@@ -1071,6 +1071,21 @@ __device__ __forceinline__ unsigned long long load_state(const unsigned long lon
   return bits;
 }
 
+// States merged in two passes, the max first and then the sum of the rescaled sums: the exps of a lane's states are
+// independent (online_merge chains one exp on the last), and the butterflies give every lane the same bits.
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int off = kWarpSize / 2; off > 0; off /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
+  return v;
+}
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int off = kWarpSize / 2; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+// s · e^(m - M), the state (m, s) against the larger max M; a state of nothing (m = -inf) adds 0, never a NaN.
+__device__ __forceinline__ float rescaled(float m, float s, float M) { return m == -INFINITY ? 0.0f : s * expf(m - M); }
+
 template <typename T>
 __global__ void __launch_bounds__(kStripeThreads, 1)
     softmax_striped_kernel(const T* __restrict__ x, T* __restrict__ y, unsigned long long* __restrict__ cur,
@@ -1141,8 +1156,7 @@ __global__ void __launch_bounds__(kStripeThreads, 1)
       if constexpr (sizeof(T) == 4) {
         // fp32: the exps against the warp's max written back over the slot, so B scales them by e^(m_w - M) / S
         // instead of computing expf again (the one pass keeps its exps in registers for the same reason).
-#pragma unroll
-        for (int off = kWarpSize / 2; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+        m = warp_max(m);
         const float ref = m == -INFINITY ? 0.0f : m;  // a warp of only -inf sums exp(-inf) = 0s, never a NaN
         if (k < nr) {
 #pragma unroll 4
@@ -1157,8 +1171,7 @@ __global__ void __launch_bounds__(kStripeThreads, 1)
           }
           fence_proxy_async();  // these st.shared before the bulk copy that refills the slot
         }
-#pragma unroll
-        for (int off = kWarpSize / 2; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
+        s = warp_sum(s);
         if (lane == 0) warp_refs[slot * kStripeWarps + warp] = m;
       } else {
         const float ref = m == -INFINITY ? 0.0f : m;  // a thread of only -inf sums exp(-inf) = 0s, never a NaN
@@ -1175,7 +1188,8 @@ __global__ void __launch_bounds__(kStripeThreads, 1)
       if (lane == 0) warp_states[warp] = make_float2(m, s);
     }
     __syncthreads();  // the warps' states are in; and every thread is done with the slot B wrote last step
-    if (t == 0 && step > kStripeLag && step - kStripeLag - 1 + sh.slots < sh.groups)
+    // The refill by the last warp, which neither publishes nor gathers (group <= 8 < warps): warp 0 has both.
+    if (warp == kStripeWarps - 1 && lane == 0 && step > kStripeLag && step - kStripeLag - 1 + sh.slots < sh.groups)
       issue(step - kStripeLag - 1 + sh.slots);
     if (warp < nr) {  // warp k: the block's state of row k, its wpr warps' merged in order, published
       float m = -INFINITY, s = 0.0f;
@@ -1184,25 +1198,32 @@ __global__ void __launch_bounds__(kStripeThreads, 1)
         m = p.x;
         s = p.y;
       }
-      warp_reduce_online(m, s);
-      if (lane == 0) store_state(cur + static_cast<size_t>(r0 + warp) * G + b, m, s);
+      const float M = warp_max(m);
+      const float S = warp_sum(rescaled(m, s, M));
+      if (lane == 0) store_state(cur + static_cast<size_t>(r0 + warp) * G + b, M, S);
     }
     // B: group w's row states, gathered from every block, and its stripes of y.
     if (warp < nw) {  // warp k merges row k: lane l the states of blocks l, l + 32, ... in that order, then the warp
-      float M = -INFINITY, S = 0.0f;
+      constexpr int kQ = kStripeMaxGrid / kWarpSize;
+      float mq[kQ], m = -INFINITY;
 #pragma unroll
-      for (int q = 0; q < kStripeMaxGrid / kWarpSize; ++q) {
-        const int i = lane + q * kWarpSize;
-        if (i < G) {
+      for (int q = 0; q < kQ; ++q) {
+        mq[q] = -INFINITY;  // (s = 0: an absent block adds nothing)
+        if (lane + q * kWarpSize < G) {
           while (bits[q] == 0ull) {  // that block is more than kStripeLag groups behind this one
             __nanosleep(64);
-            bits[q] = load_state(gathered + i);
+            bits[q] = load_state(gathered + lane + q * kWarpSize);
           }
-          online_merge(M, S, __uint_as_float(static_cast<uint32_t>(bits[q])),
-                       __uint_as_float(static_cast<uint32_t>(bits[q] >> 32)));
+          mq[q] = __uint_as_float(static_cast<uint32_t>(bits[q]));
+          m = fmaxf(m, mq[q]);
         }
       }
-      warp_reduce_online(M, S);  // the same order in every block: every block writes the row with the same bits
+      const float M = warp_max(m);
+      float s = 0.0f;
+#pragma unroll
+      for (int q = 0; q < kQ; ++q)
+        if (lane + q * kWarpSize < G) s += rescaled(mq[q], __uint_as_float(static_cast<uint32_t>(bits[q] >> 32)), M);
+      const float S = warp_sum(s);  // the same order in every block: every block writes the row with the same bits
       if (lane == 0) row_states[warp] = make_float2(M, S);
     }
     __syncthreads();  // the row states are in

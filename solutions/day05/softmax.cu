@@ -1110,13 +1110,13 @@ __global__ void __launch_bounds__(kStripeThreads, 1)
   const int nt = wpr * kWarpSize, tr = t - k * nt;          // threads a row, this thread's place among them
   if (other != nullptr)  // this block's column of the next launch's set (none on the per-call path)
     for (int r = t; r < sh.state_rows; r += kStripeThreads) other[static_cast<size_t>(r) * G + b] = 0ull;
-  auto issue = [&](int grp) {  // thread 0: group grp's stripes into its slot
-    const int slot = grp % sh.slots, r0 = grp * sh.group, nr = min(sh.group, sh.rows - r0);
+  auto issue = [&](int grp) {  // one thread: group grp's stripes into its slot
+    const int slot = grp % sh.slots, g0 = grp * sh.group, ng = min(sh.group, sh.rows - g0);
     const uint32_t bar = bar0 + 8 * slot;
-    mbar_expect_tx(bar, static_cast<uint32_t>(nr * nv * 16));
-    for (int k = 0; k < nr; ++k)
-      bulk_load(data_addr + (slot * slot_vecs + k * sh.stripe_vecs) * 16,
-                x + static_cast<size_t>(r0 + k) * sh.cols + static_cast<size_t>(v0) * kN, nv * 16, bar);
+    mbar_expect_tx(bar, static_cast<uint32_t>(ng * nv * 16));
+    for (int i = 0; i < ng; ++i)
+      bulk_load(data_addr + (slot * slot_vecs + i * sh.stripe_vecs) * 16,
+                x + static_cast<size_t>(g0 + i) * sh.cols + static_cast<size_t>(v0) * kN, nv * 16, bar);
   };
   if (t == 0) {
     for (int s = 0; s < sh.slots; ++s) mbar_init(bar0 + 8 * s, 1);

@@ -864,9 +864,10 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
 #endif
 }
 
-// How many blocks of a one-pass kernel run at once on this device (per_device_value, as current_sm_count); 0 where
-// the image this GPU runs is not a Hopper one (-1 in the cache).
-template <auto kKernel>
+// How many blocks of a one-pass kernel (kThreads each, kSmem bytes of dynamic shared memory, allowed once per device)
+// run at once on this device (per_device_value, as current_sm_count); 0 where the image this GPU runs is not a
+// Hopper one, or the GPU has not the shared memory (-1 in the cache).
+template <auto kKernel, int kThreads = kSplitThreads, int kSmem = 0>
 cudaError_t onepass_resident_blocks(int sms, int* blocks) {
   static std::atomic<int> cache[kMaxDevices];
   int per_sm = 0;
@@ -878,7 +879,14 @@ cudaError_t onepass_resident_blocks(int sms, int* blocks) {
       *v = -1;
       return cudaSuccess;
     }
-    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(v, kKernel, kSplitThreads, 0);
+    if constexpr (kSmem > 0) {
+      if (cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem) != cudaSuccess) {
+        cudaGetLastError();  // a GPU with less shared memory an SM: not an error, another kernel runs instead
+        *v = -1;
+        return cudaSuccess;
+      }
+    }
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(v, kKernel, kThreads, kSmem);
   }, &per_sm);
   if (err != cudaSuccess) return err;
   *blocks = per_sm > 0 ? per_sm * sms : 0;
@@ -1019,7 +1027,7 @@ cudaError_t launch_split_onepass(const T* x, T* y, int rows, int cols, int sms, 
 }
 
 
-// 05c, split rows STRIPED across the whole grid (SOFTMAX_STRIPED; instructors', tried before the one pass). The
+// 05c, split rows STRIPED across the whole grid (SOFTMAX_STRIPED, off; with it, tried before the one pass). The
 // one pass holds each chunk in registers until its row's other chunks are in, and a block that waits has no load
 // in flight: at 64 x 262144 its DRAM ran at 58% of peak with its warps stalled at that wait (measured/NOTES.md).
 // Here the grid is one block an SM and block b owns the same 1/G of every row, its stripe. Rows go in groups of up
@@ -1049,7 +1057,7 @@ constexpr int kStripeMaxGrid = 8 * kWarpSize;                // blocks: a lane h
 constexpr int kStripeSlotBytes = 32 * 1024;                  // a group's stripes: rows are added up to this
 constexpr int kStripeSmemBytes = 192 * 1024;                 // the slots: more than half an SM's, one block an SM
 constexpr int kStripeLag = 2;                                // groups between a row's publish and its gather
-constexpr int kStripeMaxSlots = 64;
+constexpr int kStripeMaxSlots = 64;                          // (room for their mbarriers and maxima)
 
 struct StripeShape {
   int rows, cols;
@@ -1057,7 +1065,7 @@ struct StripeShape {
   int stripe_vecs;  // the most any block owns of a row: ceil(row_vecs / G)
   int group;        // rows a group
   int groups;
-  int slots;        // groups in shared memory at once, >= kStripeLag + 2
+  int slots;        // groups in shared memory at once: all of them, or >= kStripeLag + 2
   int state_rows;   // rows of `other` to zero (its capacity)
 };
 
@@ -1129,7 +1137,7 @@ __global__ void __launch_bounds__(kStripeThreads, 1)
     // B's gather issued first, so that its L2 round trip runs under A: warp k < nw loads row k of group w's states,
     // lane l those of blocks l, l + 32, ... (0 where a block has not published yet, read again below).
     const int w = step - kStripeLag, w0 = w * sh.group, nw = w >= 0 ? min(sh.group, sh.rows - w0) : 0;
-    const unsigned long long* gathered = cur + static_cast<size_t>(w0 + warp) * G;
+    const unsigned long long* gathered = cur + (warp < nw ? static_cast<size_t>(w0 + warp) * G : 0);
     unsigned long long bits[kStripeMaxGrid / kWarpSize];
     if (warp < nw) {
 #pragma unroll
@@ -1153,38 +1161,26 @@ __global__ void __launch_bounds__(kStripeThreads, 1)
           for (int i = 0; i < kN; ++i) m = fmaxf(m, v[i]);
         }
       }
-      if constexpr (sizeof(T) == 4) {
-        // fp32: the exps against the warp's max written back over the slot, so B scales them by e^(m_w - M) / S
-        // instead of computing expf again (the one pass keeps its exps in registers for the same reason).
-        m = warp_max(m);
-        const float ref = m == -INFINITY ? 0.0f : m;  // a warp of only -inf sums exp(-inf) = 0s, never a NaN
-        if (k < nr) {
+      m = warp_max(m);  // the warp's state is against its max: one merge a warp, below
+      const float ref = m == -INFINITY ? 0.0f : m;  // a warp of only -inf sums exp(-inf) = 0s, never a NaN
+      if (k < nr) {
 #pragma unroll 4
-          for (int j = tr; j < nv; j += nt) {
-            unpack16<T>(row[j], v);
+        for (int j = tr; j < nv; j += nt) {
+          unpack16<T>(row[j], v);
 #pragma unroll
-            for (int i = 0; i < kN; ++i) {
-              v[i] = expf(v[i] - ref);
-              s += v[i];
-            }
-            row[j] = pack16<T>(v, 1.0f);
+          for (int i = 0; i < kN; ++i) {
+            v[i] = exp_elem<T>(v[i] - ref);
+            s += v[i];
           }
-          fence_proxy_async();  // these st.shared before the bulk copy that refills the slot
+          // fp32: the exps written back over the slot, so B scales them by e^(m_w - M) / S instead of computing
+          // expf again (the one pass keeps its exps in registers for the same reason); 16-bit B recomputes them
+          // from x in two instructions each.
+          if constexpr (sizeof(T) == 4) row[j] = pack16<T>(v, 1.0f);
         }
-        s = warp_sum(s);
-        if (lane == 0) warp_refs[slot * kStripeWarps + warp] = m;
-      } else {
-        const float ref = m == -INFINITY ? 0.0f : m;  // a thread of only -inf sums exp(-inf) = 0s, never a NaN
-        if (k < nr) {
-#pragma unroll 4
-          for (int j = tr; j < nv; j += nt) {
-            unpack16<T>(row[j], v);
-#pragma unroll
-            for (int i = 0; i < kN; ++i) s += exp_elem<T>(v[i] - ref);
-          }
-        }
-        warp_reduce_online(m, s);
+        if constexpr (sizeof(T) == 4) fence_proxy_async();  // these st.shared before the refill's bulk copy
       }
+      s = warp_sum(s);
+      if (sizeof(T) == 4 && lane == 0) warp_refs[slot * kStripeWarps + warp] = m;
       if (lane == 0) warp_states[warp] = make_float2(m, s);
     }
     __syncthreads();  // the warps' states are in; and every thread is done with the slot B wrote last step
@@ -1260,31 +1256,6 @@ __global__ void __launch_bounds__(kStripeThreads, 1)
 constexpr int kStripeDynamicSmem =
     kStripeSmemBytes + 8 * kStripeMaxSlots + 8 * (kStripeWarps + kStripeMaxGroup) + 4 * kStripeMaxSlots * kStripeWarps;
 
-// Blocks of the striped kernel an SM can run (its shared memory allowed once per device; per_device_value, as
-// current_sm_count): 1 where the image this GPU runs is a Hopper one and the memory is there, else 0 (-1 cached).
-template <typename T>
-cudaError_t striped_blocks_per_sm(int* per_sm) {
-  static std::atomic<int> cache[kMaxDevices];
-  const cudaError_t err = per_device_value(cache, [](int, int* v) {
-    constexpr auto kKernel = softmax_striped_kernel<T>;
-    cudaFuncAttributes attr{};
-    cudaError_t e = cudaFuncGetAttributes(&attr, kKernel);
-    if (e != cudaSuccess) return e;
-    if (attr.binaryVersion < 90 ||
-        cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kStripeDynamicSmem) !=
-            cudaSuccess) {
-      cudaGetLastError();  // a GPU with less shared memory an SM: not an error, the one pass runs instead
-      *v = -1;
-      return cudaSuccess;
-    }
-    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(v, kKernel, kStripeThreads, kStripeDynamicSmem);
-    if (e == cudaSuccess && *v <= 0) *v = -1;
-    return e;
-  }, per_sm);
-  if (*per_sm < 0) *per_sm = 0;
-  return err;
-}
-
 // The striped launch; *launched false (and nothing queued) where it does not apply: not a Hopper image, x or a row
 // not on a 16-byte boundary, fewer vectors in a row than blocks, or a stripe too long for kStripeLag + 2 slots.
 template <typename T>
@@ -1294,9 +1265,10 @@ cudaError_t launch_striped(const T* x, T* y, int rows, int cols, int sms, cudaSt
   if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(y) % 16 != 0 || cols % kN != 0 ||
       sms > kStripeMaxGrid)
     return cudaSuccess;
-  int per_sm = 0;
-  cudaError_t err = striped_blocks_per_sm<T>(&per_sm);
-  if (err != cudaSuccess || per_sm < 1) return err;
+  int resident = 0;
+  constexpr auto kKernel = softmax_striped_kernel<T>;
+  cudaError_t err = onepass_resident_blocks<kKernel, kStripeThreads, kStripeDynamicSmem>(sms, &resident);
+  if (err != cudaSuccess || resident < sms) return err;
   const int grid = sms;  // one block an SM: its shared memory leaves no room for a second
   StripeShape sh{};
   sh.rows = rows;
@@ -1401,7 +1373,7 @@ bool launch_packed(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
 //   x, y misaligned differently     05a's block per row, scalar loads
 //   cols <= 256 / 512 / 1024        warp per row, 8 / 16 / 32 values per lane   [16384 x 1024]
 //   cols > 8192 and rows < #SMs     split rows: kernels A and B                  [64 x 262144]
-//   (instructors: the striped kernel first, then the one pass, when a row's chunks can all run at once)  // INSTRUCTOR ONLY
+//   (instructors: the one-pass kernel first, when a row's chunks can all run at once)  // INSTRUCTOR ONLY
 //   16-bit T and cols <= 65536      block per row, 64 values per thread kept as raw 16-byte vectors
 //                                                                                [4096, 8192 and 32768 columns]
 //   cols <= 32768                   block per row, 32 values per thread, blockDim = cols / 32 rounded up to a warp
@@ -1429,8 +1401,6 @@ cudaError_t softmax_forward(const T* x, T* y, int rows, int cols, cudaStream_t s
   } else if (cols <= kWarpSize * 32) {
     softmax_warp_kernel<T, 32><<<warp_blocks, warp_threads, 0, stream>>>(x, y, rows, cols);
   } else if (cols > kChunk && rows < sms) {
-    // 16-bit rows by the packed one pass (SOFTMAX_ONEPASS_PACKED): in fp32 tiles they were slower in one pass than
-    // by kernels A and B, kept as raw vectors faster (measured/NOTES.md).
 #if SOFTMAX_STRIPED
     {
       bool launched = false;
@@ -1438,6 +1408,8 @@ cudaError_t softmax_forward(const T* x, T* y, int rows, int cols, cudaStream_t s
       if (e != cudaSuccess || launched) return e;
     }
 #endif
+    // 16-bit rows by the packed one pass (SOFTMAX_ONEPASS_PACKED): in fp32 tiles they were slower in one pass than
+    // by kernels A and B, kept as raw vectors faster (measured/NOTES.md).
     if constexpr (SOFTMAX_ONEPASS && (sizeof(T) == 4 || SOFTMAX_ONEPASS_PACKED)) {
       bool launched = false;
       const cudaError_t e = launch_split_onepass<T>(x, y, rows, cols, sms, stream, &launched);

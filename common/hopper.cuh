@@ -12,7 +12,7 @@
 //   tma_load, tma_tile     TMA copies counted in by an mbarrier (async_copy.cuh: mbar_*, bulk_wait*)
 //   named_sync / named_arrive   warpgroups taking turns
 //   setmaxnreg_dec / inc   registers moved from a producer warpgroup to the consumers
-//   bulk_reduce_add_f32, bulk_wait_read / bulk_wait   fp32 tiles added into global memory by the bulk-copy engine
+//   bulk_reduce_add_f32    fp32 tiles added into global memory by the bulk-copy engine (waited on by bulk_wait*)
 //
 // Tiles live in shared memory as D/64 column blocks of [rows][64] 16-bit values: rows of 128 bytes, 16-byte chunk c
 // of row r at c ^ (r % 8), each block starting on a 1024-byte boundary. That is wgmma's canonical 128-byte-swizzled

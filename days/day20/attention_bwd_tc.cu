@@ -30,6 +30,8 @@
 //     the deterministic version keeps its mma.sync query-tile walk for dQ.
 //   - At d = 64 each warp keeps its 16 rows of K and V in registers for the whole walk (ldmatrix once), the A
 //     operands of Sᵀ and dPᵀ: the walk is bound by its shared-memory reads (at d = 128 the registers are not there).
+//   - At d = 128 a warp of the producer warpgroup (the storer) issues each step's bulk dQ reduce, and dSᵀ has two
+//     buffers, so the two consumer warpgroups meet once a step instead of twice.
 // Shared device helpers come from common/: ptx.cuh (ldmatrix, mma, cp.async), swizzle.cuh (the swizzle) and
 // hopper.cuh (wgmma, TMA, mbarriers, the sm_90a probe), the same ones day 12's forward uses.
 

@@ -56,26 +56,31 @@ KNOB_BUILDS = [
 ]
 
 
-def _solution_with_defines(day, defines):
+def _build_with_defines(day, name, defines):
+    """The compile reports of exercise `name`'s solution built with the macros `defines` (each NAME=VALUE)."""
     import importlib.util
+
+    from grader.course import load_course
 
     spec = importlib.util.spec_from_file_location("lesson_table", ROOT / "scripts" / "lessons" / "lesson_table.py")
     lesson_table = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(lesson_table)
-    return lesson_table.solution_with_defines(day, defines)
-
-
-@needs_nvcc
-@pytest.mark.parametrize("day, name, defines, kernels", KNOB_BUILDS,
-                         ids=[f"{d}-{n}" + "".join(f"-{m}" for m in ms) for d, n, ms, _ in KNOB_BUILDS])
-def test_knob_builds_compile_cleanly(day, name, defines, kernels):
-    from grader.course import load_course
-
     ex = next(e for e in load_course(ROOT / "course.yaml").day(day).exercises if e.name == name)
-    src = _solution_with_defines(day, defines)
+    src = lesson_table.solution_with_defines(day, defines)
     reports = compile_sources([src / s for s in ex.sources], [ROOT / i for i in ex.include_dirs],
                               ex.extra_cuda_cflags, ROOT)
     assert all(r.ok for r in reports), [(r.file, r.note, r.diagnostics[:3]) for r in reports if not r.ok]
+    return reports
+
+
+def _build_ids(builds):
+    return [f"{d}-{n}" + "".join(f"-{m}" for m in ms) for d, n, ms, _ in builds]
+
+
+@needs_nvcc
+@pytest.mark.parametrize("day, name, defines, kernels", KNOB_BUILDS, ids=_build_ids(KNOB_BUILDS))
+def test_knob_builds_compile_cleanly(day, name, defines, kernels):
+    reports = _build_with_defines(day, name, defines)
     assert not [d for r in reports for d in r.diagnostics if ": warning:" in d]
     knob = [k for r in reports for k in r.kernels if k["arch"] == "sm_90" and re.search(kernels, k["function"])]
     assert knob, f"no sm_90 kernel of {day} matches {kernels!r}"
@@ -83,16 +88,9 @@ def test_knob_builds_compile_cleanly(day, name, defines, kernels):
 
 
 @needs_nvcc
-@pytest.mark.parametrize("day, name, defines, kernels", HOPPER_BUILDS,
-                         ids=[f"{d}-{n}" + "".join(f"-{m}" for m in ms) for d, n, ms, _ in HOPPER_BUILDS])
+@pytest.mark.parametrize("day, name, defines, kernels", HOPPER_BUILDS, ids=_build_ids(HOPPER_BUILDS))
 def test_hopper_kernels_keep_wgmma_asynchronous(day, name, defines, kernels):
-    from grader.course import load_course
-
-    ex = next(e for e in load_course(ROOT / "course.yaml").day(day).exercises if e.name == name)
-    src = _solution_with_defines(day, defines)
-    reports = compile_sources([src / s for s in ex.sources], [ROOT / i for i in ex.include_dirs],
-                              ex.extra_cuda_cflags, ROOT)
-    assert all(r.ok for r in reports), [(r.file, r.note, r.diagnostics[:3]) for r in reports if not r.ok]
+    reports = _build_with_defines(day, name, defines)
     hopper = [k for r in reports for k in r.kernels
               if k["arch"].startswith("sm_90") and re.search(kernels, k["function"])]
     assert hopper, f"no sm_90a kernel of {day} matches {kernels!r}: the test names kernels that no longer exist"

@@ -1,5 +1,5 @@
-// async_copy.cuh: mbarriers and the bulk-copy engine, sm_90 (not only sm_90a): what day 05's striped softmax
-// needs and what hopper.cuh (day 12's forward, day 20's backward) builds its TMA copies on.
+// async_copy.cuh: mbarriers and the bulk-copy engine, sm_90 (not only sm_90a): what hopper.cuh (day 12's forward,
+// day 20's backward) builds its TMA copies on, apart from the wgmma and tensor-map code that needs sm_90a.
 //
 //   mbar_init / init_fence / expect_tx / wait / arrive   copies counted in by an mbarrier; buffers handed back
 //   bulk_load                 a contiguous range global -> shared by the bulk-copy engine, counted in by an mbarrier

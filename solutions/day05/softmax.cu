@@ -23,7 +23,6 @@
 #include <cuda_runtime.h>
 
 #include "float_convert.cuh"  // to_float(v), from_float<T>(v): storage type <-> fp32
-#include "async_copy.cuh"     // mbarriers and bulk copies (the striped split rows)  // INSTRUCTOR ONLY
 
 #include <atomic>
 #include <cstddef>
@@ -864,10 +863,9 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
 #endif
 }
 
-// How many blocks of a one-pass kernel (kThreads each, kSmem bytes of dynamic shared memory, allowed once per device)
-// run at once on this device (per_device_value, as current_sm_count); 0 where the image this GPU runs is not a
-// Hopper one, or the GPU has not the shared memory (-1 in the cache).
-template <auto kKernel, int kThreads = kSplitThreads, int kSmem = 0>
+// How many blocks of a one-pass kernel run at once on this device (per_device_value, as current_sm_count); 0 where
+// the image this GPU runs is not a Hopper one (-1 in the cache).
+template <auto kKernel>
 cudaError_t onepass_resident_blocks(int sms, int* blocks) {
   static std::atomic<int> cache[kMaxDevices];
   int per_sm = 0;
@@ -879,14 +877,7 @@ cudaError_t onepass_resident_blocks(int sms, int* blocks) {
       *v = -1;
       return cudaSuccess;
     }
-    if constexpr (kSmem > 0) {
-      if (cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem) != cudaSuccess) {
-        cudaGetLastError();  // a GPU with less shared memory an SM: not an error, another kernel runs instead
-        *v = -1;
-        return cudaSuccess;
-      }
-    }
-    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(v, kKernel, kThreads, kSmem);
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(v, kKernel, kSplitThreads, 0);
   }, &per_sm);
   if (err != cudaSuccess) return err;
   *blocks = per_sm > 0 ? per_sm * sms : 0;
@@ -904,9 +895,6 @@ struct OnepassWorkspace {
   int* counters = nullptr;     // 2 + kMaxRows ints, zero between launches
   float2* partials = nullptr;  // `capacity` chunk states
   int capacity = 0;
-  unsigned long long* states = nullptr;  // the striped kernel's two sets of `state_words` states
-  size_t state_words = 0;
-  int parity = 0;  // the set the next striped launch uses (the other one is zero)
 };
 
 // Held from the lookup through the launch: a second host thread on the same stream could otherwise grow the
@@ -916,12 +904,13 @@ inline std::mutex& onepass_workspace_mutex() {
   return mutex;
 }
 
-// The calling stream's workspace (*ws null while the stream is being captured). Under the mutex.
-inline cudaError_t stream_workspace(cudaStream_t stream, OnepassWorkspace** ws) {
-  *ws = nullptr;
+inline cudaError_t onepass_cached_workspace(cudaStream_t stream, int rows, int tickets, OnepassWorkspace* out,
+                                            bool* cached) {
+  constexpr int kMaxRows = 1024;  // split rows are taken only when rows < SMs
+  *cached = false;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   cudaError_t err = cudaStreamIsCapturing(stream, &capture);
-  if (err != cudaSuccess || capture != cudaStreamCaptureStatusNone) return err;
+  if (err != cudaSuccess || capture != cudaStreamCaptureStatusNone || rows > kMaxRows) return err;
   // Keyed by the stream's id, not its handle: the id is unique for the context's life (a destroyed stream's handle
   // may come back), and the special handles (0 under per-thread default streams, cudaStreamPerThread) name another
   // stream in each host thread, which the id tells apart.
@@ -931,18 +920,7 @@ inline cudaError_t stream_workspace(cudaStream_t stream, OnepassWorkspace** ws) 
   if (err == cudaSuccess) err = cudaStreamGetId(stream, &id);
   if (err != cudaSuccess) return err;
   static std::map<std::pair<int, unsigned long long>, OnepassWorkspace> workspaces;  // under the mutex
-  *ws = &workspaces[{dev, id}];
-  return cudaSuccess;
-}
-
-inline cudaError_t onepass_cached_workspace(cudaStream_t stream, int rows, int tickets, OnepassWorkspace* out,
-                                            bool* cached) {
-  constexpr int kMaxRows = 1024;  // split rows are taken only when rows < SMs
-  *cached = false;
-  OnepassWorkspace* found = nullptr;
-  cudaError_t err = rows > kMaxRows ? cudaSuccess : stream_workspace(stream, &found);
-  if (err != cudaSuccess || found == nullptr) return err;
-  OnepassWorkspace& ws = *found;
+  OnepassWorkspace& ws = workspaces[{dev, id}];
   if (ws.counters == nullptr) {
     int* counters = nullptr;
     err = cudaMallocAsync(reinterpret_cast<void**>(&counters), sizeof(int) * (2 + kMaxRows), stream);
@@ -1026,305 +1004,6 @@ cudaError_t launch_split_onepass(const T* x, T* y, int rows, int cols, int sms, 
   }
 }
 
-
-// 05c, split rows STRIPED across the whole grid (SOFTMAX_STRIPED, off; with it, tried before the one pass). The
-// one pass holds each chunk in registers until its row's other chunks are in, and a block that waits has no load
-// in flight: at 64 x 262144 its DRAM ran at 58% of peak with its warps stalled at that wait (measured/NOTES.md).
-// Here the grid is one block an SM and block b owns the same 1/G of every row, its stripe. Rows go in groups of up
-// to 8 (one slot of shared memory, up to 32 KB a block), and each block runs the same pipeline over the groups:
-//   step g:  A  wait for group g's stripes (bulk copies into a slot, counted in by the slot's mbarrier), take each
-//               row's state (m, s) over its stripe, publish it (one 64-bit store into `states`, no fence);
-//            B  gather the G states of each row of group g - kStripeLag (published kStripeLag steps ago, so
-//               normally there already), merge them in block order, write the group's stripes of y from the slot;
-//               the slot is refilled with group g - kStripeLag + slots once every thread is done with it.
-// So no thread waits while it could load: the bulk copies run `slots - kStripeLag - 1` groups ahead of A, and B
-// waits only if another block is more than kStripeLag groups behind. x is read once, y written once.
-// Waiting on other blocks needs them all running: the grid is at most what can run at once, one block an SM (its
-// shared memory leaves no room for a second), and a block's wait for group w needs only every block to have
-// reached step w's A, which needs only their waits for groups before w: no cycle.
-// A row's states are G 64-bit words (m, s) of `cur` [rows][G]; s is at least 1 unless m is -inf, so a state is never
-// all-zero bits: zero means "not yet published", and a relaxed 64-bit load sees the whole state or zero. A stream's
-// workspace keeps two such sets and alternates them: each block zeroes its column of `other`, the next launch's
-// set, while it runs, so nothing is reset at the end and no counter is needed.
-#ifndef SOFTMAX_STRIPED
-#define SOFTMAX_STRIPED 0  // 1: split rows striped (below) before the one pass
-#endif
-#if SOFTMAX_STRIPED
-constexpr int kStripeThreads = 512;
-constexpr int kStripeWarps = kStripeThreads / kWarpSize;
-constexpr int kStripeMaxGroup = 8;                           // rows a group (<= warps: warp k gathers row k)
-constexpr int kStripeMaxGrid = 8 * kWarpSize;                // blocks: a lane holds at most 8 of a row's states
-constexpr int kStripeSlotBytes = 32 * 1024;                  // a group's stripes: rows are added up to this
-constexpr int kStripeSmemBytes = 192 * 1024;                 // the slots: more than half an SM's, one block an SM
-constexpr int kStripeLag = 2;                                // groups between a row's publish and its gather
-constexpr int kStripeMaxSlots = 64;                          // (room for their mbarriers and maxima)
-
-struct StripeShape {
-  int rows, cols;
-  int row_vecs;     // 16-byte vectors in a row (every row starts on a 16-byte boundary: the launcher checks)
-  int stripe_vecs;  // the most any block owns of a row: ceil(row_vecs / G)
-  int group;        // rows a group
-  int groups;
-  int slots;        // groups in shared memory at once: all of them, or >= kStripeLag + 2
-  int state_rows;   // rows of `other` to zero (its capacity)
-};
-
-__device__ __forceinline__ void store_state(unsigned long long* p, float m, float s) {
-  const unsigned long long bits = (static_cast<unsigned long long>(__float_as_uint(s)) << 32) | __float_as_uint(m);
-  asm volatile("st.relaxed.gpu.global.b64 [%0], %1;" ::"l"(p), "l"(bits) : "memory");
-}
-__device__ __forceinline__ unsigned long long load_state(const unsigned long long* p) {
-  unsigned long long bits;
-  asm volatile("ld.relaxed.gpu.global.b64 %0, [%1];" : "=l"(bits) : "l"(p) : "memory");
-  return bits;
-}
-
-// States merged in two passes, the max first and then the sum of the rescaled sums: the exps of a lane's states are
-// independent (online_merge chains one exp on the last), and the butterflies give every lane the same bits.
-__device__ __forceinline__ float warp_max(float v) {
-#pragma unroll
-  for (int off = kWarpSize / 2; off > 0; off /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
-  return v;
-}
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int off = kWarpSize / 2; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
-  return v;
-}
-// s · e^(m - M), the state (m, s) against the larger max M; a state of nothing (m = -inf) adds 0, never a NaN.
-__device__ __forceinline__ float rescaled(float m, float s, float M) { return m == -INFINITY ? 0.0f : s * expf(m - M); }
-
-template <typename T>
-__global__ void __launch_bounds__(kStripeThreads, 1)
-    softmax_striped_kernel(const T* __restrict__ x, T* __restrict__ y, unsigned long long* __restrict__ cur,
-                           unsigned long long* __restrict__ other, StripeShape sh) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-  __trap();  // bulk copies and mbarrier transaction counts are sm_90's: the launcher takes the one pass elsewhere
-#else
-  using namespace hopper;  // common/async_copy.cuh
-  constexpr int kN = Vec<T>::kN;
-  extern __shared__ __align__(128) unsigned char smem[];
-  const int G = gridDim.x, b = blockIdx.x, t = threadIdx.x, warp = t / kWarpSize, lane = t % kWarpSize;
-  const int v0 = static_cast<int>(static_cast<long long>(b) * sh.row_vecs / G);
-  const int nv = static_cast<int>(static_cast<long long>(b + 1) * sh.row_vecs / G) - v0;  // this block's stripe
-  const int slot_vecs = sh.group * sh.stripe_vecs;
-  uint4* data = reinterpret_cast<uint4*>(smem);
-  const uint32_t data_addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  const uint32_t bar0 = data_addr + sh.slots * slot_vecs * 16;  // mbarriers [slots], 8 bytes each
-  float2* warp_states = reinterpret_cast<float2*>(smem + sh.slots * slot_vecs * 16 + 8 * sh.slots);  // [warps]
-  float2* row_states = warp_states + kStripeWarps;                                               // [8]
-  float* warp_refs = reinterpret_cast<float*>(row_states + kStripeMaxGroup);  // fp32: [slots][warps], A's maxima
-  const int wpr = kStripeWarps / sh.group, k = warp / wpr;  // warps a row (group: a power of 2), this warp's row
-  const int nt = wpr * kWarpSize, tr = t - k * nt;          // threads a row, this thread's place among them
-  if (other != nullptr)  // this block's column of the next launch's set (none on the per-call path)
-    for (int r = t; r < sh.state_rows; r += kStripeThreads) other[static_cast<size_t>(r) * G + b] = 0ull;
-  auto issue = [&](int grp) {  // one thread: group grp's stripes into its slot
-    const int slot = grp % sh.slots, g0 = grp * sh.group, ng = min(sh.group, sh.rows - g0);
-    const uint32_t bar = bar0 + 8 * slot;
-    mbar_expect_tx(bar, static_cast<uint32_t>(ng * nv * 16));
-    for (int i = 0; i < ng; ++i)
-      bulk_load(data_addr + (slot * slot_vecs + i * sh.stripe_vecs) * 16,
-                x + static_cast<size_t>(g0 + i) * sh.cols + static_cast<size_t>(v0) * kN, nv * 16, bar);
-  };
-  if (t == 0) {
-    for (int s = 0; s < sh.slots; ++s) mbar_init(bar0 + 8 * s, 1);
-    mbar_init_fence();
-    for (int grp = 0; grp < min(sh.slots, sh.groups); ++grp) issue(grp);
-  }
-  __syncthreads();
-
-  for (int step = 0; step < sh.groups + kStripeLag; ++step) {
-    // B's gather issued first, so that its L2 round trip runs under A: warp k < nw loads row k of group w's states,
-    // lane l those of blocks l, l + 32, ... (0 where a block has not published yet, read again below).
-    const int w = step - kStripeLag, w0 = w * sh.group, nw = w >= 0 ? min(sh.group, sh.rows - w0) : 0;
-    const unsigned long long* gathered = cur + (warp < nw ? static_cast<size_t>(w0 + warp) * G : 0);
-    unsigned long long bits[kStripeMaxGrid / kWarpSize];
-    if (warp < nw) {
-#pragma unroll
-      for (int q = 0; q < kStripeMaxGrid / kWarpSize; ++q)
-        bits[q] = lane + q * kWarpSize < G ? load_state(gathered + lane + q * kWarpSize) : 0ull;
-    }
-    // A: this block's state of each row of group `step`. Row k of a group is warps [k wpr, (k + 1) wpr)'s, each
-    // thread taking the vectors tr, tr + nt, ... of its stripe: independent loads and exps, one reduction a warp.
-    const int r0 = step * sh.group, nr = step < sh.groups ? min(sh.group, sh.rows - r0) : 0;
-    if (nr > 0) {
-      const int slot = step % sh.slots;
-      mbar_wait(bar0 + 8 * slot, (step / sh.slots) & 1);
-      float m = -INFINITY, s = 0.0f;
-      uint4* row = data + slot * slot_vecs + k * sh.stripe_vecs;
-      float v[kN];
-      if (k < nr) {
-#pragma unroll 4
-        for (int j = tr; j < nv; j += nt) {
-          unpack16<T>(row[j], v);
-#pragma unroll
-          for (int i = 0; i < kN; ++i) m = fmaxf(m, v[i]);
-        }
-      }
-      m = warp_max(m);  // the warp's state is against its max: one merge a warp, below
-      const float ref = m == -INFINITY ? 0.0f : m;  // a warp of only -inf sums exp(-inf) = 0s, never a NaN
-      if (k < nr) {
-#pragma unroll 4
-        for (int j = tr; j < nv; j += nt) {
-          unpack16<T>(row[j], v);
-#pragma unroll
-          for (int i = 0; i < kN; ++i) {
-            v[i] = exp_elem<T>(v[i] - ref);
-            s += v[i];
-          }
-          // fp32: the exps written back over the slot, so B scales them by e^(m_w - M) / S instead of computing
-          // expf again (the one pass keeps its exps in registers for the same reason); 16-bit B recomputes them
-          // from x in two instructions each.
-          if constexpr (sizeof(T) == 4) row[j] = pack16<T>(v, 1.0f);
-        }
-        if constexpr (sizeof(T) == 4) fence_proxy_async();  // these st.shared before the refill's bulk copy
-      }
-      s = warp_sum(s);
-      if (sizeof(T) == 4 && lane == 0) warp_refs[slot * kStripeWarps + warp] = m;
-      if (lane == 0) warp_states[warp] = make_float2(m, s);
-    }
-    __syncthreads();  // the warps' states are in; and every thread is done with the slot B wrote last step
-    // The refill by the last warp, which neither publishes nor gathers (group <= 8 < warps): warp 0 has both.
-    if (warp == kStripeWarps - 1 && lane == 0 && step > kStripeLag && step - kStripeLag - 1 + sh.slots < sh.groups)
-      issue(step - kStripeLag - 1 + sh.slots);
-    if (warp < nr) {  // warp k: the block's state of row k, its wpr warps' merged in order, published
-      float m = -INFINITY, s = 0.0f;
-      if (lane < wpr) {
-        const float2 p = warp_states[warp * wpr + lane];
-        m = p.x;
-        s = p.y;
-      }
-      const float M = warp_max(m);
-      const float S = warp_sum(rescaled(m, s, M));
-      if (lane == 0) store_state(cur + static_cast<size_t>(r0 + warp) * G + b, M, S);
-    }
-    // B: group w's row states, gathered from every block, and its stripes of y.
-    if (warp < nw) {  // warp k merges row k: lane l the states of blocks l, l + 32, ... in that order, then the warp
-      constexpr int kQ = kStripeMaxGrid / kWarpSize;
-      float mq[kQ], m = -INFINITY;
-#pragma unroll
-      for (int q = 0; q < kQ; ++q) {
-        mq[q] = -INFINITY;  // (s = 0: an absent block adds nothing)
-        if (lane + q * kWarpSize < G) {
-          while (bits[q] == 0ull) {  // that block is more than kStripeLag groups behind this one
-            __nanosleep(64);
-            bits[q] = load_state(gathered + lane + q * kWarpSize);
-          }
-          mq[q] = __uint_as_float(static_cast<uint32_t>(bits[q]));
-          m = fmaxf(m, mq[q]);
-        }
-      }
-      const float M = warp_max(m);
-      float s = 0.0f;
-#pragma unroll
-      for (int q = 0; q < kQ; ++q)
-        if (lane + q * kWarpSize < G) s += rescaled(mq[q], __uint_as_float(static_cast<uint32_t>(bits[q] >> 32)), M);
-      const float S = warp_sum(s);  // the same order in every block: every block writes the row with the same bits
-      if (lane == 0) row_states[warp] = make_float2(M, S);
-    }
-    __syncthreads();  // the row states are in
-    if (k < nw) {  // row k's stripe of y, by the same warps as in A
-      const uint4* row = data + (w % sh.slots) * slot_vecs + k * sh.stripe_vecs;
-      T* out = y + static_cast<size_t>(w0 + k) * sh.cols + static_cast<size_t>(v0) * kN;
-      const float M = row_states[k].x, S = row_states[k].y;
-      const bool empty = M == -INFINITY;  // a row of nothing but -inf gets 0s, as elsewhere
-      float v[kN];
-      if constexpr (sizeof(T) == 2) {  // e^(v - M) / S as one FFMA and one MUFU.EX2 (the packed kernel's)
-        const float c = empty ? 0.0f : log2_of_exp(M) + __log2f(S);
-#pragma unroll 4
-        for (int j = tr; j < nv; j += nt) {
-          unpack16<T>(row[j], v);
-#pragma unroll
-          for (int i = 0; i < kN; ++i) v[i] = exp_over_pow2(v[i], c);
-          store16<true>(out + static_cast<size_t>(j) * kN, pack16<T>(v, empty ? 0.0f : 1.0f));
-        }
-      } else {  // the slot holds e^(v - m_w) (A): y = that · e^(m_w - M) / S
-        const float m_w = warp_refs[(w % sh.slots) * kStripeWarps + warp];
-        const float scale = empty || m_w == -INFINITY ? 0.0f : expf(m_w - M) / S;
-#pragma unroll 4
-        for (int j = tr; j < nv; j += nt) {
-          unpack16<T>(row[j], v);
-          store16<true>(out + static_cast<size_t>(j) * kN, pack16<T>(v, scale));
-        }
-      }
-    }
-  }
-#endif
-}
-
-// The slots, their mbarriers, the warps' and the rows' states, the warps' maxima (fp32).
-constexpr int kStripeDynamicSmem =
-    kStripeSmemBytes + 8 * kStripeMaxSlots + 8 * (kStripeWarps + kStripeMaxGroup) + 4 * kStripeMaxSlots * kStripeWarps;
-
-// The striped launch; *launched false (and nothing queued) where it does not apply: not a Hopper image, x or a row
-// not on a 16-byte boundary, fewer vectors in a row than blocks, or a stripe too long for kStripeLag + 2 slots.
-template <typename T>
-cudaError_t launch_striped(const T* x, T* y, int rows, int cols, int sms, cudaStream_t stream, bool* launched) {
-  *launched = false;
-  constexpr int kN = Vec<T>::kN;
-  if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(y) % 16 != 0 || cols % kN != 0 ||
-      sms > kStripeMaxGrid)
-    return cudaSuccess;
-  int resident = 0;
-  constexpr auto kKernel = softmax_striped_kernel<T>;
-  cudaError_t err = onepass_resident_blocks<kKernel, kStripeThreads, kStripeDynamicSmem>(sms, &resident);
-  if (err != cudaSuccess || resident < sms) return err;
-  const int grid = sms;  // one block an SM: its shared memory leaves no room for a second
-  StripeShape sh{};
-  sh.rows = rows;
-  sh.cols = cols;
-  sh.row_vecs = cols / kN;
-  if (sh.row_vecs < grid) return cudaSuccess;
-  sh.stripe_vecs = (sh.row_vecs - 1) / grid + 1;
-  const int stripe_bytes = sh.stripe_vecs * 16;
-  sh.group = 1;  // a power of 2 (the block's warps split evenly among a group's rows)
-  while (2 * sh.group <= min(kStripeMaxGroup, rows) && 2 * sh.group * stripe_bytes <= kStripeSlotBytes) sh.group *= 2;
-  sh.groups = (rows - 1) / sh.group + 1;
-  sh.slots = min(min(sh.groups, kStripeMaxSlots), kStripeSmemBytes / (sh.group * stripe_bytes));
-  if (sh.slots < min(sh.groups, kStripeLag + 2)) return cudaSuccess;
-  const size_t set_words = static_cast<size_t>(rows) * grid;
-#if SOFTMAX_ONEPASS_CACHED
-  std::lock_guard<std::mutex> lock(onepass_workspace_mutex());
-  OnepassWorkspace* ws = nullptr;
-  err = stream_workspace(stream, &ws);
-  if (err != cudaSuccess) return err;
-  if (ws != nullptr) {
-    if (ws->state_words < set_words) {  // grown in stream order, both sets zeroed, the first one used first
-      if (ws->states != nullptr) err = cudaFreeAsync(ws->states, stream);
-      ws->states = nullptr;
-      ws->state_words = 0;
-      const size_t bytes = 2 * sizeof(unsigned long long) * set_words;
-      if (err == cudaSuccess) err = cudaMallocAsync(reinterpret_cast<void**>(&ws->states), bytes, stream);
-      if (err == cudaSuccess) err = cudaMemsetAsync(ws->states, 0, bytes, stream);
-      if (err != cudaSuccess) return err;
-      ws->state_words = set_words;
-      ws->parity = 0;
-    }
-    sh.state_rows = static_cast<int>(ws->state_words / grid);
-    unsigned long long* cur = ws->states + ws->parity * ws->state_words;
-    unsigned long long* other = ws->states + (ws->parity ^ 1) * ws->state_words;
-    *launched = true;
-    softmax_striped_kernel<T><<<grid, kStripeThreads, kStripeDynamicSmem, stream>>>(x, y, cur, other, sh);
-    err = cudaGetLastError();
-    if (err == cudaSuccess) ws->parity ^= 1;  // a launch that never queued zeroed nothing: the sets stay as they were
-    return err;
-  }
-#endif
-  // One zeroed set for this call alone (with SOFTMAX_ONEPASS_CACHED, a stream being captured into a graph).
-  unsigned long long* cur = nullptr;
-  err = cudaMallocAsync(reinterpret_cast<void**>(&cur), sizeof(unsigned long long) * set_words, stream);
-  if (err != cudaSuccess) return err;
-  *launched = true;
-  err = cudaMemsetAsync(cur, 0, sizeof(unsigned long long) * set_words, stream);
-  if (err == cudaSuccess) {
-    softmax_striped_kernel<T><<<grid, kStripeThreads, kStripeDynamicSmem, stream>>>(x, y, cur, nullptr, sh);
-    err = cudaGetLastError();
-  }
-  const cudaError_t free_err = cudaFreeAsync(cur, stream);
-  return err == cudaSuccess ? free_err : err;
-}
-#endif  // SOFTMAX_STRIPED
-
 // END INSTRUCTOR ONLY
 // 05c: long rows split into chunks of kChunk values: kernel A, then kernel B, with a workspace of one float2 per chunk.
 // The workspace is stream-ordered memory (cudaMallocAsync / cudaFreeAsync on the caller's stream): it is valid
@@ -1401,13 +1080,6 @@ cudaError_t softmax_forward(const T* x, T* y, int rows, int cols, cudaStream_t s
   } else if (cols <= kWarpSize * 32) {
     softmax_warp_kernel<T, 32><<<warp_blocks, warp_threads, 0, stream>>>(x, y, rows, cols);
   } else if (cols > kChunk && rows < sms) {
-#if SOFTMAX_STRIPED
-    {
-      bool launched = false;
-      const cudaError_t e = launch_striped<T>(x, y, rows, cols, sms, stream, &launched);
-      if (e != cudaSuccess || launched) return e;
-    }
-#endif
     // 16-bit rows by the packed one pass (SOFTMAX_ONEPASS_PACKED): in fp32 tiles they were slower in one pass than
     // by kernels A and B, kept as raw vectors faster (measured/NOTES.md).
     if constexpr (SOFTMAX_ONEPASS && (sizeof(T) == 4 || SOFTMAX_ONEPASS_PACKED)) {

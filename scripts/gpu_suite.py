@@ -55,6 +55,8 @@ def record(lines: list[dict], *, wall_s: float, summary: str, collected: int | N
                          **{k: t["props"][k] for k in ("build_s", "check_s") if k in t["props"]}}
                         for i, t in ranked],
             "failures": {i: t.get("message", "") for i, t in tests.items() if t["outcome"] == "failed"},
+            # routes no test could run here (their package is absent from this Python): tests/gpu/test_days_gpu.py
+            "untested": sorted({r for t in tests.values() for r in t["props"].get("absent_packages", [])}),
             # every test's seconds: tests/conftest.py starts the slowest first on the next run
             "seconds": {i: round(t["seconds"], 1) for i, t in sorted(tests.items())}}
 
@@ -79,6 +81,7 @@ def merge(parts: list[dict]) -> dict:
     slowest = sorted((s for p in parts for s in p.get("slowest", [])), key=lambda s: -s["seconds"])
     out["slowest"] = slowest[:max((len(p.get("slowest", [])) for p in parts), default=0)]
     out["failures"] = {i: m for p in parts for i, m in p.get("failures", {}).items()}
+    out["untested"] = sorted({r for p in parts for r in p.get("untested", [])})
     out["seconds"] = dict(sorted((i, t) for p in parts for i, t in p.get("seconds", {}).items()))
     out["parts"] = len(parts)
     return out
@@ -93,6 +96,8 @@ def show(rec: dict) -> None:
     for s in rec["slowest"]:
         b = f"{s['build_s']:6.0f}" if "build_s" in s else f"{'-':>6}"
         print(f"  {s['seconds']:7.1f} {b}  {s['id']}{'' if s['outcome'] == 'passed' else '  ' + s['outcome'].upper()}")
+    if rec.get("untested"):
+        print(f"  untested here (package absent): {', '.join(rec['untested'])}")
     for i, m in rec["failures"].items():
         print(f"FAILED {i}\n{m[-1500:]}")
 

@@ -51,3 +51,27 @@ def test_overlapping_parts_or_two_gpu_models_are_refused():
 def test_without_times_or_parts_it_is_a_usage_error():
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_suite.py")], capture_output=True, text=True)
     assert r.returncode == 2 and "--merge" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_routes_whose_package_is_absent_are_recorded_as_untested_not_hidden():
+    lines = [{"id": "t::a", "when": "call", "outcome": "passed", "seconds": 1.0,
+              "props": {"absent_packages": ["day13.softmax_mojo (mojo)"]}},
+             {"id": "t::b", "when": "call", "outcome": "skipped", "seconds": 0.1,
+              "props": {"absent_packages": ["day13.softmax_cute (cutlass)", "day13.softmax_mojo (mojo)"]}}]
+    a = suite.record(lines, wall_s=1, summary="", collected=2)
+    assert a["untested"] == ["day13.softmax_cute (cutlass)", "day13.softmax_mojo (mojo)"]
+    b = _part({"t::c": ("passed", 1.0)})
+    assert suite.merge([a | {"gpu": b["gpu"]}, b])["untested"] == a["untested"]
+
+
+def test_only_a_package_really_absent_excuses_an_exercise():
+    """tests/gpu/test_days_gpu.py excuses an env_error only for a package this Python lacks: one it has, reported
+    missing, is the grader's bug and fails the test."""
+    from tests.gpu.test_days_gpu import _absent_package
+
+    msg = "day13.softmax_mojo needs the Python package `{}`, which this Python lacks: install it"
+    assert _absent_package({"status": "env_error", "message": msg.format("surely_not_installed_pkg")}) == \
+        "surely_not_installed_pkg"
+    assert _absent_package({"status": "env_error", "message": msg.format("json")}) is None
+    assert _absent_package({"status": "fail", "message": msg.format("surely_not_installed_pkg")}) is None
+    assert _absent_package({"status": "env_error", "message": "could not measure this GPU's ceilings"}) is None

@@ -67,11 +67,11 @@ def test_routes_whose_package_is_absent_are_recorded_as_untested_not_hidden():
 def test_only_a_package_really_absent_excuses_an_exercise():
     """tests/gpu/test_days_gpu.py excuses an env_error only for a package this Python lacks: one it has, reported
     missing, is the grader's bug and fails the test."""
-    from tests.gpu.test_days_gpu import _absent_package
+    from tests.absent_packages import absent_package
 
     msg = "day13.softmax_mojo needs the Python package `{}`, which this Python lacks: install it"
-    assert _absent_package({"status": "env_error", "message": msg.format("surely_not_installed_pkg")}) == \
+    assert absent_package({"status": "env_error", "message": msg.format("surely_not_installed_pkg")}) == \
         "surely_not_installed_pkg"
-    assert _absent_package({"status": "env_error", "message": msg.format("json")}) is None
-    assert _absent_package({"status": "fail", "message": msg.format("surely_not_installed_pkg")}) is None
-    assert _absent_package({"status": "env_error", "message": "could not measure this GPU's ceilings"}) is None
+    assert absent_package({"status": "env_error", "message": msg.format("json")}) is None
+    assert absent_package({"status": "fail", "message": msg.format("surely_not_installed_pkg")}) is None
+    assert absent_package({"status": "env_error", "message": "could not measure this GPU's ceilings"}) is None

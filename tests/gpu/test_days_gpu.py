@@ -11,6 +11,7 @@ import time
 import pytest
 import yaml
 
+from tests.absent_packages import absent_package
 from tests.conftest import ROOT, SHARED_STATE, run_grader
 
 pytestmark = pytest.mark.gpu
@@ -75,21 +76,9 @@ def _too_big(day) -> set[str]:
             if e.processes > torch.cuda.device_count()}
 
 
-def _absent_package(ex) -> str | None:
-    """The package an exercise's result says this machine lacks, if it really is absent from this Python (a route
-    of an optional extra, e.g. CuTe DSL's `cutlass` or `mojo`): that exercise is not tested here, as the grader
-    says, rather than failed. A package that is present yet reported missing is the grader's bug: None."""
-    import importlib.util
-
-    m = re.search(r"needs the Python package `([\w.]+)`", ex.get("message") or "")
-    if ex.get("status") != "env_error" or not m:
-        return None
-    return m[1] if importlib.util.find_spec(m[1].split(".")[0]) is None else None
-
-
 def _untested(data) -> list[str]:
     """The suite's record of routes a check could not run here: `day.exercise (package)`, one a property."""
-    absent = [f"{ex['day']}.{ex['exercise']} ({pkg})" for ex in data["exercises"] if (pkg := _absent_package(ex))]
+    absent = [f"{ex['day']}.{ex['exercise']} ({pkg})" for ex in data["exercises"] if (pkg := absent_package(ex))]
     if _ITEM and absent:
         _ITEM[0].user_properties.append(("absent_packages", absent))
     return absent
@@ -108,7 +97,7 @@ def test_solution_is_correct_in_every_dtype_and_shape(day, tmp_path):
         if ex["exercise"] in skipped:
             assert ex["status"] == "skipped" and "one per GPU" in ex["message"], ex["message"]
             continue
-        if _absent_package(ex):
+        if absent_package(ex):
             continue
         assert ex["status"] == "pass", ex["message"]
         # every case passed; a correctness case also gave the same bits twice, unless the exercise allows otherwise
@@ -130,7 +119,7 @@ def test_stub_reports_not_implemented_or_its_planted_bug(day, tmp_path):
         want = planted[ex["exercise"]]
         if ex["exercise"] in skipped:
             assert ex["status"] == "skipped", ex["message"]
-        elif _absent_package(ex):
+        elif absent_package(ex):
             continue
         elif want is None:
             assert ex["status"] == "not_implemented" and "YOUR CODE HERE still at" in ex["message"], ex["message"]

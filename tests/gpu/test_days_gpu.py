@@ -78,7 +78,8 @@ def _too_big(day) -> set[str]:
 
 def _untested(data) -> list[str]:
     """The suite's record of routes a check could not run here: `day.exercise (package)`, one a property."""
-    absent = [f"{ex['day']}.{ex['exercise']} ({pkg})" for ex in data["exercises"] if (pkg := absent_package(ex))]
+    absent = [f"{ex['day']}.{ex['exercise']} ({pkg})" for ex in (data or {}).get("exercises", [])
+              if (pkg := absent_package(ex))]
     if _ITEM and absent:
         _ITEM[0].user_properties.append(("absent_packages", absent))
     return absent

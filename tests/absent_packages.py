@@ -2,14 +2,13 @@
 imports (a route of an optional extra: CuTe DSL's `cutlass`, `mojo`) is untested here, not failed, when this Python
 really lacks it. scripts/gpu_suite.py lists such routes in the suite's record (`untested`)."""
 import importlib.util
-import re
 
 
 def absent_package(ex: dict) -> str | None:
     """The package an exercise's result says this machine lacks, if it really is absent from this Python (a route
     of an optional extra, e.g. CuTe DSL's `cutlass` or `mojo`): that exercise is not tested here, as the grader
     says, rather than failed. A package that is present yet reported missing is the grader's bug: None."""
-    m = re.search(r"needs the Python package `([\w.]+)`", ex.get("message") or "")
-    if ex.get("status") != "env_error" or not m:
+    pkg = ex.get("missing_package")  # the grader's result names it (grader/check/verdict.py)
+    if ex.get("status") != "env_error" or not pkg:
         return None
-    return m[1] if importlib.util.find_spec(m[1].split(".")[0]) is None else None
+    return pkg if importlib.util.find_spec(pkg.split(".")[0]) is None else None

@@ -69,9 +69,25 @@ def test_only_a_package_really_absent_excuses_an_exercise():
     missing, is the grader's bug and fails the test."""
     from tests.absent_packages import absent_package
 
-    msg = "day13.softmax_mojo needs the Python package `{}`, which this Python lacks: install it"
-    assert absent_package({"status": "env_error", "message": msg.format("surely_not_installed_pkg")}) == \
-        "surely_not_installed_pkg"
-    assert absent_package({"status": "env_error", "message": msg.format("json")}) is None
-    assert absent_package({"status": "fail", "message": msg.format("surely_not_installed_pkg")}) is None
+    def result(status, pkg):
+        return {"status": status, "message": f"day13.softmax_mojo needs the Python package `{pkg}`",
+                "missing_package": pkg}
+
+    assert absent_package(result("env_error", "surely_not_installed_pkg")) == "surely_not_installed_pkg"
+    assert absent_package(result("env_error", "json")) is None
+    assert absent_package(result("fail", "surely_not_installed_pkg")) is None
     assert absent_package({"status": "env_error", "message": "could not measure this GPU's ceilings"}) is None
+
+
+def test_a_missing_package_is_named_in_the_result_not_only_in_its_message(tmp_path):
+    """The field absent_package reads: a Python route whose import fails on a package this Python lacks gives an
+    env_error result whose `missing_package` names it (the worker's event, carried by the verdict)."""
+    from grader.check.verdict import ExerciseResult, decide
+
+    ev = {"ev": "env_error", "message": "d.e needs the Python package `surely_not_installed_pkg`",
+          "missing_package": "surely_not_installed_pkg"}
+    res = decide(ExerciseResult(day="d", exercise="e", variant="v", source="s", seed=1), None, ev, False)
+    assert (res.status, res.as_dict()["missing_package"]) == ("env_error", "surely_not_installed_pkg")
+    other = decide(ExerciseResult(day="d", exercise="e", variant="v", source="s", seed=1), None,
+                   {"ev": "env_error", "message": "course.yaml: bad"}, False)
+    assert other.missing_package is None

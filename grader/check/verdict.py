@@ -26,6 +26,7 @@ class ExerciseResult:
     cases: list = field(default_factory=list)
     log: str = ""
     compile: list = field(default_factory=list)  # compile-only reports when there is no GPU
+    missing_package: str | None = None  # env_error: the Python package the exercise imports and this Python lacks
 
     def as_dict(self):
         return asdict(self)
@@ -47,6 +48,7 @@ def decide(res: ExerciseResult, ex, terminal: dict | None, correctness_only: boo
             res.status, res.message = Status.SKIPPED, terminal["message"]
         else:
             res.status, res.message = Status.ENV_ERROR, terminal.get("message", "environment error")
+            res.missing_package = terminal.get("missing_package")
         return res
     failures = [c for c in res.cases if not c["ok"] and c["category"] != Category.SKIPPED]
     if any(c["ok"] for c in res.cases):

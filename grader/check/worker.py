@@ -420,7 +420,8 @@ def _run_cases(torch, job: Job, emit: Emitter, props, cap, *, start: int, had_fa
             return None
         except MissingPackage as err:
             emit("env_error", message=f"{t.day}.{t.exercise.name} needs the Python package `{err}`, which this "
-                                      "Python lacks: install it (see the day's README) and run again")
+                                      "Python lacks: install it (see the day's README) and run again",
+                 missing_package=str(err))
             return False
         emit("build", target=which, ok=True, seconds=round(secs, 2), recovered_lock=recovered)
         return mod

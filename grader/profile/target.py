@@ -40,7 +40,8 @@ def prepare(spec: dict, torch, ex, task, root: Path) -> dict:
         module, secs, _ = build_exercise(ex, src_dir=Path(spec["src_dir"]), root=root, day_id=spec["day"],
                                          capability=cap)
     except MissingPackage as e:
-        return {"status": "env_error", "message": f"{spec['day']}.{ex.name} needs the Python package `{e}`", **info}
+        return {"status": "env_error", "message": f"{spec['day']}.{ex.name} needs the Python package `{e}`",
+                "missing_package": str(e), **info}
     except BuildError as e:
         return {"status": "build_error", "diagnostics": [str(d) for d in e.diagnostics], "log": e.log[-20000:], **info}
     fn = task.resolve(module, ex)

@@ -30,6 +30,7 @@
 #include <cstring>
 #include <map>     // INSTRUCTOR ONLY
 #include <mutex>   // INSTRUCTOR ONLY
+#include <type_traits>  // INSTRUCTOR ONLY
 #include <utility>  // INSTRUCTOR ONLY
 
 constexpr int kWarpSize = 32;
@@ -701,44 +702,118 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
 // a second time, so A + B move 3 bytes for a copy's 2 and cannot pass 2/3 of a copy's speed (measured/NOTES.md has
 // what each version reached). Here each block keeps its chunk in registers while the rest of the row is read: it
 // publishes the chunk's state, waits until all of the row's chunks have, merges them, and writes. x is read once.
-// Waiting on other blocks is safe only if they are running. Chunks are handed out by an atomic ticket counter, in
-// order, and only to blocks that are running, so every chunk of a row before this block's ticket belongs to a running
-// block (which publishes before it waits) and the chunks after it go to the next blocks that free up; the wait ends
-// as long as one row's chunks fit in the blocks that can run at once (the launcher checks, else it takes A + B).
+// Waiting on other blocks is safe only if they are running. The grid is a whole number G of rows' chunks, every
+// block resident at once (a cooperative launch: it fails rather than start a grid that cannot be), and block b
+// takes tickets b, b + G, b + 2G, ... (ticket t: chunk t % nchunks of row t / nchunks). Round k is rows
+// kG/nchunks .. (k+1)G/nchunks - 1, each of their chunks in a different block, so a row's wait depends only on
+// chunks of its own round, which every block reaches and publishes before it waits.
 #ifndef SOFTMAX_ONEPASS
 #define SOFTMAX_ONEPASS 1  // 0: split rows always by kernels A and B
 #endif
 #ifndef SOFTMAX_ONEPASS_CACHED
 #define SOFTMAX_ONEPASS_CACHED 1  // 0: a workspace allocated and zeroed per call; 1: each stream keeps its own,
-                                  // whose counters the kernel's last block leaves at zero (measured/NOTES.md)
+                                  // whose states the kernel's last block leaves at zero (measured/NOTES.md)
 #endif
 #ifndef SOFTMAX_ONEPASS_PACKED
 #define SOFTMAX_ONEPASS_PACKED 1  // 0: 16-bit split rows by kernels A and B (the packed one pass is faster on H100)
 #endif
 
-__device__ __forceinline__ int load_acquire(const int* p) {
-  int v;
-  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
+// A chunk as one thread holds it, fp32 tiles: 32 values a thread (05b's load_tile and store_tile).
+template <typename T>
+struct FloatChunk {
+  static constexpr int kValues = kChunk;
+  float v[kVals + 1];
+  float m, s;
+  __device__ __forceinline__ void load(const T* p, const Span& sp) {
+    load_tile<T, kVals, true>(p, sp, threadIdx.x, kSplitThreads, v);  // the only read of x
+  }
+  __device__ __forceinline__ void state(const Span&, float& bm, float& bs) {
+    exp_in_place<T>(v, m, s);
+    bm = m;
+    bs = s;
+  }
+  __device__ __forceinline__ void store(T* p, const Span& sp, float M, float S) const {
+    store_tile<T, kVals, true>(p, sp, threadIdx.x, kSplitThreads, v, output_scale(m, M, S));
+  }
+};
+
+// The same for 16-bit rows, kept as raw 16-byte vectors as the packed kernel keeps its row: kPackedVecs vectors
+// (8 kPackedVecs values in 4 kPackedVecs registers) a thread, so a chunk of 256 threads is 16384 values, 32 KB: as
+// many bytes as an fp32 chunk for the same 64-register budget (4 blocks an SM). The arithmetic is the packed
+// kernel's, through its three phases, with the row's final (M, S) in the store. A chunk is a whole number of 16-byte
+// vectors, so every chunk starts with the row's misalignment; split_span cuts each chunk's own head and tail.
+template <typename T>
+struct PackedChunk {
+  static constexpr int kValues = kSplitThreads * kPackedVecs * Vec<T>::kN;
+  static_assert(kValues * sizeof(T) % 16 == 0, "chunks must be whole 16-byte vectors");
+  uint4 raw[kPackedVecs];
+  float edge;
+  __device__ __forceinline__ void load(const T* p, const Span& sp) {
+    const int t = threadIdx.x;
+    edge = packed_load<T, kPackedVecs, true>(raw, p, sp, t, kSplitThreads, t < sp.head + sp.tail);
+  }
+  __device__ __forceinline__ void state(const Span& sp, float& bm, float& bs) const {
+    packed_max_sum<T, kPackedVecs>(raw, edge, sp, threadIdx.x, kSplitThreads, bm, bs);
+  }
+  __device__ __forceinline__ void store(T* p, const Span& sp, float M, float S) const {
+    const int t = threadIdx.x;
+    packed_store<T, kPackedVecs, true>(raw, edge, p, sp, t, kSplitThreads, t < sp.head + sp.tail, M, S);
+  }
+};
+
+// A chunk's state carries its own "published" flag: it is one 64-bit word (m's bits, s's bits), and a published
+// one is never zero (s >= 1 when m is finite, since the max contributes e^0; m = -inf has nonzero bits), while the
+// workspace's words are zero before a launch (its last block zeroes them again). So a writer stores the word with
+// no fence and no count, and a reader that sees a nonzero word has the state itself. A count released after the
+// state (red.release) compiles to MEMBAR.ALL.GPU, which waits for every access the thread still has in flight.
+__device__ __forceinline__ void store_state_relaxed(float2* p, float m, float s) {
+  const unsigned long long w = (static_cast<unsigned long long>(__float_as_uint(s)) << 32) | __float_as_uint(m);
+  asm volatile("st.relaxed.gpu.global.b64 [%0], %1;" ::"l"(p), "l"(w) : "memory");
 }
-__device__ __forceinline__ void add_release(int* p, int v) {
-  asm volatile("red.release.gpu.global.add.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+__device__ __forceinline__ float2 wait_state_relaxed(const float2* p) {
+  unsigned long long w = 0;
+  do {
+    asm volatile("ld.relaxed.gpu.global.b64 %0, [%1];" : "=l"(w) : "l"(p) : "memory");
+  } while (w == 0);
+  return make_float2(__uint_as_float(static_cast<unsigned>(w)), __uint_as_float(static_cast<unsigned>(w >> 32)));
 }
 
-// counters[0]: the next ticket; counters[1 + r]: how many of row r's chunks have published their state. Ticket t is
-// chunk t % nchunks of row t / nchunks; its state goes to partials[t]. The grid is at most what can run at once.
-// Both one-pass kernels below share this protocol through the two helpers that follow.
-
-// Thread 0 takes a ticket for the block; every thread returns it. A kernel calls it once before its first chunk
-// and then only after it has written its chunk: a block must never hold a chunk it has not started while it waits
-// (if that chunk were of the row it waits on, it would wait for itself). Taken after the stores are issued, the
-// atomic's latency hides under them. *slot is __shared__; the barriers within each chunk (block_reduce_online's,
-// onepass_row_state's) keep thread 0 from rewriting it before every thread has read the previous ticket. Every
-// thread must call it.
-__device__ __forceinline__ int onepass_take_ticket(int* counters, int* slot) {
-  if (threadIdx.x == 0) *slot = atomicAdd(counters, 1);
+// Publishes (bm, bs) for `ticket` and sets (M, S) to its row's state once all nchunks are published, merged in chunk
+// order by warp 0 (lane i waits for and merges chunks i, i + 32, ...: kernel B's order, so the same bits as the
+// two-kernel path) and handed to the block through shared memory. Every thread must call it (it has a barrier).
+__device__ __forceinline__ void onepass_row_state(float bm, float bs, float2* partials, int ticket, int row,
+                                                  int nchunks, float2* row_state, float& M, float& S) {
+  if (threadIdx.x == 0) store_state_relaxed(partials + ticket, bm, bs);
+  if (threadIdx.x < kWarpSize) {
+    const float2* row_partials = partials + static_cast<size_t>(row) * nchunks;
+    float m = -INFINITY, s = 0.0f;
+    for (int c = threadIdx.x; c < nchunks; c += kWarpSize) {
+      const float2 p = wait_state_relaxed(row_partials + c);
+      online_merge(m, s, p.x, p.y);
+    }
+    warp_reduce_online(m, s);
+    if (threadIdx.x == 0) *row_state = make_float2(m, s);
+  }
   __syncthreads();
-  return *slot;
+  M = row_state->x;
+  S = row_state->y;
+}
+
+// Once every block has left its walk (no state will be read again), the last one zeroes the states for the next
+// launch on the stream; counters[0] counts the blocks done and is zeroed too. The next launch sees the zeros through
+// the kernel boundary (a launch overlapping this one, as programmatic dependent launch allows, would not).
+__device__ __forceinline__ void onepass_finish(int* counters, float2* partials, int tickets) {
+  __shared__ int last;
+  if (threadIdx.x == 0) {
+    __threadfence();  // release: this block's reads of the states before its "done"
+    last = atomicAdd(counters, 1) == static_cast<int>(gridDim.x) - 1;
+  }
+  __syncthreads();
+  if (last) {
+    __threadfence();  // acquire: every block's "done" before the zeroing
+    for (int i = threadIdx.x; i < tickets; i += blockDim.x) partials[i] = make_float2(0.0f, 0.0f);
+    if (threadIdx.x == 0) counters[0] = 0;
+  }
 }
 
 // Ticket t's chunk of kChunkT values: row t / nchunks, from value `begin` of it (offset = row · cols + begin into x and
@@ -755,49 +830,7 @@ __device__ __forceinline__ OnepassChunk onepass_chunk(int ticket, int nchunks, i
   return {row, static_cast<size_t>(row) * cols + begin, min(kChunkT, cols - begin)};
 }
 
-// Publishes the block's chunk state (bm, bs) for `ticket` (a chunk of `row`), waits until all nchunks of the row's
-// chunks have published theirs, and sets (M, S) to the row's state, merged in chunk order, so that every warp of
-// every block of the row gets the same bits. Every thread must call it (it has a barrier).
-__device__ __forceinline__ void onepass_row_state(float bm, float bs, float2* partials, int* counters, int ticket,
-                                                  int row, int nchunks, float& M, float& S) {
-  int* row_published = counters + 1 + row;
-  if (threadIdx.x == 0) {
-    partials[ticket] = make_float2(bm, bs);
-    add_release(row_published, 1);  // the state is visible before the count says so
-    while (load_acquire(row_published) < nchunks) {
-    }
-  }
-  __syncthreads();  // thread 0 saw every state published: the block reads them (L2, never a stale L1 line)
-  const float2* row_partials = partials + static_cast<size_t>(row) * nchunks;
-  M = -INFINITY;
-  S = 0.0f;
-  for (int c = threadIdx.x % kWarpSize; c < nchunks; c += kWarpSize) {
-    const float2 p = __ldcg(row_partials + c);
-    online_merge(M, S, p.x, p.y);
-  }
-  warp_reduce_online(M, S);  // kernel B's order: the same bits as the two-pass path
-}
-
-// SOFTMAX_ONEPASS_CACHED: once every block has left its loop (no ticket will be taken, no row counter read), the
-// last one zeroes the counters for the next launch on the stream. counters[1 + rows] counts the blocks done. The
-// next launch sees the zeros through the kernel boundary (a launch overlapping this one, as programmatic dependent
-// launch allows, would not).
-__device__ __forceinline__ void onepass_finish(int* counters, int rows) {
-#if SOFTMAX_ONEPASS_CACHED
-  __shared__ int last;
-  if (threadIdx.x == 0) {
-    __threadfence();  // release: this block's counter traffic before its "done"
-    last = atomicAdd(counters + 1 + rows, 1) == static_cast<int>(gridDim.x) - 1;
-  }
-  __syncthreads();
-  if (last) {
-    __threadfence();  // acquire: every block's counter traffic before the zeroing
-    for (int i = threadIdx.x; i < rows + 2; i += blockDim.x) counters[i] = 0;
-  }
-#endif
-}
-
-template <typename T, int kValsT>
+template <typename T, typename Chunk>
 __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
     softmax_onepass_kernel(const T* __restrict__ x, T* __restrict__ y, float2* __restrict__ partials,
                            int* __restrict__ counters, int cols, int nchunks, int tickets) {
@@ -805,61 +838,20 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
   __trap();  // measured on Hopper only (sm_80's image spills): the launcher takes kernels A and B elsewhere
 #else
   __shared__ float2 warp_partials[kSplitThreads / kWarpSize];
-  __shared__ int next_ticket;
-  for (int ticket = onepass_take_ticket(counters, &next_ticket); ticket < tickets;
-       ticket = onepass_take_ticket(counters, &next_ticket)) {
-    const OnepassChunk ck = onepass_chunk<kChunk>(ticket, nchunks, cols);
+  __shared__ float2 row_state;
+  Chunk c;
+  for (int ticket = blockIdx.x; ticket < tickets; ticket += gridDim.x) {  // gridDim.x: a multiple of nchunks
+    const OnepassChunk ck = onepass_chunk<Chunk::kValues>(ticket, nchunks, cols);
     const Span sp = split_span(x + ck.offset, ck.n);
-    float v[kValsT + 1];
-    load_tile<T, kValsT, true>(x + ck.offset, sp, threadIdx.x, kSplitThreads, v);  // the only read of x
-    float m, s;
-    exp_in_place<T>(v, m, s);
-    float bm = m, bs = s;
+    c.load(x + ck.offset, sp);
+    float bm, bs;
+    c.state(sp, bm, bs);
     block_reduce_online(bm, bs, warp_partials);
     float M, S;
-    onepass_row_state(bm, bs, partials, counters, ticket, ck.row, nchunks, M, S);
-    store_tile<T, kValsT, true>(y + ck.offset, sp, threadIdx.x, kSplitThreads, v, output_scale(m, M, S));
+    onepass_row_state(bm, bs, partials, ticket, ck.row, nchunks, &row_state, M, S);
+    c.store(y + ck.offset, sp, M, S);
   }
-  onepass_finish(counters, tickets / nchunks);
-#endif
-}
-
-// The same one pass for 16-bit rows, each chunk kept as raw 16-byte vectors as the packed kernel keeps its row:
-// kVecs vectors (8 kVecs values in 4 kVecs registers) a thread. With kVecs = 8 a chunk of 256 threads is 16384
-// values, 32 KB: as many bytes as an fp32 chunk and twice those of 16-bit values in 32-value fp32 tiles, for the
-// same 64-register budget (4 blocks an SM) and the same one wait per chunk. The arithmetic is the packed kernel's,
-// through the same three phases (packed_load, packed_max_sum, packed_store), with the row's final (M, S) in the
-// store, so its accuracy is the packed kernel's. A chunk is a whole number of 16-byte vectors, so every chunk
-// starts with the row's misalignment; split_span cuts each chunk's own head and tail, one edge element per thread
-// as in the packed kernel.
-template <typename T, int kVecs>
-__global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
-    softmax_onepass_packed_kernel(const T* __restrict__ x, T* __restrict__ y, float2* __restrict__ partials,
-                                  int* __restrict__ counters, int cols, int nchunks, int tickets) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-  __trap();  // Hopper only, as the one-pass kernel above: the launcher takes kernels A and B elsewhere
-#else
-  static_assert(sizeof(T) == 2, "the packed one pass is for 16-bit types");
-  constexpr int kN = Vec<T>::kN;
-  constexpr int kChunkT = kSplitThreads * kVecs * kN;
-  __shared__ float2 warp_partials[kSplitThreads / kWarpSize];
-  __shared__ int next_ticket;
-  const int t = threadIdx.x;
-  for (int ticket = onepass_take_ticket(counters, &next_ticket); ticket < tickets;
-       ticket = onepass_take_ticket(counters, &next_ticket)) {
-    const OnepassChunk ck = onepass_chunk<kChunkT>(ticket, nchunks, cols);
-    const Span sp = split_span(x + ck.offset, ck.n);
-    const bool has_edge = t < sp.head + sp.tail;
-    uint4 raw[kVecs];
-    const float edge = packed_load<T, kVecs, true>(raw, x + ck.offset, sp, t, kSplitThreads, has_edge);  // only read
-    float m, s;
-    packed_max_sum<T, kVecs>(raw, edge, sp, t, kSplitThreads, m, s);
-    block_reduce_online(m, s, warp_partials);
-    float M, S;
-    onepass_row_state(m, s, partials, counters, ticket, ck.row, nchunks, M, S);
-    packed_store<T, kVecs, true>(raw, edge, y + ck.offset, sp, t, kSplitThreads, has_edge, M, S);
-  }
-  onepass_finish(counters, tickets / nchunks);
+  onepass_finish(counters, partials, tickets);
 #endif
 }
 
@@ -885,15 +877,15 @@ cudaError_t onepass_resident_blocks(int sms, int* blocks) {
 }
 
 #if SOFTMAX_ONEPASS_CACHED
-// A stream's one-pass workspace, kept across calls: the kernels' last block leaves the counters at zero, so a call
-// needs neither an allocation nor a memset. Back to back the two cost little, but a call after a synchronization
-// took about twice as long with them (64 x 262144, H100; measured/NOTES.md). One workspace per (device, stream):
-// launches on one stream run in order, so they never share counters at once; two streams get two workspaces. A
+// A stream's one-pass workspace, kept across calls: the kernel's last block leaves the states and the count at
+// zero, so a call needs neither an allocation nor a memset. Back to back the two cost little, but a call after a
+// synchronization took about twice as long with them (64 x 262144, H100; measured/NOTES.md). One workspace per
+// (device, stream): launches on one stream run in order, so they never share it at once; two streams get two. A
 // stream being captured into a CUDA graph gets none (the caller takes the per-call path, whose allocation the graph
 // owns). The buffers live as long as the process (under 1 MB a stream, kept after the stream is destroyed).
 struct OnepassWorkspace {
-  int* counters = nullptr;     // 2 + kMaxRows ints, zero between launches
-  float2* partials = nullptr;  // `capacity` chunk states
+  int* counters = nullptr;     // one int, the blocks done: zero between launches
+  float2* partials = nullptr;  // `capacity` chunk states, zero between launches
   int capacity = 0;
 };
 
@@ -904,13 +896,11 @@ inline std::mutex& onepass_workspace_mutex() {
   return mutex;
 }
 
-inline cudaError_t onepass_cached_workspace(cudaStream_t stream, int rows, int tickets, OnepassWorkspace* out,
-                                            bool* cached) {
-  constexpr int kMaxRows = 1024;  // split rows are taken only when rows < SMs
+inline cudaError_t onepass_cached_workspace(cudaStream_t stream, int tickets, OnepassWorkspace* out, bool* cached) {
   *cached = false;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   cudaError_t err = cudaStreamIsCapturing(stream, &capture);
-  if (err != cudaSuccess || capture != cudaStreamCaptureStatusNone || rows > kMaxRows) return err;
+  if (err != cudaSuccess || capture != cudaStreamCaptureStatusNone) return err;
   // Keyed by the stream's id, not its handle: the id is unique for the context's life (a destroyed stream's handle
   // may come back), and the special handles (0 under per-thread default streams, cudaStreamPerThread) name another
   // stream in each host thread, which the id tells apart.
@@ -923,9 +913,9 @@ inline cudaError_t onepass_cached_workspace(cudaStream_t stream, int rows, int t
   OnepassWorkspace& ws = workspaces[{dev, id}];
   if (ws.counters == nullptr) {
     int* counters = nullptr;
-    err = cudaMallocAsync(reinterpret_cast<void**>(&counters), sizeof(int) * (2 + kMaxRows), stream);
+    err = cudaMallocAsync(reinterpret_cast<void**>(&counters), sizeof(int), stream);
     if (err != cudaSuccess) return err;
-    err = cudaMemsetAsync(counters, 0, sizeof(int) * (2 + kMaxRows), stream);
+    err = cudaMemsetAsync(counters, 0, sizeof(int), stream);
     if (err != cudaSuccess) {
       cudaFreeAsync(counters, stream);
       return err;
@@ -938,6 +928,7 @@ inline cudaError_t onepass_cached_workspace(cudaStream_t stream, int rows, int t
     ws.capacity = 0;
     const size_t bytes = sizeof(float2) * static_cast<size_t>(tickets);
     if (err == cudaSuccess) err = cudaMallocAsync(reinterpret_cast<void**>(&ws.partials), bytes, stream);
+    if (err == cudaSuccess) err = cudaMemsetAsync(ws.partials, 0, bytes, stream);  // every state "unpublished"
     if (err != cudaSuccess) return err;
     ws.capacity = tickets;
   }
@@ -947,8 +938,22 @@ inline cudaError_t onepass_cached_workspace(cudaStream_t stream, int rows, int t
 }
 #endif
 
+// The cooperative launch; *launched false where the GPU cannot hold the grid at once after all (a share of the SMs
+// under MPS, say): the caller then takes kernels A and B, and nothing was queued.
+template <auto kKernel, typename T>
+cudaError_t onepass_launch(int grid, cudaStream_t stream, const T* x, T* y, float2* partials, int* counters, int cols,
+                           int nchunks, int tickets, bool* launched) {
+  void* args[] = {&x, &y, &partials, &counters, &cols, &nchunks, &tickets};
+  const cudaError_t err = cudaLaunchCooperativeKernel(reinterpret_cast<void*>(kKernel), dim3(grid),
+                                                      dim3(kSplitThreads), args, 0, stream);
+  *launched = err == cudaSuccess;
+  if (err != cudaErrorCooperativeLaunchTooLarge) return err;
+  (void)cudaGetLastError();  // not sticky: clear it, so that the caller's next launch check does not see it
+  return cudaSuccess;
+}
+
 // The one-pass launch of kKernel, which cuts rows into chunks of kChunkT values; *launched false (and nothing
-// queued) when a row has more chunks than blocks can run at once.
+// queued) when the GPU cannot hold one round (a row's chunks, at least) at once.
 template <auto kKernel, int kChunkT, typename T>
 cudaError_t launch_onepass(const T* x, T* y, int rows, int cols, int sms, cudaStream_t stream, bool* launched) {
   *launched = false;
@@ -957,34 +962,27 @@ cudaError_t launch_onepass(const T* x, T* y, int rows, int cols, int sms, cudaSt
   cudaError_t err = onepass_resident_blocks<kKernel>(sms, &resident);
   if (err != cudaSuccess || nchunks > resident) return err;
   const int tickets = rows * nchunks;
+  const int grid = min(resident / nchunks * nchunks, tickets);  // whole rows a round
 #if SOFTMAX_ONEPASS_CACHED
   std::lock_guard<std::mutex> lock(onepass_workspace_mutex());
   OnepassWorkspace ws;
   bool cached = false;
-  err = onepass_cached_workspace(stream, rows, tickets, &ws, &cached);
+  err = onepass_cached_workspace(stream, tickets, &ws, &cached);
   if (err != cudaSuccess) return err;
-  if (cached) {
-    *launched = true;
-    kKernel<<<min(resident, tickets), kSplitThreads, 0, stream>>>(x, y, ws.partials, ws.counters, cols, nchunks,
-                                                                    tickets);
-    return cudaGetLastError();
-  }
+  if (cached) return onepass_launch<kKernel>(grid, stream, x, y, ws.partials, ws.counters, cols, nchunks, tickets,
+                                             launched);
 #endif
-  // One allocation: the states, then the counters (zeroed on the stream: fresh pool memory holds anything).
-  // (With SOFTMAX_ONEPASS_CACHED, the path of a stream being captured into a graph, which must own its memory.)
+  // One allocation, zeroed on the stream (fresh pool memory holds anything): the states, then the count. (With
+  // SOFTMAX_ONEPASS_CACHED, the path of a stream being captured into a graph, which must own its memory.)
   const size_t state_bytes = sizeof(float2) * static_cast<size_t>(tickets);
-  const size_t counter_ints = 1 + static_cast<size_t>(rows) + (SOFTMAX_ONEPASS_CACHED ? 1 : 0);
   void* work = nullptr;
-  err = cudaMallocAsync(&work, state_bytes + sizeof(int) * counter_ints, stream);
+  err = cudaMallocAsync(&work, state_bytes + sizeof(int), stream);
   if (err != cudaSuccess) return err;
-  *launched = true;
-  float2* partials = static_cast<float2*>(work);
-  int* counters = reinterpret_cast<int*>(static_cast<char*>(work) + state_bytes);
-  err = cudaMemsetAsync(counters, 0, sizeof(int) * counter_ints, stream);
+  err = cudaMemsetAsync(work, 0, state_bytes + sizeof(int), stream);
   if (err == cudaSuccess) {
-    const int grid = min(resident, tickets);
-    kKernel<<<grid, kSplitThreads, 0, stream>>>(x, y, partials, counters, cols, nchunks, tickets);
-    err = cudaGetLastError();
+    err = onepass_launch<kKernel>(grid, stream, x, y, static_cast<float2*>(work),
+                                  reinterpret_cast<int*>(static_cast<char*>(work) + state_bytes), cols, nchunks,
+                                  tickets, launched);
   }
   const cudaError_t free_err = cudaFreeAsync(work, stream);
   if (err == cudaSuccess) err = free_err;
@@ -994,14 +992,8 @@ cudaError_t launch_onepass(const T* x, T* y, int rows, int cols, int sms, cudaSt
 // Split rows in one pass: fp32 by 32-value tiles, 16-bit by raw vectors (chunks of 16384 values, 32 KB).
 template <typename T>
 cudaError_t launch_split_onepass(const T* x, T* y, int rows, int cols, int sms, cudaStream_t stream, bool* launched) {
-  if constexpr (sizeof(T) == 2) {
-    constexpr int kPackedChunk = kSplitThreads * kPackedVecs * Vec<T>::kN;
-    static_assert(kPackedChunk * sizeof(T) % 16 == 0, "chunks must be whole 16-byte vectors");
-    return launch_onepass<softmax_onepass_packed_kernel<T, kPackedVecs>, kPackedChunk>(x, y, rows, cols, sms,
-                                                                                       stream, launched);
-  } else {
-    return launch_onepass<softmax_onepass_kernel<T, kVals>, kChunk>(x, y, rows, cols, sms, stream, launched);
-  }
+  using Chunk = std::conditional_t<sizeof(T) == 2, PackedChunk<T>, FloatChunk<T>>;
+  return launch_onepass<softmax_onepass_kernel<T, Chunk>, Chunk::kValues>(x, y, rows, cols, sms, stream, launched);
 }
 
 // END INSTRUCTOR ONLY

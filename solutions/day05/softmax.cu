@@ -23,6 +23,7 @@
 #include <cuda_runtime.h>
 
 #include "float_convert.cuh"  // to_float(v), from_float<T>(v): storage type <-> fp32
+#include "async_copy.cuh"     // INSTRUCTOR ONLY
 
 #include <atomic>
 #include <cstddef>
@@ -706,7 +707,9 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
 // block resident at once (a cooperative launch: it fails rather than start a grid that cannot be), and block b
 // takes tickets b, b + G, b + 2G, ... (ticket t: chunk t % nchunks of row t / nchunks). Round k is rows
 // kG/nchunks .. (k+1)G/nchunks - 1, each of their chunks in a different block, so a row's wait depends only on
-// chunks of its own round, which every block reaches and publishes before it waits.
+// chunks of its own round, which every block reaches and publishes before it waits. While a block sums, waits for
+// and writes one chunk, its next one comes into shared memory (SOFTMAX_ONEPASS_SMEM), so the waits have loads in
+// flight.
 #ifndef SOFTMAX_ONEPASS
 #define SOFTMAX_ONEPASS 1  // 0: split rows always by kernels A and B
 #endif
@@ -717,6 +720,11 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
 #ifndef SOFTMAX_ONEPASS_PACKED
 #define SOFTMAX_ONEPASS_PACKED 1  // 0: 16-bit split rows by kernels A and B (the packed one pass is faster on H100)
 #endif
+#ifndef SOFTMAX_ONEPASS_SMEM
+#define SOFTMAX_ONEPASS_SMEM 1  // 1: each block's next chunk comes into shared memory by the bulk-copy engine while
+                                // this one is summed, waited for and written (32 KB a block); 0: chunks loaded
+                                // straight into registers, the next one only after this one is written
+#endif
 
 // A chunk as one thread holds it, fp32 tiles: 32 values a thread (05b's load_tile and store_tile).
 template <typename T>
@@ -726,6 +734,22 @@ struct FloatChunk {
   float m, s;
   __device__ __forceinline__ void load(const T* p, const Span& sp) {
     load_tile<T, kVals, true>(p, sp, threadIdx.x, kSplitThreads, v);  // the only read of x
+  }
+  // The same values from the chunk's body in shared memory (vector j at body[j]); the edge element from p.
+  __device__ __forceinline__ void load_shared(const uint4* body, const T* p, const Span& sp) {
+    constexpr int kN = Vec<T>::kN;
+    const int t = threadIdx.x;
+#pragma unroll
+    for (int k = 0; k < kVals / kN; ++k) {
+      const int j = t + k * kSplitThreads;
+      if (j < sp.nvec) {
+        unpack16<T>(body[j], v + k * kN);
+      } else {
+#pragma unroll
+        for (int i = 0; i < kN; ++i) v[k * kN + i] = -INFINITY;
+      }
+    }
+    v[kVals] = (t < sp.head + sp.tail) ? to_float(p[edge_index<T>(sp, t)]) : -INFINITY;
   }
   __device__ __forceinline__ void state(const Span&, float& bm, float& bs) {
     exp_in_place<T>(v, m, s);
@@ -751,6 +775,15 @@ struct PackedChunk {
   __device__ __forceinline__ void load(const T* p, const Span& sp) {
     const int t = threadIdx.x;
     edge = packed_load<T, kPackedVecs, true>(raw, p, sp, t, kSplitThreads, t < sp.head + sp.tail);
+  }
+  __device__ __forceinline__ void load_shared(const uint4* body, const T* p, const Span& sp) {
+    const int t = threadIdx.x;
+#pragma unroll
+    for (int k = 0; k < kPackedVecs; ++k) {
+      const int j = t + k * kSplitThreads;
+      raw[k] = (j < sp.nvec) ? body[j] : make_uint4(0, 0, 0, 0);
+    }
+    edge = (t < sp.head + sp.tail) ? to_float(p[edge_index<T>(sp, t)]) : -INFINITY;
   }
   __device__ __forceinline__ void state(const Span& sp, float& bm, float& bs) const {
     packed_max_sum<T, kPackedVecs>(raw, edge, sp, threadIdx.x, kSplitThreads, bm, bs);
@@ -840,10 +873,43 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
   __shared__ float2 warp_partials[kSplitThreads / kWarpSize];
   __shared__ float2 row_state;
   Chunk c;
+#if SOFTMAX_ONEPASS_SMEM
+  // The next chunk's body (its 16-byte vectors) by one bulk copy into `next`, counted in by mbarrier `full`; the
+  // buffer is refilled once every thread has read it into registers (the barrier after the read).
+  constexpr int kBodyVecs = Chunk::kValues * static_cast<int>(sizeof(T)) / 16;
+  __shared__ alignas(128) uint4 next[kBodyVecs];
+  __shared__ alignas(8) uint64_t full;
+  const uint32_t full_bar = static_cast<uint32_t>(__cvta_generic_to_shared(&full));
+  const auto refill = [&](int ticket) {  // thread 0
+    const OnepassChunk ck = onepass_chunk<Chunk::kValues>(ticket, nchunks, cols);
+    const Span sp = split_span(x + ck.offset, ck.n);
+    const uint32_t bytes = 16u * static_cast<uint32_t>(sp.nvec);
+    hopper::mbar_expect_tx(full_bar, bytes);
+    if (bytes > 0) {
+      hopper::bulk_load(static_cast<uint32_t>(__cvta_generic_to_shared(next)), x + ck.offset + sp.head, bytes,
+                        full_bar);
+    }
+  };
+  if (threadIdx.x == 0) {
+    hopper::mbar_init(full_bar, 1);
+    hopper::mbar_init_fence();
+    if (static_cast<int>(blockIdx.x) < tickets) refill(blockIdx.x);
+  }
+  __syncthreads();
+  uint32_t parity = 0;
+#endif
   for (int ticket = blockIdx.x; ticket < tickets; ticket += gridDim.x) {  // gridDim.x: a multiple of nchunks
     const OnepassChunk ck = onepass_chunk<Chunk::kValues>(ticket, nchunks, cols);
     const Span sp = split_span(x + ck.offset, ck.n);
+#if SOFTMAX_ONEPASS_SMEM
+    hopper::mbar_wait(full_bar, parity);
+    parity ^= 1u;
+    c.load_shared(next, x + ck.offset, sp);
+    __syncthreads();  // every thread has its values: the buffer may be refilled
+    if (threadIdx.x == 0 && ticket + static_cast<int>(gridDim.x) < tickets) refill(ticket + gridDim.x);
+#else
     c.load(x + ck.offset, sp);
+#endif
     float bm, bs;
     c.state(sp, bm, bs);
     block_reduce_online(bm, bs, warp_partials);

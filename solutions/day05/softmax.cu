@@ -946,9 +946,8 @@ cudaError_t onepass_resident_blocks(int sms, int* blocks) {
 // A stream's one-pass workspace, kept across calls: the kernel's last block leaves the states and the count at
 // zero, so a call needs neither an allocation nor a memset. Back to back the two cost little, but a call after a
 // synchronization took about twice as long with them (64 x 262144, H100; measured/NOTES.md). One workspace per
-// (device, stream): launches on one stream run in order, so they never share it at once; two streams get two. A
-// stream being captured into a CUDA graph gets none (the caller takes the per-call path, whose allocation the graph
-// owns). The buffers live as long as the process (under 1 MB a stream, kept after the stream is destroyed).
+// (device, stream): launches on one stream run in order, so they never share it at once; two streams get two. The
+// buffers live as long as the process (under 1 MB a stream, kept after the stream is destroyed).
 struct OnepassWorkspace {
   int* counters = nullptr;     // one int, the blocks done: zero between launches
   float2* partials = nullptr;  // `capacity` chunk states, zero between launches
@@ -962,17 +961,13 @@ inline std::mutex& onepass_workspace_mutex() {
   return mutex;
 }
 
-inline cudaError_t onepass_cached_workspace(cudaStream_t stream, int tickets, OnepassWorkspace* out, bool* cached) {
-  *cached = false;
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  cudaError_t err = cudaStreamIsCapturing(stream, &capture);
-  if (err != cudaSuccess || capture != cudaStreamCaptureStatusNone) return err;
+inline cudaError_t onepass_cached_workspace(cudaStream_t stream, int tickets, OnepassWorkspace* out) {
   // Keyed by the stream's id, not its handle: the id is unique for the context's life (a destroyed stream's handle
   // may come back), and the special handles (0 under per-thread default streams, cudaStreamPerThread) name another
   // stream in each host thread, which the id tells apart.
   int dev = 0;
   unsigned long long id = 0;
-  err = cudaGetDevice(&dev);
+  cudaError_t err = cudaGetDevice(&dev);
   if (err == cudaSuccess) err = cudaStreamGetId(stream, &id);
   if (err != cudaSuccess) return err;
   static std::map<std::pair<int, unsigned long long>, OnepassWorkspace> workspaces;  // under the mutex
@@ -999,7 +994,6 @@ inline cudaError_t onepass_cached_workspace(cudaStream_t stream, int tickets, On
     ws.capacity = tickets;
   }
   *out = ws;
-  *cached = true;
   return cudaSuccess;
 }
 #endif
@@ -1029,17 +1023,19 @@ cudaError_t launch_onepass(const T* x, T* y, int rows, int cols, int sms, cudaSt
   if (err != cudaSuccess || nchunks > resident) return err;
   const int tickets = rows * nchunks;
   const int grid = min(resident / nchunks * nchunks, tickets);  // whole rows a round
+  // A stream being captured into a CUDA graph takes kernels A and B: a cooperative launch under capture has not
+  // been checked on a GPU here (tests/gpu/test_graph_capture_gpu.py checks the op in a graph either way).
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  err = cudaStreamIsCapturing(stream, &capture);
+  if (err != cudaSuccess || capture != cudaStreamCaptureStatusNone) return err;
 #if SOFTMAX_ONEPASS_CACHED
   std::lock_guard<std::mutex> lock(onepass_workspace_mutex());
   OnepassWorkspace ws;
-  bool cached = false;
-  err = onepass_cached_workspace(stream, tickets, &ws, &cached);
+  err = onepass_cached_workspace(stream, tickets, &ws);
   if (err != cudaSuccess) return err;
-  if (cached) return onepass_launch<kKernel>(grid, stream, x, y, ws.partials, ws.counters, cols, nchunks, tickets,
-                                             launched);
-#endif
-  // One allocation, zeroed on the stream (fresh pool memory holds anything): the states, then the count. (With
-  // SOFTMAX_ONEPASS_CACHED, the path of a stream being captured into a graph, which must own its memory.)
+  return onepass_launch<kKernel>(grid, stream, x, y, ws.partials, ws.counters, cols, nchunks, tickets, launched);
+#else
+  // One allocation, zeroed on the stream (fresh pool memory holds anything): the states, then the count.
   const size_t state_bytes = sizeof(float2) * static_cast<size_t>(tickets);
   void* work = nullptr;
   err = cudaMallocAsync(&work, state_bytes + sizeof(int), stream);
@@ -1053,6 +1049,7 @@ cudaError_t launch_onepass(const T* x, T* y, int rows, int cols, int sms, cudaSt
   const cudaError_t free_err = cudaFreeAsync(work, stream);
   if (err == cudaSuccess) err = free_err;
   return err;
+#endif
 }
 
 // Split rows in one pass: fp32 by 32-value tiles, 16-bit by raw vectors (chunks of 16384 values, 32 KB).

@@ -12,3 +12,8 @@ def absent_package(ex: dict) -> str | None:
     if ex.get("status") != "env_error" or not pkg:
         return None
     return pkg if importlib.util.find_spec(pkg.split(".")[0]) is None else None
+
+
+def untested_routes(exercises: list[dict]) -> list[str]:
+    """The suite's record of an exercise list's routes that could not run here: `day.exercise (package)` each."""
+    return [f"{ex['day']}.{ex['exercise']} ({pkg})" for ex in exercises if (pkg := absent_package(ex))]

@@ -137,6 +137,17 @@ def course():
     return load_course(ROOT / "course.yaml")
 
 
+def lesson_table():
+    """scripts/lessons/lesson_table.py as a module (it is a script, not a package): builds of a solution with its
+    knobs (solution_with_defines, build_module) for tests that build outside `grader check`."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("lesson_table", ROOT / "scripts" / "lessons" / "lesson_table.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def run_grader(*args, cwd=ROOT, timeout=900, state: Path | None = None, env: dict | None = None):
     """The grader as a user runs it: a separate process, output captured. state: its $GRADER_STATE, where not
     this worker's own (SHARED_STATE); env: variables set on top of this process's."""

@@ -4,7 +4,7 @@ import re
 import pytest
 
 from grader.check.compile_check import compile_sources
-from tests.conftest import ROOT, needs_nvcc
+from tests.conftest import ROOT, lesson_table, needs_nvcc
 
 
 def _sources():
@@ -51,15 +51,10 @@ HOPPER_BUILDS = [
 
 def _build_with_defines(day, name, defines):
     """The compile reports of exercise `name`'s solution built with the macros `defines` (each NAME=VALUE)."""
-    import importlib.util
-
     from grader.course import load_course
 
-    spec = importlib.util.spec_from_file_location("lesson_table", ROOT / "scripts" / "lessons" / "lesson_table.py")
-    lesson_table = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(lesson_table)
     ex = next(e for e in load_course(ROOT / "course.yaml").day(day).exercises if e.name == name)
-    src = lesson_table.solution_with_defines(day, defines)
+    src = lesson_table().solution_with_defines(day, defines)
     reports = compile_sources([src / s for s in ex.sources], [ROOT / i for i in ex.include_dirs],
                               ex.extra_cuda_cflags, ROOT)
     assert all(r.ok for r in reports), [(r.file, r.note, r.diagnostics[:3]) for r in reports if not r.ok]

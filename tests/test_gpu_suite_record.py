@@ -77,6 +77,11 @@ def test_only_a_package_really_absent_excuses_an_exercise():
     assert absent_package(result("env_error", "json")) is None
     assert absent_package(result("fail", "surely_not_installed_pkg")) is None
     assert absent_package({"status": "env_error", "message": "could not measure this GPU's ceilings"}) is None
+    from tests.absent_packages import untested_routes
+
+    routes = [result("env_error", "surely_not_installed_pkg") | {"day": "day13", "exercise": "softmax_mojo"},
+              result("env_error", "json") | {"day": "day13", "exercise": "softmax_cute"}]
+    assert untested_routes(routes) == ["day13.softmax_mojo (surely_not_installed_pkg)"]
 
 
 def test_a_missing_package_is_named_in_the_result_not_only_in_its_message(tmp_path):

@@ -1,11 +1,9 @@
 """GPU test: an op captured into a CUDA graph and replayed gives what its eager call gives. A launcher that allocates,
 zeroes or chooses its kernels per call must stay right when a graph replays one call's choices: day 05's split rows
 take the one pass eagerly (a cooperative launch, a workspace kept per stream) and kernels A and B under capture."""
-import importlib.util
-
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import lesson_table
 
 pytestmark = pytest.mark.gpu
 
@@ -16,19 +14,12 @@ CASES = [("day05", "softmax", (64, 262144)), ("day05", "softmax", (16, 1048576))
 REL_L2 = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1.6e-2}
 
 
-def _lesson_table():
-    spec = importlib.util.spec_from_file_location("lesson_table", ROOT / "scripts" / "lessons" / "lesson_table.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize("dtype", sorted(REL_L2))
 @pytest.mark.parametrize("day, exercise, shape", CASES, ids=[f"{d}-{e}-{r}x{c}" for d, e, (r, c) in CASES])
 def test_an_op_replayed_from_a_cuda_graph_gives_its_eager_result(day, exercise, shape, dtype):
     import torch
 
-    fn = getattr(_lesson_table().build_module(torch, day, exercise), exercise)
+    fn = getattr(lesson_table().build_module(torch, day, exercise), exercise)
     dt = getattr(torch, dtype)
     g = torch.Generator(device="cuda").manual_seed(11)
     x = (torch.randn(shape, device="cuda", generator=g) * 3.0).to(dt)

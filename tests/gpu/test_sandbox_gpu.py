@@ -18,7 +18,7 @@ import pytest
 
 from grader import sandbox
 from tests import hostile
-from tests.absent_packages import absent_package
+from tests.absent_packages import absent_package, untested_routes
 from tests.conftest import ROOT, run_grader
 
 pytestmark = [pytest.mark.gpu,
@@ -165,9 +165,7 @@ def test_a_solution_passes_in_the_sandbox(day, why, only, timed, tmp_path, reque
         exercises = json.loads(out.read_text())["exercises"]
         absent = [ex["exercise"] for ex in exercises if absent_package(ex)]  # untested here (tests/absent_packages.py)
         if absent:  # the suite's record lists them (scripts/gpu_suite.py), as the day tests' routes
-            request.node.user_properties.append(
-                ("absent_packages", [f"{ex['day']}.{ex['exercise']} ({absent_package(ex)})" for ex in exercises
-                                     if absent_package(ex)]))
+            request.node.user_properties.append(("absent_packages", untested_routes(exercises)))
         verdicts = [(ex["exercise"], ex["status"], ex["message"][:300]) for ex in exercises]
         assert all(status == "pass" or name in absent for name, status, _ in verdicts), \
             (why, [v for v in verdicts if v[1] != "pass"])

@@ -720,10 +720,6 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
 #ifndef SOFTMAX_ONEPASS_PACKED
 #define SOFTMAX_ONEPASS_PACKED 1  // 0: 16-bit split rows by kernels A and B (the packed one pass is faster on H100)
 #endif
-#ifndef SOFTMAX_ONEPASS_BLOCKS_PER_SM
-#define SOFTMAX_ONEPASS_BLOCKS_PER_SM 0  // at most this many one-pass blocks an SM (0: as many as fit, four), so that
-                                         // the same rows take more, smaller rounds (measured/NOTES.md)
-#endif
 #ifndef SOFTMAX_ONEPASS_SMEM
 #define SOFTMAX_ONEPASS_SMEM 1  // 1: each block's next chunk comes into shared memory by the bulk-copy engine while
                                 // this one is summed, waited for and written (32 KB a block); 0: chunks loaded
@@ -942,7 +938,6 @@ cudaError_t onepass_resident_blocks(int sms, int* blocks) {
     return cudaOccupancyMaxActiveBlocksPerMultiprocessor(v, kKernel, kSplitThreads, 0);
   }, &per_sm);
   if (err != cudaSuccess) return err;
-  if (SOFTMAX_ONEPASS_BLOCKS_PER_SM > 0) per_sm = min(per_sm, SOFTMAX_ONEPASS_BLOCKS_PER_SM);
   *blocks = per_sm > 0 ? per_sm * sms : 0;
   return cudaSuccess;
 }

@@ -13,7 +13,7 @@
 #  10. lesson tables (scripts/lessons/<name>_measure.py) for each name in MEASURE, into $OUT/
 # Knobs for a partial run: DAYS="day06 day09" (default: every ready day), SHARDS (e.g. 4: the GPU suite split over
 # 4 GPUs, below), SKIP="install build pytest checks timer
-# sweep profile", PYTEST_K (a pytest -k expression), PYTEST_N, SWEEP_ARGS (for sgemm_sweep.py), PROFILE_DAYS,
+# sweep profile", PYTEST_K (a pytest -k expression), PYTEST_IDS (a file of test ids: only those), PYTEST_N, SWEEP_ARGS (for sgemm_sweep.py), PROFILE_DAYS,
 # SANITIZE_DAYS (SANITIZE_S: seconds for each, default 400; the grader's own checks already run the sanitizers that
 # course.yaml names), VARIANTS (e.g. "day20:FA20_HOPPER=0", below), TRANSCRIPTS (e.g. "day14"), MEASURE (e.g. "day18"), GRADE_DAYS (e.g. "day01 day03": `grader grade`
 # of a solution, a stub and a known-wrong submission, ranked, and the leaderboard into $OUT/leaderboard),
@@ -94,17 +94,21 @@ if [ -n "${SUITE_PART:-}" ] && [ "${SHARDS:-1}" -le 1 ]; then
 fi
 skip pytest || { echo "== GPU tests"; t0=$(date +%s); export GRADER_TEST_TIMES="$LOG/test_times.jsonl"
   export GRADER_TEST_SHARED_STATE=$(mktemp -d)  # one build state for both phases (tests/conftest.py)
-  collected=$(python3 -m pytest -m gpu --collect-only -q -p no:cacheprovider ${PYTEST_K:+-k "$PYTEST_K"} tests 2>/dev/null \
-    | grep -c "::")
+  # PYTEST_IDS=FILE (a file in the work tree, one test id a line, e.g. from `scripts/gpu_suite.py --unfinished
+  # A/gpu-suite.json ...`): only those tests, as the rerun of the ones a part left unfinished at PYTEST_S
+  targets=(tests); [ -n "${PYTEST_IDS:-}" ] && mapfile -t targets < <(grep -v '^[[:space:]]*$' "$PYTEST_IDS")
+  # the ids collected here (this part's, with SUITE_PART): the record names those that did not finish
+  python3 -m pytest -m gpu --collect-only -q -p no:cacheprovider ${PYTEST_K:+-k "$PYTEST_K"} "${targets[@]}" 2>/dev/null \
+    | grep "::" >"$LOG/collected.txt"
   # Two phases of one suite: the tests that may share the GPU in parallel (slowest first, tests/conftest.py), then
   # those whose measurement needs the GPU to itself (gpu_alone), one at a time. PYTEST_S bounds both together.
   # suite TAG WORKERS: both phases, their output into $LOG/pytest_gpu$TAG.txt and $LOG/pytest_gpu_alone$TAG.txt.
   suite() {
     timeout ${PYTEST_S:-560} python3 -m pytest -m "gpu and not gpu_alone" -v -p no:cacheprovider -n "$2" \
-      ${PYTEST_K:+-k "$PYTEST_K"} tests >"$LOG/pytest_gpu$1.txt" 2>&1
+      ${PYTEST_K:+-k "$PYTEST_K"} "${targets[@]}" >"$LOG/pytest_gpu$1.txt" 2>&1
     local left=$(( ${PYTEST_S:-560} - ($(date +%s) - t0) ))
     [ "$left" -gt 5 ] && timeout $left python3 -m pytest -m gpu_alone -v -p no:cacheprovider ${PYTEST_K:+-k "$PYTEST_K"} \
-      tests >"$LOG/pytest_gpu_alone$1.txt" 2>&1
+      "${targets[@]}" >"$LOG/pytest_gpu_alone$1.txt" 2>&1
   }
   # SHARDS=n (a machine of n GPUs or more): n suites at once, suite i on GPU i alone with shard i of the one-GPU
   # tests (balanced by the recorded seconds) and nproc/n workers, and one more that sees every GPU for the tests
@@ -129,7 +133,7 @@ skip pytest || { echo "== GPU tests"; t0=$(date +%s); export GRADER_TEST_TIMES="
   # a suite cut off by PYTEST_S leaves xdist workers and their grader workers behind: they would skew what follows
   pkill -9 -f "pytest -m gpu" 2>/dev/null; pkill -9 -f "grader.check.worker" 2>/dev/null; sleep 1
   summary() { grep -hE "^=+ .*(passed|failed).* in [0-9.]+s" "$@" 2>/dev/null | tr -d '=' | sed 's/^ *//; s/ *$//' | paste -sd ';'; }
-  python3 scripts/gpu_suite.py "$LOG/test_times.jsonl" --wall "$wall" --collected "$collected" --json "$OUT/gpu-suite.json" \
+  python3 scripts/gpu_suite.py "$LOG/test_times.jsonl" --wall "$wall" --collected-ids "$LOG/collected.txt" --json "$OUT/gpu-suite.json" \
     --summary "$(summary "$LOG/pytest_gpu.txt" "$LOG/pytest_gpu_alone.txt")" >"$LOG/gpu_suite.txt" 2>&1; }
 skip sweep || { echo "== sgemm sweep"; timeout 400 python3 scripts/sgemm_sweep.py ${SWEEP_ARGS:-} 2>&1 | tee "$LOG/sgemm_sweep.txt" | grep -v "^ptxas\|^    "; }
 skip checks && days=""

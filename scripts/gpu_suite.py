@@ -3,8 +3,14 @@ outcomes, wall time and the slowest tests (with their build seconds where the te
 short table and written as JSON (scripts/device_run.sh copies it to $OUT/gpu-suite.json; committed as
 measured/gpu-suite.json).
 
-    python3 scripts/gpu_suite.py TIMES.jsonl --wall S --summary "LINE" --collected N --json OUT.json
+    python3 scripts/gpu_suite.py TIMES.jsonl --wall S --summary "LINE" --collected-ids IDS.txt --json OUT.json
     python3 scripts/gpu_suite.py --merge PART1.json PART2.json --json OUT.json
+    python3 scripts/gpu_suite.py --unfinished PART1.json PART2.json >rerun.txt
+
+With --collected-ids (the ids pytest collected, one a line; --collected N gives only the count) the record names
+the tests that did not finish (`unfinished`: cut off by the call's time limit, PYTEST_S). --unfinished prints those
+of the parts given, less any a later part finished, one a line: the PYTEST_IDS file for a call that runs just them
+(scripts/device_run.sh PYTEST_IDS=rerun.txt), whose record is then merged with the parts like another part.
 
 --merge: the records of one suite run in parts on one GPU (scripts/device_run.sh SUITE_PART=0/2, then 1/2, one
 call each: a one-GPU lease's call is too short for the whole suite) as one record. The parts must be disjoint shards
@@ -42,8 +48,13 @@ def per_test(lines: list[dict]) -> dict[str, dict]:
     return tests
 
 
-def record(lines: list[dict], *, wall_s: float, summary: str, collected: int | None, slowest: int = 15) -> dict:
+def record(lines: list[dict], *, wall_s: float, summary: str, collected: int | None, slowest: int = 15,
+           collected_ids: list[str] | None = None) -> dict:
     tests = per_test(lines)
+    unfinished = None
+    if collected_ids is not None:
+        collected = len(set(collected_ids))
+        unfinished = sorted(set(collected_ids) - set(tests))
     counts = {k: sum(t["outcome"] == k for t in tests.values()) for k in ("passed", "failed", "skipped")}
     ranked = sorted(tests.items(), key=lambda kv: -kv[1]["seconds"])[:slowest]
     build = sum(float(t["props"].get("build_s", 0)) for t in tests.values())
@@ -58,7 +69,8 @@ def record(lines: list[dict], *, wall_s: float, summary: str, collected: int | N
             # routes no test could run here (their package is absent from this Python): tests/gpu/test_days_gpu.py
             "untested": sorted({r for t in tests.values() for r in t["props"].get("absent_packages", [])}),
             # every test's seconds: tests/conftest.py starts the slowest first on the next run
-            "seconds": {i: round(t["seconds"], 1) for i, t in sorted(tests.items())}}
+            "seconds": {i: round(t["seconds"], 1) for i, t in sorted(tests.items())},
+            **({} if unfinished is None else {"unfinished": unfinished})}
 
 
 def merge(parts: list[dict]) -> dict:
@@ -77,6 +89,10 @@ def merge(parts: list[dict]) -> dict:
                 "build_seconds_total"):
         values = [p.get(key) for p in parts]
         out[key] = None if any(v is None for v in values) else sum(values)
+    if all("unfinished" in p for p in parts):
+        # a part may be the rerun of tests others left unfinished: they count once, as finished
+        out["unfinished"] = unfinished(parts)
+        out["collected"] = len(seen) + len(out["unfinished"])
     out["pytest_summary"] = ";".join(p["pytest_summary"] for p in parts if p.get("pytest_summary"))
     slowest = sorted((s for p in parts for s in p.get("slowest", [])), key=lambda s: -s["seconds"])
     out["slowest"] = slowest[:max((len(p.get("slowest", [])) for p in parts), default=0)]
@@ -85,6 +101,12 @@ def merge(parts: list[dict]) -> dict:
     out["seconds"] = dict(sorted((i, t) for p in parts for i, t in p.get("seconds", {}).items()))
     out["parts"] = len(parts)
     return out
+
+
+def unfinished(parts: list[dict]) -> list[str]:
+    """The tests some part collected and no part finished (see the module's docstring)."""
+    done = {t for p in parts for t in p.get("seconds", {})}
+    return sorted({t for p in parts for t in p.get("unfinished", [])} - done)
 
 
 def show(rec: dict) -> None:
@@ -96,6 +118,9 @@ def show(rec: dict) -> None:
     for s in rec["slowest"]:
         b = f"{s['build_s']:6.0f}" if "build_s" in s else f"{'-':>6}"
         print(f"  {s['seconds']:7.1f} {b}  {s['id']}{'' if s['outcome'] == 'passed' else '  ' + s['outcome'].upper()}")
+    if rec.get("unfinished"):
+        print(f"  NOT FINISHED ({len(rec['unfinished'])}, rerun them: --unfinished, then PYTEST_IDS): "
+              + ", ".join(rec["unfinished"]))
     if rec.get("untested"):
         print(f"  untested here (package absent): {', '.join(rec['untested'])}")
     for i, m in rec["failures"].items():
@@ -110,8 +135,21 @@ def main():
     ap.add_argument("--wall", type=float)
     ap.add_argument("--summary", default="")
     ap.add_argument("--collected", type=int)
+    ap.add_argument("--collected-ids", type=Path, metavar="IDS.txt",
+                    help="the collected test ids, one a line: the record names those that did not finish")
+    ap.add_argument("--unfinished", nargs="+", type=Path, metavar="PART.json",
+                    help="print the tests these parts left unfinished, one a line (for device_run.sh PYTEST_IDS)")
     ap.add_argument("--json", type=Path)
     a = ap.parse_args()
+    if a.unfinished:
+        try:
+            parts = [json.loads(f.read_text()) for f in a.unfinished]
+        except (OSError, ValueError) as e:
+            ap.error(f"cannot read a part: {e}")
+        if not all("unfinished" in p for p in parts):
+            ap.error("a part was recorded without --collected-ids: it cannot say which tests did not finish")
+        print("\n".join(unfinished(parts)))
+        return
     if a.merge:
         try:
             parts = [json.loads(f.read_text()) for f in a.merge]
@@ -122,7 +160,13 @@ def main():
         if a.times is None or a.wall is None:
             ap.error("give TIMES.jsonl and --wall, or --merge PART.json ...")
         lines = [json.loads(x) for x in a.times.read_text().splitlines() if x.strip()] if a.times.is_file() else []
-        rec = record(lines, wall_s=a.wall, summary=a.summary, collected=a.collected)
+        ids = None
+        if a.collected_ids is not None:
+            try:
+                ids = [x.strip() for x in a.collected_ids.read_text().splitlines() if x.strip()]
+            except OSError as e:
+                ap.error(f"cannot read the collected ids: {e}")
+        rec = record(lines, wall_s=a.wall, summary=a.summary, collected=a.collected, collected_ids=ids)
     if a.json:
         a.json.write_text(json.dumps(rec, indent=1) + "\n")
     show(rec)

@@ -96,3 +96,33 @@ def test_a_missing_package_is_named_in_the_result_not_only_in_its_message(tmp_pa
     other = decide(ExerciseResult(day="d", exercise="e", variant="v", source="s", seed=1), None,
                    {"ev": "env_error", "message": "course.yaml: bad"}, False)
     assert other.missing_package is None
+
+
+def test_a_part_names_the_tests_it_left_unfinished_and_their_rerun_completes_the_suite(tmp_path):
+    """A part cut off by its time limit (PYTEST_S) records the collected tests that did not finish; --unfinished
+    lists them for the rerun (device_run.sh PYTEST_IDS), and the merge counts each test once."""
+    def part(done, collected, **kw):
+        lines = [{"id": t, "when": "call", "outcome": "passed", "seconds": 1.0, "props": {}} for t in done]
+        return suite.record(lines, wall_s=10, summary="", collected=None, collected_ids=collected) | kw
+
+    a = part(["t::a"], ["t::a", "t::b", "t::c"], gpu="G")  # t::b cut mid-call, t::c never started
+    assert (a["collected"], a["finished"], a["unfinished"]) == (3, 1, ["t::b", "t::c"])
+    b = part(["t::d"], ["t::d"], gpu="G")
+    files = []
+    for name, rec in (("a", a), ("b", b)):
+        files.append(tmp_path / f"{name}.json")
+        files[-1].write_text(json.dumps(rec))
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_suite.py"), "--unfinished", *map(str, files)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.split() == ["t::b", "t::c"], r.stderr
+    half = suite.merge([a, b])
+    assert (half["collected"], half["finished"], half["unfinished"]) == (4, 2, ["t::b", "t::c"])
+    rerun = part(["t::b"], ["t::b", "t::c"], gpu="G")  # the rerun finishes one of the two
+    whole = suite.merge([a, b, rerun])
+    assert (whole["collected"], whole["finished"], whole["passed"], whole["unfinished"]) == (4, 3, 3, ["t::c"])
+    old = a.copy()
+    del old["unfinished"]
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_suite.py"), "--unfinished",
+                        str(tmp_path / "old.json")], capture_output=True, text=True)
+    assert r.returncode == 2 and "--collected-ids" in r.stderr and "Traceback" not in r.stderr

@@ -13,7 +13,8 @@
 #  10. lesson tables (scripts/lessons/<name>_measure.py) for each name in MEASURE, into $OUT/
 # Knobs for a partial run: DAYS="day06 day09" (default: every ready day), SHARDS (e.g. 4: the GPU suite split over
 # 4 GPUs, below), SKIP="install build pytest checks timer
-# sweep profile", PYTEST_K (a pytest -k expression), PYTEST_IDS (a file of test ids: only those), PYTEST_N, SWEEP_ARGS (for sgemm_sweep.py), PROFILE_DAYS,
+# sweep profile", PYTEST_K (a pytest -k expression), PYTEST_IDS (a file of test ids: only those), PYTEST_N,
+# SWEEP_ARGS (for sgemm_sweep.py), PROFILE_DAYS,
 # SANITIZE_DAYS (SANITIZE_S: seconds for each, default 400; the grader's own checks already run the sanitizers that
 # course.yaml names), VARIANTS (e.g. "day20:FA20_HOPPER=0", below), TRANSCRIPTS (e.g. "day14"), MEASURE (e.g. "day18"), GRADE_DAYS (e.g. "day01 day03": `grader grade`
 # of a solution, a stub and a known-wrong submission, ranked, and the leaderboard into $OUT/leaderboard),
@@ -96,7 +97,11 @@ skip pytest || { echo "== GPU tests"; t0=$(date +%s); export GRADER_TEST_TIMES="
   export GRADER_TEST_SHARED_STATE=$(mktemp -d)  # one build state for both phases (tests/conftest.py)
   # PYTEST_IDS=FILE (a file in the work tree, one test id a line, e.g. from `scripts/gpu_suite.py --unfinished
   # A/gpu-suite.json ...`): only those tests, as the rerun of the ones a part left unfinished at PYTEST_S
-  targets=(tests); [ -n "${PYTEST_IDS:-}" ] && mapfile -t targets < <(grep -v '^[[:space:]]*$' "$PYTEST_IDS")
+  targets=(tests)
+  if [ -n "${PYTEST_IDS:-}" ]; then
+    [ -s "$PYTEST_IDS" ] || { echo "PYTEST_IDS=$PYTEST_IDS: no such file in the work tree, or it is empty"; exit 2; }
+    mapfile -t targets < <(grep -v '^[[:space:]]*$' "$PYTEST_IDS")
+  fi
   # the ids collected here (this part's, with SUITE_PART): the record names those that did not finish
   python3 -m pytest -m gpu --collect-only -q -p no:cacheprovider ${PYTEST_K:+-k "$PYTEST_K"} "${targets[@]}" 2>/dev/null \
     | grep "::" >"$LOG/collected.txt"

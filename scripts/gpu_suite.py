@@ -7,7 +7,7 @@ measured/gpu-suite.json).
     python3 scripts/gpu_suite.py --merge PART1.json PART2.json --json OUT.json
     python3 scripts/gpu_suite.py --unfinished PART1.json PART2.json >rerun.txt
 
-With --collected-ids (the ids pytest collected, one a line; --collected N gives only the count) the record names
+With --collected-ids (the ids pytest collected, one a line; without it the count is unknown) the record names
 the tests that did not finish (`unfinished`: cut off by the call's time limit, PYTEST_S). --unfinished prints those
 of the parts given, less any a later part finished, one a line: the PYTEST_IDS file for a call that runs just them
 (scripts/device_run.sh PYTEST_IDS=rerun.txt), whose record is then merged with the parts like another part.
@@ -134,28 +134,27 @@ def main():
                     help="merge the records of a suite's parts (no TIMES.jsonl)")
     ap.add_argument("--wall", type=float)
     ap.add_argument("--summary", default="")
-    ap.add_argument("--collected", type=int)
     ap.add_argument("--collected-ids", type=Path, metavar="IDS.txt",
                     help="the collected test ids, one a line: the record names those that did not finish")
     ap.add_argument("--unfinished", nargs="+", type=Path, metavar="PART.json",
                     help="print the tests these parts left unfinished, one a line (for device_run.sh PYTEST_IDS)")
     ap.add_argument("--json", type=Path)
     a = ap.parse_args()
-    if a.unfinished:
+
+    def read_parts(files: list[Path]) -> list[dict]:
         try:
-            parts = [json.loads(f.read_text()) for f in a.unfinished]
+            return [json.loads(f.read_text()) for f in files]
         except (OSError, ValueError) as e:
             ap.error(f"cannot read a part: {e}")
+
+    if a.unfinished:
+        parts = read_parts(a.unfinished)
         if not all("unfinished" in p for p in parts):
             ap.error("a part was recorded without --collected-ids: it cannot say which tests did not finish")
         print("\n".join(unfinished(parts)))
         return
     if a.merge:
-        try:
-            parts = [json.loads(f.read_text()) for f in a.merge]
-        except (OSError, ValueError) as e:
-            ap.error(f"cannot read a part: {e}")
-        rec = merge(parts)
+        rec = merge(read_parts(a.merge))
     else:
         if a.times is None or a.wall is None:
             ap.error("give TIMES.jsonl and --wall, or --merge PART.json ...")
@@ -166,7 +165,7 @@ def main():
                 ids = [x.strip() for x in a.collected_ids.read_text().splitlines() if x.strip()]
             except OSError as e:
                 ap.error(f"cannot read the collected ids: {e}")
-        rec = record(lines, wall_s=a.wall, summary=a.summary, collected=a.collected, collected_ids=ids)
+        rec = record(lines, wall_s=a.wall, summary=a.summary, collected=None, collected_ids=ids)
     if a.json:
         a.json.write_text(json.dumps(rec, indent=1) + "\n")
     show(rec)

@@ -185,11 +185,12 @@ fi
 # EDGE_NCU (e.g. "bwd:dkdv_wgmma softmax:onepass"): Nsight Compute over one --quick edge-bench run of each part,
 # the kernels whose names match the regex only, at the GPU's own clocks (as do_bench sees them): speed of light,
 # tensor-pipe utilisation, warp stalls, occupancy and launch statistics, to $OUT/edge-ncu-<part>.csv, and the lines
-# to read first printed (edge_bench.py --ncu-summary).
+# to read first printed (edge_bench.py --ncu-summary). EDGE_NCU_COUNT (default 1): kernels profiled after the skipped
+# ones, for a library op that launches several (a regex such as "cudnn" or "nvjet|xmma" names the library's own).
 for spec in ${EDGE_NCU:-}; do
   part=${spec%%:*}; rx=${spec#*:}; echo "== ncu on the edge bench's $part (kernels ~ $rx)"
   timeout "${EDGE_NCU_S:-240}" ncu --clock-control none --kernel-name "regex:$rx" --launch-skip "${EDGE_NCU_SKIP:-3}" \
-    --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats \
+    --launch-count "${EDGE_NCU_COUNT:-1}" --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats \
     --section Occupancy --section LaunchStats \
     --metrics "regex:^(smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio|sm__pipe_tensor_cycles_active\.avg\.pct_of_peak_sustained_active)$" \
     --csv --page details python3 scripts/edge_bench.py "$LOG/edge-ncu-$part" --only "$part" --quick \

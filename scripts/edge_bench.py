@@ -247,8 +247,10 @@ def compare(base: dict, other: dict) -> str:
 
 
 # From an `ncu --csv --page details` run (scripts/device_run.sh EDGE_NCU): the lines worth reading first.
-NCU_KEEP = ("Duration", "Compute (SM) Throughput", "Memory Throughput", "DRAM Throughput", "Issue Slots Busy",
-            "Achieved Occupancy", "Registers Per Thread", "Warp Cycles Per Issued Instruction")
+NCU_KEEP = ("Duration", "SM Frequency", "Compute (SM) Throughput", "Memory Throughput", "DRAM Throughput",
+            "L2 Cache Throughput", "Issue Slots Busy", "Achieved Occupancy", "Registers Per Thread",
+            "Warp Cycles Per Issued Instruction", "Grid Size", "Block Size", "Cluster Size",
+            "Dynamic Shared Memory Per Block", "Static Shared Memory Per Block", "Waves Per SM")
 NCU_STALL = "smsp__average_warps_issue_stalled_"
 
 

@@ -143,12 +143,14 @@ def test_ncu_summary_reads_columns_by_name_and_ranks_each_kernels_stalls(tmp_pat
                  "inst", "1.11"),
         _ncu_row(k, "Command line profiler metrics",
                  "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio", "inst", "2.00"),
-        _ncu_row(k, "Launch Statistics", "Grid Size", "", "512"),  # not one of the lines to read first
+        _ncu_row(k, "Launch Statistics", "Grid Size", "", "512"),  # the launch's shape, to set beside the library's
+        _ncu_row(k, "Launch Statistics", "Function Cache Configuration", "", "CachePreferNone"),  # not kept
     ])
     out = edge.ncu_summary(text).splitlines()
     assert out == ["void dkdv_wgmma_kernel<__half, 128, 1>",
                    "  Duration: 2,900,256 ns",
                    "  sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active: 50.09 %",
+                   "  Grid Size: 512",
                    "  stall long_scoreboard: 2.00",
                    "  stall barrier: 1.11"]
     assert "no kernel" in edge.ncu_summary("==PROF== Disconnected\n")

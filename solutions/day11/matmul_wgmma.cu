@@ -66,6 +66,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 #include <type_traits>
 
@@ -93,11 +94,17 @@ cudaError_t matmul_mma_forward(const T* a, const T* b, T* c, int M, int N, int K
 #ifndef TC_WG_TMA_STORE
 #define TC_WG_TMA_STORE 1  // kernel 3b: C leaves through a staging tile in shared memory and TMA stores
 #endif
+#ifndef TC_WG_PERSISTENT
+#define TC_WG_PERSISTENT 0  // kernel 3b with TC_WG_TMA_STORE: 1: as many clusters as fit at once, each walking tiles;
+                            // the ring runs on across tiles (4 stages) and C leaves by [64][64] boxes through two
+                            // 8 KiB buffers a consumer warpgroup, so the next tile's loads run under the epilogue
+#endif
 // END INSTRUCTOR ONLY
 
 namespace wgmma_gemm {
 
 constexpr int BM = 128, BN = 256, BK = 64, STAGES = 4;
+constexpr int kMaxDevices = 64;  // TC_WG_PERSISTENT's per-device count of resident clusters
 constexpr int kWarpgroups = BM / 64, kThreads = 128 * kWarpgroups;  // one warpgroup per 64 rows
 constexpr int kGroup = TC_WG_GROUP;                                  // block-rows per swizzle group
 constexpr int A_BYTES = BM * BK * 2, B_BYTES = BK * BN * 2, STAGE_BYTES = A_BYTES + B_BYTES;
@@ -118,11 +125,17 @@ constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 // has 4. That holds only while a CTA computes one tile: a persistent kernel's next loads into those stages would
 // race with the TMA store still reading them. Kernel 3a keeps its STAGES (with 3, ptxas serialises its wgmma:
 // C7515).
-constexpr int kTmaStages = TC_WG_TMA_STORE ? (TC_WG_STAGING_REUSE ? 4 : 3) : STAGES;
-constexpr int kStagingBytes = TC_WG_TMA_STORE ? BM * BN * 2 : 0;
+// TC_WG_PERSISTENT: the ring is never free between tiles, so C has its own staging: two [64][64] box buffers
+// (8 KiB each) per consumer warpgroup, 32 KiB beside 4 stages.
+constexpr bool kPersistent = TC_WG_PERSISTENT;
+static_assert(!kPersistent || TC_WG_TMA_STORE, "the persistent walk's epilogue is the TMA store's");
+constexpr bool kStagingReuse = TC_WG_STAGING_REUSE && !kPersistent;
+constexpr int kBoxBytes = 64 * 128;  // one [64][64] box of C, 128-byte rows
+constexpr int kTmaStages = TC_WG_TMA_STORE ? (kStagingReuse || kPersistent ? 4 : 3) : STAGES;
+constexpr int kStagingBytes = TC_WG_TMA_STORE ? (kPersistent ? kWarpgroups * 2 * kBoxBytes : BM * BN * 2) : 0;
 // With TC_WG_STAGING_REUSE the staging tile is the start of the ring: no bytes of its own.
-constexpr int kStagingOwnBytes = TC_WG_STAGING_REUSE ? 0 : kStagingBytes;
-static_assert(!TC_WG_STAGING_REUSE || kStagingBytes <= kTmaStages * STAGE_BYTES, "C fits in the ring's stages");
+constexpr int kStagingOwnBytes = kStagingReuse ? 0 : kStagingBytes;
+static_assert(!kStagingReuse || kStagingBytes <= kTmaStages * STAGE_BYTES, "C fits in the ring's stages");
 static_assert(kTmaStages >= 3, "kernel 3b: two stages held by the consumers (one wgmma group in flight), one filling");
 #if TC_WG_TMA_STORE
 constexpr int kTmaSmemBytes = kTmaStages * STAGE_BYTES + 1024 + kStagingOwnBytes + 2 * kTmaStages * 8;
@@ -505,6 +518,38 @@ __device__ __forceinline__ void store_tile_tma(const float (&d)[128], const CUte
     bulk_commit();
   }
 }
+// TC_WG_PERSISTENT's epilogue for consumer warpgroup cw: its 64 x BN accumulators as BN / 64 boxes of [64][64],
+// each through one of the warpgroup's two box buffers (shared address sc, pointer sp; the same layout as above), so
+// that a box is written while the one before is stored. Before a buffer is rewritten, its last store (two boxes
+// ago, maybe of the previous tile) has read it out: bulk_wait_read<1>, one bulk group a box.
+template <typename T>
+__device__ __forceinline__ void store_tile_boxes(const float (&d)[128], const CUtensorMap* map, uint32_t sc,
+                                                 unsigned char* sp, int M, int N, int row0, int n0, int cw, int warp,
+                                                 int lane) {
+  const bool leader = warp == 0 && lane == 0;
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int j = 0; j < BN / 64; ++j) {
+    const int buf = j % 2;
+    if (leader) bulk_wait_read<1>();
+    named_sync(1 + cw, 128);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      unsigned char* const row = sp + buf * kBoxBytes + (warp * 16 + g + 8 * h) * 128 + 4 * t;  // row % 8 == g
+#pragma unroll
+      for (int q = 0; q < 8; ++q) {
+        const int col8 = 8 * j + q;  // the 8-column group of the accumulators
+        *reinterpret_cast<uint32_t*>(row + (q ^ g) * 16) = pack2<T>(d[4 * col8 + 2 * h], d[4 * col8 + 2 * h + 1]);
+      }
+    }
+    fence_proxy_async();
+    named_sync(1 + cw, 128);
+    if (leader) {
+      if (row0 < M && n0 + 64 * j < N) tma_store_2d(map, n0 + 64 * j, row0, sc + buf * kBoxBytes);
+      bulk_commit();
+    }
+  }
+}
 static_assert(kTmaStages * STAGE_BYTES % 1024 == 0 && kStagingBytes / 2 % 1024 == 0,
               "the staging tile's boxes are 1024-byte aligned: the 128-byte swizzle is computed from address bits");
 
@@ -627,12 +672,17 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
   const uint32_t base = (smem_addr(smem_raw) + 1023) & ~1023u;
   // With TC_WG_TMA_STORE the C staging tile (kStagingBytes, else 0) lies between the stages and the mbarriers
   // (with TC_WG_STAGING_REUSE it is the ring's first stages, free once the mainloop is done).
-  const uint32_t staging = TC_WG_STAGING_REUSE ? base : base + kTmaStages * STAGE_BYTES;
+  const uint32_t staging = kStagingReuse ? base : base + kTmaStages * STAGE_BYTES;
   const uint32_t full = base + kTmaStages * STAGE_BYTES + kStagingOwnBytes, empty = full + 8 * kTmaStages;
   const uint32_t rank = kCluster > 1 ? cluster_rank() : 0;
-  int m0, n0;
-  tile_origin(blockIdx.x / kCluster, BM * kCluster, M, N, m0, n0);
-  m0 += rank * BM;
+  // The cluster's tiles: its own, or with TC_WG_PERSISTENT every (clusters)-th from its own. Both CTAs of a cluster
+  // walk the same ones (the same columns, rows BM apart), so their rings stay in step.
+  const int cluster_id = blockIdx.x / kCluster, clusters = gridDim.x / kCluster;
+  const int cluster_tiles = ((M + BM * kCluster - 1) / (BM * kCluster)) * ((N + BN - 1) / BN);
+  const auto origin = [&](int ct, int& m0, int& n0) {
+    tile_origin(ct, BM * kCluster, M, N, m0, n0);
+    m0 += rank * BM;
+  };
   const int wg = threadIdx.x / 128, warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
   const int tiles_k = (K + BK - 1) / BK;
 
@@ -652,10 +702,14 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
   if (wg == 0) {  // producer
     setmaxnreg_dec<kProducerRegs>();
     if (threadIdx.x == 0) {
-      for (int kt = 0; kt < tiles_k; ++kt) {
-        const int s = kt % kTmaStages;
-        // Use u = kt / kTmaStages of stage s: wait until the consumers released use u - 1 (its phase u - 1).
-        if (kt >= kTmaStages) mbar_wait(empty + 8 * s, (kt / kTmaStages - 1) & 1);
+      int it = 0;  // K-tiles issued by this CTA over all its tiles: stage it % kTmaStages, use it / kTmaStages
+      for (int ct = cluster_id; ct < cluster_tiles; ct += clusters) {
+      int m0, n0;
+      origin(ct, m0, n0);
+      for (int kt = 0; kt < tiles_k; ++kt, ++it) {
+        const int s = it % kTmaStages;
+        // Use u = it / kTmaStages of stage s: wait until the consumers released use u - 1 (its phase u - 1).
+        if (it >= kTmaStages) mbar_wait(empty + 8 * s, (it / kTmaStages - 1) & 1);
         const uint32_t stage = base + s * STAGE_BYTES, bar = full + 8 * s;
         mbar_arrive_expect_tx(bar, STAGE_BYTES);  // all of A and B, whoever copies them
         tma_load_2d(stage, &tm_a, kt * BK, m0, bar);
@@ -673,6 +727,7 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
             tma_load_2d(stage + A_BYTES + j * B_BLOCK_BYTES, &tm_b, n0 + 64 * j, kt * BK, bar);
         }
       }
+      }
     }
   } else {
     setmaxnreg_inc<kConsumerRegs>();
@@ -688,23 +743,32 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
         mbar_arrive(bar);
       }
     };
+    int it = 0;  // as the producer's
+    for (int ct = cluster_id; ct < cluster_tiles; ct += clusters) {
+    int m0, n0;
+    origin(ct, m0, n0);
     float d[128];
 #pragma unroll
     for (int i = 0; i < 128; ++i) d[i] = 0.0f;
-    for (int kt = 0; kt < tiles_k; ++kt) {
-      const int s = kt % kTmaStages;
-      mbar_wait(full + 8 * s, (kt / kTmaStages) & 1);  // tile kt has landed (use kt / kTmaStages of stage s)
+    for (int kt = 0; kt < tiles_k; ++kt, ++it) {
+      const int s = it % kTmaStages;
+      mbar_wait(full + 8 * s, (it / kTmaStages) & 1);  // K-tile kt has landed (use it / kTmaStages of stage s)
       const uint32_t stage = base + s * STAGE_BYTES;
       mma_stage<T>(d, stage + cw * 64 * 128, stage + A_BYTES);
-      wgmma_wait<1>();  // the group of tile kt - 1 has retired: its stage may be refilled
-      if (kt > 0) release(kt - 1);
+      wgmma_wait<1>();  // the group of K-tile kt - 1 has retired: its stage may be refilled
+      if (kt > 0) release(it - 1);
     }
     wgmma_wait<0>();
-#if TC_WG_TMA_STORE
+#if TC_WG_PERSISTENT
+    release(it - 1);  // the tile's last stage, for the next tile's loads; then C by boxes
+    const uint32_t bufs = staging + cw * 2 * kBoxBytes;
+    store_tile_boxes<T>(d, &tm_c, bufs, smem_raw + (bufs - smem_addr(smem_raw)), M, N, m0 + cw * 64, n0, cw, warp,
+                        lane);
+#elif TC_WG_TMA_STORE
     // TC_WG_STAGING_REUSE: the other consumer warpgroup may still be reading any stage (it can lag by up to the
     // ring's depth); every write into this CTA's stages (its own copies and the cluster's multicasts) has landed,
     // since both warpgroups waited for every stage's bytes, and none is issued after the last K-tile.
-    if constexpr (TC_WG_STAGING_REUSE) named_sync(1 + kWarpgroups, kThreads);
+    if constexpr (kStagingReuse) named_sync(1 + kWarpgroups, kThreads);
     const uint32_t half = staging + cw * (kStagingBytes / 2);  // this warpgroup's [64][BN] of the staging tile
     store_tile_tma<T>(d, &tm_c, half, smem_raw + (half - smem_addr(smem_raw)), M, N, m0 + cw * 64, n0, cw, warp,
                       lane);
@@ -712,6 +776,8 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
 #else
     store_tile<T, true>(d, c, M, N, m0 + cw * 64, n0, warp, lane);
 #endif
+    }
+    if (kPersistent && warp == 0 && lane == 0) bulk_wait<0>();  // the last boxes complete before the CTA exits
   }
   if constexpr (kCluster > 1) {
     __syncwarp();
@@ -771,7 +837,7 @@ static cudaError_t launch_tma(const T* a, const T* b, T* c, int M, int N, int K,
       cudaFuncSetAttribute(tma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, kTmaSmemBytes);
   if (attr != cudaSuccess) return attr;
   const int tiles = ((M + BM * kCluster - 1) / (BM * kCluster)) * ((N + BN - 1) / BN);
-  if constexpr (kCluster == 1) {
+  if constexpr (kCluster == 1 && !kPersistent) {
 #if TC_WG_TMA_STORE
     tma_kernel<T><<<tiles, kTmaThreads, kTmaSmemBytes, stream>>>(c, M, N, K, tm_a, tm_b, tm_c);
 #else
@@ -791,6 +857,21 @@ static cudaError_t launch_tma(const T* a, const T* b, T* c, int M, int N, int K,
     cfg.stream = stream;
     cfg.attrs = attrs;
     cfg.numAttrs = 1;
+    if constexpr (kPersistent) {  // as many clusters as run at once, asked once per device
+      static std::atomic<int> resident[kMaxDevices];
+      int dev = 0;
+      cudaError_t err = cudaGetDevice(&dev);
+      if (err != cudaSuccess) return err;
+      if (dev >= kMaxDevices) return cudaErrorInvalidDevice;
+      int clusters = resident[dev].load();
+      if (clusters == 0) {
+        err = cudaOccupancyMaxActiveClusters(&clusters, tma_kernel<T>, &cfg);
+        if (err != cudaSuccess) return err;
+        if (clusters < 1) return cudaErrorInvalidConfiguration;
+        resident[dev].store(clusters);
+      }
+      cfg.gridDim = dim3(min(tiles, clusters) * kCluster);
+    }
 #if TC_WG_TMA_STORE
     return cudaLaunchKernelEx(&cfg, tma_kernel<T>, static_cast<T*>(c), M, N, K, tm_a, tm_b, tm_c);
 #else

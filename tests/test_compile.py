@@ -43,7 +43,7 @@ def test_compiles_for_sm80_and_sm90_without_spills(day, ex, where):
 # pattern (day 11's kernel 3a is also built without its overlap, kAsync false, on purpose).
 HOPPER_BUILDS = [
     ("day11", "matmul_wgmma", [], r"tma_kernel|kernel<[^>]*, true>"),
-    ("day11", "matmul_wgmma", ["TC_WG_PERSISTENT=1"], r"tma_kernel"),
+    ("day11", "matmul_wgmma", ["TC_WG_PERSISTENT=0"], r"tma_kernel"),
     ("day12", "flash_attention_mma", [], r"flash_wgmma_kernel"),
     ("day20", "attention_bwd_tc", [], r"dkdv_wgmma_kernel"),
     ("day20", "attention_bwd_tc", ["FA20_WG_KV_REGS=0"], r"dkdv_wgmma_kernel"),

@@ -56,8 +56,13 @@
 //     64 x 256 as T into its half of a 128-byte-swizzled staging tile (64 KiB), fences, syncs on its own named
 //     barrier, and one thread TMA-stores four [64][64] boxes (clipped at M and N). The scattered 4-byte stores of
 //     store_tile were the epilogue's cost, most of all where K is short.
-//   - TC_WG_STAGING_REUSE=1 (the default): the staging tile is the ring's first stages, written once both consumer
-//     warpgroups are past the mainloop, so the ring keeps its 4 stages (a separate tile would cut it to 3).
+//   - TC_WG_PERSISTENT=1 (the default): a persistent grid, as many clusters as run at once, each walking every
+//     (clusters)-th tile; the producer's ring (4 stages) runs on across tiles, so the next tile's loads are in flight
+//     while the consumers write this one's C, box by box ([64][64], two 8 KiB buffers a warpgroup, one TMA store
+//     each). No CTA launch, barrier set-up or empty ring between tiles.
+//   - TC_WG_STAGING_REUSE=1 (with TC_WG_PERSISTENT=0): the staging tile is the ring's first stages, written once
+//     both consumer warpgroups are past the mainloop, so the ring keeps its 4 stages (a separate tile would cut it
+//     to 3).
 // END INSTRUCTOR ONLY
 
 #include <cuda.h>          // CUtensorMap, the TMA descriptor (a struct: no libcuda needed to compile or link)
@@ -66,7 +71,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include <atomic>
+#include <atomic>  // INSTRUCTOR ONLY
 #include <cstdint>
 #include <type_traits>
 
@@ -95,7 +100,7 @@ cudaError_t matmul_mma_forward(const T* a, const T* b, T* c, int M, int N, int K
 #define TC_WG_TMA_STORE 1  // kernel 3b: C leaves through a staging tile in shared memory and TMA stores
 #endif
 #ifndef TC_WG_PERSISTENT
-#define TC_WG_PERSISTENT 0  // kernel 3b with TC_WG_TMA_STORE: 1: as many clusters as fit at once, each walking tiles;
+#define TC_WG_PERSISTENT 1  // kernel 3b with TC_WG_TMA_STORE: 1: as many clusters as fit at once, each walking tiles;
                             // the ring runs on across tiles (4 stages) and C leaves by [64][64] boxes through two
                             // 8 KiB buffers a consumer warpgroup, so the next tile's loads run under the epilogue
 #endif
@@ -104,7 +109,6 @@ cudaError_t matmul_mma_forward(const T* a, const T* b, T* c, int M, int N, int K
 namespace wgmma_gemm {
 
 constexpr int BM = 128, BN = 256, BK = 64, STAGES = 4;
-constexpr int kMaxDevices = 64;  // TC_WG_PERSISTENT's per-device count of resident clusters
 constexpr int kWarpgroups = BM / 64, kThreads = 128 * kWarpgroups;  // one warpgroup per 64 rows
 constexpr int kGroup = TC_WG_GROUP;                                  // block-rows per swizzle group
 constexpr int A_BYTES = BM * BK * 2, B_BYTES = BK * BN * 2, STAGE_BYTES = A_BYTES + B_BYTES;
@@ -128,6 +132,7 @@ constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 // TC_WG_PERSISTENT: the ring is never free between tiles, so C has its own staging: two [64][64] box buffers
 // (8 KiB each) per consumer warpgroup, 32 KiB beside 4 stages.
 constexpr bool kPersistent = TC_WG_PERSISTENT;
+constexpr int kMaxDevices = 64;  // the persistent launch's per-device count of resident clusters
 static_assert(!kPersistent || TC_WG_TMA_STORE, "the persistent walk's epilogue is the TMA store's");
 constexpr bool kStagingReuse = TC_WG_STAGING_REUSE && !kPersistent;
 constexpr int kBoxBytes = 64 * 128;  // one [64][64] box of C, 128-byte rows

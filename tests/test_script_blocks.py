@@ -39,6 +39,7 @@ def _measured_tables(day, course):
         data = doc.get(day) if isinstance(doc, dict) else None
         if isinstance(data, dict) and "exercises" in data and "how" not in data:
             data = copy.deepcopy(data)
+            UPDATE.drop_unrun(data)  # as update_readmes.py does: an exercise the machine could not run has no row
             UPDATE._trim(data)
             yield name, UPDATE.day_table(data, {e.name: e for e in course.day(day).exercises},
                                          data["exercises"][0]["info"].get("gpu", "unknown GPU"),

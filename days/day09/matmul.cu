@@ -50,13 +50,13 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <map>
 #include <mutex>
 #include <type_traits>
 #include <utility>
 
+#include "device_cache.h"    // per_device_value: an SM count or occupancy asked once per device
 #include "float_convert.cuh"  // to_float(v), from_float<T>(v)
 
 namespace sgemm {

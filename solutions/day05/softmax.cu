@@ -22,10 +22,10 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "device_cache.h"    // per_device_value: an SM count or occupancy asked once per device
 #include "float_convert.cuh"  // to_float(v), from_float<T>(v): storage type <-> fp32
 #include "async_copy.cuh"     // INSTRUCTOR ONLY
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -149,28 +149,9 @@ __device__ __forceinline__ void block_reduce_online(float& m, float& s, float2* 
   __syncthreads();  // all reads done before a later call may overwrite partials
 }
 
-// A value of the current device asked once and kept (a launcher runs thousands of times a second in a training
-// loop; these values never change). Each caller keeps its own cache (0: not asked yet); ask(dev, &v) fetches the
-// value. Atomics make concurrent first calls from two host threads safe.
-constexpr int kMaxDevices = 64;
-template <typename Ask>
-inline cudaError_t per_device_value(std::atomic<int> (&cache)[kMaxDevices], Ask ask, int* value) {
-  int dev = 0;
-  cudaError_t err = cudaGetDevice(&dev);
-  if (err != cudaSuccess) return err;
-  int v = (dev < kMaxDevices) ? cache[dev].load(std::memory_order_relaxed) : 0;
-  if (v == 0) {
-    err = ask(dev, &v);
-    if (err != cudaSuccess) return err;
-    if (dev < kMaxDevices) cache[dev].store(v, std::memory_order_relaxed);
-  }
-  *value = v;
-  return cudaSuccess;
-}
-
-// SM count of the current device.
+// SM count of the current device (per_device_value: device_cache.h).
 inline cudaError_t current_sm_count(int* sms) {
-  static std::atomic<int> cache[kMaxDevices];
+  static DeviceCache cache;
   return per_device_value(
       cache, [](int dev, int* n) { return cudaDeviceGetAttribute(n, cudaDevAttrMultiProcessorCount, dev); }, sms);
 }
@@ -925,7 +906,7 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
 // the image this GPU runs is not a Hopper one (-1 in the cache).
 template <auto kKernel>
 cudaError_t onepass_resident_blocks(int sms, int* blocks) {
-  static std::atomic<int> cache[kMaxDevices];
+  static DeviceCache cache;
   int per_sm = 0;
   const cudaError_t err = per_device_value(cache, [](int, int* v) {
     cudaFuncAttributes attr{};

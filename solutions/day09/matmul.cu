@@ -50,13 +50,13 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <map>
 #include <mutex>
 #include <type_traits>
 #include <utility>
 
+#include "device_cache.h"    // per_device_value: an SM count or occupancy asked once per device
 #include "float_convert.cuh"  // to_float(v), from_float<T>(v)
 
 namespace sgemm {
@@ -521,7 +521,6 @@ namespace {  // internal linkage: each build of this file keeps its own caches (
 // Stream-K for the last wave. 1024 tiles of 128 x 128 (4096^3) on 132 SMs x 2 blocks are 3.88 waves: the last
 // one leaves 32 slots idle, and a shape with exactly 4 waves (4224 x 4096 x 4096) measured 98.5% of cuBLAS where
 // 4096^3 measured 94.3%. So the tiles of the last, partial wave are shared out along K over a full wave of blocks.
-constexpr int kMaxDevices = 64;
 constexpr int kMinSkIters = 8;  // K-tiles per stream-K block at least (fewer: the fixup costs more than it saves)
 constexpr int kSegCost = SGEMM_SK_SEG_COST;  // K-tiles' worth of time per segment: prologue and partial sum
 constexpr int kSkWorth = SGEMM_SK_WORTH;     // stream-K when its tail costs at most this % of a whole-tile wave
@@ -532,23 +531,21 @@ int major_version(int device) {  // compute capability (the runtime keeps it: no
   return v;
 }
 
-// Blocks of `kern` that fit on the whole GPU at once, cached per device (and per kernel: one cache per instance
-// of this template).
+// Blocks of `kern` that fit on the whole GPU at once on the current device (one cache per instance of this
+// template); 0 where the runtime cannot say (then no stream-K).
 template <typename Kernel, Kernel kern>
-int resident_blocks(int device) {
-  static std::atomic<int> cache[kMaxDevices];
-  int n = cache[device].load(std::memory_order_relaxed);
-  if (n == 0) {
+int resident_blocks() {
+  static DeviceCache cache;
+  int n = 0;
+  const cudaError_t err = per_device_value(cache, [](int dev, int* v) {
     int sms = 0, per_sm = 0;
-    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, sgemm::kThreads, 0) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return 0;
-    }
-    n = sms * per_sm;
-    cache[device].store(n, std::memory_order_relaxed);
-  }
-  return n;
+    cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, sgemm::kThreads, 0);
+    *v = sms * per_sm;
+    return e;
+  }, &n);
+  if (err != cudaSuccess) (void)cudaGetLastError();
+  return err == cudaSuccess ? n : 0;
 }
 
 // One workspace per (device, stream): launches on one stream run in order, so they can share it; launches on
@@ -613,15 +610,15 @@ cudaError_t launch(const T* a, const T* b, T* c, int M, int N, int K, cudaStream
   const int tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
   const int iters = std::max(1, (K + BK - 1) / BK);
   int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || device >= kMaxDevices) return cudaGetLastError();
+  if (cudaGetDevice(&device) != cudaSuccess) return cudaGetLastError();
   StreamK sk;
   // fp32 only: the 16-bit instances stage both next tiles in registers, and with the stream-K bookkeeping their
   // stream-K kernel needed more than 128 registers (spills). Their tails run as whole tiles.
   if constexpr (std::is_same_v<T, float>) {
     using Whole = decltype(&kernel<T, kVec>);
     using Split = decltype(&streamk_kernel<T, kVec>);
-    sk = plan(tiles, iters, resident_blocks<Whole, &kernel<T, kVec>>(device),
-              resident_blocks<Split, &streamk_kernel<T, kVec>>(device), device, stream);
+    sk = plan(tiles, iters, resident_blocks<Whole, &kernel<T, kVec>>(),
+              resident_blocks<Split, &streamk_kernel<T, kVec>>(), device, stream);
   }
   if (sk.sk_blocks == 0) {
     kernel<T, kVec><<<tiles, kThreads, 0, stream>>>(a, b, c, M, N, K);

@@ -71,10 +71,10 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include <atomic>  // INSTRUCTOR ONLY
 #include <cstdint>
 #include <type_traits>
 
+#include "device_cache.h"  // INSTRUCTOR ONLY
 #include "float_convert.cuh"  // from_float<T>(v)
 
 // Kernel 2's launcher (matmul.cu): the fallback where wgmma cannot run.
@@ -132,7 +132,6 @@ constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 // TC_WG_PERSISTENT: the ring is never free between tiles, so C has its own staging: two [64][64] box buffers
 // (8 KiB each) per consumer warpgroup, 32 KiB beside 4 stages.
 constexpr bool kPersistent = TC_WG_PERSISTENT;
-constexpr int kMaxDevices = 64;  // the persistent launch's per-device count of resident clusters
 static_assert(!kPersistent || TC_WG_TMA_STORE, "the persistent walk's epilogue is the TMA store's");
 constexpr bool kStagingReuse = TC_WG_STAGING_REUSE && !kPersistent;
 constexpr int kBoxBytes = 64 * 128;  // one [64][64] box of C, 128-byte rows
@@ -863,17 +862,13 @@ static cudaError_t launch_tma(const T* a, const T* b, T* c, int M, int N, int K,
     cfg.attrs = attrs;
     cfg.numAttrs = 1;
     if constexpr (kPersistent) {  // as many clusters as run at once, asked once per device
-      static std::atomic<int> resident[kMaxDevices];
-      int dev = 0;
-      cudaError_t err = cudaGetDevice(&dev);
+      static DeviceCache resident;
+      int clusters = 0;
+      const cudaError_t err = per_device_value(resident, [&cfg](int, int* v) {
+        return cudaOccupancyMaxActiveClusters(v, tma_kernel<T>, &cfg);
+      }, &clusters);
       if (err != cudaSuccess) return err;
-      int clusters = dev < kMaxDevices ? resident[dev].load() : 0;  // past kMaxDevices: asked every call
-      if (clusters == 0) {
-        err = cudaOccupancyMaxActiveClusters(&clusters, tma_kernel<T>, &cfg);
-        if (err != cudaSuccess) return err;
-        if (clusters < 1) return cudaErrorInvalidConfiguration;
-        if (dev < kMaxDevices) resident[dev].store(clusters);
-      }
+      if (clusters < 1) return cudaErrorInvalidConfiguration;
       cfg.gridDim = dim3(min(tiles, clusters) * kCluster);
     }
 #if TC_WG_TMA_STORE

@@ -1,0 +1,31 @@
+// device_cache.h: a value of the current device, asked once and kept. A launcher runs thousands of times a second in
+// a training loop, and an attribute or occupancy query each call would cost more than a small kernel; the answers
+// never change while the process runs. Host code only.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <atomic>
+
+// One cache per question: `static DeviceCache cache;` beside the code that asks. 0 means "not asked yet", so a
+// question whose answer can be 0 stores another value for it (say -1). Devices past the first kCachedDevices are
+// asked on every call. Two host threads' first calls may both ask; both store the same answer.
+constexpr int kCachedDevices = 64;
+using DeviceCache = std::atomic<int>[kCachedDevices];
+
+// *value = the current device's answer, from the cache or from ask(device, &answer) (a cudaError_t).
+template <typename Ask>
+inline cudaError_t per_device_value(DeviceCache& cache, Ask ask, int* value) {
+  int dev = 0;
+  cudaError_t err = cudaGetDevice(&dev);
+  if (err != cudaSuccess) return err;
+  const bool cached = dev < kCachedDevices;
+  int v = cached ? cache[dev].load(std::memory_order_relaxed) : 0;
+  if (v == 0) {
+    err = ask(dev, &v);
+    if (err != cudaSuccess) return err;
+    if (cached) cache[dev].store(v, std::memory_order_relaxed);
+  }
+  *value = v;
+  return cudaSuccess;
+}

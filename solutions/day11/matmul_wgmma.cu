@@ -488,11 +488,26 @@ __device__ __forceinline__ void store_tile(const float (&d)[128], T* c, int M, i
   }
 }
 
+// Column block jb (columns 64 jb .. 64 jb + 63) of a consumer warpgroup's 64 x BN accumulators, as T, into a [64][64]
+// box at `box`, laid out as the store map's boxes are: 128-byte rows, 16-byte chunk q of row r at q ^ (r % 8), as
+// the loads. One warp's 4-byte stores of an (h, q) are rows g = 0..7 at chunk q ^ g, bytes 4t: each bank once.
+template <typename T>
+__device__ __forceinline__ void write_box(const float (&d)[128], unsigned char* box, int jb, int warp, int lane) {
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    unsigned char* const row = box + (warp * 16 + g + 8 * h) * 128 + 4 * t;  // row % 8 == g
+#pragma unroll
+    for (int q = 0; q < 8; ++q) {
+      const int col8 = 8 * jb + q;  // the accumulators' 8-column group
+      *reinterpret_cast<uint32_t*>(row + (q ^ g) * 16) = pack2<T>(d[4 * col8 + 2 * h], d[4 * col8 + 2 * h + 1]);
+    }
+  }
+}
+
 // TC_WG_TMA_STORE's epilogue, for consumer warpgroup cw of a tile (rows row0 .. row0 + 63, columns n0 ..): its
-// accumulators, as T, into its [64][BN] half of the staging tile (shared address sc, the same as the pointer sp),
-// laid out as the store map's boxes are: BN / 64 column blocks of [64][64], 128-byte rows, 16-byte chunk c of row
-// r at c ^ (r % 8), as the loads. One warp's 4-byte stores of a (h, j) are rows g = 0..7 at chunk (j % 8) ^ g,
-// bytes 4t: each bank once. Every writer's fence.proxy.async (the TMA unit reads through the async proxy), the
+// accumulators into its [64][BN] half of the staging tile (shared address sc, the same as the pointer sp), as BN / 64
+// boxes (write_box). Every writer's fence.proxy.async (the TMA unit reads through the async proxy), the
 // warpgroup's named barrier (1 + cw), then one thread stores the boxes as one bulk group and goes on: the next
 // tile's wgmma start while the TMA unit writes. The half is rewritten only once that group has read it out.
 template <typename T>
@@ -502,50 +517,34 @@ __device__ __forceinline__ void store_tile_tma(const float (&d)[128], const CUte
   const bool leader = warp == 0 && lane == 0;
   if (leader) bulk_wait_read<0>();  // the previous tile's stores have read this half out
   named_sync(1 + cw, 128);
-  const int g = lane >> 2, t = lane & 3;
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    unsigned char* const row = sp + (warp * 16 + g + 8 * h) * 128 + 4 * t;  // row % 8 == g
-#pragma unroll
-    for (int j = 0; j < BN / 8; ++j)
-      *reinterpret_cast<uint32_t*>(row + (j / 8) * (64 * 128) + ((j % 8) ^ g) * 16) =
-          pack2<T>(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
-  }
+  for (int j = 0; j < BN / 64; ++j) write_box<T>(d, sp + j * kBoxBytes, j, warp, lane);
   fence_proxy_async();
   named_sync(1 + cw, 128);
   if (leader) {
     if (row0 < M) {
 #pragma unroll
       for (int j = 0; j < BN / 64; ++j)
-        if (n0 + 64 * j < N) tma_store_2d(map, n0 + 64 * j, row0, sc + j * 64 * 128);  // rows, columns clipped
+        if (n0 + 64 * j < N) tma_store_2d(map, n0 + 64 * j, row0, sc + j * kBoxBytes);  // rows, columns clipped
     }
     bulk_commit();
   }
 }
-// TC_WG_PERSISTENT's epilogue for consumer warpgroup cw: its 64 x BN accumulators as BN / 64 boxes of [64][64],
-// each through one of the warpgroup's two box buffers (shared address sc, pointer sp; the same layout as above), so
-// that a box is written while the one before is stored. Before a buffer is rewritten, its last store (two boxes
-// ago, maybe of the previous tile) has read it out: bulk_wait_read<1>, one bulk group a box.
+// TC_WG_PERSISTENT's epilogue for consumer warpgroup cw: the same boxes, each through one of the warpgroup's two box
+// buffers (shared address sc, pointer sp), so that a box is written while the one before is stored. Before a buffer
+// is rewritten, its last store (two boxes ago, maybe of the previous tile) has read it out: bulk_wait_read<1>, one
+// bulk group a box.
 template <typename T>
 __device__ __forceinline__ void store_tile_boxes(const float (&d)[128], const CUtensorMap* map, uint32_t sc,
                                                  unsigned char* sp, int M, int N, int row0, int n0, int cw, int warp,
                                                  int lane) {
   const bool leader = warp == 0 && lane == 0;
-  const int g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int j = 0; j < BN / 64; ++j) {
     const int buf = j % 2;
     if (leader) bulk_wait_read<1>();
     named_sync(1 + cw, 128);
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      unsigned char* const row = sp + buf * kBoxBytes + (warp * 16 + g + 8 * h) * 128 + 4 * t;  // row % 8 == g
-#pragma unroll
-      for (int q = 0; q < 8; ++q) {
-        const int col8 = 8 * j + q;  // the 8-column group of the accumulators
-        *reinterpret_cast<uint32_t*>(row + (q ^ g) * 16) = pack2<T>(d[4 * col8 + 2 * h], d[4 * col8 + 2 * h + 1]);
-      }
-    }
+    write_box<T>(d, sp + buf * kBoxBytes, j, warp, lane);
     fence_proxy_async();
     named_sync(1 + cw, 128);
     if (leader) {

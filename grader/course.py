@@ -9,11 +9,11 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Annotated, Literal
 
-import yaml
 from pydantic import (BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator,
                       model_validator)
 
 from grader.errors import GraderError
+from grader.yaml_file import read_yaml
 from grader.verdicts import Category
 
 DTYPES = ("fp32", "fp16", "bf16")
@@ -537,12 +537,7 @@ def _readable_loc(loc, raw) -> str:
 
 
 def load_course(path: Path) -> Course:
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise GraderError(f"{path} not found: run the grader inside the course repository or pass --course") from None
-    except yaml.YAMLError as e:
-        raise GraderError(f"{path} is not valid YAML:\n  {e}") from None
+    raw = read_yaml(path, str(path), "not found: run the grader inside the course repository or pass --course")
     if not isinstance(raw, dict):
         raise GraderError(f"{path}: expected a mapping at the top level, got {type(raw).__name__}")
     try:

@@ -14,6 +14,7 @@ import pytest
 
 from grader import cli
 from grader.check.build import BuildError, _error_log, load_python_module, map_paths, parse_diagnostics
+from grader.errors import GraderError
 from grader.check.compile_check import MAX_SOURCE_BYTES, compile_sources, source_problem
 from tests.conftest import ROOT, has_gpu, needs_nvcc, run_grader
 
@@ -370,3 +371,40 @@ def test_compile_only_warns_when_no_source_defines_the_op(tmp_path):
     code, out, _ = check("day01", "--dir", str(d))
     text = " ".join(out.split())
     assert code == 2 and "COMPILED ONLY" in text and "none of your sources defines the op `softmax`" in text, text
+
+
+# course.yaml as a student's or an instructor's editor may leave it -> words of the message (exit code 2)
+BAD_COURSE = {
+    "not UTF-8": (b"days:\n  - id: day01\n    title: caf\xe9\n", "is not valid UTF-8 (byte 0xe9 at line 3, column 15)"),
+    "a key twice": (b"days: []\ndays: []\n", "'days' is defined twice in one mapping"),
+    "not YAML": (b"days: [\n", "is not valid YAML"),
+    "a list": (b"- day01\n", "expected a mapping at the top level"),
+}
+
+
+@pytest.mark.parametrize("kind", BAD_COURSE)
+def test_a_broken_course_file_is_named_with_what_is_wrong(tmp_path, kind):
+    data, words = BAD_COURSE[kind]
+    course = tmp_path / "course.yaml"
+    course.write_bytes(data)
+    r = run_grader("--course", str(course), "check", "day01", timeout=TIMEOUT)
+    out = r.stdout + r.stderr
+    clean(out)
+    assert r.returncode == 2 and str(course) in out and words in out, out
+
+
+def test_a_folder_given_as_the_course_file_is_named(tmp_path):
+    r = run_grader("--course", str(tmp_path), "check", "day01", timeout=TIMEOUT)
+    out = r.stdout + r.stderr
+    clean(out)
+    assert r.returncode == 2 and f"{tmp_path} is a folder, not a YAML file" in out, out
+
+
+def test_a_key_merged_in_and_then_overridden_is_not_a_repeat(tmp_path):
+    from grader.yaml_file import read_yaml
+    p = tmp_path / "x.yaml"
+    p.write_text("base: &b {threshold: 1, tol: 2}\nexercise:\n  <<: *b\n  threshold: 3\n")
+    assert read_yaml(p, str(p))["exercise"] == {"threshold": 3, "tol": 2}
+    p.write_text("exercise:\n  <<: {tol: 2}\n  threshold: 3\n  threshold: 4\n")
+    with pytest.raises(GraderError, match="'threshold' is defined twice"):
+        read_yaml(p, str(p))

@@ -20,11 +20,11 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from grader.classroom import grade_task
 from grader.errors import GraderError
+from grader.yaml_file import read_yaml
 
 Done = Callable[[grade_task.Task, "str | None"], None]
 
@@ -115,14 +115,7 @@ class SlurmConfig(BaseModel):
 
 def read_settings(path: Path, what: str) -> dict:
     """A file of Slurm settings as a mapping (empty for an empty file); what names it in every message."""
-    try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise GraderError(f"{what} {path} does not exist") from None
-    except OSError as e:
-        raise GraderError(f"{what} {path} cannot be read: {e.strerror or e}") from None
-    except yaml.YAMLError as e:
-        raise GraderError(f"{what} {path} is not valid YAML: {e}") from None
+    data = read_yaml(path, f"{what} {path}")
     if data is None:
         return {}
     if not isinstance(data, dict):

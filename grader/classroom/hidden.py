@@ -20,11 +20,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import yaml
 from pydantic import Field, TypeAdapter, ValidationError
 
 from grader.course import Case, Course, Exercise, Strict, format_errors
 from grader.errors import GraderError
+from grader.yaml_file import read_yaml
 
 HIDDEN_ENV = "GRADER_HIDDEN"
 FILE_NAME = "hidden.yaml"
@@ -62,12 +62,7 @@ def locate(course_file: Path, explicit: str | None = None, environ=None) -> Path
 def load(path: Path, course: Course) -> dict[str, dict[str, HiddenCases]]:
     """The overlay at path, checked against the course: every day and exercise it names exists, and its shapes have
     as many dimensions as the exercise's own."""
-    try:
-        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        raise GraderError(f"cannot read the hidden cases {path}: {getattr(e, 'strerror', None) or e}") from None
-    except yaml.YAMLError as e:
-        raise GraderError(f"{path} is not valid YAML:\n  {e}") from None
+    raw = read_yaml(Path(path), f"the hidden cases {path}")
     if raw is None:
         return {}
     if not isinstance(raw, dict):

@@ -9,9 +9,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
 
 from grader.errors import GraderError
+from grader.yaml_file import read_yaml
 
 GLOSSARY = "glossary.yaml"
 
@@ -63,26 +63,8 @@ def plural(word: str) -> str:
     return word + "s"
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """safe_load, except that a key repeated in one mapping is an error (YAML would keep the last silently)."""
-
-    def construct_mapping(self, node, deep=False):
-        seen = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(None, None, f"{key!r} is defined twice", key_node.start_mark)
-            seen.add(key)
-        return super().construct_mapping(node, deep)
-
-
 def _entries(path: Path, rel: str) -> list[tuple[str, str, tuple[str, ...]]]:
-    try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)
-    except yaml.YAMLError as e:
-        raise GraderError(f"{rel} is not valid YAML: {e}") from None
-    except UnicodeDecodeError as e:
-        raise GraderError(f"{rel} is not UTF-8 text: {e}") from None
+    data = read_yaml(path, rel)
     if data is None:
         return []
     if not isinstance(data, dict):

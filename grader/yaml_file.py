@@ -1,0 +1,60 @@
+"""The grader's YAML inputs (course.yaml, hidden.yaml, the Slurm settings, the site's glossary), read one way: a file
+that is missing, a folder, unreadable, not UTF-8, not YAML, or that repeats a key in one mapping gets a message that
+names the file and what to do, never a traceback. A repeated key is an error because YAML keeps the last one
+silently: a course.yaml with two `threshold:` lines under one exercise would grade against whichever came last."""
+from __future__ import annotations
+
+import io
+from collections.abc import Hashable
+from pathlib import Path
+
+import yaml
+
+from grader.errors import GraderError
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """safe_load, except that a key repeated in one mapping is an error."""
+
+    def construct_mapping(self, node, deep=False):
+        # Only the mapping's own keys count: one that overrides a key merged in by `<<: *anchor` (course.yaml's
+        # exercises do) is not a repeat.
+        seen = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, Hashable):  # SafeLoader's own error says so below
+                continue
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"{key!r} is defined twice in one mapping (YAML would keep only the last)",
+                    key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+def read_yaml(path: Path, label: str, missing: str = "does not exist"):
+    """The document in the YAML file at path (None for an empty one). label names the file in every message (its
+    path, or e.g. "--slurm-config: PATH"); missing is what is said of it when it does not exist."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise GraderError(f"{label} {missing}") from None
+    except IsADirectoryError:
+        raise GraderError(f"{label} is a folder, not a YAML file") from None
+    except OSError as e:
+        raise GraderError(f"{label} cannot be read: {e.strerror or e}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise GraderError(f"{label} is not valid UTF-8 (byte 0x{data[e.start]:02x} at line {line}, column {column}): "
+                          "save it as UTF-8") from None
+    stream = io.StringIO(text)
+    stream.name = str(path)  # what YAML's messages call the file
+    try:
+        return yaml.load(stream, Loader=_UniqueKeyLoader)
+    except yaml.YAMLError as e:
+        raise GraderError(f"{label} is not valid YAML:\n  {e}") from None

@@ -22,6 +22,7 @@ def assert_clean(r):
 @pytest.mark.parametrize("args, code, text", [
     (["check", "day42"], 2, "no day 'day42'"),
     (["check", "day01", "--dir", "/nonexistent/folder"], 2, "does not exist"),
+    (["check", "day01", "--dir", "course.yaml"], 2, "course.yaml is a file, not a folder"),
     (["check", "day01", "--solution", "--dir", "."], 2, "either --solution or --dir"),
     (["check", "day03", "--exercise", "nope"], 2, "has no exercise 'nope'"),
     (["check", "day03", "--dtype", "fp8"], 2, "unknown dtype"),

@@ -35,6 +35,8 @@ def _source_dir(args, root: Path, day) -> tuple[Path, str]:
     if args.solution and args.dir:
         raise GraderError("give either --solution or --dir, not both")
     d = paths.solution(day.id) if args.solution else Path(args.dir).resolve() if args.dir else paths.day(day.id)
+    if d.exists() and not d.is_dir():
+        raise GraderError(f"{d} is a file, not a folder (a day is checked from the folder that holds its sources)")
     if not d.is_dir():
         raise GraderError(f"{d} does not exist" + ("" if args.dir else _why_missing(day, args.solution)))
     return d, paths.variant(d)

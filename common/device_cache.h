@@ -16,16 +16,14 @@ using DeviceCache = std::atomic<int>[kCachedDevices];
 // *value = the current device's answer, from the cache or from ask(device, &answer) (a cudaError_t).
 template <typename Ask>
 inline cudaError_t per_device_value(DeviceCache& cache, Ask ask, int* value) {
-  int dev = 0;
-  cudaError_t err = cudaGetDevice(&dev);
-  if (err != cudaSuccess) return err;
-  const bool cached = dev < kCachedDevices;
-  int v = cached ? cache[dev].load(std::memory_order_relaxed) : 0;
-  if (v == 0) {
-    err = ask(dev, &v);
-    if (err != cudaSuccess) return err;
-    if (cached) cache[dev].store(v, std::memory_order_relaxed);
+  int device = 0;
+  if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  const bool cached = device < kCachedDevices;
+  int answer = cached ? cache[device].load(std::memory_order_relaxed) : 0;
+  if (answer == 0) {
+    if (const cudaError_t e = ask(device, &answer); e != cudaSuccess) return e;
+    if (cached) cache[device].store(answer, std::memory_order_relaxed);
   }
-  *value = v;
+  *value = answer;
   return cudaSuccess;
 }

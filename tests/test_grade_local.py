@@ -38,7 +38,8 @@ def submissions(tmp_path, **subs) -> tuple:
     for name, markers in subs.items():
         d = root / name / ("days" if name.startswith("repo") else "") / "day01"
         d.mkdir(parents=True)
-        (d / "softmax.cu").write_text("// a submission\n")
+        for source in ("softmax.cu", "bindings.cpp"):  # day01's sources (course.yaml): all a submission has
+            (d / source).write_text("// a submission\n")
         for m in markers:
             (d / m).write_text("")
     return root, tmp_path / "out"
@@ -162,6 +163,7 @@ def test_links_out_of_a_submission_are_refused_and_nothing_outside_it_is_read(tm
     solution, or a day folder that is a link to solutions/ makes the pair a build error naming the link, and no
     text from outside the submission reaches the result."""
     subs, out = submissions(tmp_path, ada=[], repo_bo=[], cy=[], dee=[])
+    (subs / "ada" / "day01" / "bindings.cpp").unlink()
     (subs / "ada" / "day01" / "bindings.cpp").symlink_to("/etc/passwd")
     (subs / "repo_bo" / "days" / "day01" / "softmax.cu").unlink()
     (subs / "repo_bo" / "days" / "day01" / "softmax.cu").symlink_to(ROOT / "solutions" / "day01" / "softmax.cu")
@@ -194,3 +196,16 @@ def test_a_check_stopped_by_the_jobs_time_limit_warning_says_so(tmp_path):
     with pytest.raises(grade_task.GradingFailed) as e:
         grade_task.grade(task)
     assert str(e.value).startswith("did not finish before the job's time-limit warning (SIGUSR2")
+
+
+def test_a_day_folder_without_a_source_the_course_gives_is_a_build_error_not_a_retried_one(tmp_path, capsys, fake):
+    """A source deleted from the day's folder is the submission's doing: recorded once as a build error naming the
+    file, never run, never retried as a grading failure."""
+    subs, out = submissions(tmp_path, ada=[], repo_bo=[])
+    (subs / "ada" / "day01" / "bindings.cpp").unlink()
+    code, text = grade(capsys, subs, "--days", "day01", "--out", out)
+    assert code == 0 and "1 to grade" in text and "1 lacking a file the course gives" in " ".join(text.split()), text
+    doc = result(out, "ada")
+    assert doc["exercises"][0]["status"] == "build_error" and doc["grade"]["lacks"] == ["bindings.cpp"], doc
+    assert "day01/ lacks bindings.cpp" in doc["exercises"][0]["message"] and calls(subs, "ada") == 0
+    assert result(out, "repo_bo")["exercises"][0]["status"] == "no_gpu" and calls(subs, "repo_bo") == 1

@@ -71,6 +71,7 @@ class Plan:
     skipped: int = 0  # pairs with a result already
     missing: int = 0  # pairs whose submission has no folder for the day (recorded as not implemented)
     refused: int = 0  # pairs whose folders hold something other than regular files (recorded as a build error)
+    incomplete: int = 0  # pairs whose day folder lacks a source the course gives (recorded as a build error)
 
 
 def not_regular(sub: Submission, day) -> str | None:
@@ -96,6 +97,14 @@ def not_regular(sub: Submission, day) -> str | None:
     return None
 
 
+def lacking(sub: Submission, day) -> list[str]:
+    """The sources of the day's exercises (course.yaml's `sources:`) that its folder in the submission lacks. The
+    course gives every one of them (a stub at least), so a lack is the submission's: a verdict, not a grading error
+    that a later run would retry to the same end."""
+    folder = sub.days_dir / day.id
+    return list(dict.fromkeys(s for ex in day.exercises for s in ex.sources if not (folder / s).is_file()))
+
+
 def plan(subs: list[Submission], days: list, out: Path, *, course_path: Path, timeout_s: float,
          command: tuple[str, ...], options: tuple[str, ...], regrade: bool) -> Plan:
     p, run = Plan([]), uuid.uuid4().hex[:12]
@@ -115,6 +124,13 @@ def plan(subs: list[Submission], days: list, out: Path, *, course_path: Path, ti
                                   f"{why}: a submission is graded from its own regular files only, so nothing of "
                                   "this day was read or built; replace it with the file itself", {"refused": why})
                 p.refused += 1
+            elif gone := lacking(sub, day):
+                rel = (sub.days_dir / day.id).relative_to(sub.folder)
+                grade_task.record(task, day.exercises, Status.BUILD_ERROR,
+                                  f"{rel}/ lacks {', '.join(gone)}, which the course gives: nothing of this day was "
+                                  "built; restore the file(s) from the course (`git checkout -- FILE`) and submit "
+                                  "again", {"lacks": gone})
+                p.incomplete += 1
             elif not regrade and grade_task.graded(result, day.id):
                 p.skipped += 1
             else:

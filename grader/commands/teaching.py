@@ -218,6 +218,8 @@ def cmd_grade(args) -> int:
     missing = f", {p.missing} without the day's folder (recorded as not implemented)" if p.missing else ""
     missing += (f", {p.refused} refused: a link or a special file where the sources should be (recorded as a build "
                 "error)" if p.refused else "")
+    missing += (f", {p.incomplete} lacking a file the course gives (recorded as a build error)"
+                if p.incomplete else "")
     console.print(f"{len(subs)} submission(s) × {len(days)} day(s): {len(p.tasks)} to grade, {p.skipped} already "
                   f"graded{missing}; {executor.describe()}")
     second, errors = grade.run(executor, p.tasks, {d.id: d.exercises for d in days}, console) if p.tasks else (0, {})

@@ -33,7 +33,11 @@ The model, one rounding at a time (u: unit roundoff, 2^-24 fp32, 2^-11 fp16, 2^-
 4. Softmax: the row sum's relative error (2) reaches every element of the row: an rtol term, simulated in
    solutions/day01/tolerance_model.py for the orders each day allows (fp32 rtol 4e-5: its tail over the sweep's rows
    needs 1.85e-5). In fp16/bf16 the output's
-   rounding (1) dominates: rtol 1.5e-3 and 1e-2 are 3 and 2.6 units (ratio 0.33, 0.39).
+   rounding (1) dominates: rtol 1.5e-3 and 1e-2 are 3 and 2.6 units (ratio 0.33, 0.39). `softmax` below simulates
+   day 05's packed 16-bit phases on the exercise's shapes and probes: `two` as shipped (each value's exp taken
+   twice, the output rounded once) and `kept` (SOFTMAX_EXP_ONCE: the first exps kept as fp16, scaled by 2^15, and
+   multiplied in the store): a second rounding at fp16's u, harmless next to a bf16 output's u, as large as an
+   fp16 output's own (up to 2u: a ratio near 0.6 there, hence fp16 keeps two exps).
 5. Attention forward (o, lse): three fp32 errors before o's rounding:
    - the scores: s = q·k / sqrt(d), a dot product of d terms (2), sigma_s = 0.30·u·|q_c k_c|·d / sqrt(d) for one
      FMA chain per score (0.22 in chunks of 32, the course's kernels). With unit-normal inputs that is 1e-7 and
@@ -72,6 +76,7 @@ The model, one rounding at a time (u: unit roundoff, 2^-24 fp32, 2^-11 fp16, 2^-
     python3 scripts/tolerance_model.py forward [--seeds 2] [--dtypes fp32] [--orders flash,naive,ring2,tc]
     python3 scripts/tolerance_model.py matmul [--seeds 2]
     python3 scripts/tolerance_model.py backward [--seeds 2] [--dtypes fp32]
+    python3 scripts/tolerance_model.py softmax [--seeds 2] [--dtypes fp16,bf16] [--orders two,kept]
 """
 from __future__ import annotations
 
@@ -475,6 +480,60 @@ def backward_ratios(ex, dtype, shapes, probes, seeds, sequential=False, tensor_c
     return worst
 
 
+# -- 4. day 05's packed 16-bit softmax ------------------------------------------------------------------------------
+def packed_softmax(x, dtype: str, order: str, values: int = 64):
+    """Day 05's 16-bit phases (solutions/day05/softmax.cu, packed_max_sum and packed_store) on x (a 16-bit tensor,
+    rows x cols), in fp64 with fp32 roundings where the kernel rounds: each thread's max m over its values (here
+    runs of `values` columns: which columns a thread holds does not change the bound), e = 2^(v log2e - m log2e),
+    the row's (M, S); `two`: y = 2^(v log2e - (M log2e + log2 S)); `kept`: e·2^15 rounded to fp16, then
+    y = e · 2^((m - M) log2e - log2 S - 15). ex2.approx's own 2 ulp (2^-22) are left out: under fp16's u/1000.
+    Returns y rounded to the dtype, as fp64."""
+    f32 = lambda t: t.to(torch.float32).to(torch.float64)  # noqa: E731 -- one rounding to fp32
+    v = x.to(torch.float64)
+    rows, cols = v.shape
+    pad = (-cols) % values
+    g = torch.nn.functional.pad(v, (0, pad), value=-math.inf).reshape(rows, -1, values)
+    m = g.amax(-1, keepdim=True)
+    m_ref = torch.where(m == -math.inf, torch.zeros_like(m), m)  # a thread of only -inf: reference 0
+    big_m = v.amax(-1, keepdim=True).unsqueeze(-1)
+    shift = 15.0 if order == "kept" else 0.0
+    m2 = f32(m_ref * LOG2E - shift)
+    e = f32(torch.exp2(f32(g * LOG2E - m2)))
+    s = e.sum(-1, keepdim=True) * 2.0 ** -shift
+    row_s = (s * torch.exp(m_ref - big_m)).sum(-2, keepdim=True)  # fp64: the merge's own rounding is under u
+    if order == "kept":
+        factor = f32(torch.exp2(f32((m_ref - big_m) * LOG2E - (torch.log2(row_s) + shift))))
+        y = f32(e.to(torch.float16).to(torch.float64) * factor)
+    else:
+        y = f32(torch.exp2(f32(g * LOG2E - f32(big_m * LOG2E + torch.log2(row_s)))))
+    y = torch.where(big_m == -math.inf, torch.zeros_like(y), y)
+    return y.reshape(rows, -1)[:, :cols].to(DTYPES[dtype]).to(torch.float64)
+
+
+def softmax_ratios(order: str, dtype: str, shapes, probes, seeds: int, tol) -> tuple[float, str]:
+    """The worst tolerance ratio of packed_softmax over the shapes x probes x seeds, through the task's own inputs
+    and probes (tasks/softmax.py), and where it was."""
+    from tasks import softmax as task
+
+    worst = (0.0, "")
+    for shape in shapes:
+        for probe in probes:
+            for seed in range(seeds):
+                gen = torch.Generator().manual_seed(seed)
+                inputs = task.make_inputs(shape, DTYPES[dtype], gen, "cpu")
+                if probe:
+                    inputs = task.probes[probe](inputs, gen)
+                x = inputs["x"].reshape(-1, shape[-1])
+                y, ref = packed_softmax(x, dtype, order), torch.softmax(x.double(), dim=-1)
+                ok = ref != 0
+                elem = ((y - ref).abs() / (tol.atol + tol.rtol * ref.abs())).max().item()
+                l2 = ((y - ref).norm() / ref.norm()).item() / tol.rel_l2 if ok.any() else 0.0
+                r = max(elem, l2)
+                if r > worst[0]:
+                    worst = (r, f"{'x'.join(map(str, shape))} {probe or 'plain'} seed {seed}")
+    return worst
+
+
 # -- the command line -----------------------------------------------------------------------------------------------
 def _course():
     from grader.course import load_course
@@ -496,7 +555,7 @@ FORWARD_EXERCISES = {"flash": "day10.flash_attention", "naive": "day10.attention
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=["floor", "rounded", "forward", "matmul", "backward"])
+    ap.add_argument("what", choices=["floor", "rounded", "forward", "matmul", "backward", "softmax"])
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--dtypes", default="fp32,fp16,bf16")
     ap.add_argument("--orders", default="flash,naive,ring2,ring8,tc")
@@ -533,6 +592,18 @@ def main(argv=None) -> int:
                     for kind, got in (("plain", w), ("probes", wp)):
                         r, where = got[name]
                         print(f"{order:6s} {d:5s} {name:4s} {kind:6s} ratio {r:6.3f} ({where})", flush=True)
+        return 0
+    if a.what == "softmax":
+        ex = _exercise(course, "day05.softmax")
+        orders = [o for o in a.orders.split(",") if o in ("two", "kept")] or ["two", "kept"]
+        for d in dtypes:
+            if d == "fp32":
+                continue  # fp32 rows take the fp32 tiles, not the packed phases
+            for order in orders:
+                for kind, shapes, probes in (("plain", given or [c.shape for c in ex.correctness], [None]),
+                                             ("probes", given or [c.shape for c in ex.probe_shapes], ex.probes)):
+                    r, where = softmax_ratios(order, d, shapes, probes, a.seeds, ex.tolerance("out", d))
+                    print(f"{order:5s} {d:5s} {kind:6s} ratio {r:6.3f} ({where})", flush=True)
         return 0
     if a.what == "matmul":
         ex_cc, ex_tc = _exercise(course, "day09.matmul"), _exercise(course, "day11.matmul_mma")

@@ -107,6 +107,20 @@ def test_matmul_model_rounds_like_the_floor_and_finds_an_unrounded_sum_too_coars
     assert wrong.tol_ratio > 1 and not wrong.ok
 
 
+def test_day05_keeps_its_exps_only_where_a_second_rounding_is_harmless():
+    """SOFTMAX_EXP_ONCE keeps each value's first exp as fp16 for bf16 rows only: the model puts that order within
+    half of bf16's bound, and over half of fp16's (two roundings at the output's own u), where two exps stay under."""
+    model = _model()
+    from grader.course import load_course
+
+    ex = next(e for e in load_course(ROOT / "course.yaml").day("day05").exercises if e.name == "softmax")
+    ratio = {(order, d): model.softmax_ratios(order, d, [(1000, 37), (64, 1000)], [None, "neg_inf"], 1,
+                                              ex.tolerance("out", d))[0]
+             for order in ("two", "kept") for d in ("fp16", "bf16")}
+    assert ratio["two", "fp16"] <= 0.5 and ratio["two", "bf16"] <= 0.5, ratio
+    assert ratio["kept", "bf16"] <= 0.5 < ratio["kept", "fp16"], ratio
+
+
 def test_fp32_attention_atol_covers_the_sharp_probe_twice():
     # The scores' fp32 dot products (q x 30) err by some 5e-6 and move o where two keys share a row: the model's
     # flash walk (day 10, the ring's inner walk) and a plain FMA chain per score both need well under half the bound

@@ -540,10 +540,25 @@ __device__ __forceinline__ float packed_load(uint4 (&raw)[kVecs], const T* x, co
   return has_edge ? to_float(x[edge_index<T>(sp, t)]) : -INFINITY;
 }
 
+// SOFTMAX_EXP_ONCE (a knob, not yet timed: measured/NOTES.md), bf16 rows only: packed_max_sum leaves each of the
+// thread's values as 2^15 e^(v - m) in raw, m being the thread's own max, as fp16 pairs (and the edge element's in
+// edge, as a float); packed_store multiplies them by 2^-15 e^(m - M) / S where it took a second exp: one MUFU op a
+// value instead of two. The 2^15 (the largest power of two whose e^0 fp16 holds) keeps e in fp16's normal range
+// down to e = 1.9e-9; there storing it costs fp16's u = 2^-11 relative, an eighth of the bf16 output's own
+// rounding; below, 2^-40 absolute. An fp16 row would round twice at its output's own u, up to 2u: a simulation of
+// the rounding put the worst case at 0.61 of day 05's fp16 tolerance (0.32 with two exps), so fp16 keeps two.
+#ifndef SOFTMAX_EXP_ONCE
+#define SOFTMAX_EXP_ONCE 0
+#endif
+template <typename T>
+constexpr bool kExpOnce = SOFTMAX_EXP_ONCE && std::is_same_v<T, __nv_bfloat16>;
+constexpr int kKeptShift = 15;  // the kept exps are e^(v - m) · 2^kKeptShift
+constexpr float kKeptLog2 = kKeptShift, kKeptInv = 1.0f / (1 << kKeptShift);
+
 // This thread's max m, on packed pairs (the two halves of the last pair compared in fp32), and s = the sum of
 // e^(v - m) = 2^(v log2e - m log2e) over its values. A thread that saw only -inf uses 0 as the reference.
 template <typename T, int kVecs>
-__device__ __forceinline__ void packed_max_sum(const uint4 (&raw)[kVecs], float edge, const Span& sp, int t, int nt,
+__device__ __forceinline__ void packed_max_sum(uint4 (&raw)[kVecs], float& edge, const Span& sp, int t, int nt,
                                                float& m, float& s) {
   constexpr int kN = Vec<T>::kN;
   m = edge;
@@ -560,6 +575,25 @@ __device__ __forceinline__ void packed_max_sum(const uint4 (&raw)[kVecs], float 
     m = fmaxf(m, fmaxf(f.x, f.y));
   }
   float v[kN];
+  if constexpr (kExpOnce<T>) {
+    const float m2 = (m == -INFINITY) ? -kKeptLog2 : fmaf(m, kLog2e, -kKeptLog2);  // one rounding
+    edge = exp_over_pow2(edge, m2);  // edge = -inf (no edge element) gives 0
+    s = edge;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      if (t + k * nt < sp.nvec) {
+        unpack16<T>(raw[k], v);
+#pragma unroll
+        for (int i = 0; i < kN; ++i) {
+          v[i] = exp_over_pow2(v[i], m2);
+          s += v[i];
+        }
+        raw[k] = pack16<__half>(v, 1.0f);
+      }
+    }
+    s *= kKeptInv;  // exact: the sum relative to m, as without the knob
+    return;
+  }
   const float m2 = (m == -INFINITY) ? 0.0f : log2_of_exp(m);
   s = exp_over_pow2(edge, m2);  // edge = -inf (no edge element) gives 0
 #pragma unroll
@@ -573,12 +607,28 @@ __device__ __forceinline__ void packed_max_sum(const uint4 (&raw)[kVecs], float 
 }
 
 // y = e^(v - M) / S = 2^(v log2e - (M log2e + log2 S)) for the thread's values, with the row's (M, S). A row of
-// nothing but -inf gets 0s, as elsewhere.
+// nothing but -inf gets 0s, as elsewhere. With SOFTMAX_EXP_ONCE, raw and edge hold 2^15 e^(v - m) for the thread's
+// max m (packed_max_sum), and y = 2^15 e^(v - m) · 2^-15 e^(m - M) / S.
 template <typename T, int kVecs, bool kLast>
 __device__ __forceinline__ void packed_store(const uint4 (&raw)[kVecs], float edge, T* y, const Span& sp, int t,
-                                             int nt, bool has_edge, float M, float S) {
+                                             int nt, bool has_edge, float M, float S, [[maybe_unused]] float m) {
   constexpr int kN = Vec<T>::kN;
   const bool empty = (M == -INFINITY);
+  if constexpr (kExpOnce<T>) {
+    // m - M is exact or nearly (both near the row's values); m = -inf (a thread of only -inf) gives a factor 0
+    const float f = empty ? 0.0f : ex2_approx(fmaf(m - M, kLog2e, -(__log2f(S) + kKeptLog2)));
+    float e[kN];
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      const int j = t + k * nt;
+      if (j < sp.nvec) {
+        unpack16<__half>(raw[k], e);
+        store16<kLast>(y + sp.head + static_cast<size_t>(j) * kN, pack16<T>(e, f));
+      }
+    }
+    if (has_edge) y[edge_index<T>(sp, t)] = from_float<T>(edge * f);
+    return;
+  }
   const float c = empty ? 0.0f : log2_of_exp(M) + __log2f(S);
   const float zero_if_empty = empty ? 0.0f : 1.0f;
   float v[kN];
@@ -611,11 +661,12 @@ __global__ void __launch_bounds__(kMaxThreads)
   const int nt = blockDim.x;
   const bool has_edge = t < sp.head + sp.tail;
   uint4 raw[kVecs];
-  const float edge = packed_load<T, kVecs, false>(raw, xr, sp, t, nt, has_edge);  // all loads first
+  float edge = packed_load<T, kVecs, false>(raw, xr, sp, t, nt, has_edge);  // all loads first
   float m, s;
   packed_max_sum<T, kVecs>(raw, edge, sp, t, nt, m, s);
+  const float own_m = m;  // the thread's own max (SOFTMAX_EXP_ONCE's reference)
   block_reduce_online(m, s, partials);  // s is relative to m in natural units, as online_merge expects
-  packed_store<T, kVecs, false>(raw, edge, yr, sp, t, nt, has_edge, m, s);
+  packed_store<T, kVecs, false>(raw, edge, yr, sp, t, nt, has_edge, m, s, own_m);
   // END SOLUTION
 }
 
@@ -766,12 +817,14 @@ struct PackedChunk {
     }
     edge = (t < sp.head + sp.tail) ? to_float(p[edge_index<T>(sp, t)]) : -INFINITY;
   }
-  __device__ __forceinline__ void state(const Span& sp, float& bm, float& bs) const {
+  float own_m;  // the thread's max (SOFTMAX_EXP_ONCE: raw holds e^(v - own_m))
+  __device__ __forceinline__ void state(const Span& sp, float& bm, float& bs) {
     packed_max_sum<T, kPackedVecs>(raw, edge, sp, threadIdx.x, kSplitThreads, bm, bs);
+    own_m = bm;
   }
   __device__ __forceinline__ void store(T* p, const Span& sp, float M, float S) const {
     const int t = threadIdx.x;
-    packed_store<T, kPackedVecs, true>(raw, edge, p, sp, t, kSplitThreads, t < sp.head + sp.tail, M, S);
+    packed_store<T, kPackedVecs, true>(raw, edge, p, sp, t, kSplitThreads, t < sp.head + sp.tail, M, S, own_m);
   }
 };
 

@@ -201,11 +201,14 @@ def test_a_check_stopped_by_the_jobs_time_limit_warning_says_so(tmp_path):
 def test_a_day_folder_without_a_source_the_course_gives_is_a_build_error_not_a_retried_one(tmp_path, capsys, fake):
     """A source deleted from the day's folder is the submission's doing: recorded once as a build error naming the
     file, never run, never retried as a grading failure."""
-    subs, out = submissions(tmp_path, ada=[], repo_bo=[])
+    subs, out = submissions(tmp_path, ada=[], repo_bo=[], repo_cy=[])
     (subs / "ada" / "day01" / "bindings.cpp").unlink()
+    (subs / "repo_bo" / "days" / "day01" / "softmax.cu").unlink()
     code, text = grade(capsys, subs, "--days", "day01", "--out", out)
-    assert code == 0 and "1 to grade" in text and "1 lacking a file the course gives" in " ".join(text.split()), text
-    doc = result(out, "ada")
-    assert doc["exercises"][0]["status"] == "build_error" and doc["grade"]["lacks"] == ["bindings.cpp"], doc
-    assert "day01/ lacks bindings.cpp" in doc["exercises"][0]["message"] and calls(subs, "ada") == 0
-    assert result(out, "repo_bo")["exercises"][0]["status"] == "no_gpu" and calls(subs, "repo_bo") == 1
+    assert code == 0 and "1 to grade" in text and "2 lacking a file the course gives" in " ".join(text.split()), text
+    for name, lacks, shown in (("ada", "day01/bindings.cpp", "day01/bindings.cpp"),
+                               ("repo_bo", "day01/softmax.cu", "days/day01/softmax.cu")):
+        doc = result(out, name)
+        assert doc["exercises"][0]["status"] == "build_error" and doc["grade"]["lacks"] == [lacks], doc
+        assert f"lacks {shown}, which the course gives" in doc["exercises"][0]["message"] and calls(subs, name) == 0
+    assert result(out, "repo_cy")["exercises"][0]["status"] == "no_gpu" and calls(subs, "repo_cy") == 1

@@ -98,11 +98,11 @@ def not_regular(sub: Submission, day) -> str | None:
 
 
 def lacking(sub: Submission, day) -> list[str]:
-    """The sources of the day's exercises (course.yaml's `sources:`) that its folder in the submission lacks. The
-    course gives every one of them (a stub at least), so a lack is the submission's: a verdict, not a grading error
-    that a later run would retry to the same end."""
-    folder = sub.days_dir / day.id
-    return list(dict.fromkeys(s for ex in day.exercises for s in ex.sources if not (folder / s).is_file()))
+    """The files the day's exercises build from (course.yaml's `sources:`, and the earlier days' files they `use`)
+    that the submission lacks, relative to its days folder. The course gives every one of them (a stub at least),
+    so a lack is the submission's: a verdict, not a grading error that a later run would retry to the same end."""
+    wanted = [f"{day.id}/{s}" for ex in day.exercises for s in ex.sources] + [u for ex in day.exercises for u in ex.uses]
+    return [f for f in dict.fromkeys(wanted) if not (sub.days_dir / f).is_file()]
 
 
 def plan(subs: list[Submission], days: list, out: Path, *, course_path: Path, timeout_s: float,
@@ -125,9 +125,9 @@ def plan(subs: list[Submission], days: list, out: Path, *, course_path: Path, ti
                                   "this day was read or built; replace it with the file itself", {"refused": why})
                 p.refused += 1
             elif gone := lacking(sub, day):
-                rel = (sub.days_dir / day.id).relative_to(sub.folder)
+                names = ", ".join((sub.days_dir.relative_to(sub.folder) / f).as_posix() for f in gone)
                 grade_task.record(task, day.exercises, Status.BUILD_ERROR,
-                                  f"{rel}/ lacks {', '.join(gone)}, which the course gives: nothing of this day was "
+                                  f"the submission lacks {names}, which the course gives: nothing of this day was "
                                   "built; restore the file(s) from the course (`git checkout -- FILE`) and submit "
                                   "again", {"lacks": gone})
                 p.incomplete += 1

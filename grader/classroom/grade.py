@@ -19,6 +19,7 @@ from rich.text import Text
 
 from grader.classroom import grade_task
 from grader.errors import GraderError
+from grader.check.build import files_read
 from grader.classroom.grade_task import Task
 from grader.results import write_json
 from grader.verdicts import Status
@@ -98,11 +99,12 @@ def not_regular(sub: Submission, day) -> str | None:
 
 
 def lacking(sub: Submission, day) -> list[str]:
-    """The files the day's exercises build from (course.yaml's `sources:`, and the earlier days' files they `use`)
-    that the submission lacks, relative to its days folder. The course gives every one of them (a stub at least),
-    so a lack is the submission's: a verdict, not a grading error that a later run would retry to the same end."""
-    wanted = [f"{day.id}/{s}" for ex in day.exercises for s in ex.sources] + [u for ex in day.exercises for u in ex.uses]
-    return [f for f in dict.fromkeys(wanted) if not (sub.days_dir / f).is_file()]
+    """The files a check of the day must read (build.files_read: the exercises' sources and the earlier days'
+    files they `use`) that the submission lacks, relative to its days folder. The course gives every one of them (a
+    stub at least), so a lack is the submission's: a verdict, not a grading error that a later run would retry to
+    the same end."""
+    wanted = [f for ex in day.exercises for _, f, must in files_read(ex, sub.days_dir / day.id) if must]
+    return [f.relative_to(sub.days_dir).as_posix() for f in dict.fromkeys(wanted) if not f.is_file()]
 
 
 def plan(subs: list[Submission], days: list, out: Path, *, course_path: Path, timeout_s: float,

@@ -9,7 +9,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
 from grader.errors import GraderError
 from grader.yaml_file import read_yaml
 

@@ -575,35 +575,24 @@ __device__ __forceinline__ void packed_max_sum(uint4 (&raw)[kVecs], float& edge,
     m = fmaxf(m, fmaxf(f.x, f.y));
   }
   float v[kN];
-  if constexpr (kExpOnce<T>) {
-    const float m2 = (m == -INFINITY) ? -kKeptLog2 : fmaf(m, kLog2e, -kKeptLog2);  // one rounding
-    edge = exp_over_pow2(edge, m2);  // edge = -inf (no edge element) gives 0
-    s = edge;
-#pragma unroll
-    for (int k = 0; k < kVecs; ++k) {
-      if (t + k * nt < sp.nvec) {
-        unpack16<T>(raw[k], v);
-#pragma unroll
-        for (int i = 0; i < kN; ++i) {
-          v[i] = exp_over_pow2(v[i], m2);
-          s += v[i];
-        }
-        raw[k] = pack16<__half>(v, 1.0f);
-      }
-    }
-    s *= kKeptInv;  // exact: the sum relative to m, as without the knob
-    return;
-  }
-  const float m2 = (m == -INFINITY) ? 0.0f : log2_of_exp(m);
+  // With SOFTMAX_EXP_ONCE the reference is 2^-15 lower (one rounding), so the kept exps are 2^15 e^(v - m)
+  const float m2 = (m == -INFINITY) ? (kExpOnce<T> ? -kKeptLog2 : 0.0f)
+                                    : (kExpOnce<T> ? fmaf(m, kLog2e, -kKeptLog2) : log2_of_exp(m));
   s = exp_over_pow2(edge, m2);  // edge = -inf (no edge element) gives 0
+  if constexpr (kExpOnce<T>) edge = s;
 #pragma unroll
   for (int k = 0; k < kVecs; ++k) {
     if (t + k * nt < sp.nvec) {
       unpack16<T>(raw[k], v);
 #pragma unroll
-      for (int i = 0; i < kN; ++i) s += exp_over_pow2(v[i], m2);
+      for (int i = 0; i < kN; ++i) {
+        v[i] = exp_over_pow2(v[i], m2);
+        s += v[i];
+      }
+      if constexpr (kExpOnce<T>) raw[k] = pack16<__half>(v, 1.0f);
     }
   }
+  if constexpr (kExpOnce<T>) s *= kKeptInv;  // exact: the sum relative to m, as without the knob
 }
 
 // y = e^(v - M) / S = 2^(v log2e - (M log2e + log2 S)) for the thread's values, with the row's (M, S). A row of
@@ -614,35 +603,32 @@ __device__ __forceinline__ void packed_store(const uint4 (&raw)[kVecs], float ed
                                              int nt, bool has_edge, float M, float S, [[maybe_unused]] float m) {
   constexpr int kN = Vec<T>::kN;
   const bool empty = (M == -INFINITY);
-  if constexpr (kExpOnce<T>) {
-    // m - M is exact or nearly (both near the row's values); m = -inf (a thread of only -inf) gives a factor 0
-    const float f = empty ? 0.0f : ex2_approx(fmaf(m - M, kLog2e, -(__log2f(S) + kKeptLog2)));
-    float e[kN];
-#pragma unroll
-    for (int k = 0; k < kVecs; ++k) {
-      const int j = t + k * nt;
-      if (j < sp.nvec) {
-        unpack16<__half>(raw[k], e);
-        store16<kLast>(y + sp.head + static_cast<size_t>(j) * kN, pack16<T>(e, f));
-      }
-    }
-    if (has_edge) y[edge_index<T>(sp, t)] = from_float<T>(edge * f);
-    return;
-  }
+  // Without the knob y = 2^(v log2e - c); with it y = kept · f (m - M is exact or nearly: both near the row's
+  // values; m = -inf, a thread of only -inf, gives f = 0).
   const float c = empty ? 0.0f : log2_of_exp(M) + __log2f(S);
   const float zero_if_empty = empty ? 0.0f : 1.0f;
+  [[maybe_unused]] const float f =
+      kExpOnce<T> && !empty ? ex2_approx(fmaf(m - M, kLog2e, -(__log2f(S) + kKeptLog2))) : 0.0f;
   float v[kN];
 #pragma unroll
   for (int k = 0; k < kVecs; ++k) {
     const int j = t + k * nt;
     if (j < sp.nvec) {
-      unpack16<T>(raw[k], v);
+      uint4 out;
+      if constexpr (kExpOnce<T>) {
+        unpack16<__half>(raw[k], v);
+        out = pack16<T>(v, f);
+      } else {
+        unpack16<T>(raw[k], v);
 #pragma unroll
-      for (int i = 0; i < kN; ++i) v[i] = exp_over_pow2(v[i], c);
-      store16<kLast>(y + sp.head + static_cast<size_t>(j) * kN, pack16<T>(v, zero_if_empty));
+        for (int i = 0; i < kN; ++i) v[i] = exp_over_pow2(v[i], c);
+        out = pack16<T>(v, zero_if_empty);
+      }
+      store16<kLast>(y + sp.head + static_cast<size_t>(j) * kN, out);
     }
   }
-  if (has_edge) y[edge_index<T>(sp, t)] = from_float<T>(exp_over_pow2(edge, c) * zero_if_empty);
+  if (has_edge)
+    y[edge_index<T>(sp, t)] = from_float<T>(kExpOnce<T> ? edge * f : exp_over_pow2(edge, c) * zero_if_empty);
 }
 
 // END INSTRUCTOR ONLY

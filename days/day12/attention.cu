@@ -55,8 +55,6 @@
 //   - Ping-pong: the consumer warpgroups take turns issuing their products (named barriers 1 to 3, round robin), so
 //     the tensor cores run one warpgroup's products while the others run their softmax. (FA12_WG_PINGPONG=0: no turns;
 //     FA12_WG_PRODUCER=0: thread 0 issues the copies and a __syncthreads per iteration frees the buffers.)
-//   - FA12_WG_PERSISTENT=1: one block per SM walks work tiles in turn, the K/V ring and the turns running on across
-//     them, so the next tile's Q and first keys arrive while this one's last products and epilogue run.
 // Measured: days/day12/README.md's tables (grader check day12 --solution) and measured/NOTES.md's day 12 steps.
 
 #include <cuda_bf16.h>

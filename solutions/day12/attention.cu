@@ -55,8 +55,6 @@
 //   - Ping-pong: the consumer warpgroups take turns issuing their products (named barriers 1 to 3, round robin), so
 //     the tensor cores run one warpgroup's products while the others run their softmax. (FA12_WG_PINGPONG=0: no turns;
 //     FA12_WG_PRODUCER=0: thread 0 issues the copies and a __syncthreads per iteration frees the buffers.)
-//   - FA12_WG_PERSISTENT=1: one block per SM walks work tiles in turn, the K/V ring and the turns running on across
-//     them, so the next tile's Q and first keys arrive while this one's last products and epilogue run.
 // Measured: days/day12/README.md's tables (grader check day12 --solution) and measured/NOTES.md's day 12 steps.
 
 #include <cuda_bf16.h>
@@ -68,7 +66,6 @@
 #include <cstring>
 #include <type_traits>
 
-#include "device_cache.h"  // INSTRUCTOR ONLY
 #include "head_strides.h"  // course::HeadStrides: where a head's rows lie (the op takes views)
 #include "hopper.cuh"  // wgmma, TMA and mbarrier wrappers, the sm_90a probe (shared with day 20's backward)
 #include "ptx.cuh"     // cp.async, ldmatrix, mma.sync, pack2, ex2, quad reductions (day 11's wrappers)
@@ -102,9 +99,6 @@
 #endif
 #ifndef FA12_WG_BC_D128
 #define FA12_WG_BC_D128 176  // d = 128 without a causal mask: keys per tile (Bc), 176 (FlashAttention-3's) or 128
-#endif
-#ifndef FA12_WG_PERSISTENT
-#define FA12_WG_PERSISTENT 0  // 1 (with the producer): one block per SM walks (head, query tile) pairs in turn
 #endif
 #ifndef FA12_HOPPER
 #define FA12_HOPPER 1  // 0: never take the wgmma kernel (to time the mma.sync kernel on a Hopper GPU)
@@ -250,7 +244,7 @@ __device__ __forceinline__ void store_rows(T* stage, const float (&o)[D / 2], T*
   for (int j = 0; j < D / 8; ++j) {
     const int chunk = j;  // 8 columns = one 16-byte chunk
     const int col = 2 * (lane % 4);
-    *reinterpret_cast<uint32_t*>(stage + r * D + ((chunk ^ (r & 7)) << 3) + col) = ptx::pack2<T>(o[4 * j], o[4 * j + 1]);
+    *reinterpret_cast<uint32_t*>(stage + r * D + ((chunk ^ (r & 7)) << 3) + col) = pack2<T>(o[4 * j], o[4 * j + 1]);
     *reinterpret_cast<uint32_t*>(stage + (r + 8) * D + ((chunk ^ ((r + 8) & 7)) << 3) + col) =
         pack2<T>(o[4 * j + 2], o[4 * j + 3]);
   }
@@ -674,10 +668,6 @@ constexpr bool kTma = FA12_WG_TMA;      // tiles by the Tensor Memory Accelerato
 // left, so the consumers may drift apart. At d = 128, 384 threads get 168 registers each at launch (the walk needs
 // 189): the producer gives all but 24 back (setmaxnreg) and the consumers take 240 (Shape<D>::kConsumerRegs).
 constexpr bool kProducer = FA12_WG_PRODUCER && kTma;
-// Persistent: as many blocks as fit at once (one an SM), each walking work tiles (head, query tile) blockIdx.x,
-// + gridDim.x, ...; the K and V ring runs on across them, so the producer loads the next tile's Q and first keys
-// while the consumers finish this one. Q's buffer is then not free for staging O: O goes out from registers.
-constexpr bool kPersistent = FA12_WG_PERSISTENT && kProducer;
 constexpr int kProducerRegs = 24;
 // Ping-pong: each consumer warpgroup issues its products, then hands the turn to the next (named barriers 1 to
 // kGroups, round robin): the tensor cores run one warpgroup's products while the others run their softmax.
@@ -694,10 +684,7 @@ struct Shape {
   static constexpr int kConsumerRegs = kGroups == 3 ? 160 : 240;  // setmaxnreg: multiples of 8
   static_assert(kGroups == 2 || kGroups == 3, "two or three consumer warpgroups");
   static_assert(kProducer || kConsumers == kThreads, "the cp.async path's copies are spread over two warpgroups");
-  // setmaxnreg moves registers within the block's launch allocation (65536 / threads a thread, rounded down to 8);
-  // asking for more than it holds waits for ever (a hang, not an error).
-  static_assert(128 * kProducerRegs + kConsumers * kConsumerRegs <= kBlockThreads * ((65536 / kBlockThreads) & ~7),
-                "the block's launch registers hold them all");
+  static_assert(128 * kProducerRegs + kConsumers * kConsumerRegs <= 65536, "the register file holds them all");
 };
 
 // Shared memory, bytes from a 1024-aligned base (the 128-byte swizzle repeats every 8 rows of 128 bytes, and
@@ -712,10 +699,9 @@ struct Smem {
   static constexpr int kK = kQ + Shape<D>::kGroups * kQWarpgroup;
   static constexpr int kStage = Bc * D * 2;
   static constexpr int kV = kK + kStages * kStage;
-  // Q's, then one per K buffer, one per V buffer ("full"), then with the producer warp one "empty" per buffer, and
-  // in the persistent walk Q's "empty" last.
+  // Q's, then one per K buffer, one per V buffer ("full"), then with the producer warp one "empty" per buffer.
   static constexpr int kBar = kV + kStages * kStage;
-  static constexpr int kBars = 1 + 2 * kStages + (kProducer ? 2 * kStages : 0) + (kPersistent ? 1 : 0);
+  static constexpr int kBars = 1 + 2 * kStages + (kProducer ? 2 * kStages : 0);
   static constexpr size_t kBytes = kBar + 8 * kBars + 1024;  // + room to align: 161 KiB (d = 128, 2 stages; 209 with Bc = 176)
   static_assert(kBytes <= 227 * 1024, "the tiles must fit in an H100/H200 SM's shared memory (FA12_WG_STAGES)");
 };
@@ -766,24 +752,6 @@ __device__ __forceinline__ void issue_pv(float (&o)[D / 2], const uint32_t (&pa)
   }
 }
 
-// tc::store_rows without the staging (the persistent walk's Q buffer is the next tile's): each lane's pairs of O
-// straight from the accumulator layout, 4 bytes each, and the rows' lse. Rows are 16-byte aligned here.
-template <typename T, int D>
-__device__ __forceinline__ void store_rows_direct(const float (&o)[D / 2], T* out, long long ld, float* lse_out,
-                                                  int row0, int n, const float (&lse)[2]) {
-  const int lane = threadIdx.x % 32;
-  const int r = row0 + lane / 4, col = 2 * (lane % 4);
-#pragma unroll
-  for (int j = 0; j < D / 8; ++j) {
-    if (r < n) *reinterpret_cast<uint32_t*>(out + r * ld + 8 * j + col) = ptx::pack2<T>(o[4 * j], o[4 * j + 1]);
-    if (r + 8 < n) *reinterpret_cast<uint32_t*>(out + (r + 8) * ld + 8 * j + col) = ptx::pack2<T>(o[4 * j + 2], o[4 * j + 3]);
-  }
-  if (lane % 4 == 0) {
-    if (r < n) lse_out[r] = lse[0];
-    if (r + 8 < n) lse_out[r + 8] = lse[1];
-  }
-}
-
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
 // END SOLUTION
@@ -794,7 +762,7 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
                        float* __restrict__ lse, int n, int heads, course::AttentionStrides st, int q_tiles,
                        bool causal, float c, float scale,
                        const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
-                       const __grid_constant__ CUtensorMap tm_v, int work) {
+                       const __grid_constant__ CUtensorMap tm_v) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using S = Smem<D, kBc>;
   extern __shared__ uint4 smem_raw[];
@@ -803,14 +771,21 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
   unsigned char* const sbase = reinterpret_cast<unsigned char*>(smem_raw) + (base - raw);
 
   const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+  const int bh = blockIdx.x / q_tiles;
   using Sh = Shape<D>;
-  // Work tile w (blocks w = blockIdx.x, + gridDim.x, ... < work; one each without kPersistent): head w / q_tiles,
-  // its query tiles heaviest first (a causal head's longest walk first, as on day 10), and its key tiles.
-  auto q0_of = [&](int w) { return (q_tiles - 1 - w % q_tiles) * Sh::kBr; };
-  auto tiles_of = [&](int q0) { return ((causal ? min(n, q0 + Sh::kBr) : n) + kBc - 1) / kBc; };
+  const int q0 = (q_tiles - 1 - blockIdx.x % q_tiles) * Sh::kBr;
+  const Head hd{bh % heads, bh / heads};  // TMA's coordinates of this head
+  const T* const qh = q + st.q.start(bh, heads);
+  const T* const kh = k + st.k.start(bh, heads);
+  const T* const vh = v + st.v.start(bh, heads);
+  const int kv_end = causal ? min(n, q0 + Sh::kBr) : n;
+  const int tiles = (kv_end + kBc - 1) / kBc;
+  const int wrow = q0 + 64 * wg + 16 * warp;  // this warp's first query row
+  const int row = wrow + lane / 4;            // this thread's rows: row and row + 8
   const uint32_t q_base = base + S::kQ + wg * S::kQWarpgroup;
-  // The walk's j-th key tile over all its work tiles lives in K/V buffer j % kStages; its barrier (TMA path)
-  // completes once per use of that buffer, so tile j waits for the phase of parity (j / kStages) % 2.
+  const T* const safe = qh + q0 * st.q.row;  // a row that exists
+  // Tile j of K or V lives in buffer j % kStages; its barrier (TMA path) completes once per use of that buffer, so
+  // tile j waits for the phase of parity (j / kStages) % 2.
   auto k_stage = [&](int j) { return base + S::kK + (j % kStages) * S::kStage; };
   auto v_stage = [&](int j) { return base + S::kV + (j % kStages) * S::kStage; };
   auto k_bar = [&](int j) { return base + S::kBar + 8 * (1 + j % kStages); };
@@ -835,10 +810,7 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
       if (!(last && wg == Sh::kGroups - 1)) named_arrive(1 + (wg + 1) % Sh::kGroups, 256);
     }
   };
-  // Copies of tile j (no producer, so one work tile and ring index j): TMA by thread 0, or cp.async by every
-  // thread (into the caller's commit group). Head hd and its rows kh, vh, safe are set below.
-  Head hd{0, 0};
-  const T *kh = k, *vh = v, *safe = q;
+  // Copies of tile j: TMA by thread 0, or cp.async by every thread (into the caller's commit group).
   auto load_k = [&](int j) {
     if constexpr (kTma) {
       if (threadIdx.x == 0) tma_tile<D, kBc>(k_stage(j), &tm_k, j * kBc, hd, k_bar(j));
@@ -854,18 +826,16 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
     }
   };
 
-  // Q of every consumer warpgroup of query tile q0 of head h by TMA, counted in by barrier 0 (one thread).
-  auto load_q = [&](int q0, Head h) {
+  // Q of every consumer warpgroup by TMA, counted in by barrier 0 (one thread).
+  auto load_q = [&]() {
     const uint32_t bar_q = base + S::kBar;
     mbar_expect_tx(bar_q, Sh::kBr * D * 2);
 #pragma unroll
     for (int w = 0; w < Sh::kGroups; ++w)
 #pragma unroll
-      for (int c = 0; c < D / 64; ++c)
-        tma_load(base + S::kQ + w * S::kQWarpgroup + c * (64 * 128), &tm_q, 64 * c, q0 + 64 * w, h, bar_q);
+      for (int h = 0; h < D / 64; ++h)
+        tma_load(base + S::kQ + w * S::kQWarpgroup + h * (64 * 128), &tm_q, 64 * h, q0 + 64 * w, hd, bar_q);
   };
-  // Persistent walk only: the consumer warps arrive once their work tile's last S product is done with Q.
-  const uint32_t q_empty = base + S::kBar + 8 * (S::kBars - 1);
   if constexpr (kTma) {
     if (threadIdx.x == 0) {
       for (int i = 0; i < S::kBars; ++i) mbar_init(base + S::kBar + 8 * i, i <= 2 * kStages ? 1 : 4 * Sh::kGroups);
@@ -873,51 +843,30 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
     }
     __syncthreads();  // barriers initialised before anyone waits on them (with the producer: the last block barrier)
   }
-  // Producer: per work tile, Q (once the last one's consumers are done with its buffer), then K[j] and V[j-1] in
-  // the order the walk uses them, each once its buffer is free; g0 counts the key tiles of the earlier work tiles.
+  // Producer: Q, then K[j] and V[j-1] in the order the walk uses them, each once its buffer is free.
   if constexpr (kProducer) {
     if (threadIdx.x >= Sh::kConsumers) {
       setmaxnreg_dec<kProducerRegs>();
       if (threadIdx.x == Sh::kConsumers) {
-        for (int w = blockIdx.x, it = 0, g0 = 0; it == 0 || (kPersistent && w < work); w += gridDim.x, ++it) {
-          const int bh = w / q_tiles, q0 = q0_of(w), tiles = tiles_of(q0);
-          const Head h{bh % heads, bh / heads};
-          if (it > 0) mbar_wait(q_empty, (it - 1) & 1);
-          load_q(q0, h);
-          for (int j = 0; j <= tiles; ++j) {
-            if (j < tiles) {
-              const int g = g0 + j;
-              if (g >= kStages) mbar_wait(k_empty(g), (g / kStages + 1) & 1);
-              tma_tile<D, kBc>(k_stage(g), &tm_k, j * kBc, h, k_bar(g));
-            }
-            if (j >= 1) {
-              const int g = g0 + j - 1;
-              if (g >= kStages) mbar_wait(v_empty(g), (g / kStages + 1) & 1);
-              tma_tile<D, kBc>(v_stage(g), &tm_v, (j - 1) * kBc, h, v_bar(g));
-            }
+        load_q();
+        for (int j = 0; j <= tiles; ++j) {
+          if (j < tiles) {
+            if (j >= kStages) mbar_wait(k_empty(j), (j / kStages + 1) & 1);
+            tma_tile<D, kBc>(k_stage(j), &tm_k, j * kBc, hd, k_bar(j));
           }
-          g0 += tiles;
-          if constexpr (!kPersistent) break;
+          if (j >= 1) {
+            const int i = j - 1;
+            if (i >= kStages) mbar_wait(v_empty(i), (i / kStages + 1) & 1);
+            tma_tile<D, kBc>(v_stage(i), &tm_v, i * kBc, hd, v_bar(i));
+          }
         }
       }
       return;  // nothing below waits for this warpgroup
     }
     setmaxnreg_inc<Sh::kConsumerRegs>();
     if (wg == Sh::kGroups - 1) turn_end(false);  // ping-pong: warpgroup 0 takes the first turn
-  }
-  // The consumers' work tiles, in the producer's order; g0 as the producer's.
-  for (int it = 0, g0 = 0; it == 0 || (kPersistent && blockIdx.x + it * gridDim.x < work); ++it) {
-  const int w = blockIdx.x + it * gridDim.x;  // (recomputed, not carried: the walk needs every register)
-  const int bh = w / q_tiles, q0 = q0_of(w), tiles = tiles_of(q0);
-  const int wrow = q0 + 64 * wg + 16 * warp;  // this warp's first query row
-  const int row = wrow + lane / 4;            // this thread's rows: row and row + 8
-  hd = Head{bh % heads, bh / heads};  // TMA's coordinates of this head
-  kh = k + st.k.start(bh, heads);
-  vh = v + st.v.start(bh, heads);
-  safe = q + st.q.start(bh, heads) + q0 * st.q.row;  // a row that exists
-  if constexpr (kProducer) {
   } else if constexpr (kTma) {
-    if (threadIdx.x == 0) load_q(q0, hd);
+    if (threadIdx.x == 0) load_q();
   } else {
     load_sw128<T, D, 64>(base + S::kQ, safe, st.q.row, n - q0, safe);
     load_sw128<T, D, 64>(base + S::kQ + S::kQWarpgroup, safe + 64 * st.q.row, st.q.row, n - q0 - 64, safe);
@@ -934,8 +883,8 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
     }
   }
   if constexpr (kTma) {
-    mbar_wait(base + S::kBar, it & 1);
-    mbar_wait(k_bar(g0), (g0 / kStages) & 1);
+    mbar_wait(base + S::kBar, 0);
+    mbar_wait(k_bar(0), 0);
   } else {
     tc::cp_async_wait<kStages - 1>();  // group 0: Q and K[0]
     fence_proxy_async();
@@ -953,12 +902,11 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
 
   turn_begin();
   wgmma_fence();
-  issue_s<T, D, kBc>(s, q_base, k_stage(g0));
+  issue_s<T, D, kBc>(s, q_base, k_stage(0));
   wgmma_commit();
   turn_end(false);
   wgmma_wait<0>();
-  release(k_empty(g0));
-  if (kPersistent && tiles == 1) release(q_empty);
+  release(k_empty(0));
   fence_regs(s);
   if (kBc > n || (causal && kBc - 1 > wrow))
     tc::online_softmax<kBc, true>(s, m, l, alpha, row, 0, n, causal, c);
@@ -981,9 +929,8 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
       tc::cp_async_commit();
     }
     if constexpr (kTma) {
-      const int g = g0 + t;
-      mbar_wait(k_bar(g + 1), ((g + 1) / kStages) & 1);
-      mbar_wait(v_bar(g), (g / kStages) & 1);
+      mbar_wait(k_bar(t + 1), ((t + 1) / kStages) & 1);
+      mbar_wait(v_bar(t), (t / kStages) & 1);
     }
 
     fence_regs(pa);
@@ -991,24 +938,23 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
     turn_begin();
     wgmma_fence();
 #if FA12_WG_OVERLAP
-    issue_s<T, D, kBc>(s, q_base, k_stage(g0 + t + 1));
+    issue_s<T, D, kBc>(s, q_base, k_stage(t + 1));
     wgmma_commit();
-    issue_pv<T, D, kBc>(o_acc, pa, v_stage(g0 + t));
+    issue_pv<T, D, kBc>(o_acc, pa, v_stage(t));
     wgmma_commit();
     turn_end(false);
     wgmma_wait<1>();  // S[t+1] done; P V[t] may still be running: the softmax below overlaps it
 #else
-    issue_pv<T, D, kBc>(o_acc, pa, v_stage(g0 + t));  // (measurement only) one product at a time, nothing overlapped
+    issue_pv<T, D, kBc>(o_acc, pa, v_stage(t));  // (measurement only) one product at a time, nothing overlapped
     wgmma_commit();
     wgmma_wait<0>();
     fence_regs(o_acc);
-    issue_s<T, D, kBc>(s, q_base, k_stage(g0 + t + 1));
+    issue_s<T, D, kBc>(s, q_base, k_stage(t + 1));
     wgmma_commit();
     turn_end(false);
     wgmma_wait<0>();
 #endif
-    release(k_empty(g0 + t + 1));
-    if (kPersistent && t + 2 == tiles) release(q_empty);  // that was the work tile's last S
+    release(k_empty(t + 1));
     fence_regs(s);
     const int kv0 = (t + 1) * kBc;
     if (kv0 + kBc > n || (causal && kv0 + kBc - 1 > wrow))
@@ -1016,15 +962,14 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
     else
       tc::online_softmax<kBc, false>(s, m, l, alpha, row, kv0, n, causal, c);
     wgmma_wait<0>();
-    release(v_empty(g0 + t));
+    release(v_empty(t));
     fence_regs(o_acc);
     fence_regs(pa);
     tc::rescale<D>(o_acc, alpha);
     tc::pack_p<T, kBc>(pa, s);
   }
   if constexpr (kTma) {
-    const int g = g0 + tiles - 1;
-    mbar_wait(v_bar(g), (g / kStages) & 1);
+    mbar_wait(v_bar(tiles - 1), ((tiles - 1) / kStages) & 1);
   } else {
     tc::cp_async_wait<0>();  // V[tiles-1]
     fence_proxy_async();
@@ -1034,11 +979,10 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
   fence_regs(o_acc);
   turn_begin();
   wgmma_fence();
-  issue_pv<T, D, kBc>(o_acc, pa, v_stage(g0 + tiles - 1));
+  issue_pv<T, D, kBc>(o_acc, pa, v_stage(tiles - 1));
   wgmma_commit();
-  turn_end(blockIdx.x + (it + 1) * gridDim.x >= work);  // the block's last work tile: the turn goes to no one
+  turn_end(true);
   wgmma_wait<0>();
-  if constexpr (kPersistent) release(v_empty(g0 + tiles - 1));  // the ring runs on into the next work tile
   fence_regs(o_acc);
 
   // END SOLUTION
@@ -1052,22 +996,13 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
   }
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) o_acc[i] *= l[(i >> 1) & 1];
-  T* const out = o + st.o.start(bh, heads);
-  float* const lse_out = lse + static_cast<size_t>(bh) * n;
-  if constexpr (kPersistent) {
-    // Q's buffer already holds the next work tile's Q (or soon will): O leaves from registers.
-    store_rows_direct<T, D>(o_acc, out, st.o.row, lse_out, wrow, n, lse_v);
-    g0 += tiles;
-  } else {
-    // Q is dead once every warp's part of the last S product has completed; then each warp stages its 16 rows of
-    // O in 16 · D · 2 bytes of its warpgroup's Q tile (bytes that held other warps' Q rows: hence the barrier,
-    // over this warpgroup only: named barrier 1 + kGroups + wg, after the ping-pong's).
-    named_sync(1 + Sh::kGroups + wg, 128);
-    T* const stage = reinterpret_cast<T*>(sbase + S::kQ + wg * S::kQWarpgroup) + 16 * warp * D;
-    tc::store_rows<T, D, true>(stage, o_acc, out, st.o.row, lse_out, wrow, n, lse_v);
-    break;  // one work tile a block
-  }
-  }  // the work tiles
+  // Q is dead once every warp's part of the last S product has completed; then each warp stages its 16 rows of O
+  // in 16 · D · 2 bytes of its warpgroup's Q tile (bytes that held other warps' Q rows: hence the barrier, over
+  // this warpgroup only: named barrier 1 + kGroups + wg, after the ping-pong's).
+  named_sync(1 + Sh::kGroups + wg, 128);
+  T* const stage = reinterpret_cast<T*>(sbase + S::kQ + wg * S::kQWarpgroup) + 16 * warp * D;
+  tc::store_rows<T, D, true>(stage, o_acc, o + st.o.start(bh, heads), st.o.row, lse + static_cast<size_t>(bh) * n,
+                             wrow, n, lse_v);
 #else
   __trap();  // only the sm_90a image has this kernel; the launcher never picks it elsewhere
 #endif
@@ -1085,26 +1020,9 @@ cudaError_t launch_bc(const T* q, const T* k, const T* v, T* o, float* lse, int 
                                                static_cast<int>(Smem<D, kBc>::kBytes));
   if (err != cudaSuccess) return err;
   const int q_tiles = (n + Shape<D>::kBr - 1) / Shape<D>::kBr;
-  const int work = batch * heads * q_tiles;
-  int blocks = work;
-  if constexpr (kPersistent) {  // as many blocks as run at once, asked once per device
-    static DeviceCache resident;
-    int per_gpu = 0;
-    const cudaError_t e = per_device_value(resident, [kernel](int device, int* v) {
-      int sms = 0, per_sm = 0;
-      cudaError_t r = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-      if (r == cudaSuccess)
-        r = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Shape<D>::kBlockThreads, Smem<D, kBc>::kBytes);
-      *v = sms * per_sm;
-      return r;
-    }, &per_gpu);
-    if (e != cudaSuccess) return e;
-    if (per_gpu < 1) return cudaErrorInvalidConfiguration;
-    blocks = min(work, per_gpu);
-  }
   const float scale = 1.0f / sqrtf(static_cast<float>(D));
-  kernel<<<blocks, Shape<D>::kBlockThreads, Smem<D, kBc>::kBytes, stream>>>(
-      q, k, v, o, lse, n, heads, st, q_tiles, causal, 1.4426950408889634f * scale, scale, tm_q, tm_k, tm_v, work);
+  kernel<<<batch * heads * q_tiles, Shape<D>::kBlockThreads, Smem<D, kBc>::kBytes, stream>>>(
+      q, k, v, o, lse, n, heads, st, q_tiles, causal, 1.4426950408889634f * scale, scale, tm_q, tm_k, tm_v);
   return cudaGetLastError();
 }
 

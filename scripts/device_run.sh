@@ -184,18 +184,20 @@ if [ -n "${EDGE:-}" ]; then  # issue 37's table: the default builds, then each k
 fi
 # EDGE_NCU (e.g. "bwd:dkdv_wgmma softmax:onepass"): Nsight Compute over one --quick edge-bench run of each part,
 # the kernels whose names match the regex only, at the GPU's own clocks (as do_bench sees them): speed of light,
-# tensor-pipe utilisation, warp stalls, occupancy and launch statistics, to $OUT/edge-ncu-<part>.csv, and the lines
+# tensor-pipe utilisation, warp stalls, occupancy and launch statistics, to $OUT/edge-ncu-<part>-<regex>.csv, and the lines
 # to read first printed (edge_bench.py --ncu-summary). EDGE_NCU_COUNT (default 1): kernels profiled after the skipped
 # ones, for a library op that launches several (a regex such as "cudnn" or "nvjet|xmma" names the library's own).
 for spec in ${EDGE_NCU:-}; do
   part=${spec%%:*}; rx=${spec#*:}; echo "== ncu on the edge bench's $part (kernels ~ $rx)"
+  # one file per spec: two specs of one part (ours, the library's) must not overwrite each other
+  tag=$part-$(printf '%s' "$rx" | tr -c 'A-Za-z0-9' '_' | cut -c1-32)
   timeout "${EDGE_NCU_S:-240}" ncu --clock-control none --kernel-name "regex:$rx" --launch-skip "${EDGE_NCU_SKIP:-3}" \
     --launch-count "${EDGE_NCU_COUNT:-1}" --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats \
     --section Occupancy --section LaunchStats \
     --metrics "regex:^(smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio|sm__pipe_tensor_cycles_active\.avg\.pct_of_peak_sustained_active)$" \
-    --csv --page details python3 scripts/edge_bench.py "$LOG/edge-ncu-$part" --only "$part" --quick \
-    >"$OUT/edge-ncu-$part.csv" 2>"$LOG/edge-ncu-$part.err"; echo "exit $?"
-  python3 scripts/edge_bench.py --ncu-summary "$OUT/edge-ncu-$part.csv"
+    --csv --page details python3 scripts/edge_bench.py "$LOG/edge-ncu-$tag" --only "$part" --quick \
+    >"$OUT/edge-ncu-$tag.csv" 2>"$LOG/edge-ncu-$tag.err"; echo "exit $?"
+  python3 scripts/edge_bench.py --ncu-summary "$OUT/edge-ncu-$tag.csv"
 done
 skip timer || { echo "== timer vs do_bench"; python3 scripts/timer_agreement.py 2>&1 | tee "$LOG/timer_agreement.txt"; }
 

@@ -114,6 +114,10 @@ struct Head {
   int h, b;
 };
 
+// The registers a block of `threads` starts with, one block an SM (65536 / threads each, rounded down to 8):
+// setmaxnreg only moves them between its warpgroups, and asking for more than this waits for ever (a hang).
+constexpr int launch_registers(int threads) { return threads * ((65536 / threads) & ~7); }
+
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
 // Shared-memory matrix descriptor: start address, leading and stride byte offsets (>> 4), 128-byte swizzle.

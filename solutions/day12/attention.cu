@@ -684,10 +684,8 @@ struct Shape {
   static constexpr int kConsumerRegs = kGroups == 3 ? 160 : 240;  // setmaxnreg: multiples of 8
   static_assert(kGroups == 2 || kGroups == 3, "two or three consumer warpgroups");
   static_assert(kProducer || kConsumers == kThreads, "the cp.async path's copies are spread over two warpgroups");
-  // setmaxnreg moves registers within the block's launch allocation (65536 / threads a thread, rounded down to 8):
-  // asking for more than it holds waits for ever (a hang, not an error).
-  static_assert(128 * kProducerRegs + kConsumers * kConsumerRegs <= kBlockThreads * ((65536 / kBlockThreads) & ~7),
-                "the block's launch allocation holds them all");
+  static_assert(128 * kProducerRegs + kConsumers * kConsumerRegs <= launch_registers(kBlockThreads),
+                "the block's launch registers hold them all");
 };
 
 // Shared memory, bytes from a 1024-aligned base (the 128-byte swizzle repeats every 8 rows of 128 bytes, and

@@ -543,7 +543,8 @@ constexpr bool kProducer = FA20_WG_PRODUCER;
 constexpr int kConsumers = 256;  // two warpgroups, each owning 64 of the block's keys
 constexpr int kThreads = kConsumers + (kProducer ? 128 : 0);
 constexpr int kProducerRegs = 24, kConsumerRegs = 240;  // setmaxnreg: multiples of 8
-static_assert(!kProducer || 128 * kProducerRegs + kConsumers * kConsumerRegs <= 65536, "the register file holds them");
+static_assert(!kProducer || 128 * kProducerRegs + kConsumers * kConsumerRegs <= hopper::launch_registers(kThreads),
+              "the block's launch registers hold them");
 // The atomic version's dQ: each thread's float2 atomics (0), or the tile staged in shared memory and added into
 // dq_acc by one bulk reduce-add per query tile, issued by thread 0 and waited for only before its buffer is reused.
 constexpr bool kDqBulk = FA20_WG_DQ_BULK;

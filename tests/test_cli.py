@@ -63,6 +63,27 @@ def test_missing_source_file(tmp_path):
     assert r.returncode == 2 and "lacks bindings.cpp" in r.stdout
 
 
+@needs_nvcc
+@pytest.mark.skipif(has_gpu(), reason="exercises the no-GPU path (on a GPU every route would be run)")
+def test_a_route_whose_file_is_missing_fails_alone_and_the_others_are_checked(tmp_path):
+    day = tmp_path / "day13"
+    shutil.copytree(ROOT / "days" / "day13", day)
+    (day / "softmax_mojo.mojo").unlink()
+    out = tmp_path / "r.json"
+    r = run_grader("check", "day13", "--dir", str(day), "--json", str(out))
+    assert_clean(r)
+    status = {e["exercise"]: e for e in json.loads(out.read_text())["exercises"]}
+    assert r.returncode == 1 and "day13.softmax_mojo: " in r.stdout and "lacks softmax_mojo.mojo" in r.stdout
+    assert status["softmax_mojo"]["status"] == "build_error"
+    assert "softmax_mojo.mojo is missing" in status["softmax_mojo"]["message"]
+    assert "compiler error" not in r.stdout  # no hint about compiler output for a file that is not there
+    assert {n for n, e in status.items() if e["status"] == "no_gpu"} == {"softmax_cupy", "softmax_numba",
+                                                                         "softmax_triton", "softmax_cute"}
+    # the exercise named alone: nothing to check, so an error that says how to restore it
+    r = run_grader("check", "day13", "--dir", str(day), "--exercise", "softmax_mojo")
+    assert r.returncode == 2 and "lacks softmax_mojo.mojo" in r.stdout and "git checkout" in r.stdout
+
+
 def test_list_shows_every_day():
     r = run_grader("list")
     assert r.returncode == 0 and "day20" in r.stdout and "mandatory" in r.stdout

@@ -89,7 +89,12 @@ def decide(res: ExerciseResult, ex, terminal: dict | None, correctness_only: boo
 def compiled_only(res: ExerciseResult, ex, reports: list) -> ExerciseResult:
     """No GPU: the verdict is what the compilers said."""
     res.compile = [r.as_dict() for r in reports]
-    if not all(r.ok for r in reports):
+    gone = [r.file for r in reports if not r.ok and r.note == "file not found"]
+    if gone:
+        res.status = Status.BUILD_ERROR
+        res.message = (f"{', '.join(gone)} {'is' if len(gone) == 1 else 'are'} missing, so nothing of this exercise "
+                       "was built: restore with `git checkout -- FILE` (or `grader release` for a stub)")
+    elif not all(r.ok for r in reports):
         res.status, res.message = Status.BUILD_ERROR, "the code does not compile"
     else:
         kernels = next((r.note for r in reports if r.note.startswith("kernels ")), "")
@@ -118,6 +123,9 @@ def hint_category(res: ExerciseResult) -> str | None:
         return None
     failed = [c for c in res.cases if not c["ok"] and c["category"] not in Category.NOT_COUNTED]
     if res.status == Status.BUILD_ERROR:
+        bad = [c for c in res.compile if not c.get("ok")]
+        if bad and all(c.get("note") == "file not found" for c in bad):
+            return None  # the message names the missing files: no compiler error to read
         return Category.BUILD_ERROR
     if res.status == Status.NOT_IMPLEMENTED:
         return Category.NOT_IMPLEMENTED

@@ -42,7 +42,7 @@ def cmd_check(args) -> int:
         raise GraderError(f"{day.id} ({day.title}) is planned, not ready yet: no exercise to check")
     src_dir, variant = _source_dir(args, root, day)
     variant = args.variant or variant
-    exercises = _exercises(args, day, src_dir, root)
+    exercises = _exercises(args, day, src_dir, root, per_exercise=not args.on)  # Slurm's copy needs every file
     # On Slurm the cluster's install has the baselines, and its check says what it has.
     untimed = {} if args.correctness_only or args.on else unpublished_baselines(exercises, course, root)
     if untimed and args.ranked:

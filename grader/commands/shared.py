@@ -54,17 +54,26 @@ def _why_missing(day, solution: bool) -> str:
     return ": run `grader release` to create it"
 
 
-def _exercises(args, day, src_dir: Path, root: Path) -> list:
-    """The day's exercises (or the one named by --exercise), each with all its sources present."""
+def _exercises(args, day, src_dir: Path, root: Path, per_exercise: bool = False) -> list:
+    """The day's exercises (or the one named by --exercise), each with all its sources present. per_exercise (a
+    local `grader check` of the whole day): an exercise lacking one of its own sources is kept, and its check
+    reports the missing file as that exercise's build error, so the day's other exercises are still checked (a
+    student who skipped one route, or deleted its file); an error only when no exercise has its sources."""
     exercises = [e for e in day.exercises if not args.exercise or e.name == args.exercise]
     if not exercises:
         raise GraderError(f"{day.id} has no exercise {args.exercise!r} (it has: "
                           f"{', '.join(e.name for e in day.exercises)})")
+    lacking = {ex.name: [s for s in ex.sources if not (src_dir / s).is_file()] for ex in exercises}
+    lenient = per_exercise and not args.exercise and not all(lacking.values())
     for ex in exercises:
-        missing = [s for s in ex.sources if not (src_dir / s).is_file()]
+        missing = lacking[ex.name]
+        if missing and lenient:
+            console.print(f"{day.id}.{ex.name}: {relative_path(src_dir, root)} lacks {', '.join(missing)}; "
+                          "the other exercises are checked", style="yellow", highlight=False)
+            continue
         if missing:
             raise GraderError(f"{relative_path(src_dir, root)} lacks {', '.join(missing)} "
-                              f"(sources of {day.id}.{ex.name})")
+                              f"(sources of {day.id}.{ex.name})" + _restore_hint(missing))
         from grader.check.build import source_paths
 
         gone = [p for p in source_paths(ex, src_dir) if not p.is_file()]
@@ -73,6 +82,11 @@ def _exercises(args, day, src_dir: Path, root: Path) -> list:
                               f"{relative_path(src_dir, root)}, and {relative_path(gone[0], root)} is not there: "
                               "keep those days' folders next to this one (as in the course repository)")
     return exercises
+
+
+def _restore_hint(missing: list[str]) -> str:
+    return (f": restore {'it' if len(missing) == 1 else 'them'} with `git checkout -- FILE` (or `grader release` "
+            "for a stub) and check again")
 
 
 @contextlib.contextmanager

@@ -65,6 +65,10 @@ Category.HINTABLE = tuple(c for c in Category.ALL if c != Category.PASS and c no
 # Exit codes of the CLI.
 EXIT_PASS, EXIT_FAIL, EXIT_ENV = 0, 1, 2
 
+# A source that is not there: the compile report's note (compile_check.source_problem), and how to get it back.
+MISSING_FILE = "file not found"
+RESTORE = "restore with `git checkout -- FILE` (or `grader release` for a stub)"
+
 
 def exit_code(statuses: list[str]) -> int:
     """1 if anything failed (a failure outranks an environment problem), else 2 if grading was impossible, else 0."""

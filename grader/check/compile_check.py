@@ -16,6 +16,7 @@ from pathlib import Path
 
 from grader.check.build import BASE_CUDA_FLAGS, TORCH_CUDA_DEFINES, Diagnostic, parse_diagnostics
 from grader.paths import Paths, relative_path
+from grader.verdicts import MISSING_FILE
 
 ARCHS = ("80", "90")
 # A source larger than this is refused before any compiler sees it: no exercise comes near it, and a generated or
@@ -282,7 +283,7 @@ def source_problem(src: Path, root: Path) -> CompileReport | None:
 
     try:
         if not src.is_file():
-            return CompileReport(rel, False, "-", note="file not found" if not src.exists() else "not a regular file")
+            return CompileReport(rel, False, "-", note=MISSING_FILE if not src.exists() else "not a regular file")
         size = src.stat().st_size
         with open(src, "rb") as f:
             data = f.read(MAX_SOURCE_BYTES + 1)  # never more: the file may grow while we read

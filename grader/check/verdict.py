@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from grader.check.timing import geomean
-from grader.verdicts import Category, Status
+from grader.verdicts import MISSING_FILE, RESTORE, Category, Status
 
 
 @dataclass
@@ -86,14 +86,18 @@ def decide(res: ExerciseResult, ex, terminal: dict | None, correctness_only: boo
     return res
 
 
+def missing_files(res: ExerciseResult) -> list[str]:
+    """The sources its compile reports found missing."""
+    return [c["file"] for c in res.compile if not c.get("ok") and c.get("note") == MISSING_FILE]
+
+
 def compiled_only(res: ExerciseResult, ex, reports: list) -> ExerciseResult:
     """No GPU: the verdict is what the compilers said."""
     res.compile = [r.as_dict() for r in reports]
-    gone = [r.file for r in reports if not r.ok and r.note == "file not found"]
-    if gone:
+    if gone := missing_files(res):
         res.status = Status.BUILD_ERROR
         res.message = (f"{', '.join(gone)} {'is' if len(gone) == 1 else 'are'} missing, so nothing of this exercise "
-                       "was built: restore with `git checkout -- FILE` (or `grader release` for a stub)")
+                       f"was built: {RESTORE}")
     elif not all(r.ok for r in reports):
         res.status, res.message = Status.BUILD_ERROR, "the code does not compile"
     else:
@@ -123,8 +127,8 @@ def hint_category(res: ExerciseResult) -> str | None:
         return None
     failed = [c for c in res.cases if not c["ok"] and c["category"] not in Category.NOT_COUNTED]
     if res.status == Status.BUILD_ERROR:
-        bad = [c for c in res.compile if not c.get("ok")]
-        if bad and all(c.get("note") == "file not found" for c in bad):
+        gone = missing_files(res)
+        if gone and len(gone) == sum(not c.get("ok") for c in res.compile):
             return None  # the message names the missing files: no compiler error to read
         return Category.BUILD_ERROR
     if res.status == Status.NOT_IMPLEMENTED:

@@ -16,7 +16,7 @@ from grader.check import day_check
 from grader.course import Course, find_course_file, load_course
 from grader.errors import GraderError
 from grader.paths import Paths, relative_path
-from grader.verdicts import Status, exit_code
+from grader.verdicts import RESTORE, Status, exit_code
 # Not a terminal (CI logs, pipes): wider than 80 columns so tables and paths stay on one line.
 
 
@@ -73,7 +73,7 @@ def _exercises(args, day, src_dir: Path, root: Path, per_exercise: bool = False)
             continue
         if missing:
             raise GraderError(f"{relative_path(src_dir, root)} lacks {', '.join(missing)} "
-                              f"(sources of {day.id}.{ex.name})" + _restore_hint(missing))
+                              f"(sources of {day.id}.{ex.name}): {RESTORE}")
         from grader.check.build import source_paths
 
         gone = [p for p in source_paths(ex, src_dir) if not p.is_file()]
@@ -82,11 +82,6 @@ def _exercises(args, day, src_dir: Path, root: Path, per_exercise: bool = False)
                               f"{relative_path(src_dir, root)}, and {relative_path(gone[0], root)} is not there: "
                               "keep those days' folders next to this one (as in the course repository)")
     return exercises
-
-
-def _restore_hint(missing: list[str]) -> str:
-    return (f": restore {'it' if len(missing) == 1 else 'them'} with `git checkout -- FILE` (or `grader release` "
-            "for a stub) and check again")
 
 
 @contextlib.contextmanager

@@ -17,6 +17,9 @@ ROOT = Path(__file__).resolve().parents[1]
 STATE = Path(tempfile.mkdtemp(prefix=f"grader-test-state-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-"))
 os.environ["GRADER_STATE"] = str(STATE)
 atexit.register(shutil.rmtree, STATE, ignore_errors=True)
+# No warm worker outlives a test's check (grader/check/resident.py): each test's verdict comes from processes of its
+# own, and none is left running after the suite. tests/test_resident.py turns it on where it is the subject.
+os.environ["GRADER_RESIDENT"] = "0"
 
 # The GPU tests share one state across the run's xdist workers instead: their builds are the expensive part, and
 # builds are keyed by content, so the solution a known-wrong kernel was copied from, the bindings it did not edit

@@ -149,6 +149,21 @@ def prestart(root: Path, day, ex, variant: str, worker: str = WORKER, sandbox=No
                          log_mode="w", prefix=prefix).start()
 
 
+def resident_session(root: Path, day, ex, variant: str, worker: str = WORKER, sandbox=None):
+    """The warm worker every run of this check goes to (grader/check/resident.py), started if there is none; None
+    where it is off (a sandbox, a scripted worker, GRADER_RESIDENT=0) or another check has it now."""
+    from grader.check import resident
+    from grader.check.runner import exercise_log
+
+    if not resident.enabled(worker, sandbox):
+        return None
+    try:
+        return resident.ResidentSession(root, exercise_log(root, day.id, ex.name, variant)).start()
+    except OSError as e:
+        timings.mark(f"no warm worker ({e})")
+        return None
+
+
 def check_day(*, course, root: Path, day, exercises: list, src_dir: Path, variant: str, seeds: tuple[int, ...],
               ranked: Ranked | None = None, overlay: dict | None = None, dtypes: list[str] | None = None,
               cases: list[str] | None = None, case_s: float | None = None, correctness_only: bool = False,
@@ -163,8 +178,9 @@ def check_day(*, course, root: Path, day, exercises: list, src_dir: Path, varian
     out = []
     first = exercises[0]
     timed = not (correctness_only or first.name in untimed) and first.timed
-    early = prestart(root, day, first, variant, worker, sandbox, src_dir,
-                     solution_baseline(course, root, first) if timed else None)
+    warm = resident_session(root, day, first, variant, worker, sandbox)
+    early = warm or prestart(root, day, first, variant, worker, sandbox, src_dir,
+                             solution_baseline(course, root, first) if timed else None)
     try:
         for k, ex in enumerate(exercises):
             extra = hidden.for_exercise(overlay, day.id, ex.name)
@@ -172,7 +188,8 @@ def check_day(*, course, root: Path, day, exercises: list, src_dir: Path, varian
             res = check_exercise(course=course, root=root, day=day, ex=ex, src_dir=src_dir, variant=variant,
                                  seeds=seeds, dtypes=dtypes, case_s=case_s,
                                  correctness_only=correctness_only or ex.name in untimed, ranked=bool(ranked),
-                                 fixed_seeds=tuple(extra.seeds), prestarted=early if k == 0 else None, cases=cases,
+                                 fixed_seeds=tuple(extra.seeds), session=warm,
+                                 prestarted=early if k == 0 and warm is None else None, cases=cases,
                                  progress=progress, worker=worker, sandbox=sandbox)
             on_result(res, ex)
             out.append({**res.as_dict(), **mark})

@@ -67,7 +67,7 @@ def run_job(job: Job, *, variant: str, case_s: float | None = None, correctness_
     log_path.parent.mkdir(parents=True, exist_ok=True)
     job_path = job.write(job_file(root, day_id, ex.name, variant, sandbox))
     prefix = sandbox.for_job(job, timed=not correctness_only) if sandbox is not None and session is None else []
-    res.log = str(log_path if session is None else session.log_path)
+    res.log = str(log_path if session is None or getattr(session, "per_job_log", False) else session.log_path)
     case_limit = case_s or job.limits.case_s
     build_limit = job.limits.build_s
     start, restarts, had_failure, stop_reason = 0, 0, False, None

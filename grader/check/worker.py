@@ -5,6 +5,7 @@ context or hangs, only this process dies and the runner starts another for the r
     python -m grader.check.worker JOB.json [--start N] [--had-failure] [--only N[,N...]] [--sanitized] [--fd FD]
     python -m grader.check.worker JOB.json --rank R --world N --rendezvous file://PATH   # started by rank 0
     python -m grader.check.worker --serve [--fd FD]
+    python -m grader.check.worker --serve --listen SOCKET [--idle S] [--ready-fd FD]   # grader/check/resident.py
 
 --serve keeps one process for many jobs (`grader watch`): each line on stdin is a request, {"job": PATH, "start": N,
 "had_failure": BOOL}; its events end with {"ev": "end", "code": C} (C: what a one-job worker would exit with).
@@ -38,8 +39,8 @@ from grader.verdicts import Category
 
 
 class Emitter:
-    def __init__(self, fd: int | None):
-        self._f = os.fdopen(fd, "w", buffering=1) if fd is not None else sys.stdout
+    def __init__(self, fd: int | None, file=None):
+        self._f = file if file is not None else os.fdopen(fd, "w", buffering=1) if fd is not None else sys.stdout
 
     def __call__(self, ev: str, **kw):
         self._f.write(json.dumps({"ev": ev, **kw}, default=str) + "\n")
@@ -516,10 +517,32 @@ def _indices(text: str) -> set[int]:
         raise argparse.ArgumentTypeError(f"case indices, comma-separated: {text!r}") from None
 
 
-def serve(emit: Emitter, requests) -> int:
-    """Runs one job per request line (see the module's doc) until stdin closes or the CUDA context is lost."""
+def handle_request(req: dict, emit: Emitter) -> tuple[int, bool]:
+    """One request of a serving worker: (what a one-job worker would exit with, whether this process must end
+    after it: a library of torch ops is loaded once per process, a process group joined once)."""
     from grader.check.build import loads_once
 
+    fresh = False
+    try:
+        job = Job.read(Path(req["job"]))
+        fresh = loads_once(job.exercise) or (job.baseline_target is not None
+                                             and loads_once(job.baseline_target.exercise))
+        fresh |= job.exercise.processes > 1
+        if not req.get("keep_times", True):
+            BASELINE_TIMES.clear()  # a check's verdict compares times of its own run
+        code = run(job, emit, start=int(req.get("start", 0)), had_failure=bool(req.get("had_failure")),
+                   job_path=Path(req["job"]))
+    except OSError:
+        raise  # the events' connection is gone (resident.serve)
+    except Exception as e:
+        emit("internal_error", message=f"{type(e).__name__}: {e}", detail=traceback.format_exc()[-4000:])
+        code = 2
+    emit("end", code=code, fresh=fresh)
+    return code, fresh
+
+
+def serve(emit: Emitter, requests) -> int:
+    """Runs one job per request line (see the module's doc) until stdin closes or the CUDA context is lost."""
     try:  # before the first request: the runner may start this worker while it still plans the job
         import torch  # noqa: F401
     except Exception:
@@ -527,20 +550,13 @@ def serve(emit: Emitter, requests) -> int:
     for line in requests:
         if not line.strip():
             continue
-        fresh = False
         try:
             req = json.loads(line)
-            job = Job.read(Path(req["job"]))
-            # A library of torch ops can be loaded once per process: after one, the next job needs a new process.
-            fresh = loads_once(job.exercise) or (job.baseline_target is not None
-                                                 and loads_once(job.baseline_target.exercise))
-            fresh |= job.exercise.processes > 1  # a process group is joined once per process
-            code = run(job, emit, start=int(req.get("start", 0)), had_failure=bool(req.get("had_failure")),
-                       job_path=Path(req["job"]))
-        except Exception as e:
-            emit("internal_error", message=f"{type(e).__name__}: {e}", detail=traceback.format_exc()[-4000:])
-            code = 2
-        emit("end", code=code, fresh=fresh)
+        except ValueError as e:
+            emit("internal_error", message=f"a request that is not JSON: {e}")
+            emit("end", code=2, fresh=False)
+            continue
+        code, fresh = handle_request(req, emit)
         if code == CONTEXT_LOST or fresh:
             return code
     return 0
@@ -558,6 +574,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sanitized", action="store_true", help="running under compute-sanitizer: no attribution, no "
                                                             "extra checks, no timing")
     p.add_argument("--fd", type=int, help="write events to this file descriptor (default: stdout)")
+    p.add_argument("--listen", help="(with --serve) take requests on this Unix socket, one a connection, and answer "
+                                    "on it: a warm worker that outlives a check (grader/check/resident.py)")
+    p.add_argument("--idle", type=float, default=600.0, help="(with --listen) exit after this many seconds without "
+                                                             "a request")
+    p.add_argument("--ready-fd", type=int, help="(with --listen) say `listening` on this file descriptor")
     p.add_argument("--rank", type=int, help="(started by rank 0) this process's rank in the exercise's group")
     p.add_argument("--world", type=int, help="(with --rank) the number of processes")
     p.add_argument("--rendezvous", help="(with --rank) where the ranks meet: file://PATH")
@@ -571,6 +592,10 @@ def main(argv: list[str] | None = None) -> int:
         member = ranks.Member(a.rank, a.world, a.rendezvous)
     # Only rank 0 reports: the other ranks judge the same gathered outputs and would send the same events.
     emit = Emitter(a.fd) if member is None else Silent()
+    if a.serve and a.listen:
+        from grader.check import resident
+
+        return resident.serve(a.listen, a.idle, a.ready_fd, handle_request, lambda f: Emitter(None, f))
     if a.serve:
         return serve(emit, sys.stdin)
     try:

@@ -99,7 +99,7 @@ def grade(task: Task, attempt: int = 1, env: dict | None = None) -> str:
         out.write(f"$ {' '.join(cmd)}\n")
         out.flush()
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                cwd=Path(task.course).parent, env={**os.environ, **(env or {})},
+                                cwd=Path(task.course).parent, env={**os.environ, **(env or {}), "GRADER_RESIDENT": "0"},
                                 start_new_session=True)
         try:
             code = proc.wait(timeout=task.timeout_s)

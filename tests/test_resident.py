@@ -1,0 +1,126 @@
+"""The warm worker that outlives a check (grader/check/resident.py): the next check finds it, it exits by itself when
+idle, one check at a time has it, and it is off where a process must not be shared. On the CPU the worker answers
+"no GPU" and the check is compile-only, which is enough to go through the socket, the hello and the events; the GPU
+tests (tests/gpu/test_resident_gpu.py) check verdicts, a crash and a hang through it."""
+import fcntl
+import os
+import re
+import signal
+import subprocess
+import time
+
+import pytest
+
+from grader.check import resident
+from grader.check.day_check import WORKER
+from tests.conftest import ROOT, needs_nvcc, run_grader
+
+
+def _env(tmp_path, idle="60"):
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700, exist_ok=True)
+    return {"GRADER_RESIDENT": "1", "GRADER_RESIDENT_IDLE_S": idle, "XDG_RUNTIME_DIR": str(run),
+            "GRADER_STATE": str(tmp_path / "state")}
+
+
+def _ours(tmp_path) -> list[int]:
+    """The warm workers this test started: their sockets are in its own runtime folder."""
+    r = subprocess.run(["pgrep", "-f", f"listen {tmp_path}/run/"], capture_output=True, text=True)
+    return [int(p) for p in r.stdout.split()]
+
+
+@pytest.fixture
+def no_worker_left(tmp_path):
+    yield
+    for pid in _ours(tmp_path):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _gone(tmp_path, within_s: float) -> bool:
+    end = time.monotonic() + within_s
+    while time.monotonic() < end:
+        if not _ours(tmp_path):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@needs_nvcc
+def test_a_second_check_finds_the_warm_worker(tmp_path, no_worker_left):
+    env = _env(tmp_path)
+    first = run_grader("check", "day01", "--solution", "--timings", env=env)
+    second = run_grader("check", "day01", "--solution", "--timings", env=env)
+    assert "warm worker started" in first.stderr, first.stderr
+    assert "warm worker found" in second.stderr, second.stderr
+    assert first.returncode == second.returncode == 2, first.stdout + second.stdout  # compile-only here
+    verdict = re.compile(r"^(COMPILED ONLY.*)$", re.M)
+    assert verdict.findall(first.stdout) == verdict.findall(second.stdout) != []
+    assert len(_ours(tmp_path)) == 1  # the one worker, still there for the next check
+
+
+@needs_nvcc
+def test_an_idle_worker_exits_by_itself(tmp_path, no_worker_left):
+    r = run_grader("check", "day01", "--solution", env=_env(tmp_path, idle="1"))
+    assert r.returncode == 2, r.stdout + r.stderr
+    # It waits one idle second once torch is imported; the bound is what a loaded 2-core machine may take for that.
+    assert _gone(tmp_path, within_s=60), "the warm worker outlived its idle time"
+    assert not list((tmp_path / "run").glob("**/*.sock")), "the socket was left behind"
+
+
+def test_a_check_running_meanwhile_gets_a_worker_of_its_own(tmp_path, monkeypatch):
+    for k, v in _env(tmp_path).items():
+        monkeypatch.setenv(k, v)
+    held = resident.ResidentSession(ROOT, tmp_path / "logs" / "x.log")
+    with open(held.lock_path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        assert resident.ResidentSession(ROOT, tmp_path / "logs" / "x.log").start() is None
+
+
+def test_off_in_a_sandbox_for_a_scripted_worker_and_when_asked(monkeypatch):
+    monkeypatch.setenv("GRADER_RESIDENT", "1")
+    assert resident.enabled(WORKER, None)
+    assert not resident.enabled(WORKER, sandbox=object())  # a submission's check never shares a process
+    assert not resident.enabled("tests.fake_worker", None)
+    monkeypatch.setenv("GRADER_RESIDENT", "0")
+    assert not resident.enabled(WORKER, None)
+
+
+def test_another_environment_is_another_worker(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    a = resident.key(ROOT)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert resident.key(ROOT) != a
+    monkeypatch.setenv("COLUMNS", "80")  # what does not change the worker's work does not change its key
+    b = resident.key(ROOT)
+    monkeypatch.setenv("COLUMNS", "200")
+    assert resident.key(ROOT) == b
+
+
+def test_the_socket_folder_is_this_users_alone(tmp_path, monkeypatch):
+    run = tmp_path / "run"
+    run.mkdir()
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(run))
+    d = resident._runtime_dir()
+    assert d.stat().st_mode & 0o777 == 0o700
+    os.chmod(d, 0o777)
+    with pytest.raises(OSError, match="not a private folder"):
+        resident._runtime_dir()
+
+
+def test_grade_checks_each_submission_in_processes_of_its_own(tmp_path, monkeypatch):
+    """`grader grade` (and `check --on slurm`, through it) runs `grader check` per submission with the warm worker
+    off, whatever the instructor's environment says: one student's code never shares a process with the next check."""
+    import json
+    import sys
+
+    from grader.classroom import grade_task
+
+    monkeypatch.setenv("GRADER_RESIDENT", "1")
+    # A scripted `grader check` that records what it was given: the result, with the variable, at --json's path.
+    script = ("import json, os, sys; a = sys.argv; p = a[a.index('--json') + 1]; "
+              "json.dump({'day': 'day01', 'exercises': [{'status': 'pass'}], 'resident': os.environ.get('GRADER_RESIDENT')}, open(p, 'w'))")
+    task = grade_task.Task(submission="alice", day="day01", src_dir=str(tmp_path), result=str(tmp_path / "r.json"),
+                           log=str(tmp_path / "log"), course=str(ROOT / "course.yaml"), timeout_s=60,
+                           command=(sys.executable, "-c", script))
+    grade_task.grade(task)
+    assert json.loads((tmp_path / "r.json").read_text())["resident"] == "0"

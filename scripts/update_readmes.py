@@ -182,13 +182,13 @@ def ladder(track_days: dict, course, gpu: str) -> str:
                 cells = {c["label"]: c for c in bench if c["dtype"] == dt}
                 rows.append((f"{day_id} {ex['exercise']}", course.day(day_id).title, dt, cells))
     if not rows:
-        return "No measurements yet: run scripts/device_run.sh on a GPU, then this script."
+        return "No measurements yet: the instructors' next run on a GPU writes this table."
     shapes.sort(key=lambda s: [int(x) for x in re.findall(r"\d+", s)])
     compute = any("tflops" in c for _, _, _, cells in rows for c in cells.values())
     ceiling = next((c.get("ceiling") for _, _, _, cells in rows for c in cells.values() if "ceiling" in c), "copy")
     unit = "TFLOP/s" if compute else "GB/s"
     out = [f"Each step's solution as **% of {ceiling}** (timed in the same run) and, after the dot, its {unit}; "
-           f"{gpu}, {', '.join(sorted(when))}, from `grader check --solution` in scripts/device_run.sh.", "",
+           f"{gpu}, {', '.join(sorted(when))}, from `grader check --solution` on the instructors' GPU machine.", "",
            "| step | | dtype | " + " | ".join(shapes) + " |", "|---|---|---|" + "---:|" * len(shapes)]
     for step, title, dt, cells in rows:
         vals = []

@@ -122,13 +122,13 @@ def measure(a) -> dict:
 def table(data: dict) -> str:
     c, k = data["course"], data["cute"]
     build = sum(k["compile_s"].values())
-    lines = [f"Built on {data['cores']} cores of {data['cpu']}, no GPU, the fastest of {data['repeats']} runs, by "
-             f"`scripts/lessons/cute_measure.py`: nvcc {data['nvcc']} (`{' '.join(data['flags'])}`, source to "
+    lines = [f"Built on {data['cores']} cores of {data['cpu']}, no GPU, the fastest of {data['repeats']} runs: "
+             f"nvcc {data['nvcc']} (`{' '.join(data['flags'])}`, source to "
              f"object) and CuTe DSL {data['dsl']} (`cute.compile` for sm_90a, one build per dtype, in a fresh "
              "process):", "",
              "| source | lines of code | kernels | build s |", "|---|---:|---:|---:|",
-             f"| {c['what']} | {c['code_lines']} | {c['kernels']} | {c['seconds']:.1f} |",
-             f"| {k['what']} | {k['code_lines']} | {k['kernels']} | {build:.1f} "
+             f"| {cutlass_measure.shown(c['what'])} | {c['code_lines']} | {c['kernels']} | {c['seconds']:.1f} |",
+             f"| {cutlass_measure.shown(k['what'])} | {k['code_lines']} | {k['kernels']} | {build:.1f} "
              f"(+ {k['import_s']:.1f} to import the DSL) |", "",
              "What the CuTe build's PTX holds, per dtype (`CUTE_DSL_KEEP=ptx`; registers from ptxas on that PTX):", "",
              "| dtype | target | wgmma | wgmma in the PTX | TMA copies in the PTX | threads | registers | spill bytes |",

@@ -145,11 +145,17 @@ def measure(a) -> dict:
     return data
 
 
+def shown(what: str) -> str:
+    """A source as the lesson names it: what it is, without where it lives (scripts/ and solutions/ are not in a
+    student repository); the record keeps the path."""
+    return re.sub(r"\s*\((?:scripts|solutions)/[^)]*\)", "", what)
+
+
 def table(data: dict) -> str:
-    lines = [f"Compiled by `scripts/lessons/cutlass_measure.py` with nvcc {data['nvcc']} on {data['cores']} cores of "
+    lines = [f"Compiled with nvcc {data['nvcc']} on {data['cores']} cores of "
              f"{data['cpu']} (`{' '.join(data['flags'])}`, source to object, the fastest of {data['repeats']} runs):", "",
              "| source | lines of code | kernels | compile s |", "|---|---:|---:|---:|"]
-    lines += [f"| {c['what']} | {c['code_lines']} | {c['kernels']} | {c['seconds']:.1f} |" for c in data["compile"]]
+    lines += [f"| {shown(c['what'])} | {c['code_lines']} | {c['kernels']} | {c['seconds']:.1f} |" for c in data["compile"]]
     if data.get("runs"):
         lines += ["", f"On {data['gpu']} (torch {data['torch']}), bf16, median of 30 calls:", "",
                   "| M×N×K | CUTLASS TFLOP/s | cuBLAS TFLOP/s | CUTLASS × cuBLAS | rel L2 vs fp32 |",

@@ -71,7 +71,9 @@ nvcc -G -g -std=c++17 -Icommon -o "$WORK/oob_debug" days/day14/driver.cu days/da
 
 # 5. The spill exercise: ptxas's report and the local loads/stores in the SASS, stub against solution; and time.
 for which in days solutions; do
-  { note "nvcc -Xptxas -v, $which/day14/spill.cu (sm_90)"
+  shown="$which/day14/spill.cu"  # the lesson names the solution's file, which a student has once it is published
+  [ "$which" = solutions ] && shown="$shown, yours once day14 is published"
+  { note "nvcc -Xptxas -v, $shown (sm_90)"
     nvcc -c -O3 -std=c++17 -Icommon -arch=sm_90 -Xptxas -v -o "$WORK/spill-$which.o" "$which/day14/spill.cu" 2>&1 \
       | grep -A2 "softmax_cached_kernel.*float" | grep -v "^--" | head -4
     echo "local loads/stores in the SASS (cuobjdump -sass | grep LDL/STL): $(cuobjdump -sass "$WORK/spill-$which.o" \

@@ -303,8 +303,7 @@ def table(doc: dict) -> str:
 
 def lesson_block(docs: list[dict]) -> str:
     """The README's block: one table per measured machine, fewest GPUs first."""
-    intro = ("Measured by `scripts/lessons/day19_ring_measure.py` (written into this lesson from "
-             "`measured/day19/dist-*.json` by its `--insert`). One GPU: SDPA's flash kernel over the whole sequence. "
+    intro = ("Measured by the instructors on the machines below. One GPU: SDPA's flash kernel over the whole sequence. "
              "Share of ideal: one GPU's time / (ranks × the ring's). Overlap efficiency: max(compute, comm) / ring, "
              "where compute is the same steps with no transfer and comm the transfers alone. Compute ms by rank: the "
              "fastest and the slowest rank's compute-only time, equal when the ranks do equal work. Graph: share: the "

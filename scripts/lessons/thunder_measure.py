@@ -77,7 +77,7 @@ def measure(a) -> dict:
 
 def table(data: dict) -> str:
     where = f"on {data['gpu']}" if data.get("gpu") else "on a machine without a GPU"
-    head = (f"Written by `scripts/lessons/thunder_measure.py` {where}: lightning-thunder "
+    head = (f"Measured {where}: lightning-thunder "
             f"{data.get('thunder') or '(none)'} with torch {data['torch']}.")
     if data["status"] != "runs":
         return f"{head} Thunder **{data['status']}** there: `{data['why']}`."

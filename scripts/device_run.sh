@@ -18,6 +18,8 @@
 # SANITIZE_DAYS (SANITIZE_S: seconds for each, default 400; the grader's own checks already run the sanitizers that
 # course.yaml names), VARIANTS (e.g. "day20:FA20_HOPPER=0", below), TRANSCRIPTS (e.g. "day14"), MEASURE (e.g. "day18"), GRADE_DAYS (e.g. "day01 day03": `grader grade`
 # of a solution, a stub and a known-wrong submission, ranked, and the leaderboard into $OUT/leaderboard),
+# SEMESTER (e.g. 3: scripts/semester_demo.py, the calendar's first releases into one student repository, each
+# release's new days graded with `grader grade --ranked` as GRADE_DAYS does, then the leaderboard),
 # DEADLINE_S (start no new `grader check` after this many seconds), WATCH (e.g. "day03": scripts/watch_bench.py on that
 # day; its table into $OUT, its logs into logs.tar.gz), README_FIGURES=1 (scripts/readme_figures.py on this GPU: its
 # rows into $OUT/readme-figures.json; here, `scripts/readme_figures.py --merge` that file), ATTEMPTS (e.g. "day02 day05":
@@ -229,6 +231,12 @@ if [ -n "${GRADE_DAYS:-}" ]; then  # a small class graded with `grader grade` (l
   timeout 500 python3 -m grader grade "$G/subs" --days $GRADE_DAYS --out "$G/results" --ranked 2>&1 | tee "$LOG/grade.txt" | tail -20
   python3 -m grader leaderboard build "$G/results" --out "$OUT/leaderboard" 2>&1 | tee "$LOG/leaderboard.txt" | tail -8
   tar -C "$G" -czf "$OUT/grade-results.tar.gz" results
+fi
+if [ -n "${SEMESTER:-}" ]; then  # the calendar's first SEMESTER releases into one student repository, each graded
+  echo "== semester: first $SEMESTER releases"; S=$(mktemp -d)
+  export GRADER_RANKED_SEED=${GRADER_RANKED_SEED:-$(python3 -c "import secrets; print(secrets.token_hex(16))")}
+  timeout 560 python3 scripts/semester_demo.py "$S/w" --releases "$SEMESTER" 2>&1 | tee "$LOG/semester.txt" | tail -30
+  cp "$S/w/semester.log" "$LOG/" 2>/dev/null; tar -C "$S/w" -czf "$OUT/semester.tar.gz" results leaderboard semester.log 2>/dev/null
 fi
 for t in ${TRANSCRIPTS:-}; do
   echo "== transcripts $t"; timeout 400 bash "scripts/lessons/${t}_transcripts.sh" "$OUT" >"$LOG/transcripts-$t.txt" 2>&1

@@ -15,11 +15,12 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def main(out: Path, days: list[str]) -> int:
+def main(out: Path, days: list[str], stubs: Path = ROOT / "days") -> int:
+    """stubs: the folder of released days the `stub` submission copies (a student repository's days/)."""
     bugs = yaml.safe_load((ROOT / "tests" / "known_wrong.yaml").read_text())
     for day in days:
         shutil.copytree(ROOT / "solutions" / day, out / "solution" / day)
-        shutil.copytree(ROOT / "days" / day, out / "stub" / day)
+        shutil.copytree(stubs / day, out / "stub" / day)
         dst = out / "known_wrong" / day
         shutil.copytree(ROOT / "solutions" / day, dst)
         # a wrong answer, not a hang or a sanitizer finding: quick to grade, and what a class mostly hands in

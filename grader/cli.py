@@ -1,5 +1,5 @@
-"""The `grader` command: check, watch, profile, list, doctor, release, publish, syllabus, leaderboard, gradebook,
-grade, site.
+"""The `grader` command: check, watch, profile, list, calendar, doctor, release, publish, syllabus, leaderboard,
+gradebook, grade, site.
 
 Exit codes: 0 pass, 1 fail (wrong, slow, not implemented, does not compile), 2 usage or environment error.
 Every error reaches the user as a message; an unexpected one also leaves its traceback in .grader/logs.
@@ -26,6 +26,7 @@ from grader.paths import Paths
 from grader.verdicts import EXIT_ENV as ENV
 from grader.commands.checking import cmd_check, cmd_doctor, cmd_list, cmd_profile, cmd_sanitize, cmd_watch
 from grader.commands.teaching import cmd_grade, cmd_gradebook, cmd_leaderboard, cmd_publish, cmd_release, cmd_site, cmd_syllabus
+from grader.commands.calendar import cmd_calendar
 from grader.commands.shared import console
 
 
@@ -170,6 +171,12 @@ def parser() -> argparse.ArgumentParser:
     f.set_defaults(fn=cmd_profile)
     sub.add_parser("list", help="days, their status and your last results").set_defaults(fn=cmd_list)
     sub.add_parser("doctor", help="check GPU, driver, torch CUDA, nvcc, ninja").set_defaults(fn=cmd_doctor)
+    k = sub.add_parser("calendar", help="the semester: each day's release and due dates and where it stands today")
+    k.add_argument("--to", metavar="DIR", help="(instructors) what the student repository DIR (written by `release "
+                                               "--to`) holds: the days released and published there")
+    k.add_argument("--json", nargs="?", const="-", metavar="PATH", type=json_path,
+                   help="write the calendar as JSON to PATH, or to stdout without PATH")
+    k.set_defaults(fn=cmd_calendar)
     r = sub.add_parser("release", help="(instructors) generate the student stubs in days/ from solutions/, or write "
                                        "the student repository (--to DIR)")
     r.add_argument("days", nargs="*", help="days to release (default: every ready day)")

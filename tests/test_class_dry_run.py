@@ -9,8 +9,9 @@ import sys
 
 import pytest
 
-from grader import cli, sandbox
+from grader import cli, clock, sandbox
 from grader.authoring import leaks
+from grader.course import load_course
 from tests.conftest import ROOT, needs_nvcc
 
 
@@ -26,8 +27,12 @@ def grader(*args, cwd):
 
 
 @needs_nvcc
-def test_a_class_from_release_to_gradebook(tmp_path):
+def test_a_class_from_release_to_gradebook(tmp_path, monkeypatch):
     pytest.importorskip("nbgrader")  # the release makes day 8's notebook with it, and the gradebook is nbgrader's
+    # The class's first day, whatever today is: the release holds day 01 from then on (course.yaml's calendar).
+    first = load_course(ROOT / "course.yaml").day("day01").release
+    monkeypatch.setattr(clock, "today", lambda: first)
+    monkeypatch.setenv(clock.TODAY_ENV, first.isoformat())
     course = tmp_path / "instructor"
     subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(course)], check=True, capture_output=True)
     student_repo = tmp_path / "student-repo"

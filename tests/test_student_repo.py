@@ -394,10 +394,12 @@ def test_the_course_releases_without_solution_text(committed_course, tmp_path):
 def test_release_to_from_the_command_line(committed_course, tmp_path):
     pytest.importorskip("nbgrader")
     course = str(committed_course / "course.yaml")  # the grader of this checkout, the course as committed
-    r = run_grader("--course", course, "release", "--to", str(tmp_path / "s"))
+    # the first day of the course's semester, whatever today is: the release holds day 01 then
+    first = {"GRADER_TODAY": load_course(committed_course / "course.yaml").days[0].release.isoformat()}
+    r = run_grader("--course", course, "release", "--to", str(tmp_path / "s"), env=first)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "released" in r.stdout and "left out:" in r.stdout and "Traceback" not in r.stderr
-    r = run_grader("--course", course, "release", "--to", str(tmp_path / "s"))
+    assert "released 1 day(s) (day01)" in r.stdout and "left out:" in r.stdout and "Traceback" not in r.stderr
+    r = run_grader("--course", course, "release", "--to", str(tmp_path / "s"), env=first)
     assert r.returncode == 0 and " 0 file(s) written" in r.stdout
 
 

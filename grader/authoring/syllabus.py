@@ -1,6 +1,11 @@
-"""syllabus.md, rendered from course.yaml (never edited by hand; CI checks it is current)."""
+"""syllabus.md, rendered from course.yaml (never edited by hand; CI checks it is current).
+
+Each ready day shows its release and due dates. For a student repository (render's manifest: its .release.json) a day
+the release does not hold yet says "not released yet (on DATE)" and links no lesson, which is not there yet. The
+file does not depend on today's date, so that it stays current between releases."""
 from __future__ import annotations
 
+from grader.authoring import semester
 from grader.course import Course
 
 HEADER = """# Syllabus
@@ -11,15 +16,19 @@ HEADER = """# Syllabus
 """
 
 
-def render(course: Course) -> str:
+def render(course: Course, manifest: dict | None = None) -> str:
+    """The syllabus of the course repository, or (manifest) of the student repository that release made."""
     out = [HEADER.format(pitch=course.pitch.replace("{title}", course.title)).rstrip(), ""]
-    out.append("| day | title | track | status | after | topics |")
-    out.append("|---|---|---|---|---|---|")
+    out.append("| day | title | track | status | release | due | after | topics |")
+    out.append("|---|---|---|---|---|---|---|---|")
     for d in course.days:
         title = f"**{d.title}** (mandatory)" if d.mandatory else d.title
-        link = f"[{d.id}](days/{d.id}/README.md)" if d.status == "ready" else d.id
-        out.append(f"| {link} | {title} | {d.track} | {d.status} | {', '.join(d.prerequisites) or '-'} | "
-                   f"{'; '.join(d.topics)} |")
+        st = semester.state(d, None, manifest)
+        status = st.label if st.status in (semester.PLANNED, semester.NOT_RELEASED) else d.status
+        link = f"[{d.id}](days/{d.id}/README.md)" if d.status == "ready" and status == d.status else d.id
+        release, due = (x.isoformat() if x and d.status == "ready" else "-" for x in (d.release, d.due))
+        out.append(f"| {link} | {title} | {d.track} | {status} | {release} | {due} | "
+                   f"{', '.join(d.prerequisites) or '-'} | {'; '.join(d.topics)} |")
     out += ["", "## Graded exercises", "",
             "The exercise column is the name `grader check dayNN --exercise NAME` takes; the signature is the op's.", ""]
     out.append("| day | exercise | signature | dtypes | baseline | needed speedup | points |")

@@ -162,7 +162,13 @@ def cmd_profile(args) -> int:
 
 # -- list, doctor, release ----------------------------------------------------------------------------------
 def cmd_list(args) -> int:
+    from grader import clock
+    from grader.authoring import semester
+
     root, _, course = _load(args)
+    # In a student repository a day is ready once a release put it there; the course repository holds every day.
+    manifest = semester.manifest_of(root)
+    today = clock.today()
     t = Table(title=course.title, title_justify="left")
     for col in ("day", "title", "track", "status", "last check"):
         t.add_column(col)
@@ -177,7 +183,11 @@ def cmd_list(args) -> int:
         else:
             last_s = "-" if d.status == "ready" else ""
         title = d.title + (" [bold](mandatory)[/]" if d.mandatory else "")
-        status = "[green]ready[/]" if d.status == "ready" else "[dim]planned[/]"
+        state = semester.state(d, today, manifest) if manifest is not None else None
+        if state is not None and state.status == semester.NOT_RELEASED:
+            status, last_s = f"[dim]{state.label}[/]", ""
+        else:
+            status = "[green]ready[/]" if d.status == "ready" else "[dim]planned[/]"
         t.add_row(d.id, title, d.track, status, last_s)
     console.print(t)
     return 0

@@ -119,8 +119,10 @@ def cmd_publish(args) -> int:
 def cmd_syllabus(args) -> int:
     from grader.authoring.syllabus import render
 
+    from grader.authoring.semester import manifest_of
+
     root, _, course = _load(args)
-    path, text = root / "syllabus.md", render(course)
+    path, text = root / "syllabus.md", render(course, manifest_of(root))  # a student repository's: its release's
     current = path.read_text() if path.is_file() else None
     if args.check:
         if current != text:

@@ -10,7 +10,9 @@ Pages (docs path <- repository source):
   days/dayNN.md     <- days/dayNN/README.md, or course.yaml for a day without a lesson yet
   leaderboard/      <- the output of `grader leaderboard build` (leaderboard.md, plots/), when there is one
 Every day in course.yaml gets a page, so a new day appears on the site as soon as it is listed; its README
-replaces the placeholder as soon as it exists.
+replaces the placeholder as soon as it exists. A day's header line shows its release and due dates; in a student
+repository (a .release.json beside course.yaml) a day the release does not hold yet says "not released yet (on
+DATE)", on its page and in the navigation, and its lesson's links lead to that page.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from pathlib import Path
 
 import yaml
 
+from grader.authoring import semester
 from grader.course import Course, Day
 from grader.site import glossary as gl
 from grader.site import graph, home
@@ -50,8 +53,9 @@ def day_page(day_id: str) -> str:
     return f"days/{day_id}.md"
 
 
-def nav_title(day: Day) -> str:
-    return f"{day.id[3:]} · {day.title}" + (" (planned)" if day.status != "ready" else "")
+def nav_title(day: Day, state: semester.DayState | None = None) -> str:
+    later = f" ({state.status})" if state and state.status == semester.NOT_RELEASED else ""
+    return f"{day.id[3:]} · {day.title}" + (" (planned)" if day.status != "ready" else later)
 
 
 def page_map(root: Path, course: Course) -> dict[str, str]:
@@ -73,22 +77,28 @@ def _front_matter(meta: dict) -> list[str]:
     return ["---", *yaml.safe_dump(meta, sort_keys=False, allow_unicode=True).strip().splitlines(), "---", ""]
 
 
-def _day_header(day: Day) -> list[str]:
-    """The line under a day's title: track, status, prerequisites, what is graded."""
+def _day_header(day: Day, state: semester.DayState) -> list[str]:
+    """The line under a day's title: track, status, its dates, prerequisites, what is graded."""
     after = ", ".join(f"[{p}](/{day_page(p)})" for p in day.prerequisites) or "nothing: start here"
-    bits = [f"**{day.track}** track", "mandatory" if day.mandatory else None,
-            "ready" if day.status == "ready" else "planned", f"after {after}"]
+    status = state.label if state.status in (semester.PLANNED, semester.NOT_RELEASED) else "ready"
+    dates = [f"out {day.release.isoformat()}" if day.release and state.released else None,
+             f"due {day.due.isoformat()}" if day.due and day.status == "ready" else None]
+    bits = [f"**{day.track}** track", "mandatory" if day.mandatory else None, status, *dates, f"after {after}"]
     if day.status == "ready":
         pts = sum(e.points for e in day.exercises)
         bits.append(f"graded by `grader check {day.id}` ({pts} points)")
     return ['<p class="day-meta no-gloss" markdown>' + " · ".join(b for b in bits if b) + "</p>"]
 
 
-def _planned_day(day: Day) -> list[str]:
-    lines = [f"# Day {day.id[3:]} — {day.title}", ""] + _day_header(day) + [""]
-    state = "is planned: its" if day.status != "ready" else "is in the course, but its"
-    lines += ['!!! info "Not written yet"', f"    This day {state} lesson is not written yet. It will appear here "
-              f"as soon as `days/{day.id}/README.md` exists.", ""]
+def _planned_day(day: Day, state: semester.DayState) -> list[str]:
+    lines = [f"# Day {day.id[3:]} — {day.title}", ""] + _day_header(day, state) + [""]
+    if state.status == semester.NOT_RELEASED:  # a student repository, before the release that brings the day
+        lines += ['!!! info "Not released yet"', f"    This day is {state.label}: its lesson and its stub come with "
+                  "that release.", ""]
+    else:
+        where = "is planned: its" if day.status != "ready" else "is in the course, but its"
+        lines += ['!!! info "Not written yet"', f"    This day {where} lesson is not written yet. It will appear "
+                  f"here as soon as `days/{day.id}/README.md` exists.", ""]
     if day.topics:
         lines += ["## Topics", ""] + [f"- {t}" for t in day.topics] + [""]
     return lines
@@ -104,6 +114,8 @@ def generate(root: Path, course: Course, out: Path, leaderboard: Path | None = N
     repo = course.repository.rstrip("/")
     pages = page_map(root, course)
     lessons = {f"days/{d.id}/README.md": d for d in course.days}  # a day's lesson file -> the day
+    # Not today's: the site says what the release holds (a student repository's) or the dates (the course's).
+    states = {s.day.id: s for s in semester.states(course, None, semester.manifest_of(root))}
 
     def resolve(path: str) -> str | None:
         if path in pages:
@@ -137,12 +149,12 @@ def generate(root: Path, course: Course, out: Path, leaderboard: Path | None = N
                 lines = transform.insert_after_title(lines, [
                     '!!! info "Planned"', "    This day is still planned in course.yaml: the lesson below is a "
                     "draft and there is nothing to grade yet."])
-            lines = transform.insert_after_title(lines, _day_header(day))
+            lines = transform.insert_after_title(lines, _day_header(day, states[day.id]))
             meta["day"] = day.id
         write(docs_path, _front_matter(meta) + lines, source)
     for d in course.days:
         if day_page(d.id) not in g.pages:
-            write(day_page(d.id), _front_matter({"source": "course.yaml", "day": d.id}) + _planned_day(d),
+            write(day_page(d.id), _front_matter({"source": "course.yaml", "day": d.id}) + _planned_day(d, states[d.id]),
                   "course.yaml")
 
     # The home page, for students.
@@ -177,7 +189,7 @@ def generate(root: Path, course: Course, out: Path, leaderboard: Path | None = N
         if f.is_file():
             shutil.copyfile(f, dest / f.name)
 
-    text = yaml.safe_dump(mkdocs_config(root, course, g, terms_file=out / "terms.json"), sort_keys=False,
+    text = yaml.safe_dump(mkdocs_config(root, course, g, terms_file=out / "terms.json", states=states), sort_keys=False,
                           allow_unicode=True)
     # A Python function as a value: MkDocs' YAML loader takes the !!python/name tag, safe_dump cannot write it.
     g.config.write_text(text.replace(repr(SLUGIFY), SLUGIFY), encoding="utf-8")
@@ -204,14 +216,15 @@ def plain(md: str) -> str:
     return re.sub(r"(\*\*|\*)(\S.*?\S|\S)\1", r"\2", s)
 
 
-def mkdocs_config(root: Path, course: Course, g: Generated, terms_file: Path) -> dict:
+def mkdocs_config(root: Path, course: Course, g: Generated, terms_file: Path,
+                  states: dict[str, semester.DayState] | None = None) -> dict:
     nav = [{"Home": "index.md"}]
     nav += [{"Syllabus": "syllabus.md"}] if "syllabus.md" in g.pages else []
     nav += [{"Dependency graph": "graph.md"}, {"Glossary": "glossary.md"}]
     tracks = [p for p in g.pages if p.startswith("tracks/")]
     if tracks:
         nav.append({"Tracks": [{Path(p).stem.capitalize(): p} for p in sorted(tracks)]})
-    nav.append({"Days": [{nav_title(d): day_page(d.id)} for d in course.days]})
+    nav.append({"Days": [{nav_title(d, (states or {}).get(d.id)): day_page(d.id)} for d in course.days]})
     if LEADERBOARD_PAGE in g.pages:
         nav.append({"Leaderboard": LEADERBOARD_PAGE})
     nav += [{"The repository": "repository.md"}] if "repository.md" in g.pages else []

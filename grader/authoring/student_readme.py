@@ -58,7 +58,13 @@ def render(course: Course, released: list[str], slurm: bool = False) -> str:
         lines += ["", f"{len(later)} more day(s) come later: your instructor releases them into this repository "
                       "(pull to get them)."]
     lines += ["", "## Set up", "",
-              "On a machine with an NVIDIA GPU (a CUDA build of PyTorch and the CUDA toolkit's `nvcc`):", "",
+              "Work in a virtual environment of Python 3.10 or newer, made once in this folder, so that the course's "
+              "packages stay out of your system's Python:", "",
+              "```bash",
+              "python3 -m venv .venv",
+              "source .venv/bin/activate      # again in every new shell",
+              "```", "",
+              "Then, on a machine with an NVIDIA GPU (a CUDA build of PyTorch and the CUDA toolkit's `nvcc`):", "",
               "```bash",
               "pip install torch --index-url https://download.pytorch.org/whl/cu130   # or the index of your CUDA",
               f"pip install -e . && grader doctor && grader check {first}",

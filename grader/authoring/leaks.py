@@ -15,7 +15,9 @@ Three kinds of text are the instructor's alone:
 - **hidden cases**: the overlay file itself (grader/classroom/hidden.py), by name or by content.
 
 `scan` looks for all three in a tree about to be released; `grader release --to` refuses to write a tree with a
-finding, and the tests scan what it wrote.
+finding, and the tests scan what it wrote. It compares exact lines, and is the release's last gate: a copy of a
+hole with renamed variables or rewrapped lines is copies.py's to measure, and the release holds back the day (or
+keeps out the shared file) that gives it until the hole's day is published (student_repo.held_back).
 """
 from __future__ import annotations
 

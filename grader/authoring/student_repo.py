@@ -2,9 +2,13 @@
 
 It holds the course's files (grader/authoring/course_files.py says which) with the released days' stubs
 generated from solutions/ (grader/authoring/release.py), course.yaml without planted-bug edits (course_text.py)
-and a README for students (student_readme.py) in place of the instructor's. Before anything is written the whole
-tree is scanned (leaks.py): a marker line, a solution line that the instructor's public files do not already
-show, or the hidden cases stop the release with the file and line. The same inputs give the same bytes (no dates
+and a README for students (student_readme.py) in place of the instructor's. No answer to a day that is not
+published goes out, wherever it stands (`held_back`, measured by copies.py over normalised code): a day whose
+given code (stubs, lesson) answers a hole of an earlier day waits until that day is published, and a shared file
+that answers any day's hole (or that course.yaml's `answers:` declares) stays out, holding back every day whose
+code includes it, directly or through other shared files; `Tree.held` says which and why. Before anything is
+written the whole tree is scanned (leaks.py): a marker line, a solution line that the instructor's public files
+do not already show, or the hidden cases stop the release with the file and line. The same inputs give the same bytes (no dates
 or times are written), so a release can be rebuilt and diffed.
 
 DIR gets a manifest, `.release.json`: the released days, the sha256 of every file the release wrote and of every
@@ -15,16 +19,18 @@ not published.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
+import posixpath
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
-from grader.authoring import course_files, leaks, release, student_readme
+from grader.authoring import copies, course_files, leaks, release, student_readme
 from grader.authoring.course_text import student_course_yaml
 from grader.course import Course
 from grader.errors import GraderError
@@ -53,8 +59,7 @@ class Tree:
     left_out: Counter = field(default_factory=Counter)  # why -> how many tracked files
     uncommitted: list[str] = field(default_factory=list)  # released (or made into stubs) from the working tree
     baselines: list[tuple[str, str]] = field(default_factory=list)  # (day.exercise, the day of its baseline)
-    held: list[tuple[str, str, str]] = field(default_factory=list)  # (day held back, shared file it includes, the
-    #                                                                   day that file answers, not published yet)
+    held: list[Hold] = field(default_factory=list)  # the days held back, each file that holds one and what for
 
 
 def _text(path: Path) -> str | None:
@@ -95,62 +100,173 @@ def _includes(root: Path, course_dir: str, course: Course, day_id: str) -> set[s
             for m in _INCLUDE.findall(release.strip_instructor_only(t, f) if release.has_markers_syntax(f) else t)}
 
 
-def held_back(root: Path, course_dir: str, course: Course, days: list[str], published: set[str]):
-    """(shared files kept out: path -> the day whose holes they answer, [(day held back, file, that day)]) for
-    course.yaml's `answers:` not published yet: such a file would hand a day's answers out before its due date, so
-    it stays out, and so does every day whose code includes it."""
-    kept_out = {path: day for path, day in course.answers.items() if day not in published}
-    names = {Path(path).name: path for path in kept_out}
-    held = []
+@dataclass(frozen=True)
+class Hold:
+    """A day held back, and why: a released file (the day's own, or a shared file its code includes through
+    `via`) that answers a hole of `waits_for`, a day whose solution is not published yet. hole, covered and total
+    say how much (grader/authoring/copies.py); no hole: course.yaml's `answers:` declares the file."""
+    day: str
+    waits_for: str
+    file: str  # relative to the course
+    hole: str = ""
+    covered: int = 0
+    total: int = 0
+    via: tuple[str, ...] = ()  # the includes from the day's code to file (file last); empty: the day's own file
+
+    @property
+    def what(self) -> str:
+        if not self.hole:
+            return f"holds {self.waits_for}'s answers (course.yaml's `answers:`)"
+        return f"gives {self.waits_for}'s hole {self.hole} ({self.covered} of {self.total} code lines)"
+
+    def __str__(self) -> str:
+        where = f"it includes {' → '.join(self.via)}, which" if self.via else self.file
+        return f"{self.day} held back: {where} {self.what}; it goes out once {self.waits_for} is published"
+
+
+@dataclass(frozen=True)
+class _Answer:
+    waits_for: str
+    hole: str = ""
+    covered: int = 0
+    total: int = 0
+
+
+def _label(hole: copies.Hole) -> str:
+    name = hole.name
+    return name if len(name) <= 80 else name[:77].rstrip() + "…'"
+
+
+def _owner(rel: str) -> str | None:
+    """The day a file of the course belongs to (days/dayNN/...), None for a shared file."""
+    parts = rel.split("/")
+    return parts[1] if parts[0] == "days" and len(parts) > 2 else None
+
+
+def holes_of(solution_files: dict[str, str], course_dir: str, published: set[str],
+             allowed: list[str] = ()) -> list[copies.Hole]:
+    """The holes of every solution file (root-relative paths; course_dir: the course's folder in them) of a day not
+    published, less the lines course.yaml's `allow_leak:` lets any file show (as allowed)."""
+    public = {ln.tokens for a in allowed for lang in ("x.cu", "x.py") for ln in copies.code_lines(lang, a)}
+    out = []
+    for path, text in sorted(solution_files.items()):
+        rel = path[len(course_dir):]
+        day = rel.split("/")[1] if rel.count("/") >= 2 else None
+        if day and day not in published and (release.has_markers_syntax(Path(rel)) or rel.endswith(".ipynb")):
+            out += [dataclasses.replace(h, lines=tuple(ln for ln in h.lines if ln.tokens not in public))
+                    for h in copies.holes_of(rel, text, day)]
+    return out
+
+
+def answers_in(files: dict[str, str], holes: list[copies.Hole], course: Course) -> tuple[dict, dict, list]:
+    """What released files (course-relative path -> text) answer, by the rule of the release:
+    ({day: {file: {earlier day: its best match}}} for each day's own files, {shared file: {day: best match}},
+    [each match of a day's file with the day's own hole]). A day's file that answers a later day's hole holds
+    nothing back: that day is released after it, and its hole restates what the students already have (day 10
+    asks for days 03 and 04's merges again). A day's file that answers the day's own hole is a leak no release
+    can wait out."""
+    order = {d.id: i for i, d in enumerate(course.days)}
+    index = copies.Index(holes)
+    by_day: dict = {}
+    shared: dict = {}
+    own: list[copies.Match] = []
+    for rel, text in sorted(files.items()):
+        owner = _owner(rel)
+        for m in index.answered(rel, text):
+            hd = m.hole.day
+            if owner is None:
+                best = shared.setdefault(rel, {})
+            elif hd == owner:
+                own.append(m)
+                continue
+            elif order.get(hd, -1) > order.get(owner, -1):
+                continue
+            else:
+                best = by_day.setdefault(owner, {}).setdefault(rel, {})
+            if hd not in best or m.covered > best[hd].covered:
+                best[hd] = m
+    return by_day, shared, own
+
+
+def _resolve(name: str, including: str, shared: dict[str, str]) -> str | None:
+    """The shared file an `#include "name"` names: the path beside the including file, else the shared file of
+    that name (the course's builds put common/ on the include path)."""
+    beside = posixpath.normpath(posixpath.join(posixpath.dirname(including), name))
+    if beside in shared:
+        return beside
+    by_name = [p for p in shared if posixpath.basename(p) == posixpath.basename(name)]
+    return by_name[0] if len(by_name) == 1 else None
+
+
+def held_back(root: Path, course_dir: str, course: Course, days: list[str], published: set[str],
+              files: dict[str, str] | None = None, solution_files: dict[str, str] | None = None):
+    """(shared files kept out: path -> [_Answer], [Hold], [a day's file that answers the day's own hole: a leak])
+    for a release of these days: the given code of each
+    (files: course-relative path -> text of the tree about to be released) against the holes of every day not
+    published (solution_files: root-relative path -> text). A day's own file that answers an earlier day's hole
+    holds the day back; a shared file that answers any day's hole (or that course.yaml's `answers:` declares)
+    stays out, and so does every day whose code includes it, directly or through other shared files."""
+    files = files or {}
+    holes = holes_of(solution_files or {}, course_dir, published, [a.text for a in course.allow_leak])
+    found_by_day, found_shared, own = answers_in(files, holes, course)
+    kept_out: dict[str, list[_Answer]] = {}
+    for path, best in found_shared.items():
+        kept_out[path] = [_Answer(d, _label(m.hole), m.covered, m.total) for d, m in sorted(best.items())]
+    for path, day in course.answers.items():
+        if day not in published and all(a.waits_for != day for a in kept_out.get(path, [])):
+            kept_out.setdefault(path, []).append(_Answer(day))
+    held = [Hold(d, hd, rel, _label(m.hole), m.covered, m.total)
+            for d in days for rel, best in sorted(found_by_day.get(d, {}).items()) for hd, m in sorted(best.items())]
+    shared = {p: t for p, t in files.items() if _owner(p) is None}
+    shared.update({p: "" for p in kept_out if p not in shared})
+    graph = {p: [r for n in _INCLUDE.findall(t) if (r := _resolve(n, p, shared)) and r != p]
+             for p, t in shared.items()}
     for d in days:
-        for name in sorted(_includes(root, course_dir, course, d)):
-            if Path(name).name in names:
-                path = names[Path(name).name]
-                if kept_out[path] == d:
-                    raise GraderError(f"{d}'s code includes {path}, which course.yaml's `answers:` says holds {d}'s "
-                                      "own answers: it could never be released before it is published. Move those "
-                                      f"answers out of what {d} includes")
-                held.append((d, path, kept_out[path]))
-                break
-    return kept_out, held
+        start = [r for n in sorted(_includes(root, course_dir, course, d))
+                 if (r := _resolve(n, f"days/{d}/x", shared))]
+        chain = {r: (r,) for r in start}  # each shared file the day's code reaches, by the includes that reach it
+        todo = list(start)
+        while todo:
+            p = todo.pop(0)
+            for r in graph.get(p, []):
+                if r not in chain:
+                    chain[r] = chain[p] + (r,)
+                    todo.append(r)
+        for path in sorted(chain, key=lambda p: (len(chain[p]), p)):
+            for a in kept_out.get(path, []):
+                if a.waits_for == d:
+                    what = (f"gives {d}'s own hole {a.hole}" if a.hole else
+                            f"course.yaml's `answers:` says holds {d}'s own answers")
+                    raise GraderError(f"{d}'s code includes {' → '.join(chain[path])}, which {what}: it could never be "
+                                      f"released before it is published. Move those answers out of what {d} includes")
+                held.append(Hold(d, a.waits_for, path, a.hole, a.covered, a.total, chain[path]))
+    return kept_out, held, own
 
 
 def build(root: Path, course_file: Path, course: Course, today: date, overlay: Path | None = None,
           published: set[str] = frozenset()) -> Tree:
     """The student repository of the course at root, as of today, without writing anything. published: the days
-    whose solutions the target already holds (`grader publish`): shared files that answer them may go out."""
+    whose solutions the target already holds (`grader publish`): their holes are no secret any more, so the files
+    that answer them may go out. Tree.held says which days are held back and why."""
     root = Path(root).resolve()
+    published = set(published)
     tracked = course_files.tracked_files(root)
-    days = course_files.released_days(course, today)
+    candidates = course_files.released_days(course, today)
     hidden = hidden_paths(root, course_file, overlay)
     course_dir = Path(course_file).resolve().parent.relative_to(root).as_posix()
     course_dir = "" if course_dir == "." else course_dir + "/"
-    kept_out, held = held_back(root, course_dir, course, days, set(published))
-    days = [d for d in days if d not in {h[0] for h in held}]
-    tree = Tree({}, days, held=held)
+    tree = Tree({}, candidates)
     solution_files: dict[str, str] = {}
     for t in tracked:
-        why = course_files.why_left_out(t.path, course, days, hidden)
-        rel = t.path[len(course_dir):] if t.path.startswith(course_dir) else t.path
-        if why is None and rel in kept_out:
-            why = f"answers {kept_out[rel]} (until its solution is published)"
-        elif why and why.startswith("days released later") and t.path.split("/")[1] in {h[0] for h in held}:
-            why = "days held back (they include a file of answers not published yet)"
-        if t.path.startswith(course_files.SOLUTIONS) and (text := _text(root / t.path)) is not None:
+        why = course_files.why_left_out(t.path, course, candidates, hidden)
+        if t.path.startswith(course_dir + course_files.SOLUTIONS) and (text := _text(root / t.path)) is not None:
             solution_files[t.path] = text
         if why:
             tree.left_out[why.split(" (")[0]] += 1
             continue
         tree.files[t.path] = Entry((root / t.path).read_bytes(), t.executable)
-    course_rel = Path(course_file).resolve().relative_to(root).as_posix()
-    tree.files[course_rel] = Entry(student_course_yaml(Path(course_file).read_text(encoding="utf-8"), course_rel)
-                                   .encode("utf-8"))
-    # The student's README, not the instructor's (which describes tests, scripts and grading a class).
-    readme = (Path(course_rel).parent / "README.md").as_posix()
-    slurm = (Path(course_rel).parent / "slurm.yaml").as_posix() in tree.files  # `check --on slurm` set up
-    tree.files[readme] = Entry(student_readme.render(course, days, slurm).encode("utf-8"))
     known = {t.path for t in tracked}
-    for p in release.release_plan(course, root, days) if days else []:
+    for p in release.release_plan(course, root, candidates) if candidates else []:
         src = p.source.relative_to(root).as_posix()
         if src not in known:
             raise GraderError(f"{src} is not tracked by git, and the release is made of what git tracks: commit it "
@@ -161,12 +277,41 @@ def build(root: Path, course_file: Path, course: Course, today: date, overlay: P
         tree.files[rel] = Entry(p.text.encode("utf-8"), was.executable if was else False)
         if p.source.is_file() and (text := _text(p.source)) is not None:
             solution_files.setdefault(p.source.relative_to(root).as_posix(), text)
+    # What the candidate days' given code answers: days held back, shared files kept out (grader/authoring/copies.py)
+    given = {}
+    for path, e in tree.files.items():
+        if path.startswith(course_dir):
+            try:
+                given[path[len(course_dir):]] = e.data.decode("utf-8")
+            except UnicodeDecodeError:
+                pass
+    kept_out, tree.held, own = held_back(root, course_dir, course, candidates, published, given, solution_files)
+    held_days = {h.day for h in tree.held}
+    tree.days = [d for d in candidates if d not in held_days]
+    for path in list(tree.files):
+        rel = path[len(course_dir):] if path.startswith(course_dir) else path
+        why = ("answers of days not published yet" if rel in kept_out else
+               "days held back" if _owner(rel) in held_days else None)
+        if why:
+            del tree.files[path]
+            if path in known:
+                tree.left_out[why] += 1
+    course_rel = Path(course_file).resolve().relative_to(root).as_posix()
+    tree.files[course_rel] = Entry(student_course_yaml(Path(course_file).read_text(encoding="utf-8"), course_rel)
+                                   .encode("utf-8"))
+    # The student's README, not the instructor's (which describes tests, scripts and grading a class).
+    readme = (Path(course_rel).parent / "README.md").as_posix()
+    slurm = (Path(course_rel).parent / "slurm.yaml").as_posix() in tree.files  # `check --on slurm` set up
+    tree.files[readme] = Entry(student_readme.render(course, tree.days, slurm).encode("utf-8"))
     tree.files = dict(sorted(tree.files.items()))
-    stubbed = tuple(f"{course_files.SOLUTIONS}{d}/" for d in days)
+    stubbed = tuple(f"{course_dir}{course_files.SOLUTIONS}{d}/" for d in tree.days)
     tree.uncommitted = [u for u in course_files.uncommitted(root) if u in tree.files or u.startswith(stubbed)]
     _check(tree, solution_files, overlay, course, {p for p in solution_files
-                                                    if p[len(course_dir):].split("/")[1] in set(published)})
-    for d in (course.day(i) for i in days):
+                                                    if p[len(course_dir):].split("/")[1] in published},
+           [leaks.Finding(course_dir + m.path, m.at, f"gives {m.hole.day}'s own hole {_label(m.hole)} ({m.covered} of "
+                                                     f"{m.total} code lines): no release can wait until it is published")
+            for m in own])
+    for d in (course.day(i) for i in tree.days):
         for ex in d.exercises:
             b = ex.baseline.solution if ex.baseline else None
             if b:
@@ -175,7 +320,7 @@ def build(root: Path, course_file: Path, course: Course, today: date, overlay: P
 
 
 def _check(tree: Tree, solution_files: dict[str, str], overlay: Path | None, course: Course,
-           published: set[str] = frozenset()) -> None:
+           published: set[str] = frozenset(), copied: list[leaks.Finding] = ()) -> None:
     """Refuses a tree that holds any line of a solution region (less the lines any stub hands out, the regions of
     solutions already published there, and course.yaml's `allow_leak:`), a marker line, or the hidden cases: a
     lesson or a shared header that quotes a hole's answer is a leak like any other."""
@@ -184,7 +329,8 @@ def _check(tree: Tree, solution_files: dict[str, str], overlay: Path | None, cou
     unpublished = leaks.solution_lines({p: s for p, s in solution_files.items() if p not in published}, allowed)
     secrets = {c: p for c, p in unpublished.items() if c in every}
     hidden = (overlay.name, overlay.read_bytes()) if overlay is not None and overlay.is_file() else None
-    found = leaks.scan({p: e.data for p, e in tree.files.items()}, secrets, hidden)
+    found = sorted(leaks.scan({p: e.data for p, e in tree.files.items()}, secrets, hidden) + list(copied),
+                   key=lambda f: (f.path, f.line))
     if found:
         shown = "\n  ".join(map(str, found[:MAX_SHOWN]))
         more = f"\n  … and {len(found) - MAX_SHOWN} more" if len(found) > MAX_SHOWN else ""

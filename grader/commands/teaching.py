@@ -81,9 +81,9 @@ def release_to(args) -> int:
         console.print(f"not yet released: {', '.join(later)}", style="dim")
     left = ", ".join(f"{why} ({n})" for why, n in sorted(tree.left_out.items()))
     console.print(f"left out: {left}", style="dim")
-    for day, path, answers in tree.held:
-        console.print(f"[yellow]held back:[/] {day}: it includes {path}, which holds {answers}'s answers; it goes out "
-                      f"with the next release after `grader publish {answers} --to {dest}`")
+    for hold in tree.held:  # each day held back, each file that holds it and the day it waits for
+        console.print(Text(f"{hold} (`grader publish {hold.waits_for} --to {dest}`, then release again)",
+                           style="yellow"))
     if tree.uncommitted:
         console.print(f"[yellow]note:[/] {len(tree.uncommitted)} tracked file(s) have uncommitted changes, released "
                       f"as they are in the working tree (first: {tree.uncommitted[0]})")

@@ -60,6 +60,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--grade-timeout", type=float, default=500.0, help="seconds one release's grading may take")
     a = p.parse_args(argv)
     course = load_course(ROOT / "course.yaml")
+    if not (os.environ.get("GRADER_RANKED_SEED") or os.environ.get("GRADER_RANKED_SEED_FILE")):
+        import secrets
+
+        os.environ["GRADER_RANKED_SEED"] = secrets.token_hex(16)  # this run's secret: its ranked inputs are new
     dates = sorted({d.release for d in course.days if d.status == "ready" and d.release is not None})
     if not dates:
         sys.exit("course.yaml gives no day a release date: there is no semester to walk")
@@ -96,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
             failed = True
         for day in new:
             rows.append((today, day, *(statuses(results, s, day) for s in ("solution", "stub", "known_wrong"))))
-    lb = subprocess.run([sys.executable, "-m", "grader", "leaderboard", "build", str(a.work / "results"), "--out",
+    graded = sorted(str(f) for f in (a.work / "results").glob("*") if f.is_dir())  # one folder per release
+    lb = subprocess.run([sys.executable, "-m", "grader", "leaderboard", "build", *graded, "--out",
                          str(a.work / "leaderboard")], cwd=ROOT, capture_output=True, text=True)
     log.append(f"$ grader leaderboard build   (exit {lb.returncode})\n{lb.stdout}{lb.stderr}")
     (a.work / "semester.log").write_text("\n".join(log) + "\n")

@@ -319,6 +319,31 @@ def build(root: Path, course_file: Path, course: Course, today: date, overlay: P
     return tree
 
 
+def unpublished_answers(dest: Path, course_file: Path, course: Course) -> list[str]:
+    """What the student repository at dest gives of a day it has not published (its manifest says which are), by
+    the release's own rule (copies.py): a day's file that answers a hole of an earlier day, any other file that
+    answers a hole, a day's file that answers its own hole, and a file course.yaml's `answers:` declares. Empty
+    for a sound release. The holes are those of the course at course_file (the instructor's solutions/)."""
+    dest = Path(dest).resolve()
+    doc = read_manifest(dest) or {"files": {}, "published": {}}
+    published = set(doc.get("published", {}))
+    files = {}
+    for rel in doc["files"]:
+        if (text := _text(dest / rel)) is not None:
+            files[rel] = text
+    base = Path(course_file).resolve().parent
+    solutions = {p.relative_to(base).as_posix(): t for p in sorted((base / course_files.SOLUTIONS).rglob("*"))
+                 if p.is_file() and (t := _text(p)) is not None}
+    holes = holes_of(solutions, "", published, [a.text for a in course.allow_leak])
+    by_day, shared, own = answers_in(files, holes, course)
+    found = [str(m) for best in by_day.values() for matches in best.values() for m in matches.values()]
+    found += [str(m) for best in shared.values() for m in best.values()]
+    found += [f"{m} (its own day's hole)" for m in own]
+    found += [f"{path} holds {day}'s answers (course.yaml's `answers:`)" for path, day in course.answers.items()
+              if path in files and day not in published]
+    return sorted(found)
+
+
 def _check(tree: Tree, solution_files: dict[str, str], overlay: Path | None, course: Course,
            published: set[str] = frozenset(), copied: list[leaks.Finding] = ()) -> None:
     """Refuses a tree that holds any line of a solution region (less the lines any stub hands out, the regions of

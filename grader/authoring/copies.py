@@ -52,6 +52,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.authoring.leaks import lines_of, notebook_lines
+
 K = 3
 MIN_TOKENS = 3
 MIN_COVERED = 4
@@ -84,18 +86,21 @@ KNOWN = {"c": frozenset(_CPP_WORDS.split()),
          "py": frozenset(_PY_WORDS.split()) | frozenset(keyword.kwlist)
          | frozenset(n for n in dir(builtins) if not n.startswith("_"))}
 _LITERAL_NAME = re.compile(r"__\w+|cuda[A-Z_]\w*|cu[A-Z]\w*|u?int\d+_t|CU_\w+|CUDA_\w+")
+_HEADERS = {"for", "if", "while", "switch"}  # C++ statements whose header ends a code line
+_HEADER_WORDS = _HEADERS | {"elif", "with"}
+_INIT_BEFORE = {"=", ",", "(", "[", "{", "return"}  # a `{` after these opens an initialiser, not a block
 
-_C_TOKEN = re.compile(r"""
-    (?P<skip>/\*[\s\S]*?(?:\*/|\Z)|//[^\n]*|\\\n|[ \t\r\f\v]+)
-  | (?P<nl>\n)
-  | (?P<tok>"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])+'|\.?\d(?:[eEpP][+-]|[\w.])*|[A-Za-z_]\w*|[^\s\w])
-""", re.X)
-_PY_TOKEN = re.compile(r"""
-    (?P<skip>\#[^\n]*|\\\n|[ \t\r\f\v]+)
-  | (?P<nl>\n)
-  | (?P<tok>[rRbBuUfF]{0,2}(?:\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')
-           |\.?\d(?:[eE][+-]|[\w.])*|[A-Za-z_]\w*|[^\s\w])
-""", re.X)
+# One match per token, the whitespace before it skipped: group 1 text to skip (a comment, an escaped line end),
+# group 2 a line end, group 3 a token (a string, a number, a name, one character of punctuation).
+_C_TOKEN = re.compile(r"""[ \t\r\f\v]*(?:
+    (/\*[\s\S]*?(?:\*/|\Z)|//[^\n]*|\\\n)
+  | (\n)
+  | ("(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])+'|\.?\d(?:[eEpP][+-]|[\w.])*|[A-Za-z_]\w*|[^\s\w]))""", re.X)
+_PY_TOKEN = re.compile(r"""[ \t\r\f\v]*(?:
+    (\#[^\n]*|\\\n)
+  | (\n)
+  | ([rRbBuUfF]{0,2}(?:\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')
+     |\.?\d(?:[eE][+-]|[\w.])*|[A-Za-z_]\w*|[^\s\w]))""", re.X)
 _FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*([\w+-]*)[^\n]*\n([\s\S]*?)^\1\2\s*$", re.M)
 _BEGIN = re.compile(r"^\s*(?://+|#+)\s*BEGIN\s+SOLUTION\b:?\s*(.*?)\s*$")
 _END = re.compile(r"^\s*(?://+|#+)\s*END\s+SOLUTION\b")
@@ -122,9 +127,18 @@ def _name(tok: str, known: frozenset) -> str:
     return tok
 
 
-_HEADERS = {"for", "if", "while", "switch"}
-_HEADER_WORDS = _HEADERS | {"elif", "with"}
-_INIT_BEFORE = {"=", ",", "(", "[", "{", "return"}
+
+
+def _namer(known: frozenset):
+    """_name for one language, remembered per token (a file names the same few identifiers over and over)."""
+    seen: dict[str, str] = {}
+
+    def name(tok: str) -> str:
+        out = seen.get(tok)
+        if out is None:
+            out = seen[tok] = _name(tok, known)
+        return out
+    return name
 
 
 def _c_lines(text: str, first: int = 1) -> list[Line]:
@@ -137,69 +151,66 @@ def _c_lines(text: str, first: int = 1) -> list[Line]:
     at = n = first
     depth, inits, directive, bol, header = 0, 0, False, True, False
     prev = ""
-
-    def flush():
-        nonlocal cur, header
-        if cur:
-            out.append(Line(tuple(cur), at))
-        cur, header = [], False
-
-    for m in _C_TOKEN.finditer(text):
-        kind, tok = m.lastgroup, m.group()
-        if kind == "skip":
-            n += tok.count("\n")
+    name = _namer(KNOWN["c"])
+    for skip, nl, tok in _C_TOKEN.findall(text):
+        if skip:
+            n += skip.count("\n")
             continue
-        if kind == "nl":
+        if nl:
             n += 1
             if directive:
-                flush()
-                directive = False
+                if cur:
+                    out.append(Line(tuple(cur), at))
+                cur, header, directive = [], False, False
             bol = True
             continue
         if bol and tok == "#":
-            flush()
-            directive = True
+            if cur:
+                out.append(Line(tuple(cur), at))
+            cur, header, directive = [], False, True
         bol = False
         if not cur:
             at = n
         if directive:  # `#`, the directive's name as it is, then its code
-            cur.append(tok if len(cur) < 2 else _name(tok, KNOWN["c"]))
+            cur.append(tok if len(cur) < 2 else name(tok))
             continue
-        if depth == 0 and inits == 0 and tok in "{}":
+        if tok in "{}" and depth == 0 and inits == 0:
             if tok == "{" and prev in _INIT_BEFORE:
                 inits += 1
                 cur.append(tok)
-            else:
-                flush()
+            elif cur:
+                out.append(Line(tuple(cur), at))
+                cur, header = [], False
             prev = tok
             continue
         prev = tok
-        if tok in "([" or (tok == "{" and inits):
-            depth += tok != "{"
-            inits += tok == "{"
-        elif tok in ")]" or (tok == "}" and inits):
-            if tok == "}":
-                inits -= 1
-            else:
-                depth = max(0, depth - 1)
-        if not cur and tok in _HEADERS:
+        if tok in "([":
+            depth += 1
+        elif tok in ")]":
+            depth = depth - 1 if depth else 0
+        elif inits and tok in "{}":
+            inits += 1 if tok == "{" else -1
+        elif not cur and tok in _HEADERS:
             header = True
-        cur.append(_name(tok, KNOWN["c"]))
+        cur.append(name(tok))
         if depth == 0 and inits == 0 and (tok == ";" or (header and tok == ")")
-                                          or (tok in ("else", "do") and len(cur) == 1)):
-            flush()
-    flush()
+                                          or (len(cur) == 1 and tok in ("else", "do"))):
+            out.append(Line(tuple(cur), at))
+            cur, header = [], False
+    if cur:
+        out.append(Line(tuple(cur), at))
     return out
 
 
 def _py_lines(text: str, first: int = 1) -> list[Line]:
+    """Python code lines: logical lines (a bracket open carries a line on), and statements apart on one line."""
     out, cur, at, depth, n = [], [], first, 0, first
-    for m in _PY_TOKEN.finditer(text):
-        kind, tok = m.lastgroup, m.group()
-        if kind == "skip":
-            n += tok.count("\n")
+    name = _namer(KNOWN["py"])
+    for skip, nl, tok in _PY_TOKEN.findall(text):
+        if skip:
+            n += skip.count("\n")
             continue
-        if kind == "nl":
+        if nl:
             n += 1
             if depth == 0 and cur:
                 out.append(Line(tuple(cur), at))
@@ -207,16 +218,17 @@ def _py_lines(text: str, first: int = 1) -> list[Line]:
             continue
         if not cur:
             at = n
-        n += tok.count("\n")  # a triple-quoted string over several lines
+        if len(tok) > 2:
+            n += tok.count("\n")  # a triple-quoted string over several lines
         if tok in "([{":
             depth += 1
         elif tok in ")]}":
-            depth = max(0, depth - 1)
-        if tok == ";" and depth == 0:
+            depth = depth - 1 if depth else 0
+        elif tok == ";" and depth == 0:
             out.append(Line(tuple(cur), at))
             cur = []
             continue
-        cur.append(_name(tok, KNOWN["py"]))
+        cur.append(name(tok))
     if cur:
         out.append(Line(tuple(cur), at))
     # a line that is one string is a docstring: a comment in all but name
@@ -230,7 +242,8 @@ def _significant(lines: list[Line]) -> list[Line]:
 
 
 def language(path: str | Path) -> str | None:
-    """"c", "py", "md" (fenced code blocks) or None (not code: scanned as C, the most common text of a hole)."""
+    """"c", "py", "md" (its fenced code blocks count), or None for any other text (read as C++, the language of
+    most holes)."""
     suffix = Path(path).suffix.lower()
     if suffix in C_SUFFIXES:
         return "c"
@@ -247,8 +260,6 @@ def code_lines(path: str | Path, text: str) -> list[Line]:
     all the same)."""
     lang = language(path)
     if str(path).endswith(".ipynb"):
-        from grader.authoring.leaks import notebook_lines
-
         return _significant(_py_lines("\n".join(notebook_lines(text))))
     if lang == "md":
         out = []
@@ -326,8 +337,6 @@ class Hole:
 
 def holes_of(path: str, text: str, day: str) -> list[Hole]:
     """The solution regions of one file (outermost ones; a notebook's in its cells' lines)."""
-    from grader.authoring.leaks import lines_of
-
     out, depth, start, label, body = [], 0, 0, "", []
     for n, line in enumerate(lines_of(path, text), 1):
         if _BEGIN.match(line):

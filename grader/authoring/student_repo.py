@@ -188,24 +188,24 @@ def answers_in(files: dict[str, str], holes: list[copies.Hole], course: Course) 
     return by_day, shared, own
 
 
-def _resolve(name: str, including: str, shared: dict[str, str]) -> str | None:
-    """The shared file an `#include "name"` names: the path beside the including file, else the shared file of
-    that name (the course's builds put common/ on the include path)."""
+def _resolve(name: str, including: str, shared: dict[str, str]) -> list[str]:
+    """The shared files an `#include "name"` may name: the path beside the including file, else every shared file
+    of that name (the course's builds put common/ on the include path; where two could be meant, both count)."""
     beside = posixpath.normpath(posixpath.join(posixpath.dirname(including), name))
     if beside in shared:
-        return beside
-    by_name = [p for p in shared if posixpath.basename(p) == posixpath.basename(name)]
-    return by_name[0] if len(by_name) == 1 else None
+        return [beside]
+    return sorted(p for p in shared if posixpath.basename(p) == posixpath.basename(name))
 
 
 def held_back(root: Path, course_dir: str, course: Course, days: list[str], published: set[str],
               files: dict[str, str] | None = None, solution_files: dict[str, str] | None = None):
-    """(shared files kept out: path -> [_Answer], [Hold], [a day's file that answers the day's own hole: a leak])
-    for a release of these days: the given code of each
-    (files: course-relative path -> text of the tree about to be released) against the holes of every day not
-    published (solution_files: root-relative path -> text). A day's own file that answers an earlier day's hole
-    holds the day back; a shared file that answers any day's hole (or that course.yaml's `answers:` declares)
-    stays out, and so does every day whose code includes it, directly or through other shared files."""
+    """What a release of these days must hold back: (the shared files kept out, path -> [_Answer]; [Hold], in
+    course order; [copies.Match of a day's file with its own hole: a leak no release can wait out]).
+    files: course-relative path -> text of the tree about to be released; solution_files: root-relative path ->
+    text, whose holes of days not published are measured (copies.py) against each file. A day's own file that
+    answers an earlier day's hole holds the day back; a shared file that answers any day's hole (or that
+    course.yaml's `answers:` declares) stays out, and so does every day whose code includes it, directly or
+    through other shared files."""
     files = files or {}
     holes = holes_of(solution_files or {}, course_dir, published, [a.text for a in course.allow_leak])
     found_by_day, found_shared, own = answers_in(files, holes, course)
@@ -219,11 +219,10 @@ def held_back(root: Path, course_dir: str, course: Course, days: list[str], publ
             for d in days for rel, best in sorted(found_by_day.get(d, {}).items()) for hd, m in sorted(best.items())]
     shared = {p: t for p, t in files.items() if _owner(p) is None}
     shared.update({p: "" for p in kept_out if p not in shared})
-    graph = {p: [r for n in _INCLUDE.findall(t) if (r := _resolve(n, p, shared)) and r != p]
-             for p, t in shared.items()}
+    graph = {p: [r for n in _INCLUDE.findall(t) for r in _resolve(n, p, shared) if r != p]
+             for p, t in shared.items() if copies.language(p) == "c"}
     for d in days:
-        start = [r for n in sorted(_includes(root, course_dir, course, d))
-                 if (r := _resolve(n, f"days/{d}/x", shared))]
+        start = [r for n in sorted(_includes(root, course_dir, course, d)) for r in _resolve(n, f"days/{d}/x", shared)]
         chain = {r: (r,) for r in start}  # each shared file the day's code reaches, by the includes that reach it
         todo = list(start)
         while todo:
@@ -240,6 +239,8 @@ def held_back(root: Path, course_dir: str, course: Course, days: list[str], publ
                     raise GraderError(f"{d}'s code includes {' → '.join(chain[path])}, which {what}: it could never be "
                                       f"released before it is published. Move those answers out of what {d} includes")
                 held.append(Hold(d, a.waits_for, path, a.hole, a.covered, a.total, chain[path]))
+    order = {day.id: i for i, day in enumerate(course.days)}
+    held.sort(key=lambda h: (order.get(h.day, -1), bool(h.via), len(h.via), h.file, order.get(h.waits_for, -1)))
     return kept_out, held, own
 
 

@@ -13,7 +13,7 @@ from pydantic import (BaseModel, ConfigDict, Field, StringConstraints, Validatio
                       model_validator)
 
 from grader.errors import GraderError
-from grader.yaml_file import read_yaml
+from grader.yaml_file import not_a_file, read_yaml
 from grader.verdicts import Category
 
 DTYPES = ("fp32", "fp16", "bf16")
@@ -550,5 +550,8 @@ def find_course_file(start: Path) -> Path:
     for d in (start, *start.parents):
         if (d / "course.yaml").is_file():
             return d / "course.yaml"
+        if why := not_a_file(d / "course.yaml"):  # the first course.yaml upwards is the course's: say what it is
+            raise GraderError(f"{d / 'course.yaml'} {why}: the course is read from the file course.yaml; fix or "
+                              "remove this one, or pass --course PATH")
     raise GraderError("course.yaml not found in this folder or any parent: run inside the course repository "
                       "or pass --course PATH")

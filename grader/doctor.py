@@ -7,7 +7,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from grader.check.compile_check import nvcc_path
+from grader.check.compile_check import nvcc_missing, nvcc_path
 
 
 @dataclass
@@ -82,8 +82,7 @@ def checks() -> list[Check]:
             ok, detail = None, detail + f": torch was built with CUDA {torch.version.cuda}; majors should match"
         out.append(Check("nvcc", ok, detail))
     else:
-        out.append(Check("nvcc", False, "not found: install the CUDA toolkit or put its bin/ on PATH"
-                         + (" (compile-only mode needs it)" if cpu_build else "")))
+        out.append(Check("nvcc", False, nvcc_missing() + (" (compile-only mode needs it)" if cpu_build else "")))
     ninja = shutil.which("ninja")
     # ninja builds the extensions that run on a GPU; compile-only mode calls nvcc directly.
     out.append(Check("ninja", True if ninja else None if cpu_build else False,

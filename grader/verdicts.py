@@ -67,7 +67,12 @@ EXIT_PASS, EXIT_FAIL, EXIT_ENV = 0, 1, 2
 
 # A source that is not there: the compile report's note (compile_check.source_problem), and how to get it back.
 MISSING_FILE = "file not found"
-RESTORE = "restore with `git checkout -- FILE` (or `grader release` for a stub)"
+
+
+def restore(files: list[str], day_id: str) -> str:
+    """How to get a day's missing sources back, each named as the grader prints it (from the course's folder)."""
+    return (f"restore {'it' if len(files) == 1 else 'them'} with `git checkout -- {' '.join(files)}` (or "
+            f"`grader release {day_id}` for the released stub)")
 
 
 def exit_code(statuses: list[str]) -> int:

@@ -5,6 +5,7 @@ silently: a course.yaml with two `threshold:` lines under one exercise would gra
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Hashable
 from pathlib import Path
 
@@ -34,15 +35,29 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
+def not_a_file(path: Path) -> str | None:
+    """What stands at path, said after its name, when it is there but is no file to read: a folder, a link that
+    leads to nothing, a pipe or a device. None for a regular file (or a link to one), and for nothing at all (the
+    caller says what is missing where)."""
+    p = Path(path)
+    if p.is_symlink() and not p.exists():
+        return f"is a link to {os.readlink(p)}, and no file is there"
+    if p.is_dir():
+        return "is a folder, not a YAML file"
+    if p.exists() and not p.is_file():
+        return "is not a regular file"
+    return None
+
+
 def read_yaml(path: Path, label: str, missing: str = "does not exist"):
     """The document in the YAML file at path (None for an empty one). label names the file in every message (its
-    path, or e.g. "--slurm-config: PATH"); missing is what is said of it when it does not exist."""
+    path, or e.g. "--slurm-config: PATH"); missing is what is said of it when nothing is there at all."""
+    if why := not_a_file(path):
+        raise GraderError(f"{label} {why}")
     try:
         data = Path(path).read_bytes()
     except FileNotFoundError:
         raise GraderError(f"{label} {missing}") from None
-    except IsADirectoryError:
-        raise GraderError(f"{label} is a folder, not a YAML file") from None
     except OSError as e:
         raise GraderError(f"{label} cannot be read: {e.strerror or e}") from None
     try:

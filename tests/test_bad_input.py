@@ -408,3 +408,59 @@ def test_a_key_merged_in_and_then_overridden_is_not_a_repeat(tmp_path):
     p.write_text("exercise:\n  <<: {tol: 2}\n  threshold: 3\n  threshold: 4\n")
     with pytest.raises(GraderError, match="'threshold' is defined twice"):
         read_yaml(p, str(p))
+
+
+# course.yaml that is not a file: said as what it is, wherever the path came from (found upwards, or --course)
+@pytest.mark.parametrize("kind", ["folder", "dangling link"])
+def test_a_course_file_that_is_no_file_is_said_to_be_what_it_is(tmp_path, kind):
+    course = tmp_path / "course.yaml"
+    if kind == "folder":
+        course.mkdir()
+        words = "is a folder, not a YAML file"
+    else:
+        course.symlink_to(tmp_path / "gone.yaml")
+        words = f"is a link to {tmp_path / 'gone.yaml'}, and no file is there"
+    (tmp_path / "work").mkdir()
+    for args, cwd, named in ((["list"], tmp_path / "work", str(course)),
+                             (["--course", str(course), "list"], ROOT, f"--course {course}")):
+        r = run_grader(*args, cwd=cwd, timeout=TIMEOUT)
+        out = " ".join((r.stdout + r.stderr).split())
+        clean(out)
+        assert r.returncode == 2 and f"{named} {words}" in out and "not found" not in out, out
+        assert "--course PATH" in out, out  # what to do
+
+
+def _doctor_course_only(monkeypatch):
+    """`grader doctor` with only its course line (the machine's checks and Slurm's left out)."""
+    import grader.check.slurm_settings
+    import grader.doctor
+
+    monkeypatch.setattr(grader.doctor, "checks", lambda: [])
+    monkeypatch.setattr(grader.check.slurm_settings, "doctor", lambda course: [])
+
+
+def test_doctor_with_an_unreadable_course_file_is_a_problem(tmp_path, monkeypatch, capsys):
+    _doctor_course_only(monkeypatch)
+    bad = tmp_path / "course.yaml"
+    bad.write_text("days: [\n")
+    assert cli.main(["--course", str(bad), "doctor"]) == 2
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"✗ course {bad} is not valid YAML" in out and "1 problem(s)" in out, out
+    bad.unlink()  # no course.yaml upwards from here: a warning, and doctor still answers
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert cli.main(["doctor"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "! course no course.yaml in this folder or any parent" in out, out
+    assert cli.main(["--course", str(ROOT / "course.yaml"), "doctor"]) == 0
+    assert "✓ course" in capsys.readouterr().out
+
+
+def test_doctor_says_what_to_do_when_slurm_does_not_answer(monkeypatch, tmp_path):
+    from grader.check import slurm_settings
+
+    monkeypatch.setattr(slurm_settings.shutil, "which", lambda cmd: f"/usr/bin/{cmd}")
+    monkeypatch.setattr(slurm_settings, "_partitions", lambda: (None, "sinfo: fatal: no configuration"))
+    (line,) = slurm_settings.doctor(str(tmp_path / "none.yaml"))
+    assert line.ok is None and "sinfo: fatal: no configuration" in line.detail
+    assert "ask its admins" in line.detail and "`grader check` runs locally" in line.detail, line.detail

@@ -57,10 +57,26 @@ def test_outside_a_course(tmp_path):
     assert r.returncode == 2 and "course.yaml not found" in r.stdout
 
 
-def test_missing_source_file(tmp_path):
+def test_a_day_whose_only_exercise_lacks_a_file_fails_it_as_a_build_error_naming_the_file(tmp_path):
+    """README: a missing source fails its exercise, as a build error (exit 1), even when it is the day's only one;
+    the way back names the file itself."""
     (tmp_path / "softmax.cu").write_text("// nothing\n")
+    out = tmp_path / "r.json"
+    r = run_grader("check", "day01", "--dir", str(tmp_path), "--json", str(out))
+    assert_clean(r)
+    text = " ".join(r.stdout.split())
+    assert r.returncode == 1 and "lacks bindings.cpp" in text, text
+    assert f"`git checkout -- {tmp_path / 'bindings.cpp'}`" in text and "grader release day01" in text, text
+    assert "FILE" not in text
+    (ex,) = json.loads(out.read_text())["exercises"]
+    assert ex["status"] == "build_error" and "bindings.cpp is missing" in ex["message"]
+
+
+def test_a_folder_without_any_of_the_days_sources_is_a_usage_error(tmp_path):
+    (tmp_path / "notes.txt").write_text("not a day\n")
     r = run_grader("check", "day01", "--dir", str(tmp_path))
-    assert r.returncode == 2 and "lacks bindings.cpp" in r.stdout
+    assert r.returncode == 2 and "holds none of day01's sources (softmax.cu, bindings.cpp)" in r.stdout, r.stdout
+    assert_clean(r)
 
 
 @needs_nvcc
@@ -79,9 +95,11 @@ def test_a_route_whose_file_is_missing_fails_alone_and_the_others_are_checked(tm
     assert "compiler error" not in r.stdout  # no hint about compiler output for a file that is not there
     assert {n for n, e in status.items() if e["status"] == "no_gpu"} == {"softmax_cupy", "softmax_numba",
                                                                          "softmax_triton", "softmax_cute"}
-    # the exercise named alone: nothing to check, so an error that says how to restore it
+    # the exercise named alone fails the same way, with how to restore its file
     r = run_grader("check", "day13", "--dir", str(day), "--exercise", "softmax_mojo")
-    assert r.returncode == 2 and "lacks softmax_mojo.mojo" in r.stdout and "git checkout" in r.stdout
+    text = " ".join(r.stdout.split())
+    assert r.returncode == 1 and "softmax_mojo.mojo is missing" in text, text
+    assert f"git checkout -- {day / 'softmax_mojo.mojo'}" in text and "other exercises" not in text, text
 
 
 def test_list_shows_every_day():
@@ -346,3 +364,52 @@ def test_an_optional_steps_untouched_stub_does_not_fail_the_days_exit_code(cours
     assert exit_code(shared.counted_statuses(day, begun)) == EXIT_FAIL
     required_missing = [{"exercise": required[0], "status": Status.NOT_IMPLEMENTED}] + untouched[1:]
     assert exit_code(shared.counted_statuses(day, required_missing)) == EXIT_FAIL
+
+
+@needs_nvcc
+@pytest.mark.skipif(has_gpu(), reason="exercises the no-GPU path (compile reports)")
+def test_a_file_two_exercises_share_has_its_compile_report_printed_once(tmp_path):
+    """A check prints each shared file's compile report once (day 20's four exercises share one .cu): the second
+    exercise names the first's report in a line."""
+    one = COURSE[COURSE.index("      - name: softmax"):] + "        include_dirs: [common]\n"
+    (tmp_path / "course.yaml").write_text(COURSE[:COURSE.index("      - name: softmax")] + one
+                                          + one.replace("name: softmax", "name: softmax_again", 1))
+    shutil.copytree(ROOT / "solutions" / "day01", tmp_path / "solutions" / "day01")
+    shutil.copytree(ROOT / "common", tmp_path / "common")
+    r = run_grader("--course", str(tmp_path / "course.yaml"), "check", "day01", "--solution", cwd=tmp_path)
+    assert_clean(r)
+    assert r.returncode == 2 and r.stdout.count("COMPILED ONLY") == 2, r.stdout + r.stderr
+    assert r.stdout.count("spill st/ld B") == 1, r.stdout  # one ptxas table
+    for f in ("softmax.cu: compiles (nvcc)", "bindings.cpp: compiles (c++)"):
+        assert r.stdout.count(f"solutions/day01/{f}, as reported above for softmax") == 1, r.stdout
+
+
+def test_without_the_cuda_toolkit_a_check_is_an_environment_error_saying_what_to_install(tmp_path):
+    """No nvcc (nor a CUDA_HOME that has one) is the machine's problem: ENVIRONMENT ERROR, exit 2, with what to
+    install, as `grader doctor` says; never the student's build error."""
+    path = os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep) if d and not Path(d, "nvcc").exists())
+    out = tmp_path / "r.json"
+    r = run_grader("check", "day01", "--solution", "--json", str(out),
+                   env={"PATH": path, "CUDA_HOME": str(tmp_path), "CUDA_PATH": ""})
+    assert_clean(r)
+    text = " ".join(r.stdout.split())
+    assert r.returncode == 2 and "ENVIRONMENT ERROR" in text and "BUILD ERROR" not in text, text
+    assert f"nvcc, the CUDA toolkit's compiler, is neither on PATH nor in {tmp_path / 'bin'}" in text, text
+    assert "install the CUDA toolkit" in text and "--seed" not in text.split("ENVIRONMENT ERROR")[1], text
+    (ex,) = json.loads(out.read_text())["exercises"]
+    assert ex["status"] == "env_error"
+
+
+def test_the_grader_takes_back_a_sigint_its_shell_ignored():
+    """A shell without job control starts `grader … &` with SIGINT ignored (tests/processes.py): main() takes it back
+    as Python's default (KeyboardInterrupt) before anything else, whatever the command; tests/test_watch.py and
+    tests/test_check_on_slurm.py interrupt such a grader."""
+    import signal
+
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with pytest.raises(SystemExit):  # a usage error: parsing comes after
+            cli.main(["no-such-command"])
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, old)

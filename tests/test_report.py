@@ -197,3 +197,29 @@ def test_each_exercise_is_put_against_its_own_ceiling(course):
     res.cases = [bare]
     text = render(res, wmma.model_copy(update={"ceiling": "none"}))
     assert "% of" not in text and "208%" not in text
+
+
+def _compiled(exercise, report):
+    return ExerciseResult("day20", exercise, "student", "days/day20", 1, status="no_gpu", message="no CUDA GPU here",
+                          compile=[dict(report)])
+
+
+def test_a_file_the_exercises_share_is_reported_once_per_check(course):
+    """Day 20's four exercises compile one attention_bwd_tc.cu: its ptxas table is printed for the first exercise,
+    and each later one names the report in a line. A report that differs (other flags, an edit) is printed again."""
+    day = course.day("day20")
+    shared = dict(file="days/day20/attention_bwd_tc.cu", ok=True, tool="nvcc", diagnostics=[], note="", log="",
+                  kernels=[dict(function="hopper::probe_kernel()", arch="sm_90", registers=8, smem_bytes=0,
+                                stack_bytes=0, spill_stores=0, spill_loads=0)])
+    console, shown = Console(record=True, width=160), {}
+    for i, ex in enumerate(day.exercises):
+        report.render(console, _compiled(ex.name, {**shared, "cached": i > 0}), ex, shown=shown)
+    text = console.export_text()
+    first = day.exercises[0].name
+    assert text.count("hopper::probe_kernel()") == 1 and text.count("registers") == 1
+    assert text.count(f"attention_bwd_tc.cu: compiles (nvcc), as reported above for {first}") == len(day.exercises) - 1
+    changed = {**shared, "kernels": [{**shared["kernels"][0], "registers": 9}]}
+    report.render(console, _compiled(first, changed), day.exercises[0], shown=shown)
+    assert console.export_text().count("hopper::probe_kernel()") == 1  # export_text cleared the record: printed anew
+    # without a check's memory (a single result, as `grader grade` renders it), everything is shown
+    assert "hopper::probe_kernel()" in render(_compiled(first, shared), day.exercises[0])

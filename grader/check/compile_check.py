@@ -93,10 +93,22 @@ def demangle(names: list[str]) -> dict[str, str]:
     return dict(zip(names, pretty)) if len(pretty) == len(names) else {n: n for n in names}
 
 
+def _cuda_home() -> str:
+    return os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
+
+
 def nvcc_path() -> str | None:
-    cuda_home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
+    cuda_home = _cuda_home()
     return shutil.which("nvcc") or (str(Path(cuda_home, "bin", "nvcc")) if Path(cuda_home, "bin", "nvcc").exists()
                                      else None)
+
+
+def nvcc_missing() -> str:
+    """What to do when nvcc_path finds nothing, naming where it looked (the check's verdict, its compile report and
+    `grader doctor` all say this)."""
+    return (f"nvcc, the CUDA toolkit's compiler, is neither on PATH nor in {Path(_cuda_home(), 'bin')}: install the "
+            "CUDA toolkit (https://developer.nvidia.com/cuda-downloads; on a GPU machine, of the CUDA major version "
+            "torch was built for) and put its bin/ on PATH, or set CUDA_HOME to the folder it is installed in")
 
 
 def _run_compiler(cmd: list[str], timeout_s: float | None, prefix: list[str] = ()) -> tuple[int | None, str]:
@@ -119,7 +131,7 @@ def compile_cuda(src: Path, include_dirs: list[Path], extra_flags: list[str], ro
     nvcc = nvcc_path()
     rel = relative_path(src, root)
     if nvcc is None:
-        return CompileReport(rel, False, "nvcc", note="nvcc not found: install the CUDA toolkit or set CUDA_HOME")
+        return CompileReport(rel, False, "nvcc", note=nvcc_missing())
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [nvcc, "-c", str(src), "-o", str(Path(tmp) / "k.o"), *BASE_CUDA_FLAGS, *TORCH_CUDA_DEFINES,
                *[f"-I{d}" for d in include_dirs], "-Xptxas", "-v", *extra_flags,

@@ -71,10 +71,11 @@ def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, 
     prestarted: a worker started before planning (cmd_check), for the first run only; released after it.
     sandbox: the CheckSandbox (grader/check/sandboxed.py) the build, the workers and the compilers run in."""
     from grader.check.build import source_paths
-    from grader.check.compile_check import compile_python_kernels, compile_sources, defines_op, source_problem
+    from grader.check.compile_check import (compile_python_kernels, compile_sources, defines_op, nvcc_missing,
+                                            nvcc_path, source_problem)
     from grader.check.job import make_job
     from grader.check.runner import job_file, run_job
-    from grader.check.verdict import ExerciseResult, compiled_only, note_placeholders
+    from grader.check.verdict import ExerciseResult, compiled_only, missing_compiler, note_placeholders
     from grader.verdicts import Status
 
     problems = [p for s in ex.sources if (p := source_problem(src_dir / s, root))]
@@ -82,6 +83,11 @@ def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, 
         res = ExerciseResult(day.id, ex.name, variant, str(src_dir), None if ranked else seeds[0],
                              threshold=ex.threshold)
         return compiled_only(res, ex, problems)
+    if any(p.suffix == ".cu" for p in source_paths(ex, src_dir)) and nvcc_path() is None:
+        # The machine's problem, not the code's: without the toolkit no build can start, on a GPU or without one.
+        res = ExerciseResult(day.id, ex.name, variant, str(src_dir), None if ranked else seeds[0],
+                             threshold=ex.threshold)
+        return missing_compiler(res, nvcc_missing())
     runs = []
     planned = [(s, True) for s in fixed_seeds] + [(s, correctness_only) for s in seeds]
     for k, (seed, untimed) in enumerate(planned, 1):

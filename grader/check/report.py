@@ -1,6 +1,7 @@
 """Rendering results for people (rich tables) and for machines (--json)."""
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -35,10 +36,12 @@ def _label(c: dict) -> str:
     return f"{c['label']} (run {c['run']})" if "run" in c else c["label"]
 
 
-def render(console: Console, res, ex, hint: str | None = None, *, ranked: str | None = None) -> None:
+def render(console: Console, res, ex, hint: str | None = None, *, ranked: str | None = None,
+           shown: dict[str, str] | None = None) -> None:
     """The result for people: builds, the correctness and speed tables, the verdict line and the hint.
 
-    ranked: the hash of a ranked run's secret seed; then no seed is printed (the inputs stay secret)."""
+    ranked: the hash of a ranked run's secret seed; then no seed is printed (the inputs stay secret).
+    shown: the compile reports already printed in this check (render_compile), kept across its exercises."""
     info = res.info
     where = f"{info.get('gpu', '?')} (sm_{info.get('capability', '?').replace('.', '')})" if info else ""
     seed = f"ranked (seed hash {ranked[:8]}…)" if ranked else f"seed {res.seed}"
@@ -53,7 +56,7 @@ def render(console: Console, res, ex, hint: str | None = None, *, ranked: str | 
             for d in b.get("diagnostics", [])[:12] or [b.get("log", "")[-3000:]]:
                 console.print(f"    {d}", markup=False, highlight=False)
     if res.compile:
-        render_compile(console, res.compile)
+        render_compile(console, res.compile, shown, res.exercise)
     corr = [c for c in res.cases if c["kind"] == "correctness"]
     if corr:
         render_correctness(console, corr)
@@ -70,7 +73,7 @@ def render(console: Console, res, ex, hint: str | None = None, *, ranked: str | 
     if res.status in (Status.FAIL, Status.BUILD_ERROR, Status.ENV_ERROR):
         # Compile-only (res.compile): what the compilers said is shown above, and no worker log holds more.
         notes = [f"full log: {res.log}"] if not res.compile and _has_content(res.log) else []
-        if not ranked and res.status != Status.BUILD_ERROR:  # the inputs do not matter to a build
+        if not ranked and res.status != Status.BUILD_ERROR and res.cases:  # inputs matter only to cases that ran
             notes.append(f"reproduce with --seed {res.seed}")
         if notes:
             console.print(" · ".join(notes), style="dim", markup=False, highlight=False)
@@ -131,8 +134,26 @@ def render_benchmark(console: Console, cases: list[dict], ex) -> None:
     console.print(t)
 
 
-def render_compile(console: Console, reports: list[dict]) -> None:
+def _same_report(r: dict) -> str:
+    """What makes two compile reports say the same thing: all of it but whether it came from the cache."""
+    return json.dumps({k: v for k, v in r.items() if k != "cached"}, sort_keys=True)
+
+
+def render_compile(console: Console, reports: list[dict], shown: dict[str, str] | None = None,
+                   exercise: str = "") -> None:
+    """Each compiler's report: its verdict line, diagnostics and ptxas table. shown (report -> the exercise that
+    printed it) spans a check: exercises of a day that share a file compile it identically, so a report already
+    printed is named in one line rather than printed again."""
     for r in reports:
+        key = _same_report(r)
+        if shown is not None and key in shown:
+            verdict = ("cannot be compiled" if r["tool"] == "-" else
+                       f"{'compiles' if r['ok'] else 'does not compile'} ({r['tool']})")
+            console.print(f"  {r['file']}: {verdict}, as reported above for {shown[key]}", markup=False,
+                          highlight=False)
+            continue
+        if shown is not None:
+            shown[key] = exercise
         if r["tool"] == "-":  # refused before any compiler ran (missing, empty, binary, not UTF-8, too large)
             console.print(Text.assemble(f"  {r['file']}: ", ("cannot be compiled", "red")))
         else:

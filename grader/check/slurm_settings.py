@@ -175,7 +175,10 @@ def doctor(course: str | None):
     else:
         parts, why = _partitions()
         if parts is None:
-            out.append(Check("slurm", None, f"Slurm's commands are here but Slurm does not answer: {why}"))
+            out.append(Check("slurm", None, f"Slurm's commands are here but Slurm does not answer ({why}): on a "
+                                            "cluster's login node, ask its admins whether slurmctld is up and "
+                                            "`sinfo` works from here; on a machine without Slurm nothing needs it "
+                                            "(`grader check` runs locally)"))
         else:
             shown = "; ".join(f"{n}{' (default)' if d else ''}: {g}" for n, d, g in parts)
             out.append(Check("slurm", True, f"reachable; partitions: {shown}"))
@@ -184,6 +187,8 @@ def doctor(course: str | None):
     try:
         course_path = Path(course).resolve() if course else find_course_file(Path.cwd().resolve())
     except GraderError:
+        return out
+    if not course_path.is_file():  # doctor's course line says what it is
         return out
     try:
         s = load(course_path)

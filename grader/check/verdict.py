@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from grader.check.timing import geomean
-from grader.verdicts import MISSING_FILE, RESTORE, Category, Status
+from grader.verdicts import MISSING_FILE, Category, Status, restore
 
 
 @dataclass
@@ -97,7 +97,7 @@ def compiled_only(res: ExerciseResult, ex, reports: list) -> ExerciseResult:
     if gone := missing_files(res):
         res.status = Status.BUILD_ERROR
         res.message = (f"{', '.join(gone)} {'is' if len(gone) == 1 else 'are'} missing, so nothing of this exercise "
-                       f"was built: {RESTORE}")
+                       f"was built: {restore(gone, res.day)}")
     elif not all(r.ok for r in reports):
         res.status, res.message = Status.BUILD_ERROR, "the code does not compile"
     else:
@@ -112,6 +112,13 @@ def compiled_only(res: ExerciseResult, ex, reports: list) -> ExerciseResult:
             what = "Python syntax checked (its kernels compile only on a GPU)"
         res.message = (f"{what}; no CUDA GPU here, so correctness and speed were not checked: run "
                        "`grader check` on a GPU machine")
+    return res
+
+
+def missing_compiler(res: ExerciseResult, message: str) -> ExerciseResult:
+    """A compiler the exercise needs is not on this machine: an environment error (exit 2), saying what to
+    install; nothing was built, so nothing of the code is judged."""
+    res.status, res.message = Status.ENV_ERROR, message
     return res
 
 

@@ -77,8 +77,11 @@ def cmd_check(args) -> int:
         console.print(f"seed {seed} (rerun with --seed {seed} to get the same inputs)", style="dim")
     sandbox = _sandbox(args, root, variant, default=bool(ranked))
 
+    shown: dict[str, str] = {}  # the compile reports printed so far: a file the exercises share is shown once
+
     def show(res, ex):
-        report.render(console, res, ex, hint(res, ex, course.hints), ranked=ranked.seed_sha256 if ranked else None)
+        report.render(console, res, ex, hint(res, ex, course.hints), ranked=ranked.seed_sha256 if ranked else None,
+                      shown=shown)
         timings.mark(f"{ex.name}: verdict printed")
 
     out = check_day(course=course, root=root, day=day, exercises=exercises, src_dir=src_dir, variant=variant,
@@ -198,7 +201,7 @@ def cmd_doctor(args) -> int:
 
     from grader.check.slurm_settings import doctor as slurm_doctor
 
-    cs = checks() + slurm_doctor(args.course)
+    cs = checks() + [_course_check(args)] + slurm_doctor(args.course)
     for c in cs:
         mark = "[green]✓[/]" if c.ok else "[yellow]![/]" if c.ok is None else "[red]✗[/]"
         console.print(f"{mark} {c.name:<11} {c.detail}")
@@ -206,3 +209,23 @@ def cmd_doctor(args) -> int:
     if blocking:
         console.print(f"[red]{len(blocking)} problem(s)[/]: fix them to grade on this machine")
     return ENV if blocking else 0
+
+
+def _course_check(args):
+    """doctor's line on the course: course.yaml found and valid (a check needs it), broken (a problem), or none here
+    (a warning: doctor still checks the machine)."""
+    from pathlib import Path
+
+    from grader.doctor import Check
+
+    try:
+        _, path, course = _load(args)
+    except GraderError as e:
+        here = Path.cwd().resolve()
+        if not args.course and not any((d / "course.yaml").is_symlink() or (d / "course.yaml").exists()
+                                       for d in (here, *here.parents)):
+            return Check("course", None, "no course.yaml in this folder or any parent: run `grader doctor` inside the "
+                                         "course repository (or pass --course PATH) to check the course too")
+        return Check("course", False, f"{e}")
+    ready = sum(d.status == "ready" for d in course.days)
+    return Check("course", True, f"{relative_path(path, Path.cwd())}: {len(course.days)} days, {ready} ready")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from grader.check import day_check
 from grader.course import Course, find_course_file, load_course
 from grader.errors import GraderError
 from grader.paths import Paths, relative_path
-from grader.verdicts import RESTORE, Status, exit_code
+from grader.verdicts import Status, exit_code, restore
 # Not a terminal (CI logs, pipes): wider than 80 columns so tables and paths stay on one line.
 
 
@@ -25,8 +26,25 @@ WORKER = day_check.WORKER  # the module each exercise runs in (the CPU tests sub
 
 
 def _load(args) -> tuple[Path, Path, Course]:
-    path = Path(args.course).resolve() if args.course else find_course_file(Path.cwd().resolve())
-    return path.parent, path, load_course(path)
+    root, path = locate_course(args.course)
+    return root, path, load_course(path)
+
+
+def locate_course(given: str | None) -> tuple[Path, Path]:
+    """(root, course.yaml) of --course, else of the first course.yaml from the current folder upwards. What --course
+    names is judged before its links are followed: a link to nothing is said to be one."""
+    from grader.yaml_file import not_a_file
+
+    if not given:
+        path = find_course_file(Path.cwd().resolve())
+        return path.parent, path
+    p = Path(given).expanduser()
+    if why := not_a_file(p):
+        inside = p / "course.yaml"
+        fix = f"--course {inside}" if p.is_dir() and inside.is_file() else "--course PATH to the course's course.yaml"
+        raise GraderError(f"--course {given} {why}: give {fix}")
+    path = p.resolve()
+    return path.parent, path
 
 
 # -- check --------------------------------------------------------------------------------------------------
@@ -56,24 +74,29 @@ def _why_missing(day, solution: bool) -> str:
 
 def _exercises(args, day, src_dir: Path, root: Path, per_exercise: bool = False) -> list:
     """The day's exercises (or the one named by --exercise), each with all its sources present. per_exercise (a
-    local `grader check` of the whole day): an exercise lacking one of its own sources is kept, and its check
-    reports the missing file as that exercise's build error, so the day's other exercises are still checked (a
-    student who skipped one route, or deleted its file); an error only when no exercise has its sources."""
+    local `grader check`): an exercise lacking one of its own sources is kept, and its check reports the missing
+    file as that exercise's build error, so the day's other exercises are still checked (a student who skipped one
+    route, or deleted its file). A folder that holds none of the day's sources is an error: not the day's folder."""
     exercises = [e for e in day.exercises if not args.exercise or e.name == args.exercise]
     if not exercises:
         raise GraderError(f"{day.id} has no exercise {args.exercise!r} (it has: "
                           f"{', '.join(e.name for e in day.exercises)})")
+    here = relative_path(src_dir, root)
     lacking = {ex.name: [s for s in ex.sources if not (src_dir / s).is_file()] for ex in exercises}
-    lenient = per_exercise and not args.exercise and not all(lacking.values())
+    every = list(dict.fromkeys(s for e in day.exercises for s in e.sources))
+    if per_exercise and not any(os.path.lexists(src_dir / s) for s in every):
+        raise GraderError(f"{here} holds none of {day.id}'s sources ({', '.join(every)}): "
+                          + ("is it the day's folder?" if args.dir else restore([here], day.id)))
+    others = len(exercises) > 1
     for ex in exercises:
         missing = lacking[ex.name]
-        if missing and lenient:
-            console.print(f"{day.id}.{ex.name}: {relative_path(src_dir, root)} lacks {', '.join(missing)}; "
-                          "the other exercises are checked", style="yellow", highlight=False)
+        if missing and per_exercise:
+            console.print(f"{day.id}.{ex.name}: {here} lacks {', '.join(missing)}"
+                          + ("; the other exercises are checked" if others else ""), style="yellow", highlight=False)
             continue
         if missing:
-            raise GraderError(f"{relative_path(src_dir, root)} lacks {', '.join(missing)} "
-                              f"(sources of {day.id}.{ex.name}): {RESTORE}")
+            raise GraderError(f"{here} lacks {', '.join(missing)} (sources of {day.id}.{ex.name}): "
+                              + restore([relative_path(src_dir / m, root) for m in missing], day.id))
         from grader.check.build import source_paths
 
         gone = [p for p in source_paths(ex, src_dir) if not p.is_file()]

@@ -40,3 +40,17 @@ def test_the_watch_figures_are_the_medians_of_watch_bench():
                      {"name": "watch: edit -> speed line", "seconds": [9.0]},
                      {"name": "cold grader check (empty build cache)", "seconds": []}]}
     assert fig.watch_figures(doc) == {"watch_recheck_s": 4.2, "watch_edit_s": 1.8}
+
+
+def test_the_tests_section_installs_what_the_tests_need_before_running_them():
+    """Followed as written, the Tests section runs: pytest (and xdist's -n) come with the `test` extra."""
+    import tomllib
+
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("\n## Tests\n"):]
+    start = section.index("```bash\n") + len("```bash\n")
+    block = section[start:section.index("```", start)]
+    test_extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["test"]
+    assert any(d.startswith("pytest-xdist") for d in test_extra) and any(d.startswith("pytest>") for d in test_extra)
+    install = block.find('pip install -e ".[test]"')
+    assert 0 <= install < block.index("python3 -m pytest"), block

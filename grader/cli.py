@@ -7,6 +7,7 @@ Every error reaches the user as a message; an unexpected one also leaves its tra
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 import os
 import re
@@ -18,16 +19,28 @@ from rich.text import Text
 
 from grader import results, timings
 
-from grader.classroom import hidden
 from grader.check.ranked import RANKED_SEED_ENV, RANKED_SEED_FILE_ENV
 from grader.check.sanitizer import TOOLS as SANITIZER_TOOLS
 from grader.errors import GraderError
-from grader.paths import Paths
+from grader.paths import HIDDEN_ENV, HIDDEN_FILE, Paths
 from grader.verdicts import EXIT_ENV as ENV
-from grader.commands.checking import cmd_check, cmd_doctor, cmd_list, cmd_profile, cmd_sanitize, cmd_watch
-from grader.commands.teaching import cmd_grade, cmd_gradebook, cmd_leaderboard, cmd_publish, cmd_release, cmd_site, cmd_syllabus
-from grader.commands.calendar import cmd_calendar
 from grader.commands.shared import console
+
+
+def _command(module: str, name: str):
+    """A command's function, whose module is imported when the command runs: `grader check` then loads neither the
+    instructors' modules (grader/commands/teaching.py and what it imports) nor what the other commands need."""
+    def run(args):
+        return getattr(importlib.import_module(f"grader.commands.{module}"), name)(args)
+    return run
+
+
+cmd_check, cmd_doctor, cmd_list, cmd_profile, cmd_sanitize, cmd_watch = (
+    _command("checking", f"cmd_{n}") for n in ("check", "doctor", "list", "profile", "sanitize", "watch"))
+cmd_grade, cmd_gradebook, cmd_leaderboard, cmd_publish, cmd_release, cmd_site, cmd_syllabus = (
+    _command("teaching", f"cmd_{n}") for n in ("grade", "gradebook", "leaderboard", "publish", "release", "site",
+                                               "syllabus"))
+cmd_calendar = _command("calendar", "cmd_calendar")
 
 
 def positive_seconds(text: str) -> float:
@@ -115,8 +128,8 @@ def parser() -> argparse.ArgumentParser:
     box.add_argument("--no-sandbox", action="store_true", help="never sandbox the code, not even with --ranked "
                      "(says what that gives up)")
     c.add_argument("--hidden", metavar="PATH",
-                   help=f"with --ranked: the instructor's hidden cases (default: ${hidden.HIDDEN_ENV}, else "
-                        f"{hidden.FILE_NAME} beside course.yaml, if there is one)")
+                   help=f"with --ranked: the instructor's hidden cases (default: ${HIDDEN_ENV}, else "
+                        f"{HIDDEN_FILE} beside course.yaml, if there is one)")
     c.add_argument("--on", choices=["slurm"], help="run the check as one Slurm job on the cluster's GPUs (from a login "
                                                    "node; the course's slurm.yaml says what the job asks for)")
     c.add_argument("--slurm-config", metavar="YAML", help="with --on slurm: your own settings, on top of the course's "
@@ -184,7 +197,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--to", metavar="DIR", help="write the student repository into DIR (new, empty, or an earlier "
                                                "release): the days released by today, no solutions, no hidden cases")
     r.add_argument("--hidden", metavar="PATH", help=f"with --to: the hidden cases to keep out (default: "
-                                                    f"${hidden.HIDDEN_ENV}, else {hidden.FILE_NAME} beside course.yaml)")
+                                                    f"${HIDDEN_ENV}, else {HIDDEN_FILE} beside course.yaml)")
     r.set_defaults(fn=cmd_release)
     u = sub.add_parser("publish", help="(instructors) add a day's solution to a student repository once it is due")
     u.add_argument("day", help="day01, day1 or 1")

@@ -11,6 +11,9 @@ import os
 from pathlib import Path
 
 STATE_ENV = "GRADER_STATE"
+# The instructor's hidden cases (grader/classroom/hidden.py): this variable's file, else this file beside
+# course.yaml. Here, so that the command line names them without loading the module that reads them.
+HIDDEN_ENV, HIDDEN_FILE = "GRADER_HIDDEN", "hidden.yaml"
 
 
 class Paths:

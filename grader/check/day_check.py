@@ -12,8 +12,6 @@ from pathlib import Path
 
 from grader import timings
 
-from grader.classroom import hidden
-from grader.authoring import release
 from grader.check.ranked import Ranked, combine_runs
 from grader.paths import Paths, relative_path
 
@@ -44,6 +42,7 @@ def unpublished_baselines(exercises, course, root: Path) -> dict[str, str]:
 
 
 def placeholders(src_dir: Path, sources: list[str], root: Path) -> list[str]:
+    from grader.authoring.release import PLACEHOLDER
     from grader.check.compile_check import MAX_SOURCE_BYTES
 
     found = []
@@ -55,7 +54,7 @@ def placeholders(src_dir: Path, sources: list[str], root: Path) -> list[str]:
         except OSError:
             continue
         for n, line in enumerate(text.splitlines(), 1):
-            if release.PLACEHOLDER in line:
+            if PLACEHOLDER in line:
                 found.append(f"{relative_path(p, root)}:{n}")
     return found
 
@@ -128,7 +127,9 @@ def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, 
             break  # every run must pass: the first failure decides
     res = combine_runs(runs, len(planned)) if ranked else runs[0]
     if res.status == Status.NOT_IMPLEMENTED:
-        res = note_placeholders(res, placeholders(src_dir, ex.sources, root), release.PLACEHOLDER)
+        from grader.authoring.release import PLACEHOLDER
+
+        res = note_placeholders(res, placeholders(src_dir, ex.sources, root), PLACEHOLDER)
     return res
 
 
@@ -189,12 +190,16 @@ def check_day(*, course, root: Path, day, exercises: list, src_dir: Path, varian
                              solution_baseline(course, root, first) if timed else None)
     try:
         for k, ex in enumerate(exercises):
-            extra = hidden.for_exercise(overlay, day.id, ex.name)
-            ex = extra.merged(ex)
+            fixed: tuple[int, ...] = ()
+            if overlay:  # the instructor's hidden cases (a ranked run); a student's check never loads them
+                from grader.classroom import hidden
+
+                extra = hidden.for_exercise(overlay, day.id, ex.name)
+                ex, fixed = extra.merged(ex), tuple(extra.seeds)
             res = check_exercise(course=course, root=root, day=day, ex=ex, src_dir=src_dir, variant=variant,
                                  seeds=seeds, dtypes=dtypes, case_s=case_s,
                                  correctness_only=correctness_only or ex.name in untimed, ranked=bool(ranked),
-                                 fixed_seeds=tuple(extra.seeds), session=warm,
+                                 fixed_seeds=fixed, session=warm,
                                  prestarted=early if k == 0 and warm is None else None, cases=cases,
                                  progress=progress, worker=worker, sandbox=sandbox)
             on_result(res, ex)

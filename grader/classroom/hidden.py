@@ -23,11 +23,11 @@ from pathlib import Path
 from pydantic import Field, TypeAdapter, ValidationError
 
 from grader.course import Case, Course, Exercise, Strict, format_errors
+from grader import paths
 from grader.errors import GraderError
 from grader.yaml_file import read_yaml
 
-HIDDEN_ENV = "GRADER_HIDDEN"
-FILE_NAME = "hidden.yaml"
+HIDDEN_ENV, FILE_NAME = paths.HIDDEN_ENV, paths.HIDDEN_FILE
 
 
 class HiddenCases(Strict):

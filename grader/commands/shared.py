@@ -7,17 +7,19 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from grader import clock, results, timings
 
-from grader.classroom import hidden
 from grader.check import day_check
-from grader.course import Course, find_course_file, load_course
 from grader.errors import GraderError
 from grader.paths import Paths, relative_path
 from grader.verdicts import Status, exit_code, restore
+
+if TYPE_CHECKING:  # the schema (pydantic) loads with the course, not with the command line
+    from grader.course import Course
 # Not a terminal (CI logs, pipes): wider than 80 columns so tables and paths stay on one line.
 
 
@@ -26,6 +28,8 @@ WORKER = day_check.WORKER  # the module each exercise runs in (the CPU tests sub
 
 
 def _load(args) -> tuple[Path, Path, Course]:
+    from grader.course import load_course
+
     root, path = locate_course(args.course)
     return root, path, load_course(path)
 
@@ -33,6 +37,7 @@ def _load(args) -> tuple[Path, Path, Course]:
 def locate_course(given: str | None) -> tuple[Path, Path]:
     """(root, course.yaml) of --course, else of the first course.yaml from the current folder upwards. What --course
     names is judged before its links are followed: a link to nothing is said to be one."""
+    from grader.course import find_course_file
     from grader.yaml_file import not_a_file
 
     if not given:
@@ -206,6 +211,8 @@ def _cases_exist(args, day, exercises) -> None:
 
 def _hidden_cases(args, course_path: Path, course, day, exercises) -> dict | None:
     """The hidden cases of a ranked run (none is normal: a student repository has no overlay), announced by count."""
+    from grader.classroom import hidden
+
     path = hidden.locate(course_path, args.hidden)
     if path is None:
         return None

@@ -129,9 +129,12 @@ def _name(tok: str, known: frozenset) -> str:
 
 
 
-def _namer(known: frozenset):
-    """_name for one language, remembered per token (a file names the same few identifiers over and over)."""
-    seen: dict[str, str] = {}
+_SEEN: dict[str, dict[str, str]] = {"c": {}, "py": {}}  # each language's tokens, as _name gives them
+
+
+def _namer(lang: str):
+    """_name for one language, remembered per token (the course names the same identifiers over and over)."""
+    seen, known = _SEEN[lang], KNOWN[lang]
 
     def name(tok: str) -> str:
         out = seen.get(tok)
@@ -151,7 +154,7 @@ def _c_lines(text: str, first: int = 1) -> list[Line]:
     at = n = first
     depth, inits, directive, bol, header = 0, 0, False, True, False
     prev = ""
-    name = _namer(KNOWN["c"])
+    name = _namer("c")
     for skip, nl, tok in _C_TOKEN.findall(text):
         if skip:
             n += skip.count("\n")
@@ -205,7 +208,7 @@ def _c_lines(text: str, first: int = 1) -> list[Line]:
 def _py_lines(text: str, first: int = 1) -> list[Line]:
     """Python code lines: logical lines (a bracket open carries a line on), and statements apart on one line."""
     out, cur, at, depth, n = [], [], first, 0, first
-    name = _namer(KNOWN["py"])
+    name = _namer("py")
     for skip, nl, tok in _PY_TOKEN.findall(text):
         if skip:
             n += skip.count("\n")
@@ -254,10 +257,10 @@ def language(path: str | Path) -> str | None:
     return None
 
 
-def code_lines(path: str | Path, text: str) -> list[Line]:
+def code_lines(path: str | Path, text: str, first: int = 1) -> list[Line]:
     """A file's normalised code lines, trivial ones dropped. A notebook: its cells' lines; a Markdown page: its
     fenced code blocks (Python ones as Python); any other text as C++ (a lesson in .txt quoting a kernel is code
-    all the same)."""
+    all the same). first: the number of text's first line (a hole's text starts inside its file)."""
     lang = language(path)
     if str(path).endswith(".ipynb"):
         return _significant(_py_lines("\n".join(notebook_lines(text))))
@@ -268,7 +271,7 @@ def code_lines(path: str | Path, text: str) -> list[Line]:
             parse = _py_lines if m.group(3).lower() in ("python", "py", "mojo", "pycon") else _c_lines
             out += parse(m.group(4), first)
         return _significant(out)
-    return _significant((_py_lines if lang == "py" else _c_lines)(text))
+    return _significant((_py_lines if lang == "py" else _c_lines)(text, first))
 
 
 def _key(lines) -> int:
@@ -347,9 +350,8 @@ def holes_of(path: str, text: str, day: str) -> list[Hole]:
         if _END.match(line) and depth:
             depth -= 1
             if depth == 0:
-                region = "\n" * (start) + "\n".join(body)  # keeps the file's line numbers
                 lang_path = path if not path.endswith(".ipynb") else "cells.py"
-                out.append(Hole(path, day, label, start, tuple(code_lines(lang_path, region))))
+                out.append(Hole(path, day, label, start, tuple(code_lines(lang_path, "\n".join(body), start + 1))))
             continue
         if depth:
             body.append(line)

@@ -271,7 +271,23 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _interruptible() -> None:
+    """Ctrl-C (or `kill -INT`) interrupts the grader however it was started. A shell without job control starts a
+    background command (`grader watch day03 &` in a script, a CI step) with SIGINT ignored, and Python keeps an
+    ignored SIGINT ignored: the grader could then be neither stopped nor make its Slurm job's scancel. Taking it
+    back also reaches what the grader starts afterwards (a handled signal is reset to its default by exec): the
+    compilers in its own process group stop with it; its workers, in sessions of their own, are ended by it."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        try:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        except ValueError:  # not the main thread (the grader called in-process): signals are its caller's
+            pass
+
+
 def main(argv: list[str] | None = None) -> int:
+    _interruptible()
     timings.mark("grader imported")
     args = parser().parse_args(argv)
     if getattr(args, "timings", False):

@@ -13,7 +13,18 @@ import pytest
 from grader import cli, watch
 from grader.commands import shared
 from tests.conftest import ROOT, needs_nvcc
+from tests.processes import STARTED, lines_of, started, wait_for
 from tests.test_cli import COURSE
+
+# `grader watch` as a command, its checks run by tests/fake_worker.py (the fake_day course).
+FAKE_WATCH = ("import sys; from grader.commands import shared; shared.WORKER = 'tests.fake_worker'; "
+              "from grader import cli; sys.exit(cli.main(sys.argv[1:]))")
+# From the start of `grader watch` to its first verdict: 0.9-1.4 s with the fake worker, 3-4 s compiling day 1
+# (17 s cold) on the 2-core machine at a load of 6. A 20-fold margin.
+FIRST_VERDICT_S = {"fake": 30, "real": 20 * 17}
+# From SIGINT to its exit: the watch closes its worker (waiting up to 5 s for one in the middle of a request, then
+# killing it). It took 0.2-0.45 s here at a load of 6; the 5 s and a 20-fold margin on that.
+STOP_S = 5 + 20 * 0.45
 
 
 @pytest.fixture
@@ -101,8 +112,7 @@ def test_ctrl_c_stops_cleanly_and_ends_the_worker(fake_day, monkeypatch, capsys,
 
     assert run_watch(fake_day, interrupted(), monkeypatch=monkeypatch) == 0
     assert "stopped watching" in capsys.readouterr().out
-    time.sleep(0.2)
-    with pytest.raises(ProcessLookupError):
+    with pytest.raises(ProcessLookupError):  # killed and reaped before the watch returned
         os.kill(int(pidfile.read_text()), 0)
 
 
@@ -133,7 +143,7 @@ def test_watchfiles_reports_a_save(tmp_path):
     target = tmp_path / "k.cu"
     target.write_text("a\n")
     stop = threading.Event()
-    timer = threading.Timer(30, stop.set)  # the bound: no change seen in 30 s ends the watch
+    timer = threading.Timer(30, stop.set)  # the bound: no change seen in 30 s ends the watch (it came in 0.6 s)
     timer.start()
 
     def save():
@@ -151,25 +161,44 @@ def test_watchfiles_reports_a_save(tmp_path):
     assert target in batch
 
 
-@needs_nvcc
-def test_ctrl_c_in_a_real_watch_exits_without_a_traceback(tmp_path):
-    """The real worker, compile-only on a machine without a GPU (a GPU machine checks day01's solution): the first
-    verdict comes, then SIGINT as a terminal sends it."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "grader", "watch", "day01", "--solution", "--correctness-only"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    lines = []
+def _interrupted(cmd, kind: str, how: str, **popen) -> tuple[int, str]:
+    """Starts `grader watch` (cmd) as a shell would (how), waits for its first verdict, sends SIGINT as Ctrl-C or
+    `kill -INT` does, and waits for it to end: (exit code, output)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=started(how),
+                            **popen)
+    lines = lines_of(proc)
     try:
-        deadline = time.monotonic() + 300
-        for line in proc.stdout:
-            lines.append(line)
-            if "day01.softmax:" in line or time.monotonic() > deadline:
-                break
+        wait_for(lines, "day01.softmax:", FIRST_VERDICT_S[kind], proc)
         proc.send_signal(signal.SIGINT)
-        rest, err = proc.communicate(timeout=60)
+        proc.wait(timeout=STOP_S)
+        lines.reader.join(STOP_S)
     finally:
         if proc.poll() is None:
             proc.kill()
-    out = "".join(lines) + rest
-    assert proc.returncode in (0, 130), out + err
-    assert "✓ day01.softmax:" in out and "Traceback" not in out + err
+            proc.wait()
+    return proc.returncode, "".join(lines)
+
+
+@pytest.mark.parametrize("how", STARTED)
+def test_sigint_stops_a_watch_however_it_was_started(fake_day, how):
+    """`grader watch day03 &` from a script starts with SIGINT ignored: `kill -INT` stops it all the same, and its
+    worker with it."""
+    pidfile = fake_day / "pid"
+    env = {**os.environ, "FAKE_WORKER_PIDFILE": str(pidfile)}
+    code, out = _interrupted([sys.executable, "-c", FAKE_WATCH, "--course", str(fake_day / "course.yaml"), "watch",
+                              "day01", "--dir", str(fake_day / "mine"), "--correctness-only", "--seed", "4"],
+                             "fake", how, cwd=fake_day, env=env)
+    assert code == 0 and "stopped watching" in out and "Traceback" not in out, out
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pidfile.read_text()), 0)
+
+
+@needs_nvcc
+@pytest.mark.parametrize("how", STARTED)
+def test_ctrl_c_in_a_real_watch_exits_without_a_traceback(how):
+    """The real worker, compile-only on a machine without a GPU (a GPU machine checks day01's solution): the first
+    verdict comes, then SIGINT as a terminal sends it (or `kill -INT` to a watch a script started)."""
+    code, out = _interrupted([sys.executable, "-m", "grader", "watch", "day01", "--solution", "--correctness-only"],
+                             "real", how, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert code == 0, out
+    assert "✓ day01.softmax:" in out and "stopped watching" in out and "Traceback" not in out, out

@@ -185,3 +185,12 @@ def _one_day(monkeypatch):
     from tests import release_course
 
     monkeypatch.setattr(clock, "today", lambda: release_course.TODAY)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory):
+    """One single-node Slurm for every Slurm test of the session (tests/slurm_cluster.py): its slurm.conf's path.
+    Started by the first test that asks for it, stopped by PID at the session's end."""
+    from tests.slurm_cluster import single_node_slurm
+
+    yield from single_node_slurm(tmp_path_factory.mktemp("slurm"))

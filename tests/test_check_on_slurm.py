@@ -1,15 +1,14 @@
 """`grader check dayNN --on slurm`: its settings (the course's slurm.yaml, then the student's file), what it sends
 (job_sources.py), how it names the job's paths and reads Slurm's reasons; then, on a real single-node Slurm (the
-cluster of tests/test_grade_slurm.py), the same verdict, JSON and exit code as a local check, and every way a job can
+session's, tests/slurm_cluster.py), the same verdict, JSON and exit code as a local check, and every way a job can
 end without a result: held, cancelled from outside, requeued, past its time, and Ctrl-C, which cancels it and leaves
-nothing running."""
+nothing running however the check was started. Each test looks only at its own job and processes."""
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -21,13 +20,14 @@ from grader.check import job_sources, on_slurm, slurm_settings
 from grader.check.compile_check import MAX_SOURCE_BYTES
 from grader.errors import GraderError
 from tests.conftest import ROOT, needs_nvcc
-from tests.test_grade_slurm import alarm, single_node_slurm
+from tests.processes import STARTED, lines_of, started, wait_for
+from tests.slurm_cluster import SLURM_CMD_S, alarm, config_seconds, in_queue, slurm_env
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    """tests/test_grade_slurm.py's single-node Slurm, one for this module."""
-    yield from single_node_slurm(tmp_path_factory)
+@pytest.fixture
+def cluster(slurm_cluster):
+    """The session's single-node Slurm (tests/conftest.py)."""
+    return slurm_cluster
 
 
 @pytest.fixture(autouse=True)
@@ -116,8 +116,9 @@ def test_an_install_that_is_not_there_is_said_before_submitting(course, tmp_path
         slurm_settings.load(course, str(mine))
 
 
-def test_the_course_ships_a_valid_slurm_yaml():
-    s = slurm_settings.load(ROOT / "course.yaml", os.devnull)
+def test_the_course_ships_a_valid_slurm_yaml(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "none"))  # no student's file of this machine's
+    s = slurm_settings.load(ROOT / "course.yaml")
     assert s.files[0] == ROOT / "slurm.yaml" and s.config.gpus_per_task == 1
 
 
@@ -279,7 +280,14 @@ def test_doctor_says_what_a_job_would_ask_for(tmp_path, monkeypatch, capsys):
 COMPILE_ONLY = "gpus_per_task: 0\ncpus_per_task: 1\ntimeout_min: 5\npoll_s: 1\ngrace_s: 3\n"
 FAKE = ("import sys; from grader.classroom import grade_task; grade_task.COMMAND = (sys.executable, '-m', "
         "'tests.fake_check'); from grader import cli; sys.exit(cli.main(sys.argv[1:]))")
-RUN_S = 300
+RUN_S = 300  # one check through Slurm, start to verdict: 4-5 s with the fake check; 4 checks of day 1 took 22-54 s
+# From the check's start to its job running the check on the node (the "fake check of" line): sbatch, Slurm's
+# scheduling, the node's Python starting the task. It took 1.5-3.2 s here (the 2-core machine at a load of 6). A
+# 20-fold margin.
+JOB_RUNS_S = 20 * 3.2
+# After Ctrl-C the grader sends scancel and waits up to on_slurm.CANCEL_WAIT_S to see the job leave the queue (it
+# exited 1.3 s after SIGINT here); a margin of one more Slurm command.
+CTRL_C_EXIT_S = on_slurm.CANCEL_WAIT_S + SLURM_CMD_S
 
 
 def _env(cluster, tmp_path, **extra):
@@ -304,13 +312,6 @@ def _comparable(doc):
         for r in e["compile"]:
             r["log"] = re.sub(r"(?m)^ptxas info\s*: Compile time = .*$", "", r["log"])
     return doc
-
-
-def _queue(cluster, job=None):
-    args = ["squeue", "-h", "-o", "%A"] + (["-j", job] if job else [])
-    p = subprocess.run(args, capture_output=True, text=True, env={**os.environ, "SLURM_CONF": str(cluster)},
-                       timeout=30)
-    return p.stdout.split()
 
 
 def _left_running(folder: Path) -> list[str]:
@@ -355,27 +356,40 @@ def test_a_compile_only_check_on_slurm_gives_the_local_verdict_json_and_exit_cod
     print(f"\n{remote}")
 
 
-def _fake_check(cluster, tmp_path, config, mode="HANG"):
+def _fake_check(cluster, tmp_path, config, mode="HANG", how="from a terminal"):
+    """The check on Slurm, its grading on the node tests/fake_check.py (mode: what it does), started as a shell
+    would start it (how: tests/processes.py)."""
     cmd = [sys.executable, "-c", FAKE, "check", "day01", "--solution", "--json", str(tmp_path / "r.json"),
            "--on", "slurm", "--slurm-config", _config(tmp_path, config)]
     return subprocess.Popen(cmd, cwd=ROOT, env=_env(cluster, tmp_path, FAKE_CHECK=mode), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True, preexec_fn=started(how))
 
 
-def _lines(proc) -> list[str]:
-    """The process's output lines so far, as a list that a thread keeps filling."""
-    lines: list[str] = []
-    threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True).start()
-    return lines
+@pytest.fixture
+def fake_check(cluster, tmp_path):
+    """start(config, mode, how): _fake_check on the session's cluster, with the process and its output lines
+    (tests/processes.py). A check still running at the test's end is killed, and the Slurm job of every check it
+    started is cancelled if still queued, so that a failed test leaves the shared cluster as it found it."""
+    checks = []
+
+    def start(config, mode="HANG", how="from a terminal"):
+        proc = _fake_check(cluster, tmp_path, config, mode, how)
+        checks.append((proc, lines_of(proc)))
+        return checks[-1]
+
+    yield start
+    for proc, lines in checks:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        for job_id in re.findall(r"submitted Slurm job (\d+)", "".join(lines)):
+            if in_queue(cluster, job_id):
+                subprocess.run(["scancel", job_id], env=slurm_env(cluster), capture_output=True, timeout=SLURM_CMD_S)
 
 
-def _wait_for(lines, text, seconds=120):
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if any(text in ln for ln in lines):
-            return next(ln for ln in lines if text in ln)
-        time.sleep(0.2)
-    raise AssertionError(f"no line with {text!r} within {seconds} s: {''.join(lines)}")
+def _job_id(lines, proc) -> str:
+    """The Slurm job the check submitted, from its "submitted Slurm job N" line."""
+    return re.search(r"Slurm job (\d+)", wait_for(lines, "submitted Slurm job", JOB_RUNS_S, proc))[1]
 
 
 def _job_folder(tmp_path) -> Path:
@@ -383,12 +397,12 @@ def _job_folder(tmp_path) -> Path:
     return job
 
 
-def test_a_job_asks_for_a_gpu_and_says_which_it_got(cluster, tmp_path):
+def test_a_job_asks_for_a_gpu_and_says_which_it_got(fake_check, tmp_path):
     """The course's default, one GPU per job: scheduled on the node's gres/gpu (the cluster's stand-in GPU on a
     machine without one, so the check there finds none and says so)."""
-    proc = _fake_check(cluster, tmp_path, COMPILE_ONLY.replace("gpus_per_task: 0", "gpus_per_task: 1"), mode="")
-    lines = _lines(proc)
+    proc, lines = fake_check(COMPILE_ONLY.replace("gpus_per_task: 0", "gpus_per_task: 1"), mode="")
     assert proc.wait(timeout=RUN_S) == 2
+    lines.reader.join(RUN_S)
     text = "".join(lines)
     assert "1 GPU, 1 CPU" in text and "Traceback" not in text, text
     gpus = [ln for ln in lines if ln.startswith("running on ")]
@@ -396,23 +410,24 @@ def test_a_job_asks_for_a_gpu_and_says_which_it_got(cluster, tmp_path):
     assert [e["status"] for e in json.loads((tmp_path / "r.json").read_text())["exercises"]] == ["no_gpu"]
 
 
-def test_ctrl_c_cancels_the_job_and_leaves_nothing_running(cluster, tmp_path):
-    proc = _fake_check(cluster, tmp_path, COMPILE_ONLY)
-    try:
-        lines = _lines(proc)
-        job_id = re.search(r"Slurm job (\d+)", _wait_for(lines, "submitted Slurm job"))[1]
-        _wait_for(lines, "fake check of")  # the check runs on the node: its own line came back
-        job = _job_folder(tmp_path)
-        (pid, _), = (line.split() for line in (job / "days" / "day01" / "calls").read_text().splitlines())
-        os.kill(proc.pid, signal.SIGINT)
-        assert proc.wait(timeout=60) == 130
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+@pytest.mark.parametrize("how", STARTED)
+def test_ctrl_c_cancels_the_job_and_leaves_nothing_running(cluster, fake_check, tmp_path, how):
+    """Started from a terminal, or in the background of a script (SIGINT ignored from the start): SIGINT, as Ctrl-C
+    or `kill -INT` sends it, cancels the job either way."""
+    proc, lines = fake_check(COMPILE_ONLY, how=how)
+    job_id = _job_id(lines, proc)
+    wait_for(lines, "fake check of", JOB_RUNS_S, proc)  # the check runs on the node: its own line came back
+    job = _job_folder(tmp_path)
+    (pid, _), = (line.split() for line in (job / "days" / "day01" / "calls").read_text().splitlines())
+    os.kill(proc.pid, signal.SIGINT)
+    assert proc.wait(timeout=CTRL_C_EXIT_S) == 130
+    lines.reader.join(CTRL_C_EXIT_S)
     text = "".join(lines)
     assert f"cancelled Slurm job {job_id} (scancel): it has left the queue" in text and "Traceback" not in text, text
-    assert _queue(cluster, job_id) == []
-    end = time.monotonic() + 30  # what the job ran ends with it (slurmstepd signals the step's processes)
+    assert not in_queue(cluster, job_id)
+    # What the job ran ends with it: slurmstepd sends the step's processes SIGTERM, then SIGKILL KillWait seconds
+    # later (the fake check ends at the SIGTERM, 0-1 s here).
+    end = time.monotonic() + config_seconds(cluster, "KillWait") + SLURM_CMD_S
     while (Path(f"/proc/{pid}").exists() or _left_running(job)) and time.monotonic() < end:
         time.sleep(0.5)
     assert not Path(f"/proc/{pid}").exists() and _left_running(job) == []
@@ -420,6 +435,7 @@ def test_ctrl_c_cancels_the_job_and_leaves_nothing_running(cluster, tmp_path):
 
 def _env_error(tmp_path, proc, lines, code=2):
     assert proc.wait(timeout=RUN_S) == code
+    lines.reader.join(RUN_S)
     text = "".join(lines)
     assert "Traceback" not in text, text
     doc = json.loads((tmp_path / "r.json").read_text())
@@ -427,36 +443,37 @@ def _env_error(tmp_path, proc, lines, code=2):
     return text, doc["exercises"][0]["message"]
 
 
-def test_a_job_that_cannot_start_gets_a_verdict_and_is_cancelled(cluster, tmp_path):
-    proc = _fake_check(cluster, tmp_path, COMPILE_ONLY + "sbatch: {hold: true}\n", mode="")
-    lines = _lines(proc)
+def test_a_job_that_cannot_start_gets_a_verdict_and_is_cancelled(cluster, fake_check, tmp_path):
+    proc, lines = fake_check(COMPILE_ONLY + "sbatch: {hold: true}\n", mode="")
+    job_id = _job_id(lines, proc)
     text, message = _env_error(tmp_path, proc, lines)
     assert "could not start: Slurm keeps it queued because it is held" in message, message
-    assert "ENVIRONMENT ERROR" in text and _queue(cluster) == []
+    assert "ENVIRONMENT ERROR" in text and not in_queue(cluster, job_id)
 
 
 @pytest.mark.parametrize("how, said", [
     (["scancel"], "the job was cancelled (scancel, by you or an administrator)"),
     (["scontrol", "requeue"], "Slurm put the job back in the queue (preempted, or requeued by an administrator)"),
 ])
-def test_a_job_ended_from_outside_gets_a_verdict_saying_how(cluster, tmp_path, how, said):
-    proc = _fake_check(cluster, tmp_path, COMPILE_ONLY)
-    lines = _lines(proc)
-    job_id = re.search(r"Slurm job (\d+)", _wait_for(lines, "submitted Slurm job"))[1]
-    _wait_for(lines, "fake check of")
-    subprocess.run([*how, job_id], env={**os.environ, "SLURM_CONF": str(cluster)}, check=True, timeout=30)
+def test_a_job_ended_from_outside_gets_a_verdict_saying_how(cluster, fake_check, tmp_path, how, said):
+    proc, lines = fake_check(COMPILE_ONLY)
+    job_id = _job_id(lines, proc)
+    wait_for(lines, "fake check of", JOB_RUNS_S, proc)
+    subprocess.run([*how, job_id], env=slurm_env(cluster), check=True, timeout=SLURM_CMD_S)
     text, message = _env_error(tmp_path, proc, lines)
     assert said in message, message
-    assert _queue(cluster, job_id) == []  # a requeued job is cancelled: it would run the check from scratch
+    assert not in_queue(cluster, job_id)  # a requeued job is cancelled: it would run the check from scratch
 
 
-def test_a_job_past_its_time_gets_a_verdict_not_a_hang(cluster, tmp_path):
+def test_a_job_past_its_time_gets_a_verdict_not_a_hang(fake_check, tmp_path):
     """timeout_min: 1 is the least Slurm takes: the check on the node is stopped within the minute."""
-    proc = _fake_check(cluster, tmp_path, COMPILE_ONLY.replace("timeout_min: 5", "timeout_min: 1"))
-    lines = _lines(proc)
     t0 = time.monotonic()
+    proc, lines = fake_check(COMPILE_ONLY.replace("timeout_min: 5", "timeout_min: 1"))
     text, message = _env_error(tmp_path, proc, lines)
-    assert time.monotonic() - t0 < 120, text
+    # The node ends the check at 90% of the minute (it took 48-55 s in all here). The bound stays under the
+    # grader's own fallback for a job past its time (timeout_min·60 + grace_s + 60 s after the job started), so a
+    # verdict that came from that fallback instead fails.
+    assert time.monotonic() - t0 < 2 * 60, text
     assert re.search(r"time limit \(timeout_min: 1\)", message) and "slurm.yaml" in message, message
 
 

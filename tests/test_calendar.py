@@ -8,6 +8,7 @@ import pytest
 
 from grader import cli, clock
 from grader.authoring import semester, syllabus
+from grader.commands.calendar import today_row
 from grader.course import load_course
 from grader.errors import GraderError
 from tests import release_course as rc
@@ -98,6 +99,23 @@ def test_calendar_in_the_student_repository_reads_its_own_release(student):
     doc = json.loads(r.stdout)
     assert doc["today"] == rc.LATER.isoformat()  # day03's date has come, but this release does not hold it
     assert doc["days"][2]["why"] == f"on {rc.LATER}; held back until a later release"
+
+
+def test_calendar_of_another_course_s_release_says_so(student, capsys):
+    course_file, dest = student
+    doc = json.loads((dest / ".release.json").read_text())
+    (dest / ".release.json").write_text(json.dumps({**doc, "course": "Another course"}))
+    capsys.readouterr()
+    assert cli.main(["--course", str(course_file), "calendar", "--to", str(dest)]) == 0
+    assert f"{dest} is a release of 'Another course', not of 't'" in " ".join(capsys.readouterr().out.split())
+
+
+def test_the_today_row_follows_the_dates(course_file, capsys):
+    course = load_course(course_file)
+    states = semester.states(course, rc.TODAY, None)
+    assert today_row(states, rc.LONG_AGO - timedelta(days=1)) == 0  # before the first release: first
+    assert today_row(states, rc.LONG_AGO) == 1 and today_row(states, rc.TODAY) == 2
+    assert today_row(states, rc.LATER) == 3  # after day03, the last day with a date (day04 is planned, day05 has none)
 
 
 @pytest.mark.parametrize("what, message", [

@@ -398,6 +398,10 @@ def test_without_the_cuda_toolkit_a_check_is_an_environment_error_saying_what_to
     assert "install the CUDA toolkit" in text and "--seed" not in text.split("ENVIRONMENT ERROR")[1], text
     (ex,) = json.loads(out.read_text())["exercises"]
     assert ex["status"] == "env_error"
+    if not has_gpu():  # a Python route's .cu: nvcc compiles it only in the compile-only check
+        r = run_grader("check", "day13", "--solution", "--exercise", "softmax_cupy", "--json", str(out),
+                       env={"PATH": path, "CUDA_HOME": str(tmp_path), "CUDA_PATH": ""})
+        assert r.returncode == 2 and json.loads(out.read_text())["exercises"][0]["status"] == "env_error", r.stdout
 
 
 def test_the_grader_takes_back_a_sigint_its_shell_ignored():

@@ -127,7 +127,9 @@ def _run_compiler(cmd: list[str], timeout_s: float | None, prefix: list[str] = (
 
 
 def compile_cuda(src: Path, include_dirs: list[Path], extra_flags: list[str], root: Path,
-                 timeout_s: float | None = None, sandbox=None) -> CompileReport:
+                 timeout_s: float | None = None, sandbox=None, depfile: Path | None = None) -> CompileReport:
+    """depfile: where nvcc writes every file the compile read (make's format), for a caller that keys the report
+    by them (tests/compile_records.py)."""
     nvcc = nvcc_path()
     rel = relative_path(src, root)
     if nvcc is None:
@@ -135,7 +137,7 @@ def compile_cuda(src: Path, include_dirs: list[Path], extra_flags: list[str], ro
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [nvcc, "-c", str(src), "-o", str(Path(tmp) / "k.o"), *BASE_CUDA_FLAGS, *TORCH_CUDA_DEFINES,
                *[f"-I{d}" for d in include_dirs], "-Xptxas", "-v", *extra_flags,
-               *[f"-gencode=arch=compute_{a},code=sm_{a}" for a in ARCHS]]
+               *[f"-gencode=arch=compute_{a},code=sm_{a}" for a in ARCHS], *_depfile_flags(depfile)]
         prefix = sandbox.compiler([src.parent, *include_dirs], Path(tmp)) if sandbox is not None else []
         code, log = _run_compiler(cmd, timeout_s, prefix)
     if code is None:
@@ -147,6 +149,10 @@ def compile_cuda(src: Path, include_dirs: list[Path], extra_flags: list[str], ro
         k.function = names.get(k.function, k.function)
     diags = [str(d) for d in parse_diagnostics(log, root)] + _at_end(log, src, rel)
     return CompileReport(rel, code == 0, "nvcc", diags, [asdict(k) for k in kernels], log=log[-20000:])
+
+
+def _depfile_flags(depfile: Path | None) -> list[str]:
+    return ["-MD", "-MF", str(depfile)] if depfile is not None else []
 
 
 def _at_end(log: str, src: Path, rel: str) -> list[str]:
@@ -201,7 +207,8 @@ def compile_host(src: Path, include_dirs: list[Path], root: Path, timeout_s: flo
         (shim / "cuda_cmake_macros.h").write_text("#pragma once\n")
         cmd = [cxx, "-std=c++20", "-fsyntax-only", "-DTORCH_EXTENSION_NAME=compile_check", str(src),
                *[f"-I{p}" for p in torch_inc], f"-I{sysconfig.get_paths()['include']}",
-               *[f"-I{p}" for p in cuda_inc], *[f"-I{d}" for d in include_dirs], f"-idirafter{tmp}"]
+               *[f"-I{p}" for p in cuda_inc], *[f"-I{d}" for d in include_dirs], f"-idirafter{tmp}",
+               *_depfile_flags(depfile)]
         prefix = sandbox.compiler([src.parent, *include_dirs], Path(tmp)) if sandbox is not None else []
         code, log = _run_compiler(cmd, timeout_s, prefix)
     if code is None:

@@ -19,6 +19,7 @@ through.
 
 Grading compiles with nvcc, which dominates a CPU run: only the first day due is graded (the same flow on a GPU,
 graded day by day, is scripts/semester_demo.py)."""
+import functools
 import json
 import os
 import shutil
@@ -31,7 +32,7 @@ import pytest
 
 import grader.course as course_module
 from grader import cli, clock, sandbox
-from grader.authoring import leaks, publish, semester
+from grader.authoring import leaks, publish, semester, student_repo
 from grader.course import load_course
 from grader.errors import GraderError
 from tests.conftest import ROOT, needs_nvcc
@@ -83,9 +84,11 @@ def test_a_semester_release_by_release(tmp_path, monkeypatch, capsys):
     course_file = instructor / "course.yaml"
     course = load_course(course_file)
     # The course does not change during the walk: each command reads it once parsed (a parse is a quarter second,
-    # and the walk runs some fifty commands).
+    # and the walk runs some fifty commands), and each release writes the student's course.yaml made once (most of
+    # a release's own time).
     monkeypatch.setattr(course_module, "load_course",
                         lambda path: course if Path(path) == course_file else load_course(path))
+    monkeypatch.setattr(student_repo, "student_course_yaml", functools.lru_cache(student_repo.student_course_yaml))
     dates = events(course)
     assert dates, "course.yaml gives no day a release or due date: there is no semester to walk"
     solutions = {p.relative_to(instructor).as_posix(): p.read_text() for p in (instructor / "solutions").rglob("*")

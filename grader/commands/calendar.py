@@ -24,7 +24,7 @@ STYLE = {semester.PLANNED: "dim", semester.NOT_RELEASED: "dim", semester.RELEASE
 
 def target_manifest(to: str) -> tuple[Path, dict]:
     """--to DIR: the folder and its release manifest, or a GraderError saying what DIR is instead."""
-    from grader.authoring.student_repo import MANIFEST, read_manifest  # not at import: every command imports this
+    from grader.authoring.student_repo import MANIFEST, read_manifest  # the release's modules: only for --to
 
     dest = Path(to).expanduser()
     if not dest.exists():

@@ -346,3 +346,28 @@ def test_the_measure_of_a_hole_too_short_to_say_anything_is_never_an_answer():
     one = copies.holes_of("solutions/day01/a.cu", "// BEGIN SOLUTION: one line\nreturn x * 2 + y;\n// END SOLUTION\n",
                           "day01")
     assert len(one) == 1 and not copies.Index(one).answered("b.cu", "return x * 2 + y;\n")
+
+
+def test_the_first_release_says_which_later_days_wait_for_which(clone):
+    """From the first release on, the release note names each later day with the days it will wait for (issue 63:
+    day 20 waits for days 11 and 12), and the course's own calendar publishes each of them in time."""
+    course = load_course(clone / "course.yaml")
+    first = min(d.release for d in course.days if d.release)
+    waits = student_repo.forecast(clone, clone / "course.yaml", course, first)
+    assert waits["day20"] == ["day11", "day12"] and waits["day19"] == ["day10"] and waits["day04"] == ["day03"]
+    assert "day02" not in waits
+    assert student_repo.late_waits(course, waits) == []
+
+
+def test_a_calendar_that_releases_a_day_before_what_it_waits_for_can_be_published_is_warned():
+    from types import SimpleNamespace as NS
+
+    days = {"day03": NS(release=date(2027, 1, 18), due=date(2027, 1, 25)),
+            "day04": NS(release=date(2027, 1, 21), due=date(2027, 1, 24)),
+            "day05": NS(release=date(2027, 1, 26), due=None)}
+    course = NS(day=days.__getitem__)
+    (line,) = student_repo.late_waits(course, {"day04": ["day03"], "day05": ["day03"]})
+    assert line.startswith("day04 is released on 2027-01-21 but waits for day03's solution, and day03 is due on "
+                           "2027-01-25")
+    days["day03"].due = None
+    assert len(student_repo.late_waits(course, {"day04": ["day03"]})) == 1  # no due date: never published in time

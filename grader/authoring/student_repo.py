@@ -320,6 +320,44 @@ def build(root: Path, course_file: Path, course: Course, today: date, overlay: P
     return tree
 
 
+def forecast(root: Path, course_file: Path, course: Course, today: date, overlay: Path | None = None,
+             published: set[str] = frozenset()) -> dict[str, list[str]]:
+    """{day not released yet: the days whose publication it waits for}, by the release's own rule applied to every
+    ready day at once (what the release of the last date would hold, were nothing more published): the first
+    release already says which later days wait on which, and the calendar shows whether each waited-for day is
+    due in time. {} where the course cannot be built that far (the release of that date will say why)."""
+    last = max([d.release for d in course.days if d.status == "ready" and d.release] or [today])
+    if last <= today:
+        return {}
+    try:
+        tree = build(root, course_file, course, last, overlay, published)
+    except GraderError:
+        return {}
+    later = {d.id for d in course.days if d.status == "ready" and d.release and d.release > today}
+    order = {d.id: i for i, d in enumerate(course.days)}
+    out: dict[str, set[str]] = {}
+    for h in tree.held:
+        if h.day in later:
+            out.setdefault(h.day, set()).add(h.waits_for)
+    return {d: sorted(w, key=order.get) for d, w in out.items()}
+
+
+def late_waits(course: Course, waits: dict[str, list[str]]) -> list[str]:
+    """The waits the calendar cannot meet: a day released before the day it waits for can be published (the day
+    after that day's due date, `grader publish`), or a day waiting for one with no due date."""
+    out = []
+    for day, waited in waits.items():
+        d = course.day(day)
+        for w in waited:
+            due = course.day(w).due
+            if due is None or d.release is None or due >= d.release:
+                when = f"is due on {due.isoformat()}" if due else "has no due date"
+                out.append(f"{day} is released on {d.release.isoformat() if d.release else '(no date)'} but waits "
+                           f"for {w}'s solution, and {w} {when}: its release will hold it back until {w} is "
+                           f"published. Give {w} a due date before {day}'s release (course.yaml)")
+    return out
+
+
 def unpublished_answers(dest: Path, course_file: Path, course: Course) -> list[str]:
     """What the student repository at dest gives of a day it has not published (its manifest says which are), by
     the release's own rule (copies.py): a day's file that answers a hole of an earlier day, any other file that

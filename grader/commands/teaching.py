@@ -72,13 +72,19 @@ def release_to(args) -> int:
         res = student_repo.write(tree, dest, root, course, names)
     except OSError as e:
         raise GraderError(f"--to: cannot write into {dest}: {e.strerror or e}") from None
-    later = [f"{d.id} ({d.release.isoformat()})" for d in course.days
-             if d.status == "ready" and d.release and d.release > today]
+    published = set((student_repo.read_manifest(dest.resolve()) or {}).get("published", {}))
+    waits = student_repo.forecast(root, course_path, course, today, overlay, published)
+    later = [f"{d.id} ({d.release.isoformat()}" + (f", once {', '.join(waits[d.id])} "
+                                                  f"{'is' if len(waits[d.id]) == 1 else 'are'} published" if
+                                                  d.id in waits else "") + ")"
+             for d in course.days if d.status == "ready" and d.release and d.release > today]
     span = f"{tree.days[0]} … {tree.days[-1]}" if len(tree.days) > 1 else "".join(tree.days) or "no day"
     console.print(f"released {len(tree.days)} day(s) ({span}) into {dest}: {len(res.written)} file(s) written, "
                   f"{len(res.removed)} removed, {res.unchanged} unchanged")
     if later:
         console.print(f"not yet released: {', '.join(later)}", style="dim")
+    for line in student_repo.late_waits(course, waits):
+        console.print(f"[yellow]warning:[/] {line}")
     left = ", ".join(f"{why} ({n})" for why, n in sorted(tree.left_out.items()))
     console.print(f"left out: {left}", style="dim")
     for hold in tree.held:  # each day held back, each file that holds it and the day it waits for

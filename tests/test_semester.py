@@ -127,6 +127,7 @@ def test_a_semester_release_by_release(tmp_path, monkeypatch, capsys):
         expected = [d.id for d in course.days if d.status == "ready" and d.release <= today]
         held = [line for line in said.splitlines() if "held back" in line]
         assert manifest["days"] == expected, (today, held or said)
+        assert "but waits for" not in said, said  # the release's forecast: the calendar publishes each wait in time
         assert published == {d for d in expected if course.day(d).due < today}, today
 
         # the student repository holds no answer to a day not published yet, and every released day's lesson

@@ -12,7 +12,8 @@ On each date of the calendar (each release date, and the day after each due date
 After every step: the released days are exactly those whose release date has come (the calendar publishes every
 earlier day before a later day comes out, so no day waits on another: a day held back is a failure, named with the
 release's reason); the exact-line leak scan (grader/authoring/leaks.py) finds no line of a solution not yet
-published and no marker line in any file the releases wrote (everything but the published solutions); every
+published and no marker line in any file the releases wrote (everything but the published solutions), nor does the
+release's own rule over normalised code (student_repo.unpublished_answers) find an answer to such a day; every
 released day's lesson and sources are there; `grader calendar --to` says the same. The release is built by
 `grader release --to`, so whatever holds days back there (grader/authoring/student_repo.py) is what this walks
 through.
@@ -136,6 +137,8 @@ def test_a_semester_release_by_release(tmp_path, monkeypatch, capsys):
         assert set(tree) - set(released) <= {p for d in published for p in manifest["published"][d]}, today
         found = leaks.scan(released, secrets(solutions, published, course))
         assert not found, (today, [str(f) for f in found[:5]])
+        # and by the release's rule over normalised code (grader/authoring/copies.py), beyond exact lines
+        assert student_repo.unpublished_answers(dest, course_file, course) == [], today
         for day in expected:
             assert f"days/{day}/README.md" in tree, (today, day)
             for ex in course.day(day).exercises:

@@ -28,7 +28,11 @@ fp32's rtol is that of the forward). course.yaml's bounds are about twice these.
 in fp32 as above but rounded to the input dtype before they enter their products (dV = Pᵀ dout; dQ, dK from dS),
 whose sums stay in fp32; for fp32 inputs that rounding is a no-op.
 
-    python3 solutions/day15/tolerance_model.py [--seeds 8] [--dtypes fp32,fp16,bf16] [--tensor-cores]
+    python3 solutions/day15/tolerance_model.py [--seeds 8] [--dtypes fp32,fp16,bf16] [--tensor-cores] [--markdown OUT]
+
+--markdown also writes what it prints as a page for the lesson (days/day15/tolerance_model.md and, with
+--tensor-cores, days/day20/tolerance_model.md): a student repository has this script only once day 15's solution
+is published, so the lessons show its output.
 """
 from __future__ import annotations
 
@@ -48,6 +52,7 @@ PROBE_SHAPES = [(1, 2, 300, 64), (1, 1, 257, 128)]
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 RTOL = {"fp32": 1.0e-4, "fp16": 2.0e-3, "bf16": 1.6e-2}
 OUTPUTS = ("dq", "dk", "dv")
+MODELS = {False: "both sum orders", True: "tensor cores (P, dS in the dtype), torch's sum order"}  # by --tensor-cores
 
 
 def _fma(acc, a, b):
@@ -131,8 +136,11 @@ def main():
     ap.add_argument("--dtypes", default="fp32,fp16,bf16")
     ap.add_argument("--tensor-cores", action="store_true",
                     help="model a tensor-core kernel: P and dS rounded to the dtype before their products")
+    ap.add_argument("--markdown", type=Path, metavar="OUT", help="also write the results as a markdown page")
     args = ap.parse_args()
     orders = (False,) if args.tensor_cores else (True, False)
+    model = MODELS[args.tensor_cores]
+    found = {}
     for name in args.dtypes.split(","):
         worst: dict = {}  # (output, plain | probe) -> [rel_l2, where, atol, where]
         for shape, probe, seed in cases(args.seeds):
@@ -152,13 +160,38 @@ def main():
                             w[0], w[1] = l2, label
                         if atol > w[2]:
                             w[2], w[3] = atol, label
-        model = "tensor cores (P, dS in the dtype), torch's sum order" if args.tensor_cores else "both sum orders"
+        found[name] = worst
         print(f"{name}: rtol {RTOL[name]:g}, {args.seeds} seeds, {model}; atol in units of the reference's RMS")
         for (out, kind), w in worst.items():
             print(f"  {out} {kind:12s} rel_l2 {w[0]:.3g} ({w[1]})   atol {w[2]:.3g} ({w[3]})")
         for out in OUTPUTS:
             ws = [w for (o, _), w in worst.items() if o == out]
             print(f"  {out} worst: rel_l2 {max(w[0] for w in ws):.3g}, atol {max(w[2] for w in ws):.3g}")
+    if args.markdown:
+        args.markdown.write_text(markdown(found, args), encoding="utf-8")
+
+
+def markdown(found: dict, args) -> str:
+    """The printed results as a page: one table per dtype, each output's worst case named."""
+    model = MODELS[args.tensor_cores]
+    flags = f" --seeds {args.seeds}" + (" --tensor-cores" if args.tensor_cores else "")
+    lines = ["# The tolerance model's results" + (": a tensor-core kernel" if args.tensor_cores else ""), "",
+             f"Written by `python3 solutions/day15/tolerance_model.py{flags} --markdown ...` (the script is published "
+             "with day 15's solution; its docstring is the model). A correct kernel simulated on the CPU "
+             f"({model}) against the task's fp64 reference on the course's shapes, probes and seeds: for each dtype "
+             "and output, the worst relative L2 error and the smallest atol that covers every element given rtol "
+             "(atol in units of the reference's RMS). "
+             + ("Day 20's lesson (Concept 5) says how its tolerances follow from these." if args.tensor_cores
+                else "course.yaml's tolerances are about twice the worst."), ""]
+    for name, worst in found.items():
+        lines += [f"## {name} (rtol {RTOL[name]:g})", "",
+                  "| output | inputs | rel_l2 | its case | atol | its case |", "|---|---|---:|---|---:|---|"]
+        lines += [f"| {out} | {kind} | {w[0]:.3g} | {w[1]} | {w[2]:.3g} | {w[3]} |"
+                  for (out, kind), w in worst.items()]
+        lines += [f"| **{out}** | **worst** | **{max(w[0] for (o, _), w in worst.items() if o == out):.3g}** | | "
+                  f"**{max(w[2] for (o, _), w in worst.items() if o == out):.3g}** | |" for out in OUTPUTS]
+        lines.append("")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -404,6 +404,19 @@ def test_release_to_from_the_command_line(committed_course, tmp_path):
     assert r.returncode == 0 and " 0 file(s) written" in r.stdout
 
 
+def test_the_released_syllabus_says_when_each_day_comes_and_links_only_released_lessons(committed_course):
+    """On the first day a class has one lesson: the syllabus it receives links that one, and every other day says
+    when it comes (the instructor's syllabus.md links all twenty)."""
+    pytest.importorskip("nbgrader")
+    course = load_course(committed_course / "course.yaml")
+    first = course.days[0].release
+    tree = student_repo.build(committed_course, committed_course / "course.yaml", course, first)
+    text = tree.files["syllabus.md"].data.decode()
+    assert tree.days == ["day01"] and "(days/day01/README.md)" in text
+    assert "days/day02/README.md" not in text
+    assert f"not released yet (on {course.day('day02').release.isoformat()})" in text
+
+
 def test_refused_writes_are_grader_errors(course_file, tmp_path):
     root = course_file.parent
     course = load_course(course_file)

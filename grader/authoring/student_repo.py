@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
-from grader.authoring import copies, course_files, leaks, release, student_readme
+from grader.authoring import copies, course_files, leaks, release, student_readme, syllabus
 from grader.authoring.course_text import student_course_yaml
 from grader.course import Course
 from grader.errors import GraderError
@@ -304,6 +304,10 @@ def build(root: Path, course_file: Path, course: Course, today: date, overlay: P
     readme = (Path(course_rel).parent / "README.md").as_posix()
     slurm = (Path(course_rel).parent / "slurm.yaml").as_posix() in tree.files  # `check --on slurm` set up
     tree.files[readme] = Entry(student_readme.render(course, tree.days, slurm).encode("utf-8"))
+    # The syllabus as of this release: a day not out yet says when it comes, with no link to a lesson not there.
+    syllabus_md = (Path(course_rel).parent / "syllabus.md").as_posix()
+    if syllabus_md in tree.files:
+        tree.files[syllabus_md] = Entry(syllabus.render(course, {"days": tree.days}).encode("utf-8"))
     tree.files = dict(sorted(tree.files.items()))
     stubbed = tuple(f"{course_dir}{course_files.SOLUTIONS}{d}/" for d in tree.days)
     tree.uncommitted = [u for u in course_files.uncommitted(root) if u in tree.files or u.startswith(stubbed)]

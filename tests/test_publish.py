@@ -157,3 +157,23 @@ def test_a_solution_that_cannot_be_written_is_an_error_not_a_traceback(student, 
     assert publish(course_file, "day01", dest) == 2
     out = capsys.readouterr().out
     assert "--to: cannot write into" in out and "internal error" not in out
+
+
+def test_a_published_notebook_keeps_its_solutions_and_never_its_hidden_tests():
+    """nbgrader's hidden tests grade every submission, late ones too: `grader publish` hands out a notebook's
+    solutions (day 08's), never its hidden tests, and no marker line a release would refuse."""
+    import json as _json
+
+    from grader.authoring import leaks
+    from grader.authoring.publish import published_notebook
+    from tests.conftest import ROOT
+
+    src = (ROOT / "solutions" / "day08" / "analysis.ipynb").read_bytes()
+    assert b"HIDDEN TESTS" in src
+    out = published_notebook(src, "solutions/day08/analysis.ipynb")
+    text = "\n".join(leaks.notebook_lines(out.decode()))
+    assert "softmax_intensity(3, 7, 8)" in src.decode() and "softmax_intensity(3, 7, 8)" not in text
+    assert "return 5 * elems / (2 * elems * bytes_per_elem)" in text  # the solution itself
+    assert "assert isclose(softmax_intensity(4096, 4096, 4), 0.625" in text  # the tests students always had
+    assert not any(leaks.MARKER_LINE.search(line) for line in text.splitlines())
+    assert all(c.get("outputs", []) == [] for c in _json.loads(out)["cells"] if c["cell_type"] == "code")

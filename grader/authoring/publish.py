@@ -5,9 +5,13 @@ DIR must be a release (`grader release --to`, its manifest names the day). The d
 is refused with the date, unless forced. The solution lands in DIR/solutions/dayNN/, where the grader looks for
 it (`grader check --solution`, and the baseline of a later day timed against it). Source files go out as the
 student would have written them: the `BEGIN SOLUTION` / `END SOLUTION` marker lines and the instructor-only
-lines are dropped, the code between the markers kept; other files (a notebook) are copied as they are.
+lines are dropped, the code between the markers kept; a notebook keeps its solutions and loses nbgrader's
+hidden tests (published_notebook); other files are copied as they are.
 """
 from __future__ import annotations
+
+import json
+import re
 
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -33,6 +37,34 @@ def check_due(day: Day, today: date, force: bool) -> str | None:
     return why
 
 
+_NB_MARKER = re.compile(r"^\s*###\s*(BEGIN|END)\s+(SOLUTION|HIDDEN TESTS)\b")
+
+
+def published_notebook(data: bytes, rel: str) -> bytes:
+    """An nbgrader notebook as it is published: the solutions kept (their marker lines dropped), the hidden tests
+    dropped whole. Hidden tests grade every submission, late ones included; they are never handed out."""
+    try:
+        nb = json.loads(data.decode("utf-8"))
+        cells = nb["cells"]
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+        raise GraderError(f"{rel} is not a notebook that can be published ({e}): fix it in solutions/") from None
+    for cell in cells:
+        src = cell.get("source", "")
+        lines = ("".join(src) if isinstance(src, list) else str(src)).splitlines(keepends=True)
+        kept, hidden = [], False
+        for line in lines:
+            m = _NB_MARKER.match(line)
+            if m:
+                hidden = m.group(2) == "HIDDEN TESTS" and m.group(1) == "BEGIN"
+                continue
+            if not hidden:
+                kept.append(line)
+        cell["source"] = kept
+        if cell.get("cell_type") == "code":
+            cell["outputs"], cell["execution_count"] = [], None  # what ran with the hidden tests stays out too
+    return (json.dumps(nb, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+
+
 def solution_files(root: Path, day: Day) -> dict[str, Entry]:
     """The day's solution as it is published, by path relative to the student repository."""
     prefix = f"{course_files.SOLUTIONS}{day.id}/"
@@ -44,6 +76,8 @@ def solution_files(root: Path, day: Day) -> dict[str, Entry]:
         data = src.read_bytes()
         if release.has_markers_syntax(src):
             data = release.published_solution(release.read_source(src, t.path), Path(t.path)).encode("utf-8")
+        elif src.suffix == ".ipynb":
+            data = published_notebook(data, t.path)
         out[t.path] = Entry(data, t.executable)
     if not out:
         raise GraderError(f"solutions/{day.id}/ holds no file git tracks: nothing to publish")

@@ -152,6 +152,17 @@ def test_list_in_a_student_repository_says_when_a_day_comes(student, capsys):
     assert "not released" not in capsys.readouterr().out
 
 
+def test_check_of_a_day_not_in_the_release_says_when_it_comes(student, capsys):
+    """A student who runs `grader check` on a day the release does not hold yet is told when it comes (not to run
+    `grader release`, an instructor's command), with exit 2."""
+    course_file, dest = student
+    capsys.readouterr()
+    assert cli.main(["--course", str(dest / "course.yaml"), "check", "day03"]) == 2
+    said = capsys.readouterr()
+    err = said.out + said.err
+    assert f"day03 is not released yet (on {rc.LATER})" in err and "grader release" not in err
+
+
 def test_the_syllabus_shows_dates_and_no_lesson_a_student_repository_lacks(student):
     course_file, dest = student
     course = load_course(course_file)

@@ -61,13 +61,23 @@ def _source_dir(args, root: Path, day) -> tuple[Path, str]:
     if d.exists() and not d.is_dir():
         raise GraderError(f"{d} is a file, not a folder (a day is checked from the folder that holds its sources)")
     if not d.is_dir():
-        raise GraderError(f"{d} does not exist" + ("" if args.dir else _why_missing(day, args.solution)))
+        raise GraderError(f"{d} does not exist" + ("" if args.dir else _why_missing(day, args.solution, root)))
     return d, paths.variant(d)
 
 
-def _why_missing(day, solution: bool) -> str:
-    """Why a course folder is absent: in a student repository, a day not out yet or a solution not published."""
+def _why_missing(day, solution: bool, root: Path) -> str:
+    """Why a course folder is absent: in a student repository, a day not out yet (its date to come, or held back
+    by the last release) or a solution not published."""
+    from grader.authoring import semester
+
     today = clock.today()
+    try:
+        manifest = semester.manifest_of(root)
+    except GraderError:
+        manifest = None
+    if not solution and manifest is not None and day.id not in manifest.get("days", []):
+        return (f": {day.id} is not released yet ({semester.not_released(day, today)}); its folder comes with the "
+                "release that holds it (`git pull` then)")
     if not solution and day.release and day.release > today:
         return f": {day.id} is released on {day.release.isoformat()}, and its folder comes with it"
     if solution:

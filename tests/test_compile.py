@@ -1,10 +1,22 @@
-"""Compile-only checks of every kernel and bindings file, stubs and solutions (what CI can do without a GPU)."""
+"""Compile-only checks of every kernel and bindings file, stubs and solutions (what CI can do without a GPU).
+
+The reports of the course's own files come from tests/data/compile-records.json where their inputs are recorded, and
+from the compiler otherwise; every run recompiles a sample of the records and fails on one that differs
+(tests/compile_records.py). The tests of the compile-only check itself, at the end, always run the compiler."""
 import re
 
 import pytest
 
-from grader.check.compile_check import compile_sources
+from tests import compile_records
 from tests.conftest import ROOT, lesson_table, needs_nvcc
+
+
+def _compile(sources, include_dirs, extra_flags, request):
+    """The compile reports of sources; how each was had goes to the test's properties ($GRADER_TEST_TIMES)."""
+    hows = []
+    reports = compile_records.compile_sources(sources, include_dirs, extra_flags, hows)
+    request.node.user_properties.append(("compile_records", " ".join(f"{f}:{how}" for f, how in hows)))
+    return reports
 
 
 def _sources():
@@ -19,9 +31,9 @@ def _sources():
 
 @needs_nvcc
 @pytest.mark.parametrize("day, ex, where", list(_sources()))
-def test_compiles_for_sm80_and_sm90_without_spills(day, ex, where):
-    reports = compile_sources([ROOT / where / day / s for s in ex.sources], [ROOT / i for i in ex.include_dirs],
-                              ex.extra_cuda_cflags, ROOT)
+def test_compiles_for_sm80_and_sm90_without_spills(day, ex, where, request):
+    reports = _compile([ROOT / where / day / s for s in ex.sources], [ROOT / i for i in ex.include_dirs],
+                       ex.extra_cuda_cflags, request)
     for r in reports:
         assert r.ok, f"{r.file}: {r.note}\n" + "\n".join(r.diagnostics) + r.log[-3000:]
         if r.tool == "nvcc":
@@ -50,14 +62,14 @@ HOPPER_BUILDS = [
     ("day20", "attention_bwd_tc", ["FA20_WG_DQ_STORER=0"], r"dkdv_wgmma_kernel"),
 ]
 
-def _build_with_defines(day, name, defines):
+def _build_with_defines(day, name, defines, request):
     """The compile reports of exercise `name`'s solution built with the macros `defines` (each NAME=VALUE)."""
     from grader.course import load_course
 
     ex = next(e for e in load_course(ROOT / "course.yaml").day(day).exercises if e.name == name)
     src = lesson_table().solution_with_defines(day, defines)
-    reports = compile_sources([src / s for s in ex.sources], [ROOT / i for i in ex.include_dirs],
-                              ex.extra_cuda_cflags, ROOT)
+    reports = _compile([src / s for s in ex.sources], [ROOT / i for i in ex.include_dirs], ex.extra_cuda_cflags,
+                       request)
     assert all(r.ok for r in reports), [(r.file, r.note, r.diagnostics[:3]) for r in reports if not r.ok]
     return reports
 
@@ -68,8 +80,8 @@ def _build_ids(builds):
 
 @needs_nvcc
 @pytest.mark.parametrize("day, name, defines, kernels", HOPPER_BUILDS, ids=_build_ids(HOPPER_BUILDS))
-def test_hopper_kernels_keep_wgmma_asynchronous(day, name, defines, kernels):
-    reports = _build_with_defines(day, name, defines)
+def test_hopper_kernels_keep_wgmma_asynchronous(day, name, defines, kernels, request):
+    reports = _build_with_defines(day, name, defines, request)
     hopper = [k for r in reports for k in r.kernels
               if k["arch"].startswith("sm_90") and re.search(kernels, k["function"])]
     assert hopper, f"no sm_90a kernel of {day} matches {kernels!r}: the test names kernels that no longer exist"
@@ -88,8 +100,8 @@ KNOB_BUILDS = [
 @needs_nvcc
 @pytest.mark.parametrize("day, name, defines", KNOB_BUILDS,
                          ids=[f"{d}-{n}-" + "-".join(ms) for d, n, ms in KNOB_BUILDS])
-def test_knobs_kept_for_timing_still_build_without_spills(day, name, defines):
-    reports = _build_with_defines(day, name, defines)
+def test_knobs_kept_for_timing_still_build_without_spills(day, name, defines, request):
+    reports = _build_with_defines(day, name, defines, request)
     kernels = [k for r in reports for k in r.kernels]
     assert kernels, f"{day}.{name} with {defines}: no kernels compiled"
     assert not [(k["function"], k["arch"]) for k in kernels if k["spill_stores"] or k["spill_loads"]]
@@ -170,6 +182,8 @@ def test_a_compiler_that_runs_too_long_is_stopped_with_a_note(tmp_path):
 @needs_nvcc
 def test_compile_reports_are_cached_by_content(tmp_path):
     """An unchanged file is not compiled again; an edit to it, or to a header it can include, is."""
+    from grader.check.compile_check import compile_sources
+
     (tmp_path / "inc").mkdir()
     (tmp_path / "inc" / "scale.cuh").write_text("#pragma once\n#define SCALE 2.0f\n")
     src = tmp_path / "k.cu"

@@ -1,5 +1,7 @@
 """Day 19's static ordering check (tasks/ring_ordering.py) on the PTX of the solution and of planted ordering bugs:
-the bugs the H100 never showed in a test must still fail here, and the solution must pass."""
+the bugs the H100 never showed in a test must still fail here, and the solution must pass. The check's findings
+come from tests/data/compile-records.json where the inputs (the sources, nvcc, tasks/ring_ordering.py) are
+recorded, and from nvcc otherwise; every run recompiles a sample of the records (tests/compile_records.py)."""
 from __future__ import annotations
 
 import shutil
@@ -8,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tasks.ring_ordering import analyze, compile_ptx
+from tests import compile_records
 from tests.conftest import ROOT, needs_nvcc
 
 SOLUTION = ROOT / "solutions" / "day19" / "ring_attention.cu"
@@ -24,23 +27,66 @@ VARIANTS = {
 }
 
 
-def _ptx(tmp_path: Path, edits) -> str:
-    text = SOLUTION.read_text()
-    for find, replace in edits:
-        assert find in text, find
-        text = text.replace(find, replace)
-    src = tmp_path / "ring_attention.cu"
-    src.write_text(text)
-    shutil.copy(SOLUTION.parent / "bindings.cpp", tmp_path / "bindings.cpp")
-    return compile_ptx((src,), INCLUDE, ARCH)
+def summarize(ptx: str) -> dict:
+    """What the tests assert of a PTX, for each exercise's Flags: the ring_kernel instances checked, the number of
+    findings and their distinct reasons (what tests/data/compile-records.json records)."""
+    out = {}
+    for flags in ("FenceFlags", "AcqRelFlags"):
+        checked, findings = analyze(ptx, flags)
+        out[flags] = {"checked": checked, "findings": len(findings), "whys": sorted({f.why for f in findings})}
+    return out
+
+
+def _ptx_with_deps(src: Path, depfile: Path | None) -> str:
+    """compile_ptx's PTX of src, with nvcc also listing the files it read in depfile (the record's key)."""
+    import subprocess
+
+    run = subprocess.run
+
+    def with_depfile(cmd, *args, **kwargs):
+        if depfile is not None and cmd[1:2] == ["-ptx"]:
+            cmd = [*cmd, "-MD", "-MF", str(depfile)]
+        return run(cmd, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(subprocess, "run", with_depfile)
+        return compile_ptx((src,), INCLUDE, ARCH)
+
+
+@pytest.fixture(scope="session")
+def ring_findings(tmp_path_factory):
+    """summarize() of the solution with a variant's edits (None: the solution itself), each built once a session,
+    from the compile records where its inputs are recorded (tests/compile_records.py): ring_attention.cu takes
+    20 s of nvcc."""
+    import inspect
+
+    import tasks.ring_ordering as ro
+
+    code = (Path(ro.__file__).read_text(), inspect.getsource(summarize), inspect.getsource(_ptx_with_deps))
+    done = {}
+
+    def findings(variant: str | None) -> dict:
+        if variant not in done:
+            text = SOLUTION.read_text()
+            for find, replace in VARIANTS.get(variant, []):
+                assert find in text, find
+                text = text.replace(find, replace)
+            folder = tmp_path_factory.mktemp(f"ring-{variant or 'solution'}")
+            src = folder / "ring_attention.cu"
+            src.write_text(text)
+            shutil.copy(SOLUTION.parent / "bindings.cpp", folder / "bindings.cpp")
+            unit = compile_records.Unit("ptx-ordering", src, list(INCLUDE), [f"compute_{ARCH[0]}{ARCH[1]}"], code,
+                                        lambda depfile: (summarize(_ptx_with_deps(src, depfile)), True))
+            done[variant] = compile_records.result(unit)[0]
+        return done[variant]
+
+    return findings
 
 
 @needs_nvcc
-def test_the_solution_orders_every_arrival_and_wait(tmp_path):
-    ptx = _ptx(tmp_path, [])
-    for flags in ("FenceFlags", "AcqRelFlags"):
-        checked, findings = analyze(ptx, flags)
-        assert checked == 12 and not findings, findings[:2]
+def test_the_solution_orders_every_arrival_and_wait(ring_findings):
+    for flags, got in ring_findings(None).items():
+        assert got["checked"] == 12 and not got["findings"], (flags, got["whys"])
 
 
 @needs_nvcc
@@ -49,14 +95,13 @@ def test_the_solution_orders_every_arrival_and_wait(tmp_path):
     ("acquire", True, True, "no device-scope acquire"),
     ("block_scope", False, True, "device-scope"),
 ])
-def test_a_missing_fence_fails(tmp_path, variant, fence_fails, acqrel_fails, why):
-    ptx = _ptx(tmp_path, VARIANTS[variant])
+def test_a_missing_fence_fails(ring_findings, variant, fence_fails, acqrel_fails, why):
+    got = ring_findings(variant)
     for flags, fails in (("FenceFlags", fence_fails), ("AcqRelFlags", acqrel_fails)):
-        checked, findings = analyze(ptx, flags)
-        assert checked == 12
-        assert bool(findings) == fails, (flags, findings[:2])
+        assert got[flags]["checked"] == 12
+        assert bool(got[flags]["findings"]) == fails, (flags, got[flags]["whys"])
         if fails:
-            assert all(why in f.why for f in findings)
+            assert all(why in w for w in got[flags]["whys"])
 
 
 @needs_nvcc

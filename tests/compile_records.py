@@ -1,0 +1,422 @@
+"""Compile results recorded in the repository, keyed by the content of every input, so that CI compiles only what
+changed since a developer last compiled.
+
+tests/data/compile-records.json maps a key to what a test asserts of one compile: for tests/test_compile.py a
+source's compile report (ok, diagnostics, ptxas's kernels: registers, spills, smem, serialised wgmma), for
+tests/test_ring_ordering.py the ordering check's findings on a PTX. The key is the sha256 of everything the result is
+made from:
+
+- the source's name and bytes, and every header in its folder and its include folders (so that a new header which
+  would shadow another changes the key too);
+- every file the compiler read, as its `-MD` list names them, by content: the course's own headers in the record
+  itself, the toolkit's, the C++ library's and torch's through the record file's `environments` (one list of the
+  headers outside the course per compiler, with that compiler's `--version`);
+- the flags and arguments, and the code that runs the compiler and reads its report (the `code` of a Unit).
+
+A recorded key gives the record's result without compiling; a key the records lack is compiled, once per run for
+all xdist workers (a file lock in the run's shared state, tests/conftest.py's SHARED_STATE). A stale or forged record
+cannot pass: every run also recompiles a sample of the recorded keys (SAMPLE_FRACTION of them, at least MIN_SAMPLE,
+chosen by the run's seed) and fails the test that asked when the fresh result differs from the record.
+
+`python3 scripts/compile_records.py --update` refreshes the file (README, Tests)."""
+from __future__ import annotations
+
+import difflib
+import fcntl
+import hashlib
+import inspect
+import json
+import math
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from collections.abc import Callable
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDS = ROOT / "tests" / "data" / "compile-records.json"
+FORMAT = 1  # bump when what a record holds changes
+SAMPLE_FRACTION = 0.10
+MIN_SAMPLE = 3
+MODE_ENV = "COMPILE_RECORDS_MODE"  # unset: use the records; "update": also write what was used; "all": compile all
+OUT_ENV = "COMPILE_RECORDS_OUT"  # the folder an update run's processes write their lines to
+SEED_ENV = "COMPILE_RECORDS_SEED"  # the sample's seed (default: the xdist run's id, else random)
+SAMPLE_ENV = "COMPILE_RECORDS_SAMPLE"  # the fraction sampled, instead of SAMPLE_FRACTION (1: every record)
+REFRESH = "python3 scripts/compile_records.py --update"
+
+
+@dataclass
+class Unit:
+    """One compile whose result a test asserts on. produce(depfile) compiles, has the compiler write the files it
+    read to depfile, and gives (result, keep): keep False for a result that says nothing of the code (the compiler
+    timed out or could not start), which is then neither recorded nor shared."""
+    kind: str  # "nvcc", "c++" or "ptx-ordering": the record's kind
+    source: Path
+    include_dirs: list
+    args: list  # the caller's flags and arguments, paths as _path_id gives them
+    code: tuple  # texts of the code that makes the result from the compiler's output
+    produce: Callable[[Path], tuple]
+
+    @property
+    def compiler(self) -> str:
+        return "c++" if self.kind == "c++" else "nvcc"
+
+
+# ---------------------------------------------------------------------------------------------- hashing inputs
+
+def _hash(*parts) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        data = p if isinstance(p, bytes) else str(p).encode()
+        h.update(len(data).to_bytes(8, "little") + data)
+    return h.hexdigest()
+
+
+def _outside_root(source: Path) -> bool:
+    return not Path(source).resolve().is_relative_to(ROOT)
+
+
+def _path_id(path: Path, source: Path) -> str:
+    """A path as a record names it: inside a source folder outside the course (a temporary copy of a solution)
+    `@src/...`; inside the course relative to it; elsewhere (toolkit, C++ library, torch) absolute."""
+    p = Path(os.path.abspath(path))
+    src_dir = Path(os.path.abspath(Path(source).parent))
+    if _outside_root(source) and p.is_relative_to(src_dir):
+        return "@src/" + p.relative_to(src_dir).as_posix() if p != src_dir else "@src"
+    if p.resolve().is_relative_to(ROOT):
+        return p.resolve().relative_to(ROOT).as_posix()
+    return str(p)
+
+
+def _resolve(path_id: str, source: Path) -> Path:
+    if path_id == "@src":
+        return Path(source).parent
+    if path_id.startswith("@src/"):
+        return Path(source).parent / path_id[len("@src/"):]
+    return Path(path_id) if path_id.startswith("/") else ROOT / path_id
+
+
+def _project(path_id: str) -> bool:
+    return not path_id.startswith("/")
+
+
+@cache
+def identity(compiler: str) -> str | None:
+    """The compiler's `--version`, as it says it; None where it is not installed (no record applies there)."""
+    from grader.check.compile_check import nvcc_path
+
+    path = nvcc_path() if compiler == "nvcc" else (shutil.which(os.environ.get("CXX", "c++")) or shutil.which("g++"))
+    if path is None:
+        return None
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.strip() or None
+
+
+def _base(unit: Unit) -> str:
+    """The key's part known before compiling: compiler, code, arguments, the source and the headers of the folders
+    its `#include`s search."""
+    from grader.check.compile_check import HEADER_SUFFIXES
+
+    parts = [FORMAT, unit.kind, identity(unit.compiler), *unit.code, *unit.args,
+             _path_id(unit.source, unit.source), unit.source.read_bytes()]
+    for d in [unit.source.parent, *unit.include_dirs]:
+        parts.append(_path_id(d, unit.source))
+        for f in sorted(Path(d).rglob("*")) if Path(d).is_dir() else []:
+            if f.suffix in HEADER_SUFFIXES and f.is_file():
+                parts += [f.relative_to(d).as_posix(), f.read_bytes()]
+    return _hash(*parts)
+
+
+@cache
+def _external_sha(path: str) -> str | None:
+    """A header outside the course by content, hashed once per process: the toolkit, the C++ library and torch do
+    not change while the tests run."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def environment_digest(env: dict) -> str | None:
+    """The digest of a compiler's environment (its `--version` and every header outside the course its records
+    read); None where the compiler says another version or a header is gone."""
+    if identity(env["compiler"]) != env["identity"]:
+        return None
+    shas = [_external_sha(p) for p in env["headers"]]
+    if None in shas:
+        return None
+    return _hash(env["compiler"], env["identity"], *[x for pair in zip(env["headers"], shas) for x in pair])
+
+
+def dep_shas(deps: list, source: Path) -> list:
+    """[path id, sha256 of its content] of each of the course's files a compile read (OSError: one is gone)."""
+    return [[d, hashlib.sha256(_resolve(d, source).read_bytes()).hexdigest()] for d in sorted(deps)]
+
+
+def key(base: str, env_digest: str, shas: list) -> str:
+    """The record's key: the base, the environment and the course's files the compiler read, by content."""
+    return _hash(base, env_digest, *[x for pair in shas for x in pair])
+
+
+def read_depfile(path: Path, source: Path) -> tuple[list, list]:
+    """(the course's files, the headers outside it) that a compile read, from its make-style -MD file; the source
+    itself left out, and files the compile made for itself and removed (compile_host's stand-in header) too."""
+    text = path.read_text(encoding="utf-8", errors="replace").replace("\\\n", " ")
+    _, _, files = text.partition(": ")  # "k.o : k.cu a.h" (nvcc), "k.o: k.cu a.h" (gcc)
+    project, external = set(), set()
+    for raw in re.split(r"(?<!\\)\s+", files.strip()):
+        name = raw.replace("\\ ", " ").replace("$$", "$")
+        if not name or Path(os.path.abspath(name)) == Path(os.path.abspath(source)):
+            continue
+        pid = _path_id(Path(name), source)
+        if _project(pid):
+            project.add(pid)
+        elif Path(pid).is_file():
+            external.add(pid)
+    return sorted(project), sorted(external)
+
+
+# ------------------------------------------------------------------------------------------------ the records
+
+@cache
+def load() -> dict:
+    """The record file ({"format", "environments", "records"}); empty where it is missing or of another format."""
+    try:
+        data = json.loads(RECORDS.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {"format": FORMAT, "environments": {}, "records": {}}
+    if data.get("format") != FORMAT:
+        return {"format": FORMAT, "environments": {}, "records": {}}
+    return data
+
+
+@cache
+def _by_base() -> dict:
+    out: dict = {}
+    for k, rec in load()["records"].items():
+        out.setdefault(rec["base"], []).append(k)
+    return out
+
+
+@cache
+def _env_digest(compiler: str) -> str | None:
+    env = load()["environments"].get(compiler)
+    return environment_digest(env) if env else None
+
+
+def seed() -> str:
+    """The run's seed for the sample: $COMPILE_RECORDS_SEED, else the id xdist gives all workers of a run, else
+    one drawn for this process (and kept in its environment, so a failure can name it)."""
+    if not os.environ.get(SEED_ENV):
+        os.environ[SEED_ENV] = os.environ.get("PYTEST_XDIST_TESTRUNUID") or secrets.token_hex(8)
+    return os.environ[SEED_ENV]
+
+
+@cache
+def sample() -> frozenset:
+    """The recorded keys this run recompiles: the first ceil(fraction · n), at least MIN_SAMPLE, in an order drawn
+    from the run's seed (every worker of a run draws the same)."""
+    keys = sorted(load()["records"])
+    fraction = float(os.environ.get(SAMPLE_ENV) or SAMPLE_FRACTION)  # more, never fewer than MIN_SAMPLE
+    n = min(len(keys), max(MIN_SAMPLE, math.ceil(fraction * len(keys))))
+    s = seed()
+    return frozenset(sorted(keys, key=lambda k: _hash(s, k))[:n])
+
+
+def _lookup(unit: Unit, base: str) -> tuple[str, dict] | None:
+    digest = _env_digest(unit.compiler)
+    if digest is None:
+        return None
+    for k in _by_base().get(base, []):
+        rec = load()["records"][k]
+        try:
+            if key(base, digest, dep_shas(rec["deps"], unit.source)) == k:
+                return k, rec
+        except OSError:  # a header the record names is gone: not this record
+            continue
+    return None
+
+
+def _stored(result: dict, source: Path) -> dict:
+    """A result as recorded: the folder of a source outside the course (a temporary copy) as `@src`."""
+    text = json.dumps(result, sort_keys=True)
+    if _outside_root(source):
+        for spelling in {os.path.abspath(source.parent), os.path.realpath(source.parent)}:
+            text = text.replace(spelling + "/", "@src/")
+    return json.loads(text)
+
+
+def _restored(result: dict, source: Path) -> dict:
+    if not _outside_root(source):
+        return result
+    return json.loads(json.dumps(result).replace("@src/", os.path.abspath(source.parent) + "/"))
+
+
+def _read_by(fresh: dict, source: Path) -> list:
+    """The content of every file a fresh compile read, as it is now (None for a file gone)."""
+    try:
+        shas = dep_shas(fresh["deps"], source)
+    except OSError:
+        return [None]
+    return [shas, [_external_sha(p) for p in fresh["external"]]]
+
+
+def _fresh(unit: Unit, base: str) -> tuple[dict | None, dict]:
+    """(what a compile of the unit gives, as stored: result, deps, external; the result as produced). Compiled once
+    per run: the first worker to ask holds the base's lock while it compiles, and the others read its result
+    while every file it read is unchanged."""
+    from tests.conftest import SHARED_STATE
+
+    folder = SHARED_STATE / "compile-records"
+    folder.mkdir(parents=True, exist_ok=True)
+    done = folder / f"{base}.json"
+    with open(folder / f"{base}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, even if the compile raises
+        if done.is_file():
+            fresh = json.loads(done.read_text(encoding="utf-8"))
+            if fresh["read"] == _read_by(fresh, unit.source):
+                return fresh, _restored(fresh["result"], unit.source)
+        with tempfile.TemporaryDirectory() as tmp:
+            depfile = Path(tmp) / "deps.d"
+            result, keep = unit.produce(depfile)
+            if not keep or not depfile.is_file():
+                return None, result
+            deps, external = read_depfile(depfile, unit.source)
+        fresh = {"result": _stored(result, unit.source), "deps": deps, "external": external}
+        fresh["read"] = _read_by(fresh, unit.source)
+        part = done.with_suffix(f".{os.getpid()}.tmp")
+        part.write_text(json.dumps(fresh), encoding="utf-8")
+        part.replace(done)
+    return fresh, result
+
+
+def _emit(unit: Unit, base: str, deps: list, external: list | None, result: dict) -> None:
+    """In an update run, the line scripts/compile_records.py makes the record from (external None: a record used
+    as it was, whose headers are the environment's)."""
+    if not os.environ.get(MODE_ENV):
+        return
+    out = Path(os.environ[OUT_ENV])
+    line = {"base": base, "kind": unit.kind, "source": _path_id(unit.source, unit.source), "compiler": unit.compiler,
+            "identity": identity(unit.compiler), "deps": dep_shas(deps, unit.source), "external": external,
+            "result": result}
+    with open(out / f"{os.getpid()}.jsonl", "a", encoding="utf-8") as f:
+        f.write(json.dumps(line) + "\n")
+
+
+def _mismatch(unit: Unit, k: str, rec: dict, fresh: dict) -> str | None:
+    """Why a recorded key's fresh compile disagrees with its record, or None."""
+    env = load()["environments"][unit.compiler]
+    if fresh["deps"] != sorted(rec["deps"]):
+        return f"the compile read {fresh['deps']}, the record lists {rec['deps']}"
+    unlisted = sorted(set(fresh["external"]) - set(env["headers"]))
+    if unlisted:
+        return f"the compile read headers the record's environment does not list: {unlisted[:5]}"
+    if fresh["result"] != rec["result"]:
+        want = json.dumps(rec["result"], indent=1, sort_keys=True).splitlines()
+        got = json.dumps(fresh["result"], indent=1, sort_keys=True).splitlines()
+        diff = list(difflib.unified_diff(want, got, "recorded", "compiled now", n=1, lineterm=""))
+        return "the result differs:\n" + "\n".join(diff[:40])
+    return None
+
+
+def result(unit: Unit) -> tuple[dict, str]:
+    """(the unit's result, how it was had: "recorded", "sampled" (recompiled and equal to its record) or
+    "compiled" (a key the records lack)). Fails the calling test when a sampled record is not what the compiler
+    gives."""
+    if identity(unit.compiler) is None:  # no compiler: no key; the unit says what it can
+        return unit.produce(None)[0], "compiled"
+    base = _base(unit)
+    hit = None if os.environ.get(MODE_ENV) == "all" else _lookup(unit, base)
+    if hit is not None and hit[0] not in sample():
+        k, rec = hit
+        _emit(unit, base, rec["deps"], None, rec["result"])
+        return _restored(rec["result"], unit.source), "recorded"
+    fresh, produced = _fresh(unit, base)
+    if fresh is None:
+        return produced, "compiled"
+    if hit is not None:
+        k, rec = hit
+        why = _mismatch(unit, k, rec, fresh)
+        _emit(unit, base, fresh["deps"], fresh["external"], fresh["result"])
+        if why:
+            pytest.fail(f"{_path_id(unit.source, unit.source)}: the compile record {k[:16]} (tests/data/"
+                        f"compile-records.json) is not what the compiler gives now: {why}\nA record must be the "
+                        f"compiler's own result: refresh them with `{REFRESH}` (this run's sample seed: "
+                        f"{SEED_ENV}={seed()}).", pytrace=False)
+        return produced, "sampled"
+    _emit(unit, base, fresh["deps"], fresh["external"], fresh["result"])
+    return produced, "compiled"
+
+
+# ------------------------------------------------------------------------------------- compile-only reports
+
+_REPORT_FIELDS = ("file", "ok", "tool", "note", "diagnostics", "kernels")
+
+
+@cache
+def _report_code() -> tuple:
+    """The code a compile report comes from: the compile-only check, and the flags and diagnostics parser it
+    takes from the build."""
+    from grader.check import build
+
+    return ((ROOT / "grader" / "check" / "compile_check.py").read_text(encoding="utf-8"),
+            repr((build.BASE_CUDA_FLAGS, build.TORCH_CUDA_DEFINES, build._NVCC_DIAG.pattern, build._GCC_DIAG.pattern)),
+            *(inspect.getsource(f) for f in (build.parse_diagnostics, build._folder_pairs, build.Diagnostic)),
+            repr(_REPORT_FIELDS))
+
+
+def _unkept(report) -> bool:
+    """A report that says nothing of the code: the compiler ran out of time or could not start."""
+    return "did not finish" in report.note or report.log.startswith("cannot run ")
+
+
+def compile_sources(sources: list[Path], include_dirs: list[Path], extra_flags: list[str],
+                    hows: list | None = None) -> list:
+    """grader's compile_sources (the compile-only check of each source) with the reports of nvcc and the host
+    compiler taken from the records where their key is recorded. A report from a record has no log. hows gets
+    (file, how) for each source: result()'s "recorded", "sampled" or "compiled", or "unrecorded" (a report that
+    takes no compiler: Python's syntax, a file that cannot be read)."""
+    from grader.check import compile_check as cc
+
+    hows = [] if hows is None else hows
+    reports = []
+    for s in sources:
+        if problem := cc.source_problem(s, ROOT):
+            reports.append(problem)
+            hows.append((problem.file, "unrecorded"))
+            continue
+        if s.suffix == ".cu":
+            kind = "nvcc"
+
+            def produce(depfile, s=s):
+                r = cc.compile_cuda(s, include_dirs, extra_flags, ROOT, depfile=depfile)
+                return {f: getattr(r, f) for f in _REPORT_FIELDS}, not _unkept(r)
+        elif s.suffix in cc.HOST_SOURCE_SUFFIXES:
+            kind = "c++"
+
+            def produce(depfile, s=s):
+                r = cc.compile_host(s, include_dirs, ROOT, depfile=depfile)
+                # "skipped": no torch or no C++ compiler here, so nothing was compiled
+                return {f: getattr(r, f) for f in _REPORT_FIELDS}, not _unkept(r) and not r.note.startswith("skipped")
+        else:  # Python's syntax, or a route compiled by its own compiler
+            got = cc.compile_sources([s], include_dirs, extra_flags, ROOT)
+            reports += got
+            hows += [(r.file, "unrecorded") for r in got]
+            continue
+        unit = Unit(kind, s, list(include_dirs), [*(extra_flags if kind == "nvcc" else []),
+                                                   *(_path_id(d, s) for d in include_dirs)],
+                    _report_code(), produce)
+        got, how = result(unit)
+        reports.append(cc.CompileReport(**got, cached=how == "recorded"))
+        hows.append((reports[-1].file, how))
+    return reports

@@ -1,0 +1,165 @@
+"""The compile records (tests/compile_records.py): a recorded key is not compiled, an edit to any input is, a
+forged record fails the run that samples it, and one compile serves every xdist worker. The units here compile
+nothing: their produce writes the depfile a compiler would, so no nvcc is needed."""
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+
+from tests import compile_records as cr
+from tests.conftest import fail_without_nvcc, nvcc_mark
+
+
+@pytest.fixture
+def records(tmp_path, monkeypatch):
+    """A record file, an update run's output folder and a run's shared state of this test's own; the records'
+    per-process caches emptied before and after."""
+    import tests.conftest
+
+    caches = (cr.load, cr._by_base, cr._env_digest, cr.sample)
+    for c in caches:
+        c.cache_clear()
+    monkeypatch.setattr(cr, "RECORDS", tmp_path / "records.json")
+    monkeypatch.setattr(cr, "identity", lambda compiler: f"{compiler} 1.0 (fake)")
+    monkeypatch.setattr(tests.conftest, "SHARED_STATE", tmp_path / "shared")
+    monkeypatch.setenv(cr.SEED_ENV, "test")
+    monkeypatch.delenv(cr.MODE_ENV, raising=False)
+    monkeypatch.delenv(cr.SAMPLE_ENV, raising=False)
+    (tmp_path / "out").mkdir()
+    yield tmp_path
+    for c in caches:
+        c.cache_clear()
+
+
+class Compiler:
+    """A unit's produce: "compiles" k.cu, reading h.cuh beside it and sys.h outside the course, and counts its
+    runs; its result is the source's first line and the headers' text."""
+
+    def __init__(self, folder):
+        self.runs = 0
+        self.src = folder / "src" / "k.cu"
+        self.src.parent.mkdir(parents=True, exist_ok=True)
+        self.src.write_text("__global__ void k() {}\n#include \"h.cuh\"\n#include <sys.h>\n")
+        (self.src.parent / "h.cuh").write_text("#define H 1\n")
+        self.system = folder / "system" / "sys.h"
+        self.system.parent.mkdir(parents=True, exist_ok=True)
+        self.system.write_text("#define SYS 1\n")
+
+    def __call__(self, depfile):
+        self.runs += 1
+        time.sleep(0.2)  # long enough for a second worker to arrive while it runs
+        if depfile is not None:
+            depfile.write_text(f"k.o : {self.src} \\\n    {self.src.parent / 'h.cuh'} \\\n    {self.system}\n")
+        text = "".join(p.read_text() for p in (self.src, self.src.parent / "h.cuh", self.system))
+        return {"ok": True, "text": text}, True
+
+    def unit(self):
+        return cr.Unit("nvcc", self.src, [], ["-O3"], ("code",), self)
+
+
+def _update_run(folder, unit):
+    """What scripts/compile_records.py --update does for one unit: the test run, then the merge."""
+    import importlib.util
+
+    from tests.conftest import ROOT
+
+    spec = importlib.util.spec_from_file_location("compile_records_script", ROOT / "scripts" / "compile_records.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(cr.MODE_ENV, "update")
+        mp.setenv(cr.OUT_ENV, str(folder / "out"))
+        cr.result(unit)
+    old = cr.load()
+    cr.RECORDS.write_text(json.dumps(script.merge(script._lines(folder / "out"), old)))
+    for c in (cr.load, cr._by_base, cr._env_digest, cr.sample):
+        c.cache_clear()
+
+
+def test_a_recorded_key_is_not_compiled_and_an_edit_to_any_input_is(records, monkeypatch):
+    monkeypatch.setattr(cr, "MIN_SAMPLE", 0)  # nothing sampled: a hit must come from the record alone
+    monkeypatch.setattr(cr, "SAMPLE_FRACTION", 0.0)
+    compiler = Compiler(records)
+    _update_run(records, compiler.unit())
+    saved = json.loads(cr.RECORDS.read_text())
+    (rec,) = saved["records"].values()
+    assert rec["deps"] == ["@src/h.cuh"] and str(compiler.system) in saved["environments"]["nvcc"]["headers"]
+    assert compiler.runs == 1
+
+    got, how = cr.result(compiler.unit())
+    assert how == "recorded" and compiler.runs == 1 and got == {"ok": True, "text": rec["result"]["text"]}
+    for i, edit in enumerate((compiler.src, compiler.src.parent / "h.cuh", compiler.system)):  # source, ours, system
+        edit.write_text(edit.read_text() + "// edited\n")
+        for c in (cr._env_digest, cr._external_sha):  # a new process: headers outside the course read again
+            c.cache_clear()
+        runs = compiler.runs
+        got, how = cr.result(compiler.unit())
+        assert how == "compiled" and compiler.runs == runs + 1 and got["text"].count("// edited") == i + 1, edit
+    # Another compiler version is another key.
+    compiler.src.write_text(compiler.src.read_text().replace("// edited\n", ""))
+    monkeypatch.setattr(cr, "identity", lambda compiler: f"{compiler} 2.0 (fake)")
+    assert cr.result(compiler.unit())[1] == "compiled"
+
+
+def test_a_forged_record_fails_the_run_that_samples_it(records, monkeypatch):
+    compiler = Compiler(records)
+    _update_run(records, compiler.unit())
+    saved = json.loads(cr.RECORDS.read_text())
+    (k,) = saved["records"]
+    assert cr.result(compiler.unit())[1] == "sampled"  # one record: always in the sample (MIN_SAMPLE)
+    saved["records"][k]["result"]["ok"] = False  # a failing compile recorded as a pass, or the reverse
+    cr.RECORDS.write_text(json.dumps(saved))
+    cr.load.cache_clear(), cr._by_base.cache_clear(), cr.sample.cache_clear()
+    with pytest.raises(pytest.fail.Exception, match='(?s)not what the compiler gives now.*"ok": false'):
+        cr.result(compiler.unit())
+    # A record keyed without a header the compile reads (the environment forged to leave it out, the key made to
+    # match) is refused too: that header could change and the key would not.
+    saved["records"][k]["result"]["ok"] = True
+    env = saved["environments"]["nvcc"]
+    env["headers"] = [h for h in env["headers"] if h != str(compiler.system)]
+    rec = saved["records"].pop(k)
+    forged = cr.key(rec["base"], cr.environment_digest(env), cr.dep_shas(rec["deps"], compiler.src))
+    saved["records"][forged] = rec
+    cr.RECORDS.write_text(json.dumps(saved))
+    for c in (cr.load, cr._by_base, cr._env_digest, cr.sample):
+        c.cache_clear()
+    with pytest.raises(pytest.fail.Exception, match="headers the record's environment does not list"):
+        cr.result(compiler.unit())
+
+
+def test_a_key_the_records_lack_is_compiled_once_for_every_worker(records):
+    compiler = Compiler(records)
+    got = []
+    # Two workers asking at once (the file lock is per open file, so two threads contend as two processes do).
+    threads = [threading.Thread(target=lambda: got.append(cr.result(compiler.unit()))) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert compiler.runs == 1 and len(got) == 2 and got[0][0] == got[1][0]
+
+
+def test_the_sample_is_a_tenth_of_the_records_at_least_three_and_fixed_by_the_seed(records, monkeypatch):
+    def sample(n: int, seed: str) -> frozenset:
+        cr.RECORDS.write_text(json.dumps({"format": cr.FORMAT, "environments": {},
+                                          "records": {f"{i:04x}": {"base": "b"} for i in range(n)}}))
+        monkeypatch.setenv(cr.SEED_ENV, seed)
+        cr.load.cache_clear(), cr.sample.cache_clear()
+        return cr.sample()
+
+    assert [len(sample(n, "a")) for n in (200, 50, 10, 2)] == [20, 5, 3, 2]
+    assert sample(200, "a") == sample(200, "a") != sample(200, "b")
+    monkeypatch.setenv(cr.SAMPLE_ENV, "1")  # scripts/compile_records.py --verify
+    assert len(sample(200, "a")) == 200
+
+
+def test_without_nvcc_the_compile_tests_skip_but_fail_under_ci():
+    assert nvcc_mark(missing=True, in_ci=False).name == "skipif"
+    failing = nvcc_mark(missing=True, in_ci=True)
+    assert failing.name == "usefixtures" and failing.args == ("_nvcc_required_in_ci",)
+    assert nvcc_mark(missing=False, in_ci=True).name == "skipif" and nvcc_mark(False, True).args == (False,)
+    with pytest.raises(pytest.fail.Exception, match="CI=true: the compile tests must run in CI"):
+        fail_without_nvcc()

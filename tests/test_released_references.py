@@ -30,6 +30,7 @@ IMG_TAG = re.compile(r"<img\b[^>]*\bsrc=\"([^\"]+)\"")
 COMMAND = re.compile(r"\b(?:python3?|bash|sh)\s+((?:\.\./|\./)?[\w./*-]+\.(?:py|sh))\b")
 BARE = re.compile(r"(?<![\w./@:-])((?:\.\./)*(?:" + "|".join(TOP) + r")/[\w./*-]*)")
 SOLUTION = re.compile(r"^solutions/(day\d\d)(?:/|$)")
+LATER_DAY = re.compile(r"^days/(day\d\d)(?:/|$)")
 PLACEHOLDER = re.compile(r"[A-Z][A-Z0-9_]*")
 
 
@@ -132,6 +133,11 @@ def broken_references(clone, dest, released_days) -> list[str]:
                                    f"{sol.group(1)} is published")
                     elif not exists(p, solutions):
                         bad.append(f"{rel}:{line}: {written!r}: no such solution file to publish")
+                elif (later := LATER_DAY.match(p)) and later.group(1) not in released_days:
+                    # A day not out yet: the release says when it comes (grader/authoring/later_days.py)
+                    if f"{later.group(1)} is not released yet" not in para:
+                        bad.append(f"{rel}:{line}: {written!r} belongs to {later.group(1)}, not released yet, and "
+                                   "the text does not say so")
                 elif not exists(p, files):
                     bad.append(f"{rel}:{line}: {written!r} is not in the student repository")
     return bad
@@ -222,3 +228,22 @@ def test_a_page_standing_in_for_an_instructors_script_is_what_it_writes(page, te
     assert set(found) == set(model.DTYPES) and all(len(w) == 3 * (1 + len(model.task.probes)) for w in found.values())
     args = argparse.Namespace(seeds=seeds, tensor_cores=tensor_cores)
     assert model.markdown(found, args) == text
+
+
+def test_a_page_released_before_a_day_says_when_it_comes_instead_of_linking_it():
+    """A track page links every lesson of its track; released before those days, it names them with their dates
+    (grader/authoring/later_days.py), and the reference check then accepts them. Code blocks are left as written."""
+    from grader.authoring.later_days import rewrite
+
+    page = ("Start with [day 06](../days/day06/README.md), then `days/day07/matmul.cu` and ../days/day06/x.cu.\n"
+            "![roofline](figures/r.png) and [day 01](../days/day01/README.md) are here.\n"
+            "```bash\ngrader check day06   # days/day06\n```\n")
+    out = rewrite("tracks/matmul.md", page, {"day06": date(2027, 1, 28), "day07": None})
+    assert "](../days/day06" not in out and "day 06 (day06 is not released yet: out on 2027-01-28)" in out
+    assert "`days/day07/matmul.cu` (day07 is not released yet)" in out
+    assert "../days/day06/x.cu (day06 is not released yet: out on 2027-01-28)." in out
+    assert "[day 01](../days/day01/README.md)" in out and "![roofline](figures/r.png)" in out
+    assert "grader check day06   # days/day06\n" in out  # a code block is the student's to run once the day is out
+    for _, para, _, path in named_paths("tracks/matmul.md", out):
+        if path.startswith(("days/day06", "days/day07")) and "#" not in para:
+            assert "is not released yet" in para, para

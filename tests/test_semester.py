@@ -14,7 +14,8 @@ earlier day before a later day comes out, so no day waits on another: a day held
 release's reason); the exact-line leak scan (grader/authoring/leaks.py) finds no line of a solution not yet
 published and no marker line in any file the releases wrote (everything but the published solutions), nor does the
 release's own rule over normalised code (student_repo.unpublished_answers) find an answer to such a day; every
-released day's lesson and sources are there; `grader calendar --to` says the same. The release is built by
+released day's lesson and sources are there, and every path, command and image a released page names
+(tests/test_released_references.py), or the page says when its day comes; `grader calendar --to` says the same. The release is built by
 `grader release --to`, so whatever holds days back there (grader/authoring/student_repo.py) is what this walks
 through.
 
@@ -37,6 +38,7 @@ from grader.authoring import leaks, publish, semester, student_repo
 from grader.course import load_course
 from grader.errors import GraderError
 from tests.conftest import ROOT, needs_nvcc
+from tests.test_released_references import broken_references
 
 GRADED = 1  # how many of the first days due the class is graded on (each a compile of the student's sources)
 PUBLISHED_BY_COMMAND = "day11"  # also refused by `grader publish` itself on its due date (issue 63 found it refused
@@ -139,6 +141,9 @@ def test_a_semester_release_by_release(tmp_path, monkeypatch, capsys):
         assert not found, (today, [str(f) for f in found[:5]])
         # and by the release's rule over normalised code (grader/authoring/copies.py), beyond exact lines
         assert student_repo.unpublished_answers(dest, course_file, course) == [], today
+        # every path, command and image the released pages name is there, or the page says when its day comes
+        bad = broken_references(course_file.parent, dest, expected)
+        assert bad == [], (today, len(bad), bad[:5])
         for day in expected:
             assert f"days/{day}/README.md" in tree, (today, day)
             for ex in course.day(day).exercises:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
-from grader.authoring import copies, course_files, leaks, release, student_readme, syllabus
+from grader.authoring import copies, course_files, later_days, leaks, release, student_readme, syllabus
 from grader.authoring.course_text import student_course_yaml
 from grader.course import Course
 from grader.errors import GraderError
@@ -304,6 +304,16 @@ def build(root: Path, course_file: Path, course: Course, today: date, overlay: P
     readme = (Path(course_rel).parent / "README.md").as_posix()
     slurm = (Path(course_rel).parent / "slurm.yaml").as_posix() in tree.files  # `check --on slurm` set up
     tree.files[readme] = Entry(student_readme.render(course, tree.days, slurm).encode("utf-8"))
+    # Pages that name a day not out yet say when it comes, instead of linking what is not there (later_days.py).
+    later = {d.id: (d.release if d.release and d.release > today else None) for d in course.days
+             if d.status == "ready" and d.id not in tree.days}
+    for path, e in list(tree.files.items()):
+        if path.endswith(".md") and not path.startswith(course_dir + course_files.SOLUTIONS):
+            rel = path[len(course_dir):] if path.startswith(course_dir) else path
+            text = e.data.decode("utf-8", "replace")
+            new = later_days.rewrite(rel, text, later)
+            if new != text:
+                tree.files[path] = Entry(new.encode("utf-8"), e.executable)
     # The syllabus as of this release: a day not out yet says when it comes, with no link to a lesson not there.
     syllabus_md = (Path(course_rel).parent / "syllabus.md").as_posix()
     if syllabus_md in tree.files:

@@ -80,6 +80,8 @@ def render(course: Course, released: list[str], slurm: bool = False) -> str:
               "memory, spills) and any compiler error at its file:line are shown, but nothing runs, so correctness "
               "and speed are checked only on a GPU. That verdict is COMPILED ONLY (exit code 2).", "",
               "## Each day", "",
+              "`grader calendar` shows when each day comes out and is due, and which are out (`git pull` brings "
+              "each new release and each published solution); `grader list` shows your last results.", "",
               "1. Read the lesson, `days/dayNN/README.md`.",
               f"2. Fill in the places marked `{PLACEHOLDER}` in the day's files under `days/dayNN/`. Shared helpers "
               "are in `common/`.",

@@ -19,7 +19,7 @@
 # course.yaml names), VARIANTS (e.g. "day20:FA20_HOPPER=0", below), TRANSCRIPTS (e.g. "day14"), MEASURE (e.g. "day18"), GRADE_DAYS (e.g. "day01 day03": `grader grade`
 # of a solution, a stub and a known-wrong submission, ranked, and the leaderboard into $OUT/leaderboard),
 # SEMESTER (e.g. 3: scripts/semester_demo.py, the calendar's first releases into one student repository, each
-# release's new days graded with `grader grade --ranked` as GRADE_DAYS does, then the leaderboard),
+# release's new days graded with `grader grade --ranked` as GRADE_DAYS does, then the leaderboard; SEMESTER_S: its seconds),
 # DEADLINE_S (start no new `grader check` after this many seconds), WATCH (e.g. "day03": scripts/watch_bench.py on that
 # day; its table into $OUT, its logs into logs.tar.gz), README_FIGURES=1 (scripts/readme_figures.py on this GPU: its
 # rows into $OUT/readme-figures.json; here, `scripts/readme_figures.py --merge` that file), ATTEMPTS (e.g. "day02 day05":
@@ -235,7 +235,7 @@ fi
 if [ -n "${SEMESTER:-}" ]; then  # the calendar's first SEMESTER releases into one student repository, each graded
   echo "== semester: first $SEMESTER releases"; S=$(mktemp -d)
   export GRADER_RANKED_SEED=${GRADER_RANKED_SEED:-$(python3 -c "import secrets; print(secrets.token_hex(16))")}
-  timeout 560 python3 scripts/semester_demo.py "$S/w" --releases "$SEMESTER" 2>&1 | tee "$LOG/semester.txt" | tail -30
+  timeout ${SEMESTER_S:-560} python3 scripts/semester_demo.py "$S/w" --releases "$SEMESTER" 2>&1 | tee "$LOG/semester.txt" | tail -30
   cp "$S/w/semester.log" "$LOG/" 2>/dev/null; tar -C "$S/w" -czf "$OUT/semester.tar.gz" results leaderboard semester.log 2>/dev/null
 fi
 for t in ${TRANSCRIPTS:-}; do

@@ -35,6 +35,25 @@ if "PYTEST_XDIST_WORKER" not in os.environ and not os.environ.get(SHARED_ENV):
 SHARED_STATE = Path(os.environ.get(SHARED_ENV) or STATE)
 
 
+def _share_compile_cache() -> None:
+    """The compile-only reports of the course's own files (compile_check's cache, keyed by content) in one folder
+    for every xdist worker of the run, the GPU tests' shared state's: a file one worker compiled is not compiled
+    again by the other. Each worker's own state links its compile cache there; the reports are written whole and
+    renamed, so two workers never see half of one."""
+    from grader.paths import Paths
+
+    if SHARED_STATE == STATE:
+        return
+    shared, mine = (Paths(ROOT, state_base=SHARED_STATE).cache() / "compile", Paths(ROOT).cache() / "compile")
+    shared.mkdir(parents=True, exist_ok=True)
+    mine.parent.mkdir(parents=True, exist_ok=True)
+    if not mine.exists():
+        mine.symlink_to(shared, target_is_directory=True)
+
+
+_share_compile_cache()
+
+
 def pytest_runtest_logreport(report):
     """$GRADER_TEST_TIMES names a file that gets one JSON line per test phase (id, phase, outcome, seconds and the
     test's recorded properties, e.g. its build seconds): scripts/gpu_suite.py makes the suite's record from it, and

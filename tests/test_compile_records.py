@@ -163,3 +163,15 @@ def test_without_nvcc_the_compile_tests_skip_but_fail_under_ci():
     assert nvcc_mark(missing=False, in_ci=True).name == "skipif" and nvcc_mark(False, True).args == (False,)
     with pytest.raises(pytest.fail.Exception, match="CI=true: the compile tests must run in CI"):
         fail_without_nvcc()
+
+
+def test_the_workers_of_a_run_share_one_compile_cache():
+    """compile_check's cache of the course's files (what `grader check` and the other CPU tests compile) is the
+    run's shared one, not one per xdist worker."""
+    from grader.paths import Paths
+    from tests.conftest import ROOT, SHARED_STATE, STATE
+
+    assert SHARED_STATE != STATE
+    mine = Paths(ROOT).cache() / "compile"
+    assert mine.resolve() == (Paths(ROOT, state_base=SHARED_STATE).cache() / "compile").resolve()
+    assert str(mine).startswith(str(STATE))  # the worker's own state, linked

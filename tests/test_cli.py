@@ -119,7 +119,19 @@ def test_check_without_gpu_compiles_and_says_so(tmp_path):
     assert ex["status"] == "no_gpu"
     kernels = [k for c in ex["compile"] for k in c["kernels"]]
     assert {k["arch"] for k in kernels} == {"sm_80", "sm_90"}
+    assert "still stands at" not in r.stdout  # a finished solution: nothing left to write
     assert_clean(r)
+
+
+@needs_nvcc
+@pytest.mark.skipif(has_gpu(), reason="exercises the no-GPU path")
+def test_a_stub_left_as_released_says_so_without_a_gpu_too():
+    """A stub compiles as finished code does, so compile-only alone would look the same for both: the verdict says
+    where the stub's placeholder still stands (a GPU says NOT IMPLEMENTED there)."""
+    r = run_grader("check", "day01")
+    assert r.returncode == 2, r.stdout + r.stderr
+    text = " ".join(r.stdout.split())
+    assert "COMPILED ONLY" in text and "YOUR CODE HERE still stands at days/day01/softmax.cu:" in text, text
 
 
 @needs_nvcc

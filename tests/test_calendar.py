@@ -226,3 +226,11 @@ def test_the_course_calendar_prints(course):
     doc = json.loads(r.stdout)
     assert [d["day"] for d in doc["days"]] == [d.id for d in course.days]
     assert doc["days"][0]["status"] == "released" and doc["days"][1]["status"] == "not released yet"
+
+
+def test_doctor_in_a_student_repository_counts_what_its_release_holds(student, capsys):
+    course_file, dest = student
+    capsys.readouterr()
+    cli.main(["--course", str(dest / "course.yaml"), "doctor"])  # its exit code is the machine's (no GPU here)
+    out = " ".join(capsys.readouterr().out.split())
+    assert "5 days, 3 released so far, 1 to come (`grader calendar` says when)" in out, out

@@ -228,4 +228,14 @@ def _course_check(args):
                                          "course repository (or pass --course PATH) to check the course too")
         return Check("course", False, f"{e}")
     ready = sum(d.status == "ready" for d in course.days)
+    from grader.authoring import semester
+
+    try:
+        manifest = semester.manifest_of(path.parent)
+    except GraderError as e:
+        return Check("course", False, f"{e}")
+    if manifest is not None:  # a student repository: what its release holds, not what the course will hold
+        out = len(manifest.get("days", []))
+        return Check("course", True, f"{relative_path(path, Path.cwd())}: {len(course.days)} days, {out} released so "
+                                     f"far, {ready - out} to come (`grader calendar` says when)")
     return Check("course", True, f"{relative_path(path, Path.cwd())}: {len(course.days)} days, {ready} ready")

@@ -7,6 +7,10 @@ dates of course.yaml's calendar, with the clock set to that date ($GRADER_TODAY)
    student repository): `solution`, `stub` and `known_wrong`;
 4. grade them (`grader grade --ranked`), then build the leaderboard over every release so far.
 
+The course released is this working tree as it stands (tracked and untracked files that git does not ignore),
+committed into WORK/course first: the release is made of what git tracks, and a device's copy of the tree may
+carry an index older than its files.
+
     python3 scripts/semester_demo.py WORK [--releases 3]
 
 Prints one table last: release date, day, and each submission's statuses. Exits 1 if a step fails."""
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -28,11 +33,32 @@ from grader.course import load_course  # noqa: E402
 import grade_demo  # noqa: E402
 
 
+COURSE: list[str] = []  # --course of the snapshot, once made
+
+
 def grader(*args: str, today: str, log: list[str]) -> subprocess.CompletedProcess:
     env = {**os.environ, "GRADER_TODAY": today}
-    r = subprocess.run([sys.executable, "-m", "grader", *args], cwd=ROOT, capture_output=True, text=True, env=env)
+    r = subprocess.run([sys.executable, "-m", "grader", *COURSE, *args], cwd=ROOT, capture_output=True, text=True,
+                       env=env)
     log.append(f"$ GRADER_TODAY={today} grader {' '.join(args)}   (exit {r.returncode})\n{r.stdout}{r.stderr}")
     return r
+
+
+def snapshot(work: Path) -> Path:
+    """The course as it stands in this working tree, committed into a repository of its own (the release is made
+    of what git tracks): what would be released if this tree were committed, whatever the checkout's index says."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, check=True).stdout.decode("utf-8", "surrogateescape").split("\0")
+    course = work / "course"
+    for rel in filter(None, listed):
+        src = ROOT / rel
+        if src.is_file() and not src.is_symlink():
+            (course / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, course / rel)
+    git(course, "init", "-q")
+    git(course, "add", "-A")
+    git(course, "commit", "-q", "-m", "the course as in the working tree")
+    return course
 
 
 def manifest(student: Path) -> dict:
@@ -69,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.exit("course.yaml gives no day a release date: there is no semester to walk")
     student, log, rows, failed = a.work / "student", [], [], False
     student.mkdir(parents=True)
+    COURSE[:] = ["--course", str(snapshot(a.work) / "course.yaml")]
     git(student, "init", "-q")
     for when in dates[: a.releases]:
         today = when.isoformat()
@@ -90,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         subs, results = a.work / f"subs-{today}", a.work / "results" / today
         grade_demo.main(subs, new, stubs=student / "days")
         try:
-            r = subprocess.run([sys.executable, "-m", "grader", "grade", str(subs), "--days", *new, "--out",
+            r = subprocess.run([sys.executable, "-m", "grader", *COURSE, "grade", str(subs), "--days", *new, "--out",
                                 str(results), "--ranked"], cwd=ROOT, capture_output=True, text=True,
                                timeout=a.grade_timeout, env={**os.environ, "GRADER_TODAY": today})
             log.append(f"$ grader grade {subs} --days {' '.join(new)} --ranked   (exit {r.returncode})\n"

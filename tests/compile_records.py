@@ -190,11 +190,16 @@ def read_depfile(path: Path, source: Path) -> tuple[list, list]:
 
 @cache
 def load() -> dict:
-    """The record file ({"format", "environments", "records"}); empty where it is missing or of another format."""
+    """The record file ({"format", "environments", "records"}); empty where it is missing or of another format
+    (every key is then compiled). A file that is not JSON (a merge's conflict markers) fails the test that reads
+    it: CI would otherwise compile everything and stay green, slowly."""
     try:
         data = json.loads(RECORDS.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except OSError:
         return {"format": FORMAT, "environments": {}, "records": {}}
+    except ValueError as e:
+        pytest.fail(f"{RECORDS.relative_to(ROOT) if RECORDS.is_relative_to(ROOT) else RECORDS} is not JSON ({e}): "
+                    f"write it again with `{REFRESH}`", pytrace=False)
     if data.get("format") != FORMAT:
         return {"format": FORMAT, "environments": {}, "records": {}}
     return data
@@ -363,16 +368,88 @@ def result(unit: Unit) -> tuple[dict, str]:
 _REPORT_FIELDS = ("file", "ok", "tool", "note", "diagnostics", "kernels")
 
 
+_PLAIN = (str, bytes, int, float, bool, type(None))
+
+
+def _constant(value) -> str | None:
+    """A module constant as text that is the same in every process and checkout (a set's order is not, a path
+    names the checkout), or None for what is not such a constant (a module, an object, a path)."""
+    if isinstance(value, re.Pattern):
+        return f"re({value.pattern!r}, {value.flags})"
+    if isinstance(value, _PLAIN):
+        return repr(value)
+    if isinstance(value, (tuple, list)):
+        items = [_constant(v) for v in value]
+        return None if None in items else f"{type(value).__name__}({', '.join(items)})"
+    if isinstance(value, (set, frozenset)):
+        items = [_constant(v) for v in value]
+        return None if None in items else f"set({', '.join(sorted(items))})"
+    if isinstance(value, dict):
+        items = [(_constant(k), _constant(v)) for k, v in value.items()]
+        return None if any(None in kv for kv in items) else f"dict({items})"
+    return None
+
+
+CODE_PACKAGES = ("grader.", "tasks.")  # whose functions a closure follows (the roots themselves may be anywhere)
+
+
+def code_closure(*roots) -> tuple:
+    """The source of every function and class of CODE_PACKAGES that the roots reach through the names their code
+    loads (globals, `module.name`, imports inside a function), and the value of every constant they read: the code
+    that turns the compiler's output into a result. An edit elsewhere in those modules (a message, another
+    command) keeps the records."""
+    import dis
+    import importlib
+
+    todo, seen, out = list(roots), set(), set()
+
+    def reached(name: str, value) -> None:
+        value = inspect.unwrap(value) if callable(value) else value
+        if inspect.isfunction(value) or inspect.isclass(value):
+            if value.__module__.startswith(CODE_PACKAGES):
+                todo.append(value)
+        elif (text := _constant(value)) is not None:
+            out.add(f"{name} = {text}")
+
+    while todo:
+        obj = inspect.unwrap(todo.pop())
+        if obj in seen:
+            continue
+        seen.add(obj)
+        out.add(f"{obj.__module__}.{obj.__qualname__}:\n{inspect.getsource(obj)}")
+        module = inspect.getmodule(obj)
+        funcs = [obj] if inspect.isfunction(obj) else [f for f in vars(obj).values() if inspect.isfunction(f)]
+        codes = [f.__code__ for f in funcs]
+        while codes:
+            code = codes.pop()
+            codes += [c for c in code.co_consts if inspect.iscode(c)]  # nested functions, lambdas, comprehensions
+            imported = last = None
+            for ins in dis.get_instructions(code):
+                if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") and hasattr(module, ins.argval):
+                    last = getattr(module, ins.argval)
+                    reached(f"{module.__name__}.{ins.argval}", last)
+                elif ins.opname == "IMPORT_NAME":
+                    try:
+                        imported = importlib.import_module(ins.argval)
+                    except ImportError:
+                        imported = None
+                elif ins.opname == "IMPORT_FROM" and imported is not None and hasattr(imported, ins.argval):
+                    reached(f"{imported.__name__}.{ins.argval}", getattr(imported, ins.argval))
+                elif ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and inspect.ismodule(last):
+                    name, last = f"{last.__name__}.{ins.argval}", getattr(last, ins.argval, None)
+                    reached(name, last)
+                else:
+                    last = None
+    return tuple(sorted(out))
+
+
 @cache
 def _report_code() -> tuple:
-    """The code a compile report comes from: the compile-only check, and the flags and diagnostics parser it
-    takes from the build."""
-    from grader.check import build
+    """The code a compile report comes from: everything compile_cuda and compile_host reach (the command line,
+    ptxas's report, the diagnostics), and the fields a record keeps."""
+    from grader.check import compile_check as cc
 
-    return ((ROOT / "grader" / "check" / "compile_check.py").read_text(encoding="utf-8"),
-            repr((build.BASE_CUDA_FLAGS, build.TORCH_CUDA_DEFINES, build._NVCC_DIAG.pattern, build._GCC_DIAG.pattern)),
-            *(inspect.getsource(f) for f in (build.parse_diagnostics, build._folder_pairs, build.Diagnostic)),
-            repr(_REPORT_FIELDS))
+    return (*code_closure(cc.compile_cuda, cc.compile_host), repr(_REPORT_FIELDS))
 
 
 def _unkept(report) -> bool:

@@ -175,3 +175,34 @@ def test_the_workers_of_a_run_share_one_compile_cache():
     mine = Paths(ROOT).cache() / "compile"
     assert mine.resolve() == (Paths(ROOT, state_base=SHARED_STATE).cache() / "compile").resolve()
     assert str(mine).startswith(str(STATE))  # the worker's own state, linked
+
+
+def test_the_code_in_a_key_is_what_makes_the_report():
+    """The code part of a compile record's key follows compile_cuda and compile_host into what they call (ptxas's
+    parser, the build's flags, imports inside a function included), and leaves out the rest of the module, so that
+    an edit to another command keeps the records."""
+    from grader.check import compile_check as cc
+
+    names = {c.split(":\n")[0].split(" = ")[0] for c in cr.code_closure(cc.compile_cuda, cc.compile_host)}
+    assert {"grader.check.compile_check.parse_ptxas", "grader.check.compile_check.ARCHS",
+            "grader.check.compile_check.BASE_CUDA_FLAGS", "grader.check.build.parse_diagnostics",
+            "grader.check.compile_check._SERIALIZED"} <= names
+    assert not {"grader.check.compile_check.compile_sources", "grader.check.compile_check.cache_key"} & names
+
+    def uses_a_local_import():
+        from grader.check.build import HEADER_SUFFIXES
+
+        return HEADER_SUFFIXES
+
+    assert any(c.startswith("grader.check.build.HEADER_SUFFIXES = tuple(") for c in cr.code_closure(uses_a_local_import))
+    # Sets in a stable order, and no constant that names a path of this checkout.
+    assert cr._constant({"b", "a"}) == cr._constant({"a", "b"}) == "set('a', 'b')"
+    assert cr._constant(("x", cr.ROOT)) is None
+
+
+def test_a_record_file_that_is_not_json_fails_instead_of_compiling_everything(records):
+    cr.RECORDS.write_text('{"format": 1,\n<<<<<<< HEAD\n')
+    with pytest.raises(pytest.fail.Exception, match="is not JSON.*compile_records.py --update"):
+        cr.load()
+    cr.RECORDS.unlink()
+    assert cr.load()["records"] == {}  # no file yet: every key is compiled

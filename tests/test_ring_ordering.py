@@ -58,11 +58,7 @@ def ring_findings(tmp_path_factory):
     """summarize() of the solution with a variant's edits (None: the solution itself), each built once a session,
     from the compile records where its inputs are recorded (tests/compile_records.py): ring_attention.cu takes
     20 s of nvcc."""
-    import inspect
-
-    import tasks.ring_ordering as ro
-
-    code = (Path(ro.__file__).read_text(), inspect.getsource(summarize), inspect.getsource(_ptx_with_deps))
+    code = compile_records.code_closure(summarize, _ptx_with_deps)  # and what they call: compile_ptx, analyze
     done = {}
 
     def findings(variant: str | None) -> dict:

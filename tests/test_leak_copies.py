@@ -353,7 +353,8 @@ def test_the_first_release_says_which_later_days_wait_for_which(clone):
     day 20 waits for days 11 and 12), and the course's own calendar publishes each of them in time."""
     course = load_course(clone / "course.yaml")
     first = min(d.release for d in course.days if d.release)
-    waits = student_repo.forecast(clone, clone / "course.yaml", course, first)
+    waits, unknown = student_repo.forecast(clone, clone / "course.yaml", course, first)
+    assert unknown == ""
     assert waits["day20"] == ["day11", "day12"] and waits["day19"] == ["day10"] and waits["day04"] == ["day03"]
     assert "day02" not in waits
     assert student_repo.late_waits(course, waits) == []

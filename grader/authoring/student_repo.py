@@ -335,25 +335,26 @@ def build(root: Path, course_file: Path, course: Course, today: date, overlay: P
 
 
 def forecast(root: Path, course_file: Path, course: Course, today: date, overlay: Path | None = None,
-             published: set[str] = frozenset()) -> dict[str, list[str]]:
+             published: set[str] = frozenset()) -> tuple[dict[str, list[str]], str]:
     """{day not released yet: the days whose publication it waits for}, by the release's own rule applied to every
     ready day at once (what the release of the last date would hold, were nothing more published): the first
     release already says which later days wait on which, and the calendar shows whether each waited-for day is
-    due in time. {} where the course cannot be built that far (the release of that date will say why)."""
+    due in time. With it, why it could not be worked out ("" where it could): a course that cannot be built that far
+    (the release of that date will say so too)."""
     last = max([d.release for d in course.days if d.status == "ready" and d.release] or [today])
     if last <= today:
-        return {}
+        return {}, ""
     try:
         tree = build(root, course_file, course, last, overlay, published)
-    except GraderError:
-        return {}
+    except GraderError as e:
+        return {}, str(e).splitlines()[0]
     later = {d.id for d in course.days if d.status == "ready" and d.release and d.release > today}
     order = {d.id: i for i, d in enumerate(course.days)}
     out: dict[str, set[str]] = {}
     for h in tree.held:
         if h.day in later:
             out.setdefault(h.day, set()).add(h.waits_for)
-    return {d: sorted(w, key=order.get) for d, w in out.items()}
+    return {d: sorted(w, key=order.get) for d, w in out.items()}, ""
 
 
 def late_waits(course: Course, waits: dict[str, list[str]]) -> list[str]:

@@ -73,7 +73,7 @@ def release_to(args) -> int:
     except OSError as e:
         raise GraderError(f"--to: cannot write into {dest}: {e.strerror or e}") from None
     published = set((student_repo.read_manifest(dest.resolve()) or {}).get("published", {}))
-    waits = student_repo.forecast(root, course_path, course, today, overlay, published)
+    waits, unknown = student_repo.forecast(root, course_path, course, today, overlay, published)
     later = [f"{d.id} ({d.release.isoformat()}" + (f", once {', '.join(waits[d.id])} "
                                                   f"{'is' if len(waits[d.id]) == 1 else 'are'} published" if
                                                   d.id in waits else "") + ")"
@@ -83,6 +83,8 @@ def release_to(args) -> int:
                   f"{len(res.removed)} removed, {res.unchanged} unchanged")
     if later:
         console.print(f"not yet released: {', '.join(later)}", style="dim")
+    if unknown:
+        console.print(f"which later days wait for which could not be worked out here: {unknown}", style="dim")
     for line in student_repo.late_waits(course, waits):
         console.print(f"[yellow]warning:[/] {line}")
     left = ", ".join(f"{why} ({n})" for why, n in sorted(tree.left_out.items()))

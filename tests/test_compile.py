@@ -4,6 +4,7 @@ The reports of the course's own files come from tests/data/compile-records.json 
 from the compiler otherwise; every run recompiles a sample of the records and fails on one that differs
 (tests/compile_records.py). The tests of the compile-only check itself, at the end, always run the compiler."""
 import re
+import shutil
 
 import pytest
 
@@ -67,9 +68,13 @@ def _build_with_defines(day, name, defines, request):
     from grader.course import load_course
 
     ex = next(e for e in load_course(ROOT / "course.yaml").day(day).exercises if e.name == name)
-    src = lesson_table().solution_with_defines(day, defines)
-    reports = _compile([src / s for s in ex.sources], [ROOT / i for i in ex.include_dirs], ex.extra_cuda_cflags,
-                       request)
+    src = lesson_table().solution_with_defines(day, defines)  # with defines, a fresh copy in a folder of its own
+    try:
+        reports = _compile([src / s for s in ex.sources], [ROOT / i for i in ex.include_dirs], ex.extra_cuda_cflags,
+                           request)
+    finally:
+        if not src.resolve().is_relative_to(ROOT):  # the copy, never the checkout's own solutions/
+            shutil.rmtree(src.parent)
     assert all(r.ok for r in reports), [(r.file, r.note, r.diagnostics[:3]) for r in reports if not r.ok]
     return reports
 

@@ -48,3 +48,16 @@ def wait_for(lines: Lines, text: str, seconds: float, proc: subprocess.Popen | N
             raise AssertionError(f"exited ({proc.returncode}) with no line with {text!r}: {''.join(lines)}")
         time.sleep(0.1)
     raise AssertionError(f"no line with {text!r} within {seconds} s: {''.join(lines)}")
+
+
+def time_limit(seconds: int):
+    """A fixture's body (`yield from time_limit(S)`): the test fails with TimeoutError past S seconds instead of
+    stalling the suite (a hung compiler or job)."""
+    def expire(*_):
+        raise TimeoutError(f"the test ran past {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tests.processes import time_limit
 
 SCRIPT = ROOT / "scripts" / "slurm_single_node.sh"
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -52,14 +53,7 @@ def not_available(why: str):
 
 def alarm():
     """Any one test ends within TEST_S (a fixture's body: `yield from alarm()`)."""
-    def expire(*_):
-        raise TimeoutError(f"the test ran past {TEST_S} s")
-
-    old = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(TEST_S)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, old)
+    yield from time_limit(TEST_S)
 
 
 def single_node_slurm(folder: Path):

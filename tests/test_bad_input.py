@@ -6,7 +6,6 @@ never a traceback."""
 import os
 import random
 import shutil
-import signal
 import time
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from grader.check.build import BuildError, _error_log, load_python_module, map_p
 from grader.errors import GraderError
 from grader.check.compile_check import MAX_SOURCE_BYTES, compile_sources, source_problem
 from tests.conftest import ROOT, has_gpu, needs_nvcc, run_grader
+from tests import processes
 
 TIMEOUT = 120  # seconds for one test, and for one grader run in it: none of these should come near it
 BIG = 50 * 2**20
@@ -46,14 +46,7 @@ BAD = {
 @pytest.fixture(autouse=True)
 def time_limit():
     """A hang (a compiler chewing on 50 MB, say) fails the test instead of stalling the suite."""
-    def expire(*_):
-        raise TimeoutError(f"the test ran past {TIMEOUT} s")
-
-    old = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(TIMEOUT)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, old)
+    yield from processes.time_limit(TIMEOUT)
 
 
 def clean(text: str) -> None:

@@ -124,3 +124,19 @@ def test_grade_checks_each_submission_in_processes_of_its_own(tmp_path, monkeypa
                            command=(sys.executable, "-c", script))
     grade_task.grade(task)
     assert json.loads((tmp_path / "r.json").read_text())["resident"] == "0"
+
+
+def test_another_torch_install_is_another_worker(tmp_path, monkeypatch):
+    """A torch upgraded under a warm worker would leave the old one loaded: its install keys the worker, read
+    without importing torch."""
+    from types import SimpleNamespace
+
+    (tmp_path / "torch").mkdir()
+    version = tmp_path / "torch" / "version.py"
+    version.write_text("__version__ = '2.11.0'\n")
+    monkeypatch.setattr(resident.importlib.util, "find_spec",
+                        lambda name: SimpleNamespace(origin=str(tmp_path / "torch" / "__init__.py")))
+    before = resident.key(ROOT)
+    version.write_text("__version__ = '2.12.0'\n")
+    os.utime(version, ns=(1, 2))
+    assert resident.key(ROOT) != before

@@ -9,8 +9,8 @@ IDLE_S), after a request that needs a new process (a library of torch ops is loa
 group is joined once), and after a kernel lost its CUDA context. The client kills it as it kills any worker: a case
 that hangs, or the check interrupted (Ctrl-C).
 
-What keys a worker (the socket's name): the course root, the Python, the grader's and the tasks' Python files (their
-sizes and times), and the environment the worker would get. Anything else changed means another worker.
+What keys a worker (the socket's name): the course root, the Python, torch's install, the grader's and the tasks'
+Python files (their sizes and times), and the environment the worker would get. Anything else changed means another worker.
 
 One check at a time uses a worker: the client holds an exclusive lock for the whole check; a second check running
 meanwhile (another terminal) gets a worker of its own for that check, as before. The baseline's and library's times
@@ -23,6 +23,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import hashlib
+import importlib.util
 import json
 import os
 import queue
@@ -72,6 +73,14 @@ def key(root: Path) -> str:
     h = hashlib.sha256()
     h.update(f"{Path(root).resolve()}\0{sys.executable}\0".encode())
     here = Path(__file__).resolve().parents[1]
+    try:  # torch upgraded or reinstalled: another worker (found without importing torch, which takes seconds)
+        spec = importlib.util.find_spec("torch")
+        version = Path(spec.origin).with_name("version.py") if spec and spec.origin else None
+        if version is not None and version.is_file():
+            st = version.stat()
+            h.update(f"{version}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    except (ImportError, ValueError, OSError):
+        pass
     for folder in (here, Path(root) / "tasks"):
         for p in sorted(folder.rglob("*.py")) if folder.is_dir() else []:
             st = p.stat()

@@ -14,6 +14,9 @@ STATE_ENV = "GRADER_STATE"
 # The instructor's hidden cases (grader/classroom/hidden.py): this variable's file, else this file beside
 # course.yaml. Here, so that the command line names them without loading the module that reads them.
 HIDDEN_ENV, HIDDEN_FILE = "GRADER_HIDDEN", "hidden.yaml"
+# What a released stub holds where the student's code goes (grader/authoring/release.py writes it; a check finds it
+# left in place). Here, so that a student's check names it without loading the release.
+PLACEHOLDER = "YOUR CODE HERE"
 
 
 class Paths:

@@ -119,7 +119,7 @@ def test_a_day_released_later_is_explained_in_the_student_repository(student, ca
     _, dest = student
     capsys.readouterr()
     assert check(dest, "day03") == 2
-    assert f"day03 is released on {rc.LATER.isoformat()}, and its folder comes with it" in capsys.readouterr().out
+    assert f"day03 is not released yet (on {rc.LATER.isoformat()}); its folder comes with the release" in capsys.readouterr().out
     assert check(dest, "day01", "--solution") == 2
     assert ("a day's solution appears once the instructor publishes it (after its due date, "
             f"{rc.PAST.isoformat()})") in capsys.readouterr().out

@@ -5,9 +5,12 @@ tests (tests/gpu/test_resident_gpu.py) check verdicts, a crash and a hang throug
 import fcntl
 import os
 import re
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -16,16 +19,26 @@ from grader.check.day_check import WORKER
 from tests.conftest import ROOT, needs_nvcc, run_grader
 
 
+def _run_dir(tmp_path):
+    """A short private folder for the sockets (a Unix socket's path holds at most 107 bytes; pytest's tmp_path under
+    xdist comes near that), linked from tmp_path so that the test finds its workers by it."""
+    run = Path(tempfile.mkdtemp(prefix="gr-", dir="/tmp"))
+    os.chmod(run, 0o700)
+    (tmp_path / "run").symlink_to(run)
+    return run
+
+
 def _env(tmp_path, idle="60"):
     run = tmp_path / "run"
-    run.mkdir(mode=0o700, exist_ok=True)
+    if not run.exists():
+        run = _run_dir(tmp_path)
     return {"GRADER_RESIDENT": "1", "GRADER_RESIDENT_IDLE_S": idle, "XDG_RUNTIME_DIR": str(run),
             "GRADER_STATE": str(tmp_path / "state")}
 
 
 def _ours(tmp_path) -> list[int]:
     """The warm workers this test started: their sockets are in its own runtime folder."""
-    r = subprocess.run(["pgrep", "-f", f"listen {tmp_path}/run/"], capture_output=True, text=True)
+    r = subprocess.run(["pgrep", "-f", f"listen {(tmp_path / 'run').resolve()}/"], capture_output=True, text=True)
     return [int(p) for p in r.stdout.split()]
 
 
@@ -34,6 +47,8 @@ def no_worker_left(tmp_path):
     yield
     for pid in _ours(tmp_path):
         os.killpg(pid, signal.SIGKILL)
+    if (tmp_path / "run").is_symlink():
+        shutil.rmtree((tmp_path / "run").resolve(), ignore_errors=True)
 
 
 def _gone(tmp_path, within_s: float) -> bool:
@@ -64,10 +79,19 @@ def test_an_idle_worker_exits_by_itself(tmp_path, no_worker_left):
     assert r.returncode == 2, r.stdout + r.stderr
     # It waits one idle second once torch is imported; the bound is what a loaded 2-core machine may take for that.
     assert _gone(tmp_path, within_s=60), "the warm worker outlived its idle time"
-    assert not list((tmp_path / "run").glob("**/*.sock")), "the socket was left behind"
+    assert not list((tmp_path / "run").resolve().glob("**/*.sock")), "the socket was left behind"
 
 
-def test_a_check_running_meanwhile_gets_a_worker_of_its_own(tmp_path, monkeypatch):
+def test_a_socket_path_too_long_means_a_worker_per_check(tmp_path, monkeypatch):
+    """bind() refuses a path past sun_path's size: the check then starts its own worker, as before."""
+    deep = tmp_path / ("d" * 100)
+    deep.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(deep))
+    with pytest.raises(OSError, match="longer than a Unix socket's path"):
+        resident.ResidentSession(ROOT, tmp_path / "logs" / "x.log")
+
+
+def test_a_check_running_meanwhile_gets_a_worker_of_its_own(tmp_path, monkeypatch, no_worker_left):
     for k, v in _env(tmp_path).items():
         monkeypatch.setenv(k, v)
     held = resident.ResidentSession(ROOT, tmp_path / "logs" / "x.log")

@@ -37,9 +37,9 @@ from grader.authoring.notebooks import release_notebook
 from grader.course import Course, Day, Edit
 from grader.check.build import HEADER_SUFFIXES
 from grader.errors import GraderError
+from grader.paths import PLACEHOLDER  # noqa: F401  (the stub marker, defined once; named here too)
 
 BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"
-PLACEHOLDER = "YOUR CODE HERE"
 INSTRUCTOR_ONLY = "INSTRUCTOR ONLY"
 _COMMENT = {".cu": "//", ".cuh": "//", ".cpp": "//", ".h": "//", ".hpp": "//", ".py": "#", ".mojo": "#"}
 # A comment in any of the syntaxes an instructor might reach for, opening with a marker's words: checked against

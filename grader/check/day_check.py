@@ -42,7 +42,7 @@ def unpublished_baselines(exercises, course, root: Path) -> dict[str, str]:
 
 
 def placeholders(src_dir: Path, sources: list[str], root: Path) -> list[str]:
-    from grader.authoring.release import PLACEHOLDER
+    from grader.paths import PLACEHOLDER
     from grader.check.compile_check import MAX_SOURCE_BYTES
 
     found = []
@@ -130,7 +130,7 @@ def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, 
             break  # every run must pass: the first failure decides
     res = combine_runs(runs, len(planned)) if ranked else runs[0]
     if res.status in (Status.NOT_IMPLEMENTED, Status.NO_GPU):
-        from grader.authoring.release import PLACEHOLDER
+        from grader.paths import PLACEHOLDER
 
         res = note_placeholders(res, placeholders(src_dir, ex.sources, root), PLACEHOLDER)
     return res

@@ -37,6 +37,7 @@ from pathlib import Path
 from grader import timings
 from grader.check.worker_process import CONTEXT_LOST, STARTUP_S, WorkerEnd, _kill, _pump, _worker_env
 
+SOCKET_PATH_MAX = 107  # sun_path's 108 bytes, less the final NUL
 IDLE_S = 600.0  # a student edits for minutes between checks; a worker idle longer gives its GPU memory back
 ENV_OFF = "GRADER_RESIDENT"
 ENV_IDLE = "GRADER_RESIDENT_IDLE_S"
@@ -139,6 +140,8 @@ class ResidentSession:
         folder = _runtime_dir()
         k = key(root)
         self.sock_path, self.lock_path = folder / f"{k}.sock", folder / f"{k}.lock"
+        if len(os.fsencode(self.sock_path)) > SOCKET_PATH_MAX:  # bind() would refuse it: a worker per check then
+            raise OSError(errno.ENAMETOOLONG, f"{self.sock_path} is longer than a Unix socket's path may be")
         self.daemon_log = log_path.parent / "resident-worker.log"
         self._lock = None
         self._child: subprocess.Popen | None = None
@@ -276,8 +279,10 @@ def serve(path: str, idle: float, ready_fd: int | None, handle: Callable[[dict, 
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         srv.bind(path)
-    except OSError:
-        return 0  # another worker got there first; the client finds that one
+    except OSError as e:
+        if e.errno != errno.EADDRINUSE:
+            print(f"the warm worker cannot listen on {path}: {e}", file=sys.stderr)
+        return 0  # another worker got there first (the client finds that one), or none can listen here
     ino = os.stat(path).st_ino
     srv.listen(4)
     srv.settimeout(idle)

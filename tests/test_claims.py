@@ -114,7 +114,16 @@ def measured(v: dict, doc) -> tuple[float, set[str]]:
                   if (c.get("dtype"), c.get("label") + v["pair"]) in by]
     if "over" in v:  # a rate of the baseline: the case's field over another of its fields (tflops / vs_library)
         values = [x / _field(c, v["over"]) for x, c in zip(values, cases)]
-    values = [x * v.get("scale", 1) for x in values]
+    gpus = {gpu for _, gpu in picked if gpu}
+    if "against" in v:  # each case's twin in another list of the record (same dtype and label): twin over case
+        twins = {}
+        for c, gpu in _at(doc, v["against"]):
+            if isinstance(c, dict) and _field(c, v["field"]) is not None:
+                twins[(c.get("dtype"), c.get("label"))] = _field(c, v["field"])
+                gpus |= {gpu} if gpu else set()
+        kept = [(c, x) for c, x in zip(cases, values) if (c.get("dtype"), c.get("label")) in twins]
+        cases, values = [c for c, _ in kept], [twins[(c.get("dtype"), c.get("label"))] / x for c, x in kept]
+    values = [x * v.get("scale", 1) + v.get("offset", 0) for x in values]
     if not values:
         raise Unchecked(f"nothing at {v['cases']} matches {v.get('where')} with a `{v['field']}`")
     if v["reduce"] == "one":
@@ -123,7 +132,7 @@ def measured(v: dict, doc) -> tuple[float, set[str]]:
         x = values[0]
     else:
         x = REDUCE[v["reduce"]](values)
-    return x, {gpu for _, gpu in picked if gpu}
+    return x, gpus
 
 
 def written(v: dict, text: str) -> list[tuple[int, int, str]]:

@@ -54,7 +54,7 @@ def _share_compile_cache() -> None:
 _share_compile_cache()
 
 
-def pytest_runtest_logreport(report):
+def _log_test_time(report):
     """$GRADER_TEST_TIMES names a file that gets one JSON line per test phase (id, phase, outcome, seconds and the
     test's recorded properties, e.g. its build seconds): scripts/gpu_suite.py makes the suite's record from it, and
     a suite cut off by its time limit still leaves the lines of every test that finished."""
@@ -67,6 +67,63 @@ def pytest_runtest_logreport(report):
         line["message"] = report.longreprtext[-3000:]
     with open(path, "a") as f:  # one short write per line: lines from several xdist workers never interleave
         f.write(json.dumps(line) + "\n")
+
+
+# The CPU tests' order and the number of xdist workers `-n auto` starts, from the seconds of a recorded run
+# (tests/data/test-seconds.json: every test that took SLOW_TEST_S or more, written by a run with
+# $GRADER_TEST_SECONDS=update). A stale record costs balance only, never a test.
+TEST_SECONDS = ROOT / "tests" / "data" / "test-seconds.json"
+SLOW_TEST_S = 2.0
+_seen_seconds: dict = {}
+
+
+def _test_seconds() -> dict:
+    try:
+        return json.loads(TEST_SECONDS.read_text()).get("seconds") or {}
+    except (OSError, ValueError):
+        return {}
+
+
+@pytest.hookimpl(optionalhook=True)  # a run without xdist (-p no:xdist) knows no such hook
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: a worker more than the cores. Much of a CPU test's time is a wait (a Slurm job scheduled and
+    polled, a job run to its time limit, a browser, a subprocess importing torch): on the 2-core machine the run's
+    processes used 557 CPU-seconds of a 491 s run with two workers (57% of both cores), so a third worker runs
+    while the others wait. $PYTEST_XDIST_AUTO_NUM_WORKERS still decides where set."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS") or config.option.numprocesses == "logical":
+        return None  # xdist's own hook answers
+    return (os.cpu_count() or 1) + 1
+
+
+def _slow_modules_first(items) -> None:
+    """The CPU tests' modules in the order of their slowest recorded test, slowest first (a module not recorded
+    keeps its place after them), each module's tests together and in their own order: xdist hands out the first
+    quarter of the list round-robin, so no long test starts last and holds the run's end, and no module-scoped
+    fixture (a clone of the course) is set up twice on one worker."""
+    seconds = _test_seconds()
+    slowest: dict = {}
+    for nodeid, s in seconds.items():
+        module = nodeid.split("::")[0]
+        slowest[module] = max(slowest.get(module, 0.0), s)
+    items.sort(key=lambda it: -slowest.get(it.nodeid.split("::")[0], 0.0))
+
+
+def pytest_runtest_logreport(report):
+    _log_test_time(report)
+    if os.environ.get("GRADER_TEST_SECONDS") == "update" and report.passed and report.when in ("setup", "call"):
+        # xdist's controller sees every worker's reports (report.node); without xdist, this process its own
+        if hasattr(report, "node") or "PYTEST_XDIST_WORKER" not in os.environ:
+            _seen_seconds[report.nodeid] = _seen_seconds.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """$GRADER_TEST_SECONDS=update: the record rewritten from this run (a whole run of the CPU suite: the tests
+    not run here drop out of it)."""
+    if os.environ.get("GRADER_TEST_SECONDS") != "update" or "PYTEST_XDIST_WORKER" in os.environ:
+        return
+    slow = {n: round(s, 1) for n, s in sorted(_seen_seconds.items()) if s >= SLOW_TEST_S}
+    about = f"seconds of each CPU test that took {SLOW_TEST_S:g} s or more, setup included (tests/conftest.py)"
+    TEST_SECONDS.write_text(json.dumps({"about": about, "seconds": slow}, indent=1) + "\n")
 
 
 def _slowest_first(items) -> None:
@@ -141,6 +198,7 @@ def pytest_collection_modifyitems(config, items):
     if has_gpu():
         _slowest_first(items)
         return
+    _slow_modules_first(items)
     skip = pytest.mark.skip(reason="needs a CUDA GPU")
     for item in items:
         if "gpu" in item.keywords:

@@ -164,3 +164,16 @@ def test_another_torch_install_is_another_worker(tmp_path, monkeypatch):
     version.write_text("__version__ = '2.12.0'\n")
     os.utime(version, ns=(1, 2))
     assert resident.key(ROOT) != before
+
+
+@pytest.mark.parametrize("day", ["day13", "day18", "day19"])
+def test_a_day_that_needs_a_process_per_run_or_imports_a_routes_package_keeps_no_worker_warm(day, monkeypatch):
+    """Day 18's library of torch ops loads once per process, day 19's ranks join a group once, day 13's routes
+    import CuPy, numba, Triton, CuTe DSL and Mojo, whose state the grader does not own: their checks start a worker
+    each time, as before the warm worker."""
+    from grader.check.day_check import resident_session
+    from grader.course import load_course
+
+    monkeypatch.setenv("GRADER_RESIDENT", "1")
+    d = load_course(ROOT / "course.yaml").day(day)
+    assert resident_session(ROOT, d, d.exercises, "solution") is None

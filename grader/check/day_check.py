@@ -159,14 +159,21 @@ def prestart(root: Path, day, ex, variant: str, worker: str = WORKER, sandbox=No
                          log_mode="w", prefix=prefix).start()
 
 
-def resident_session(root: Path, day, ex, variant: str, worker: str = WORKER, sandbox=None):
+def resident_session(root: Path, day, exercises: list, variant: str, worker: str = WORKER, sandbox=None):
     """The warm worker every run of this check goes to (grader/check/resident.py), started if there is none; None
-    where it is off (a sandbox, a scripted worker, GRADER_RESIDENT=0) or another check has it now."""
+    where it is off (a sandbox, a scripted worker, GRADER_RESIDENT=0), where another check has it now, and for a
+    day with an exercise that needs a process of its own each time (a library of torch ops loads once per process,
+    a process group is joined once: the worker would end after each of those runs, so nothing is kept warm) or that
+    imports a route's own package (CuPy, numba, Triton, CuTe DSL, Mojo: state of theirs the grader does not own
+    would outlive the check)."""
     from grader.check import resident
+    from grader.check.build import loads_once
     from grader.check.runner import exercise_log
 
-    if not resident.enabled(worker, sandbox):
+    if not resident.enabled(worker, sandbox) or any(loads_once(e) or e.processes > 1 or e.build == "python"
+                                                      for e in exercises):
         return None
+    ex = exercises[0]
     try:
         return resident.ResidentSession(root, exercise_log(root, day.id, ex.name, variant)).start()
     except OSError as e:
@@ -188,7 +195,7 @@ def check_day(*, course, root: Path, day, exercises: list, src_dir: Path, varian
     out = []
     first = exercises[0]
     timed = not (correctness_only or first.name in untimed) and first.timed
-    warm = resident_session(root, day, first, variant, worker, sandbox)
+    warm = resident_session(root, day, exercises, variant, worker, sandbox)
     early = warm or prestart(root, day, first, variant, worker, sandbox, src_dir,
                              solution_baseline(course, root, first) if timed else None)
     try:

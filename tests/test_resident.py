@@ -91,6 +91,17 @@ def test_a_socket_path_too_long_means_a_worker_per_check(tmp_path, monkeypatch):
         resident.ResidentSession(ROOT, tmp_path / "logs" / "x.log")
 
 
+def test_a_worker_that_cannot_listen_leaves_the_check_to_a_worker_of_its_own(tmp_path, monkeypatch, no_worker_left):
+    """A warm worker that dies before it listens (here: a module that is not there) is no worker for the check:
+    start() says so, and the check starts its own worker as before, instead of a 'worker died' verdict."""
+    for k, v in _env(tmp_path).items():
+        monkeypatch.setenv(k, v)
+    session = resident.ResidentSession(ROOT, tmp_path / "logs" / "x.log")
+    session.worker = "grader.no_such_worker_module"
+    assert session.start() is None
+    assert session._lock is None  # the lock is let go: the next check may try again
+
+
 def test_a_check_running_meanwhile_gets_a_worker_of_its_own(tmp_path, monkeypatch, no_worker_left):
     for k, v in _env(tmp_path).items():
         monkeypatch.setenv(k, v)

@@ -146,6 +146,7 @@ class ResidentSession:
         self._lock = None
         self._child: subprocess.Popen | None = None
         self._ready: int | None = None  # read end of the pipe a worker we started says it listens on
+        self.worker = "grader.check.worker"
 
     def start(self) -> ResidentSession | None:
         """Takes the worker for this check (starting one if there is none); None if another check has it now."""
@@ -158,6 +159,12 @@ class ResidentSession:
             return None
         if not self._listening():
             self._spawn()
+            # It says `listening` as soon as it is bound (its torch import comes after, overlapping the planning);
+            # one that cannot listen (no socket here) leaves this check to a worker of its own, as before.
+            if not self._wait_ready():
+                self.close()
+                timings.mark("no warm worker (it could not listen)")
+                return None
         else:
             timings.mark("warm worker found")
         return self
@@ -179,7 +186,7 @@ class ResidentSession:
         try:
             with open(self.daemon_log, "a") as log:
                 self._child = subprocess.Popen(
-                    [sys.executable, "-m", "grader.check.worker", "--serve", "--listen", str(self.sock_path),
+                    [sys.executable, "-m", self.worker, "--serve", "--listen", str(self.sock_path),
                      "--idle", f"{idle_s():g}", "--ready-fd", str(w)], pass_fds=[w], stdout=log, stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL, start_new_session=True, cwd=self.root, env=_worker_env(None))
         finally:

@@ -37,6 +37,15 @@ def _has_driver() -> bool:
         os.path.exists(p) for p in ("/proc/driver/nvidia/version", "/dev/nvidiactl"))
 
 
+def needs_a_gpu(command: str) -> str:
+    """What to add to a GPU tool's message on a machine with no NVIDIA driver: the tool runs the kernels, so the
+    student needs a GPU machine before anything to install here (empty where a driver is found)."""
+    if _has_driver():
+        return ""
+    return (f"; and this machine has no NVIDIA GPU driver: `{command}` runs your kernels, so it needs a GPU machine "
+            "(there the tool comes with the CUDA toolkit); here `grader check` compiles them")
+
+
 def checks() -> list[Check]:
     out = [Check("python", sys.version_info >= (3, 10), sys.version.split()[0])]
     try:

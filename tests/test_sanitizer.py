@@ -547,6 +547,32 @@ def test_grader_sanitize_without_the_tool_says_where_to_get_it(monkeypatch, tmp_
     r = run_grader("sanitize", "day14", "--solution")
     assert r.returncode == 2 and "Traceback" not in r.stdout + r.stderr
     assert "compute-sanitizer was not found" in r.stdout and "CUDA_HOME" in r.stdout
+    from grader.doctor import _has_driver
+
+    if not _has_driver():  # a student's laptop: the GPU comes before any tool to install
+        assert "needs a GPU machine" in " ".join(r.stdout.split())
+
+
+def test_grader_profile_without_ncu_on_a_machine_without_a_gpu_says_it_needs_one(monkeypatch, tmp_path):
+    from grader.doctor import _has_driver
+    from tests.conftest import run_grader
+
+    if _has_driver():
+        pytest.skip("this machine has an NVIDIA driver: the message names the tool only")
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "none"))
+    monkeypatch.delenv("NSIGHT_COMPUTE", raising=False)
+    from grader.errors import GraderError
+    from grader.profile import ncu
+
+    try:
+        pytest.skip(f"ncu is installed here ({ncu.find_ncu()}): nothing to say it lacks")
+    except GraderError:
+        pass
+    r = run_grader("profile", "day01", "--solution")
+    text = " ".join(r.stdout.split())
+    assert r.returncode == 2 and "Traceback" not in r.stdout + r.stderr, text
+    assert "ncu) was not found" in text and "`grader profile` runs your kernels, so it needs a GPU machine" in text
 
 
 def test_grader_sanitize_on_a_machine_without_a_gpu_says_so(monkeypatch, tmp_path, fake_sanitizer):

@@ -127,7 +127,9 @@ def cmd_sanitize(args) -> int:
     root, course, day, src_dir, variant, exercises = _ready_day(args, "sanitize")
     exe = find_sanitizer()
     if exe is None:
-        raise GraderError(sc.missing_tool_message())
+        from grader.doctor import needs_a_gpu
+
+        raise GraderError(sc.missing_tool_message() + needs_a_gpu("grader sanitize"))
     bad = [d for d in args.dtype or [] if d not in DTYPES]
     if bad:
         raise GraderError(f"unknown dtype(s) {bad}: use {', '.join(DTYPES)}")

@@ -282,7 +282,12 @@ def run_profile(args, console: Console, *, root: Path, course: Course, day: Day,
     """Profiles every selected exercise; returns the exit code (1 if one does not compile, else 2 if one could not
     be profiled, else 0)."""
     todo = targets(day, exercises, args.dtype, args.shape)
-    ncu_path = ncu.find_ncu(args.ncu)
+    try:
+        ncu_path = ncu.find_ncu(args.ncu)
+    except GraderError as e:
+        from grader.doctor import needs_a_gpu
+
+        raise GraderError(f"{e}{needs_a_gpu('grader profile')}") from None
     records, failed, problem = [], False, False
     remeasure = args.remeasure_ceilings
     for t in todo:

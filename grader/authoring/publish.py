@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path

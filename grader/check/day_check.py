@@ -83,7 +83,8 @@ def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, 
                              threshold=ex.threshold)
         return compiled_only(res, ex, problems)
     cuda = any(p.suffix == ".cu" for p in source_paths(ex, src_dir))  # what nvcc compiles without a GPU
-    if cuda and ex.build != "python" and nvcc_path() is None:
+    no_nvcc = cuda and nvcc_path() is None
+    if no_nvcc and ex.build != "python":
         # The machine's problem, not the code's: no build of the extension can start, on a GPU or without one.
         res = ExerciseResult(day.id, ex.name, variant, str(src_dir), None if ranked else seeds[0],
                              threshold=ex.threshold)
@@ -107,7 +108,7 @@ def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, 
                 prestarted = None
                 timings.mark("early worker released")
         timings.mark(f"{ex.name}: worker finished ({res.status})")
-        if res.status == Status.NO_GPU and cuda and nvcc_path() is None:
+        if res.status == Status.NO_GPU and no_nvcc:
             res = missing_compiler(res, nvcc_missing())  # a Python route's .cu (on a GPU, its package compiles it)
         elif res.status == Status.NO_GPU:
             reports = compile_sources([*(src_dir / s for s in ex.sources if s.endswith(".py")),

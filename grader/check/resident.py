@@ -260,9 +260,6 @@ class ResidentSession:
         _kill(proc)  # its CUDA context is lost (it exits by itself), or it died
         return WorkerEnd(CONTEXT_LOST if how == "until" else proc.returncode, False)
 
-    def release(self) -> None:
-        pass
-
     def close(self) -> None:
         if self._ready is not None:
             os.close(self._ready)
@@ -270,12 +267,6 @@ class ResidentSession:
         if self._lock is not None:
             self._lock.close()  # the lock goes with it
             self._lock = None
-
-    def __enter__(self) -> ResidentSession:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 # -- the worker's side -------------------------------------------------------------------------------------------

@@ -107,11 +107,15 @@ skip pytest || { echo "== GPU tests"; t0=$(date +%s); export GRADER_TEST_TIMES="
   # the ids collected here (this part's, with SUITE_PART): the record names those that did not finish
   python3 -m pytest -m gpu --collect-only -q -p no:cacheprovider ${PYTEST_K:+-k "$PYTEST_K"} "${targets[@]}" 2>/dev/null \
     | grep "::" >"$LOG/collected.txt"
+  python3 -m pytest -m "gpu and gpu_alone" --collect-only -q -p no:cacheprovider ${PYTEST_K:+-k "$PYTEST_K"} "${targets[@]}" \
+    2>/dev/null | grep "::" >"$LOG/alone.txt"
   # Two phases of one suite: the tests that may share the GPU in parallel (slowest first, tests/conftest.py), then
   # those whose measurement needs the GPU to itself (gpu_alone), one at a time. PYTEST_S bounds both together.
   # suite TAG WORKERS: both phases, their output into $LOG/pytest_gpu$TAG.txt and $LOG/pytest_gpu_alone$TAG.txt.
   suite() {
-    timeout ${PYTEST_S:-560} python3 -m pytest -m "gpu and not gpu_alone" -v -p no:cacheprovider -n "$2" \
+    # --maxschedchunk 1: a worker holds the test it runs and one more, never a batch (the order of
+    # tests/gpu_schedule.py, which tests/test_gpu_suite_wall.py predicts, assumes it)
+    timeout ${PYTEST_S:-560} python3 -m pytest -m "gpu and not gpu_alone" -v -p no:cacheprovider -n "$2" --maxschedchunk 1 \
       ${PYTEST_K:+-k "$PYTEST_K"} "${targets[@]}" >"$LOG/pytest_gpu$1.txt" 2>&1
     local left=$(( ${PYTEST_S:-560} - ($(date +%s) - t0) ))
     [ "$left" -gt 5 ] && timeout $left python3 -m pytest -m gpu_alone -v -p no:cacheprovider ${PYTEST_K:+-k "$PYTEST_K"} \
@@ -140,7 +144,8 @@ skip pytest || { echo "== GPU tests"; t0=$(date +%s); export GRADER_TEST_TIMES="
   # a suite cut off by PYTEST_S leaves xdist workers and their grader workers behind: they would skew what follows
   pkill -9 -f "pytest -m gpu" 2>/dev/null; pkill -9 -f "grader.check.worker" 2>/dev/null; sleep 1
   summary() { grep -hE "^=+ .*(passed|failed).* in [0-9.]+s" "$@" 2>/dev/null | tr -d '=' | sed 's/^ *//; s/ *$//' | paste -sd ';'; }
-  python3 scripts/gpu_suite.py "$LOG/test_times.jsonl" --wall "$wall" --collected-ids "$LOG/collected.txt" --json "$OUT/gpu-suite.json" \
+  model=(); [ "${SHARDS:-1}" -le 1 ] && model=(--workers "${PYTEST_N:-$(nproc)}" --alone-ids "$LOG/alone.txt")
+  python3 scripts/gpu_suite.py "$LOG/test_times.jsonl" --wall "$wall" --collected-ids "$LOG/collected.txt" "${model[@]}" --json "$OUT/gpu-suite.json" \
     --summary "$(summary "$LOG/pytest_gpu.txt" "$LOG/pytest_gpu_alone.txt")" >"$LOG/gpu_suite.txt" 2>&1; }
 skip sweep || { echo "== sgemm sweep"; timeout 400 python3 scripts/sgemm_sweep.py ${SWEEP_ARGS:-} 2>&1 | tee "$LOG/sgemm_sweep.txt" | grep -v "^ptxas\|^    "; }
 skip checks && days=""

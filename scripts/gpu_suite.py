@@ -3,7 +3,8 @@ outcomes, wall time and the slowest tests (with their build seconds where the te
 short table and written as JSON (scripts/device_run.sh copies it to $OUT/gpu-suite.json; committed as
 measured/gpu-suite.json).
 
-    python3 scripts/gpu_suite.py TIMES.jsonl --wall S --summary "LINE" --collected-ids IDS.txt --json OUT.json
+    python3 scripts/gpu_suite.py TIMES.jsonl --wall S --summary "LINE" --collected-ids IDS.txt \
+        --workers N --alone-ids ALONE.txt --json OUT.json
     python3 scripts/gpu_suite.py --merge PART1.json PART2.json --json OUT.json
     python3 scripts/gpu_suite.py --unfinished PART1.json PART2.json >rerun.txt
 
@@ -12,12 +13,17 @@ the tests that did not finish (`unfinished`: cut off by the call's time limit, P
 of the parts given, less any a later part finished, one a line: the PYTEST_IDS file for a call that runs just them
 (scripts/device_run.sh PYTEST_IDS=rerun.txt), whose record is then merged with the parts like another part.
 
+With --workers (the run's xdist workers) and --alone-ids (its gpu_alone tests), the record of a run in one call
+keeps the wall time that tests/gpu_schedule.py predicts from the run's own seconds beside the measured one, and the
+start-up that the difference measures (`start_s`): tests/test_gpu_suite_wall.py predicts the next suite with them.
+
 --merge: the records of one suite run in parts on one GPU (scripts/device_run.sh SUITE_PART=0/2, then 1/2, one
 call each: a one-GPU lease's call is too short for the whole suite) as one record. The parts must be disjoint shards
 of the same suite on the same GPU model; the wall time is their sum."""
 import argparse
 import json
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -49,7 +55,8 @@ def per_test(lines: list[dict]) -> dict[str, dict]:
 
 
 def record(lines: list[dict], *, wall_s: float, summary: str, collected: int | None, slowest: int = 15,
-           collected_ids: list[str] | None = None) -> dict:
+           collected_ids: list[str] | None = None, workers: int | None = None,
+           alone_ids: list[str] | None = None) -> dict:
     tests = per_test(lines)
     unfinished = None
     if collected_ids is not None:
@@ -70,7 +77,21 @@ def record(lines: list[dict], *, wall_s: float, summary: str, collected: int | N
             "untested": sorted({r for t in tests.values() for r in t["props"].get("absent_packages", [])}),
             # every test's seconds: tests/conftest.py starts the slowest first on the next run
             "seconds": {i: round(t["seconds"], 1) for i, t in sorted(tests.items())},
-            **({} if unfinished is None else {"unfinished": unfinished})}
+            **({} if unfinished is None else {"unfinished": unfinished}),
+            **({} if workers is None else model(tests, wall_s, workers, alone_ids or []))}
+
+
+def model(tests: dict[str, dict], wall_s: float, workers: int, alone_ids: list[str]) -> dict:
+    """The one-call model's account of this run (tests/gpu_schedule.py): the wall time it predicts from the run's own
+    seconds with its default start-up, and the start-up this run measured (the wall less the simulated phases)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.gpu_schedule import predict
+
+    seconds = {i: t["seconds"] for i, t in tests.items()}
+    alone = [i for i in alone_ids if i in seconds]
+    p = predict(list(seconds), seconds, workers, alone)
+    return {"workers": workers, "alone": sorted(alone), "predicted_wall_s": p["wall_s"],
+            "start_s": round(max(0.0, wall_s - p["parallel_s"] - p["alone_s"]), 1)}
 
 
 def merge(parts: list[dict]) -> dict:
@@ -113,6 +134,9 @@ def show(rec: dict) -> None:
     print(f"GPU suite on {rec['gpu']}: {rec['passed']} passed, {rec['failed']} failed, {rec['skipped']} skipped of "
           f"{rec['collected'] or '?'} collected ({rec['finished']} finished) in {rec['wall_s']} s wall; "
           f"{rec['test_seconds_total']} s of test time, {rec['build_seconds_total']} s of it in builds")
+    if "predicted_wall_s" in rec:
+        print(f"  one-call model (tests/gpu_schedule.py, {rec['workers']} workers): {rec['predicted_wall_s']} s predicted "
+              f"from these seconds; start-up measured {rec['start_s']} s")
     print(f"  {rec['pytest_summary']}")
     print(f"  {'seconds':>7} {'build':>6}  slowest tests")
     for s in rec["slowest"]:
@@ -138,6 +162,8 @@ def main():
                     help="the collected test ids, one a line: the record names those that did not finish")
     ap.add_argument("--unfinished", nargs="+", type=Path, metavar="PART.json",
                     help="print the tests these parts left unfinished, one a line (for device_run.sh PYTEST_IDS)")
+    ap.add_argument("--workers", type=int, help="the run's xdist workers (for the one-call model)")
+    ap.add_argument("--alone-ids", type=Path, metavar="ALONE.txt", help="the run's gpu_alone tests, one a line")
     ap.add_argument("--json", type=Path)
     a = ap.parse_args()
 
@@ -165,7 +191,14 @@ def main():
                 ids = [x.strip() for x in a.collected_ids.read_text().splitlines() if x.strip()]
             except OSError as e:
                 ap.error(f"cannot read the collected ids: {e}")
-        rec = record(lines, wall_s=a.wall, summary=a.summary, collected=None, collected_ids=ids)
+        alone = None
+        if a.alone_ids is not None:
+            try:
+                alone = [x.strip() for x in a.alone_ids.read_text().splitlines() if x.strip()]
+            except OSError as e:
+                ap.error(f"cannot read the gpu_alone ids: {e}")
+        rec = record(lines, wall_s=a.wall, summary=a.summary, collected=None, collected_ids=ids, workers=a.workers,
+                     alone_ids=alone)
     if a.json:
         a.json.write_text(json.dumps(rec, indent=1) + "\n")
     show(rec)

@@ -127,11 +127,16 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 def _slowest_first(items) -> None:
-    """GPU tests in the order of their seconds in the last recorded suite (measured/gpu-suite.json), slowest first,
-    so that no long test starts last and holds the run's end; a test not recorded yet goes first (new tests are
-    often a new day's). Every xdist worker sorts the same list the same way, as xdist requires."""
-    seconds = _recorded_seconds()
-    items.sort(key=lambda it: -seconds.get(it.nodeid, float("inf")) if "gpu" in it.keywords else 0.0)
+    """GPU tests in the suite's order for this run's xdist workers (tests/gpu_schedule.py: the slowest first, each
+    of the first hand-out paired with a fast one, so that no long test starts last or waits behind another), from
+    their seconds in the last recorded suite (measured/gpu-suite.json); a test not recorded is estimated from its
+    day's. Every xdist worker computes the same list, as xdist requires."""
+    from tests.gpu_schedule import order
+
+    gpu = {it.nodeid: it for it in items if "gpu" in it.keywords}
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+    ordered = [gpu[t] for t in order(list(gpu), _recorded_seconds(), workers)]
+    items[:] = ordered + [it for it in items if it.nodeid not in gpu]
 
 
 def _recorded_seconds() -> dict:
@@ -141,24 +146,23 @@ def _recorded_seconds() -> dict:
         return {}
 
 
-NEW_TEST_S = 60.0  # a GPU test the last recorded suite has no seconds for
-
-
 def shard_of(items, shards: int, seconds: dict, alone=(), alone_weight: float = 1.0) -> dict:
     """Each GPU test's shard (0 .. shards-1), balanced by the seconds of the last recorded suite: the slowest first,
-    each to the shard with the least so far (a test not recorded counts as NEW_TEST_S). The same for every process
-    that computes it (ties go to the lower shard; the order is by seconds, then name).
+    each to the shard with the least so far (a test not recorded is estimated from its day's: gpu_schedule.estimate).
+    The same for every process that computes it (ties go to the lower shard; the order is by seconds, then name).
     alone: the tests among items that run one at a time after the shard's parallel ones (gpu_alone). They are placed
     first, so that they spread over the shards, and each counts alone_weight times its seconds (the workers a shard
     runs in parallel: a second alone holds the whole shard)."""
+    from tests.gpu_schedule import estimate
+
     load = [0.0] * shards
     out = {}
     alone = set(alone)
     for group, weight in ((alone, alone_weight), ([n for n in items if n not in alone], 1.0)):
-        for nodeid in sorted(group, key=lambda n: (-seconds.get(n, NEW_TEST_S), n)):
+        for nodeid in sorted(group, key=lambda n: (-estimate(n, seconds), n)):
             k = min(range(shards), key=lambda i: (load[i], i))
             out[nodeid] = k
-            load[k] += weight * seconds.get(nodeid, NEW_TEST_S)
+            load[k] += weight * estimate(nodeid, seconds)
     return out
 
 

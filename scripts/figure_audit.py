@@ -5,9 +5,14 @@ A figure is accounted for when it lies inside
 - a block a script writes (`<!-- NAME:begin -->` … `<!-- NAME:end -->`), or a code span or fenced code;
 - the text of a claim (measured/claims.yaml, measured/claims/dayNN.yaml): tests/test_claims.py recomputes it from
   measured/;
-- the text of a listed figure that is not a measurement (measured/figures/dayNN.yaml: a datasheet value, a
-  threshold course.yaml sets, arithmetic on the lesson's own numbers, a published figure with its citation), each
-  with why.
+- the text of a listed figure that is not a measurement (measured/figures/dayNN.yaml, each with its kind and why:
+  `datasheet`, a vendor's value; `threshold`, a bar course.yaml sets; `design`, a size or ratio that follows from
+  the code or the lesson's own arithmetic, or a goal the course sets itself; `published`, a figure with its
+  citation).
+
+A measurement is never a listed figure: it is a claim on the JSON record under measured/ that holds it. One that
+only the prose of measured/NOTES.md gives (the retired `kind: notes`) is said in the lesson without its number;
+tests/test_figure_audit.py fails on any other kind.
 
 A lesson is audited once its measured/figures/dayNN.yaml exists (an empty list if every figure is a claim or in a
 block); tests/test_figure_audit.py then fails on any figure in it that nothing accounts for.

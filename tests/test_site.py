@@ -301,8 +301,8 @@ def test_build_has_no_warnings_and_needs_no_network(built, course):
 
     assert built.warnings == []
     assert remote_resources(built.site) == []
-    sources = "".join(p.read_text() for p in [ROOT / "README.md", ROOT / "syllabus.md", *ROOT.glob("tracks/*.md"),
-                                              *ROOT.glob("days/*/README.md")])
+    sources = "".join(p.read_text() for p in [ROOT / "README.md", ROOT / "syllabus.md", ROOT / "reading.yaml",
+                                              *ROOT.glob("tracks/*.md"), *ROOT.glob("days/*/README.md")])
     for url, pages in external_links(built.site).items():
         assert url.startswith(course.repository) or url in sources, (url, sorted(pages)[:3])
 
@@ -328,6 +328,57 @@ def test_glossary_page_lists_every_term_alphabetically(built, course):
     assert pos == sorted(pos) and len(pos) == len(g.terms) >= 30
     # no hover links inside definitions (their class is exactly "gloss"; a day's note is "glossary-note")
     assert all('class="gloss"' not in part for part in html.split('<dl class="glossary')[1:])
+
+
+def test_the_reading_list_page_lists_every_entry_and_each_day_names_its_items(built, course):
+    import html as html_lib
+
+    from grader.site.reading import load_reading
+
+    items = load_reading(ROOT, [d.id for d in course.days])
+    page = (built.site / "reading" / "index.html").read_text()
+    located, rest = page.split('id="cited-not-located-yet"')  # the unconfirmed items come last, apart
+    assert len(items) >= 6
+    for it in items:
+        where = located if it.url else rest
+        assert html_lib.escape(it.title, quote=False) in where, it.title
+        for d in it.days:
+            assert f'href="../days/{d}/"' in where.split(html_lib.escape(it.title, quote=False), 1)[1], (it.title, d)
+        if it.url:
+            assert f'href="{html_lib.escape(it.url)}"' in located, it.url
+            for d in it.days:  # the day's lesson names the item, at the same address
+                assert it.url in (ROOT / "days" / d / "README.md").read_text(), (it.title, d)
+        else:
+            assert "Not located:" in rest and it.unconfirmed.split()[0] in rest
+    assert 'href="../reading/"' in (built.site / "glossary" / "index.html").read_text()  # in the navigation
+    assert 'href="../../reading/"' in (built.site / "days" / "day10" / "index.html").read_text()  # a lesson's link
+
+
+@pytest.mark.parametrize("text, message", [
+    ("- {title: T, author: A, kind: post, days: [day01], adds: x}\n",
+     "reading.yaml: entry 1 ('T'): give either url (a confirmed address) or unconfirmed (why there is none)"),
+    ("- {title: T, author: A, kind: post, days: [day09], adds: x, url: https://example.invalid/t}\n",
+     "reading.yaml: entry 1 ('T'): day09 is not a day of course.yaml"),
+    ("- {title: T, author: A, kind: blog, days: [day01], adds: x, url: https://example.invalid/t}\n",
+     "reading.yaml: entry 1 ('T'): kind must be one of post, video, code, paper, not 'blog'"),
+    ("- {title: T, author: A, kind: post, days: [day01], adds: x, url: example.invalid/t}\n",
+     "reading.yaml: entry 1 ('T'): url must be an https:// address"),
+    ("title: T\n", "reading.yaml: expected a list of entries at the top level"),
+])
+def test_a_bad_reading_list_is_an_error_naming_the_entry(tmp_path, text, message):
+    repo = _repo(tmp_path / "repo", MINI, {"reading.yaml": text})
+    r = run_grader("--course", str(repo / "course.yaml"), "site", "build", "--out", str(tmp_path / "o"), cwd=repo)
+    assert r.returncode == 2 and f"error: {message}" in r.stdout, r.stdout + r.stderr
+    assert "Traceback" not in r.stdout + r.stderr
+
+
+def test_without_a_reading_list_there_is_no_page(tmp_path):
+    from grader.course import load_course
+    from grader.site.build import build
+
+    repo = _repo(tmp_path / "repo", MINI, {})
+    res = build(repo, load_course(repo / "course.yaml"), tmp_path / "out")
+    assert not (res.site / "reading").exists() and "Reading list" not in (res.site / "index.html").read_text()
 
 
 def test_links_between_pages_are_rewritten(built):

@@ -6,6 +6,7 @@ Pages (docs path <- repository source):
   syllabus.md       <- syllabus.md
   graph.md          <- course.yaml (the dependency graph)
   glossary.md       <- glossary.yaml + days/*/glossary.yaml
+  reading.md        <- reading.yaml (the reading list: grader/site/reading.py), when there is one
   tracks/NAME.md    <- tracks/NAME.md
   days/dayNN.md     <- days/dayNN/README.md, or course.yaml for a day without a lesson yet
   leaderboard/      <- the output of `grader leaderboard build` (leaderboard.md, plots/), when there is one
@@ -28,6 +29,7 @@ from grader.authoring import semester
 from grader.course import Course, Day
 from grader.site import glossary as gl
 from grader.site import graph, home
+from grader.site import reading as rd
 from grader.site import transform
 
 HERE = Path(__file__).resolve().parent
@@ -120,6 +122,8 @@ def generate(root: Path, course: Course, out: Path, leaderboard: Path | None = N
     def resolve(path: str) -> str | None:
         if path in pages:
             return "/" + pages[path]
+        if path == rd.READING and (root / rd.READING).is_file():  # a lesson's link to the list: its page
+            return "/" + rd.PAGE
         if path in lessons:  # a day whose lesson is not written yet still has its page
             return "/" + day_page(lessons[path].id)
         f = root / path
@@ -171,6 +175,11 @@ def generate(root: Path, course: Course, out: Path, leaderboard: Path | None = N
              for t in g.glossary.terms]
     (out / "terms.json").write_text(json.dumps(terms, indent=1, ensure_ascii=False), encoding="utf-8")
 
+    # The reading list's page, when the repository has one.
+    items = rd.load_reading(root, [d.id for d in course.days])
+    if items is not None:
+        write(rd.PAGE, rd.reading_page(items, [d.id for d in course.days], lambda d: "/" + day_page(d)), rd.READING)
+
     # The dependency graph page; the SVG is raw HTML, so its links are written relative to /graph/.
     svg = graph.render_svg(course, lambda d: f"../days/{d}/")
     write("graph.md", _front_matter({"source": "course.yaml", "hide": ["toc"]}) + [
@@ -221,6 +230,7 @@ def mkdocs_config(root: Path, course: Course, g: Generated, terms_file: Path,
     nav = [{"Home": "index.md"}]
     nav += [{"Syllabus": "syllabus.md"}] if "syllabus.md" in g.pages else []
     nav += [{"Dependency graph": "graph.md"}, {"Glossary": "glossary.md"}]
+    nav += [{"Reading list": rd.PAGE}] if rd.PAGE in g.pages else []
     tracks = [p for p in g.pages if p.startswith("tracks/")]
     if tracks:
         nav.append({"Tracks": [{Path(p).stem.capitalize(): p} for p in sorted(tracks)]})

@@ -14,7 +14,12 @@ from pydantic import (BaseModel, ConfigDict, Field, StringConstraints, Validatio
 
 from grader.errors import GraderError
 from grader.yaml_file import not_a_file, read_yaml
+from grader.check.error_map import PATTERNS
 from grader.verdicts import Category
+
+# What `hints:` may key on: a failure category, or the pattern of a failing output's error map (a pattern's hint
+# wins over its category's: grader/check/verdict.py's hint)
+HINT_KEYS = (*Category.HINTABLE, *PATTERNS)
 
 DTYPES = ("fp32", "fp16", "bf16")
 Dtype = Literal["fp32", "fp16", "bf16"]
@@ -248,10 +253,10 @@ class Exercise(Strict):
             raise ValueError("a timed exercise (benchmark shapes) needs a `baseline:` and a `threshold:`")
         if not timed and (self.baseline is not None or self.threshold is not None):
             raise ValueError("`baseline:` and `threshold:` need benchmark shapes to time")
-        bad = sorted(set(self.hints) - set(Category.HINTABLE))
+        bad = sorted(set(self.hints) - set(HINT_KEYS))
         if bad:
-            raise ValueError(f"hints for unknown categor{'y' if len(bad) == 1 else 'ies'} {bad}: use "
-                             f"{', '.join(Category.HINTABLE)}")
+            raise ValueError(f"hints for unknown categor{'y' if len(bad) == 1 else 'ies'} or patterns {bad}: use "
+                             f"{', '.join(HINT_KEYS)}")
         if self.sanitize_shapes and not self.sanitize:
             raise ValueError("sanitize_shapes lists shapes for the `sanitize:` tools, but there are none")
         for c in self.sanitize_shapes:
@@ -399,7 +404,8 @@ class Course(Strict):
                                              "empty: it will be on the site")
     limits: Limits = Limits()
     defaults: Defaults = Defaults()
-    hints: dict[str, str] = Field({}, description="default hints by failure category; an exercise's own win")
+    hints: dict[str, str] = Field({}, description="default hints by failure category or error-map pattern; an "
+                                "exercise's own win")
     days: list[Day] = Field(min_length=1)
     answers: dict[str, str] = Field(
         {}, description="shared files (relative to course.yaml) that hold the answers to a day's holes, each with "
@@ -434,9 +440,9 @@ class Course(Strict):
     @field_validator("hints")
     @classmethod
     def _hint_keys(cls, v):
-        bad = sorted(set(v) - set(Category.HINTABLE))
+        bad = sorted(set(v) - set(HINT_KEYS))
         if bad:
-            raise ValueError(f"hints for unknown categories {bad}: use {', '.join(Category.HINTABLE)}")
+            raise ValueError(f"hints for unknown categories or patterns {bad}: use {', '.join(HINT_KEYS)}")
         return v
 
     @model_validator(mode="after")

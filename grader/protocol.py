@@ -64,9 +64,10 @@ class CaseData:
     outputs: dict
     reference: dict = field(default_factory=dict)
     shape: tuple = ()
+    blocks: Callable[[str], Any] | None = None  # output name -> how it folds into an error map (Task.blocks)
 
     def with_outputs(self, outputs: dict) -> CaseData:
-        return CaseData(self.dtype, self.params, self.inputs, outputs, self.reference, self.shape)
+        return CaseData(self.dtype, self.params, self.inputs, outputs, self.reference, self.shape, self.blocks)
 
 
 @dataclass
@@ -157,8 +158,12 @@ def check(got: dict, case: CaseData, exercise) -> list[Result]:
             out.append(Result(name, False, Category.MISMATCH, f"got {what}, expected a tensor {expected}"))
             continue
         tol = exercise.tolerance(name, case.dtype)
-        c = compare(t, ref, atol=tol.atol, rtol=tol.rtol, rel_l2=tol.rel_l2, l2_floor=tol.l2_floor)
-        stats = {k: v for k, v in c.as_dict().items() if k not in ("ok", "category", "message", "extra")}
+        c = compare(t, ref, atol=tol.atol, rtol=tol.rtol, rel_l2=tol.rel_l2, l2_floor=tol.l2_floor,
+                    blocks=case.blocks(name) if case.blocks else None)
+        if c.error_map is not None:
+            c.error_map["output"] = name
+        stats = {k: v for k, v in c.as_dict().items() if k not in ("ok", "category", "message", "extra")
+                 and (v is not None or k not in ("error_map", "pattern"))}
         out.append(Result(name, c.ok, c.category, c.message, stats))
     return out
 
@@ -295,6 +300,7 @@ class Task:
             arrange = self.layout(layout)
             inputs, outputs = arrange(inputs), arrange(outputs)
         case = CaseData(dtype, dict(params), inputs, outputs, shape=tuple(shape))
+        case.blocks = lambda name: self.blocks(case, name)
         if reference:
             case.reference = self.reference(case)
         return case
@@ -318,6 +324,22 @@ class Task:
             raise CourseConfigError(f"{self.module.__name__}.reference returned {len(refs)} tensor(s) for "
                                     f"{len(case.outputs)} output(s) ({', '.join(case.outputs)})")
         return dict(zip(case.outputs, refs))
+
+    def blocks(self, case: CaseData, name: str):
+        """How output `name` folds into an error map (grader/check/error_map.py), from the task's
+        `error_blocks(name, shape, **params)` -> {block: [rows, cols], panels, rows, cols, diagonal} (None: no map),
+        with the rows' properties from its `row_properties(**inputs, **params)`, computed only if a map is built."""
+        from grader.check.error_map import Blocks
+
+        if not self.has("error_blocks") or name not in case.outputs:
+            return None
+        spec = self.module.error_blocks(name, tuple(case.outputs[name].shape), **case.params)
+        if spec is None:
+            return None
+        props = ((lambda: self.module.row_properties(**case.inputs, **case.params))
+                 if self.has("row_properties") else None)
+        return Blocks(block=tuple(spec["block"]), panels=tuple(spec.get("panels", ())), rows=spec.get("rows", "row"),
+                      cols=spec.get("cols", "column"), diagonal=bool(spec.get("diagonal", False)), properties=props)
 
     def refill(self, torch, case: CaseData, generator) -> None:
         """New random values in the case's input tensors, in place (same addresses): a timed call never sees an

@@ -1,7 +1,9 @@
 """The last result of each check, kept under .grader/results for `grader list` (and the leaderboard).
 
 One file per day: {variant: entry, ..., "ranked": {variant: entry}}. An entry is {"when", "ranked", "exercises"}
-(and "seed_sha256" when ranked). The last ranked run of each variant is also kept under "ranked", so that a later
+(and "seed_sha256" when ranked). Beside it, the error map of each exercise's first failing case that has one, as a
+PNG: {day}.{variant}.{exercise}.png (map_path; the map itself is in the case's "error_map").
+The last ranked run of each variant is also kept under "ranked", so that a later
 ordinary check does not replace what a leaderboard accepts (`ranked_results`)."""
 from __future__ import annotations
 
@@ -52,6 +54,31 @@ def save(root: Path, day: str, variant: str, exercises: list[dict], *, ranked: b
         data[RANKED] = {**(kept if isinstance(kept, dict) else {}), variant: entry}
     data[variant] = entry
     write_json(results_path(root, day), data)
+    write_maps(root, day, variant, exercises)
+
+
+def map_path(root: Path, day: str, variant: str, exercise: str) -> Path:
+    return Paths(root).results() / f"{day}.{variant}.{exercise}.png"
+
+
+def write_maps(root: Path, day: str, variant: str, exercises: list[dict]) -> list[Path]:
+    """The PNG of each exercise's first mapped failing case, beside the day's result; an exercise with none loses
+    the PNG of an earlier check (a map of code since fixed would mislead). Without matplotlib nothing is drawn."""
+    written = []
+    for e in exercises:
+        path = map_path(root, day, variant, str(e.get("exercise")))
+        mapped = next((c for c in e.get("cases") or [] if not c.get("ok") and c.get("error_map")), None)
+        if mapped is None:
+            path.unlink(missing_ok=True)
+            continue
+        try:
+            from grader.check.error_map import png
+
+            png(mapped["error_map"], path)
+        except ImportError:
+            return written
+        written.append(path)
+    return written
 
 
 def last(root: Path, day: str, variant: str = "student") -> dict | None:

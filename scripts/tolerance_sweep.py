@@ -270,6 +270,7 @@ class DeferredComparison:
     ok = True
     category = "pass"
     message = ""
+    error_map = None  # a passing comparison's: the sweep draws no maps
 
     def __init__(self, stats: dict):
         self.stats = stats
@@ -278,7 +279,8 @@ class DeferredComparison:
         return dict(self.stats)
 
 
-def deferred_compare(out, ref, *, atol: float, rtol: float, rel_l2: float, l2_floor: float = 0.0) -> DeferredComparison:
+def deferred_compare(out, ref, *, atol: float, rtol: float, rel_l2: float, l2_floor: float = 0.0,
+                     blocks=None) -> DeferredComparison:
     """grader/check/compare.py's compare, its tol_ratio and failure kept on the device. One difference: an all-zero
     reference has no rel_l2 (its ratio is the elementwise one), as tasks/attention_bwd.py's check judges it; no
     other task makes one."""

@@ -52,6 +52,15 @@ def make_outputs(inputs, causal=False):
     return {"o": torch.empty_like(q), "lse": torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)}
 
 
+def error_blocks(name, shape, **params):
+    """Error maps (grader/check/error_map.py): a panel per batch entry and head, tiles of 32 queries (keys, for dk
+    and dv: their rows are keys) by 16 head-dim columns; lse, a value per query, in tiles of 32 queries."""
+    rows = "key" if name in ("dk", "dv") else "query"
+    if len(shape) == 3:
+        return {"block": [32, 1], "panels": ["batch", "head"], "rows": rows, "cols": None}
+    return {"block": [32, 16], "panels": ["batch", "head"], "rows": rows, "cols": "dim"}
+
+
 def reference(q, k, v, causal=False):
     """fp64, one batch at a time (the score matrix is B·H·N² doubles)."""
     n, d = q.shape[2], q.shape[3]

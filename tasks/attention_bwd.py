@@ -18,6 +18,7 @@ import torch
 
 from tasks.attention import reference as _forward  # the forward's fp64 o and lse, one batch entry at a time
 from tasks.attention import LAYOUTS  # noqa: F401 (q, k, v packed; o and dout in [B, N, H, d] memory)
+from tasks.attention import error_blocks  # noqa: F401 (the gradients fold as the forward's o)
 
 # SDPA's math backend (matmul, softmax, matmul: the same materialized algorithm as the naive kernels, in cuBLAS),
 # differentiated by autograd. See `library` for what its timing includes.

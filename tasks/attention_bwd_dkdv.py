@@ -5,7 +5,7 @@ backward, the baseline, can run on the same cases; the day-16 op is not given it
 from __future__ import annotations
 
 from tasks import attention_bwd as _full
-from tasks.attention_bwd import (check, library, make_inputs, make_outputs, probes,  # noqa: F401 (the protocol
+from tasks.attention_bwd import (check, error_blocks, library, make_inputs, make_outputs, probes,  # noqa: F401 (the protocol
                                  reference, refill)                                  # reads them here)
 
 LIBRARY = _full.LIBRARY

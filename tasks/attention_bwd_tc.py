@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from tasks.attention_bwd import (LAYOUTS, check, flops, make_inputs, make_outputs,  # noqa: F401 (the protocol
+from tasks.attention_bwd import (LAYOUTS, check, error_blocks, flops, make_inputs, make_outputs,  # noqa: F401 (the protocol
                                  probes, reference, refill)                           # reads them here)
 
 LIBRARY = "SDPA flash bwd"

@@ -24,6 +24,9 @@ def make_inputs(shape, dtype, generator, device, causal=False):
     return {"q": q, "k": k, "v": v, "dout": dout}
 
 
+error_blocks = _fwd.error_blocks  # error maps fold its outputs as attention's (grader/check/error_map.py)
+
+
 def make_outputs(inputs, causal=False):
     q = inputs["q"]
     return {**_fwd.make_outputs(inputs), **{g: torch.empty_like(q) for g in GRADIENTS}}

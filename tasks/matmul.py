@@ -46,6 +46,12 @@ def ceiling(a, b):
     return "cuBLAS fp32", lambda: torch.mm(a32, b32, out=c32)
 
 
+def error_blocks(name, shape, **params):
+    # Error maps (grader/check/error_map.py): C in tiles of 32 x 32 (the course's smallest; a larger tile is a
+    # square of them), its rows and columns C's i and j.
+    return {"block": [32, 32], "rows": "row", "cols": "column", "diagonal": True}
+
+
 def flops(a, b):
     return 2 * a.shape[0] * a.shape[1] * b.shape[1]
 

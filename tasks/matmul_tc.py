@@ -9,6 +9,6 @@ A case's shape is [M, N, K].
 """
 from __future__ import annotations
 
-from tasks.matmul import flops, library, make_inputs, make_outputs, reference  # noqa: F401  (the task interface)
+from tasks.matmul import error_blocks, flops, library, make_inputs, make_outputs, reference  # noqa: F401  (the task interface)
 
 LIBRARY = "cuBLAS (torch.matmul)"

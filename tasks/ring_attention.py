@@ -26,6 +26,9 @@ def make_inputs(shape, dtype, generator, device, causal=False, ranks=1, jitter=0
     return _attention.make_inputs(shape, dtype, generator, device, causal)
 
 
+error_blocks = _attention.error_blocks  # error maps fold its outputs as attention's (grader/check/error_map.py)
+
+
 def make_outputs(inputs, causal=False, ranks=1, jitter=0):
     return _attention.make_outputs(inputs, causal)
 

@@ -52,6 +52,21 @@ def _one_finite(inputs, generator):
     return {"x": x.scatter(-1, cols, inputs["x"].gather(-1, cols))}
 
 
+def error_blocks(name, shape, **params):
+    # Error maps (grader/check/error_map.py): a row is one softmax, and 32 columns are what a warp covers in one step
+    # of its stride; rows and columns are a score matrix's i and j, so a triangle (a causal mask) means something.
+    return {"block": [1, 32], "rows": "row", "cols": "column", "diagonal": True}
+
+
+def row_properties(x, **params):
+    # What a probe gives some rows (or all of a case's rows): a map whose wrong rows are exactly these names the
+    # property. The most particular first: a row with one finite entry also holds -inf.
+    finite = torch.isfinite(x)
+    top = torch.where(finite, x.float(), float("-inf")).amax(dim=-1)
+    return {"with one finite entry": finite.sum(dim=-1) == 1, "whose max is very negative (below -100)": top < -100,
+            "whose max is far above 0 (over 100)": top > 100, "holding -inf entries": torch.isneginf(x).any(dim=-1)}
+
+
 probes = {"large_logits": _large_logits, "neg_inf": _neg_inf, "very_negative": _very_negative,
           "one_finite": _one_finite}
 

@@ -50,6 +50,9 @@ class Comparison:
     elem_ratio: float = 0.0
     l2_ratio: float = 0.0
     extra: dict = field(default_factory=dict)
+    # Where it is wrong (grader/check/error_map.py): built only for a failing output whose task folds it into blocks
+    error_map: dict | None = None
+    pattern: str | None = None  # the map's pattern, by name (course.yaml's hints may key on it)
 
     def as_dict(self):
         return asdict(self)
@@ -67,10 +70,24 @@ def _fmt(idx) -> str:
     return "[" + ", ".join(map(str, idx)) + "]"
 
 
-def compare(out, ref, *, atol: float, rtol: float, rel_l2: float, l2_floor: float = 0.0) -> Comparison:
+def _mapped(c: Comparison, out, ref, atol: float, rtol: float, blocks, unwritten, nonfinite=None) -> Comparison:
+    """A failing comparison with its error map and the pattern it shows (named at the end of its message)."""
+    if blocks is None:
+        return c
+    from grader.check.error_map import build
+
+    c.error_map = build(out, ref, atol=atol, rtol=rtol, blocks=blocks, unwritten=unwritten, nonfinite=nonfinite)
+    c.pattern = c.error_map["pattern"]
+    if c.pattern:
+        c.message += f"; pattern {c.pattern}: {c.error_map['pattern_text']}"
+    return c
+
+
+def compare(out, ref, *, atol: float, rtol: float, rel_l2: float, l2_floor: float = 0.0, blocks=None) -> Comparison:
     """out: the kernel's output (any float dtype, possibly still poisoned); ref: fp64 reference. The relative L2
     error is ||out - ref|| / max(||ref||, l2_floor·sqrt(n)): l2_floor > 0 holds a reference that sits near zero by
-    chance to the precision of values of that size (course.yaml's OutputSpec.l2_floor)."""
+    chance to the precision of values of that size (course.yaml's OutputSpec.l2_floor). blocks: how the task folds
+    this output into its blocks (error_map.Blocks); a failing output then gets its error map."""
     import torch
 
     n = out.numel()
@@ -80,10 +97,11 @@ def compare(out, ref, *, atol: float, rtol: float, rel_l2: float, l2_floor: floa
         return Comparison(False, "not_implemented", "output never written: not implemented yet?", numel=n)
     if n_unwritten:
         first = _index(int(unwritten.flatten().nonzero()[0]), out.shape)
-        return Comparison(False, "unwritten",
-                          f"{n_unwritten} of {n} output elements ({n_unwritten / n:.2%}) were never written; "
-                          f"first at {_fmt(first)}", numel=n, mismatches=n_unwritten,
-                          mismatch_frac=n_unwritten / n, worst_index=first)
+        return _mapped(Comparison(False, "unwritten",
+                                  f"{n_unwritten} of {n} output elements ({n_unwritten / n:.2%}) were never written; "
+                                  f"first at {_fmt(first)}", numel=n, mismatches=n_unwritten,
+                                  mismatch_frac=n_unwritten / n, worst_index=first),
+                       out, ref, atol, rtol, blocks, unwritten)
 
     o = out.double()
     r = ref.double()
@@ -96,11 +114,13 @@ def compare(out, ref, *, atol: float, rtol: float, rel_l2: float, l2_floor: floa
     n_special = int(bad_special.sum())
     if n_special:
         first = _index(int(bad_special.flatten().nonzero()[0]), out.shape)
-        return Comparison(False, "nonfinite",
-                          f"{n_special} elements are NaN/inf where the reference is not (or the reverse); first at "
-                          f"{_fmt(first)}: got {o[tuple(first)].item()}, expected {r[tuple(first)].item()}",
-                          numel=n, mismatches=n_special, mismatch_frac=n_special / n, worst_index=first,
-                          worst_out=o[tuple(first)].item(), worst_ref=r[tuple(first)].item())
+        return _mapped(Comparison(False, "nonfinite",
+                                  f"{n_special} elements are NaN/inf where the reference is not (or the reverse); "
+                                  f"first at {_fmt(first)}: got {o[tuple(first)].item()}, expected "
+                                  f"{r[tuple(first)].item()}", numel=n, mismatches=n_special,
+                                  mismatch_frac=n_special / n, worst_index=first, worst_out=o[tuple(first)].item(),
+                                  worst_ref=r[tuple(first)].item()),
+                       out, ref, atol, rtol, blocks, unwritten, bad_special)
 
     of, rf = torch.where(finite_ref, o, 0.0), torch.where(finite_ref, r, 0.0)
     diff = (of - rf).abs()
@@ -127,6 +147,7 @@ def compare(out, ref, *, atol: float, rtol: float, rel_l2: float, l2_floor: floa
             why.append(f"{bad} of {n} elements ({bad / n:.2%}) outside atol={atol:g} + rtol={rtol:g}*|ref|")
         if l2 > rel_l2:
             why.append(f"relative L2 error {l2:.3g} > {rel_l2:g}")
-        return Comparison(False, "mismatch", f"wrong values: {'; '.join(why)}; worst at {_fmt(worst)}: got "
-                          f"{wo:.6g}, expected {wr:.6g}", **stats)
+        return _mapped(Comparison(False, "mismatch", f"wrong values: {'; '.join(why)}; worst at {_fmt(worst)}: "
+                                  f"got {wo:.6g}, expected {wr:.6g}", **stats),
+                       out, ref, atol, rtol, blocks, unwritten, bad_special)
     return Comparison(True, "pass", f"max abs err {max_abs:.2e}, rel L2 {l2:.2e}", **stats)

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from grader.check import error_map
 from grader.verdicts import Category, Status
 
 STYLE = {"pass": "bold green", "fail": "bold red", "not_implemented": "bold yellow", "build_error": "bold red",
@@ -97,10 +98,30 @@ def render_correctness(console: Console, cases: list[dict]) -> None:
     bad = [c for c in cases if not c["ok"]]
     if all(c["category"] == Category.NOT_IMPLEMENTED for c in bad):
         return  # the verdict line says it once
+    mapped = next((c for c in bad if c.get("error_map")), None)
     for c in bad[:MAX_LISTED_FAILURES]:
         console.print(f"  [red]✗[/] {c['dtype']} {_label(c)}: {c['message']}", highlight=False)
+        if c is mapped:  # one map, under the first case that has one: the pattern of the others is in their message
+            render_map(console, c["error_map"])
     if len(bad) > MAX_LISTED_FAILURES:
         console.print(f"  … and {len(bad) - MAX_LISTED_FAILURES} more (see --json)")
+
+
+MAP_STYLE = {error_map.RIGHT: "green", error_map.UNWRITTEN: "yellow", error_map.NONFINITE: "bold magenta"}
+
+
+def render_map(console: Console, emap: dict) -> None:
+    """A failing output's error map (grader/check/error_map.py's text), indented under its case; coloured where
+    the terminal has colour, and as readable without it (each state its own character)."""
+    cells = set(MAP_STYLE) | set(error_map.SHADES) | {" "}
+    for line in error_map.text(emap, width=max(40, console.width - 4)):
+        t = Text("    ")
+        if set(line) <= cells:  # a row of cells (not the header, a panel's label, the legend)
+            for ch in line:
+                t.append(ch, style=MAP_STYLE.get(ch, "red" if ch in error_map.SHADES else ""))
+        else:
+            t.append(line)
+        console.print(t, highlight=False)
 
 
 def render_benchmark(console: Console, cases: list[dict], ex) -> None:
@@ -224,8 +245,12 @@ def compact(res, ex) -> list[str]:
     bad = [c for c in res.cases if c["kind"] != "benchmark" and not c["ok"]]
     if bad:
         c = bad[0]
-        return [f"✗ {name}: {len(bad)} of {len(corr)} correctness cases failed; first: {c['dtype']} {_label(c)}: "
-                f"{c['message']}"]
+        lines = [f"✗ {name}: {len(bad)} of {len(corr)} correctness cases failed; first: {c['dtype']} {_label(c)}: "
+                 f"{c['message']}"]
+        mapped = next((b for b in bad if b.get("error_map")), None)
+        if mapped:  # the map in one line: each row of cells as its worst state, and the pattern's name
+            lines.append(f"  map {mapped['dtype']} {_label(mapped)}: {error_map.strip(mapped['error_map'])}")
+        return lines
     lines = [f"✓ {name}: correct ({len(corr)} cases)"]
     bench = [c for c in res.cases if c["kind"] == "benchmark"]
     if res.speedup is not None:

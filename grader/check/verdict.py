@@ -149,6 +149,22 @@ def hint_category(res: ExerciseResult) -> str | None:
     return None
 
 
+def hint_pattern(res: ExerciseResult) -> str | None:
+    """The pattern of the first failed case's error map (grader/check/error_map.py), if it showed one."""
+    if res.status != Status.FAIL:
+        return None
+    failed = [c for c in res.cases if not c["ok"] and c["category"] not in Category.NOT_COUNTED]
+    return failed[0].get("pattern") if failed else None
+
+
 def hint(res: ExerciseResult, ex, course_hints: dict[str, str]) -> str | None:
+    """The hint for the pattern the error map showed (the exercise's, then the course's), else for the category:
+    a pattern says more than its category does."""
     cat = hint_category(res)
-    return (ex.hints.get(cat) or course_hints.get(cat)) if cat else None
+    if not cat:
+        return None
+    for key in (hint_pattern(res), cat):
+        found = key and (ex.hints.get(key) or course_hints.get(key))
+        if found:
+            return found
+    return None

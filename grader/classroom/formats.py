@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+from grader.check import error_map
 from grader.verdicts import Status
 
 FORMATS = ("gradescope", "junit", "classroom")
@@ -40,10 +41,13 @@ def _tests(doc: dict, points: dict[str, int]) -> list[dict]:
                        f"{bad[0].get('message', '')}"
             else:
                 note = ex.get("message", ex["status"])
+            mapped = next((c for c in bad if c.get("error_map")), None)
+            # where the first mapped case is wrong, as the terminal draws it (plain text: each state a character)
+            drawn = ([f"{mapped.get('label', '?')}:", *error_map.text(mapped["error_map"])] if mapped else [])
             out.append({"name": f"{doc['day']}.{ex['exercise']} [{dt}]", "exercise": ex["exercise"], "dtype": dt,
                         "passed": passed, "score": round(max_each if passed else 0.0, 4),
                         "max_score": round(max_each, 4),
-                        "output": f"{ex['status']}: {ex.get('message', '')}\n\n{note}"})
+                        "output": f"{ex['status']}: {ex.get('message', '')}\n\n{note}", "map": drawn})
     return out
 
 
@@ -67,7 +71,8 @@ def gradescope(doc: dict, points: dict[str, int], visibility: str = "visible") -
     result = {"score": round(sum(t["score"] for t in tests), 4), "output": "\n\n".join(lines),
               "output_format": "md", "visibility": visibility,
               "tests": [{"name": t["name"], "score": t["score"], "max_score": t["max_score"],
-                         "status": "passed" if t["passed"] else "failed", "output": t["output"],
+                         "status": "passed" if t["passed"] else "failed",
+                         "output": t["output"] + ("\n\n```\n" + "\n".join(t["map"]) + "\n```" if t["map"] else ""),
                          "output_format": "md", "visibility": visibility} for t in tests],
               "extra_data": {"day": doc["day"], "ranked": bool(doc.get("ranked")),
                              **({"seed_sha256": doc["seed_sha256"]} if doc.get("seed_sha256") else {})}}
@@ -88,7 +93,7 @@ def junit(doc: dict, points: dict[str, int]) -> str:
             case = ET.SubElement(suite, "testcase", name=t["name"], classname=f"{doc['day']}.{ex['exercise']}")
             if not t["passed"]:
                 ET.SubElement(case, "failure", message=t["output"].splitlines()[0][:500],
-                              type=ex["status"]).text = t["output"]
+                              type=ex["status"]).text = "\n\n".join([t["output"], *(["\n".join(t["map"])] if t["map"] else [])])
             ET.SubElement(case, "system-out").text = f"score {t['score']} of {t['max_score']}"
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
@@ -99,7 +104,8 @@ def classroom(doc: dict, points: dict[str, int]) -> dict:
     return {"version": 1, "status": "pass" if all(t["passed"] for t in tests) else "fail",
             "max_score": round(sum(t["max_score"] for t in tests), 4),
             "tests": [{"name": t["name"], "status": "pass" if t["passed"] else "fail", "score": t["score"],
-                       "message": t["output"].splitlines()[0][:500], "line_no": 0, "execution_time": "0s"}
+                       "message": t["output"].splitlines()[0][:500], "line_no": 0, "execution_time": "0s",
+                       **({"output": "\n".join([t["output"], "", *t["map"]])} if t["map"] else {})}
                       for t in tests]}
 
 

@@ -22,7 +22,7 @@ from grader.errors import GraderError
 from grader.check.build import files_read
 from grader.classroom.grade_task import Task
 from grader.results import write_json
-from grader.verdicts import Status
+from grader.verdicts import Category, Status
 
 SUMMARY_FILE = "summary.json"  # beside the submissions' folders in --out (the leaderboard skips it)
 
@@ -188,6 +188,17 @@ def cell(doc: dict | None) -> str:
     return f"{statuses.count(Status.PASS)}/{len(statuses)} PASS"
 
 
+def patterns(doc: dict | None) -> dict[str, str]:
+    """exercise -> the pattern of its first failing case's error map (grader/check/error_map.py), where it has one."""
+    found = {}
+    for e in (doc or {}).get("exercises", []):
+        first = next((c for c in e.get("cases") or [] if not c.get("ok") and c.get("category") not in
+                      Category.NOT_COUNTED), None)
+        if first and first.get("pattern"):
+            found[e["exercise"]] = first["pattern"]
+    return found
+
+
 def summarize(subs: list[Submission], days: list, out: Path, console: Console) -> dict:
     """The table of every pair's verdict, read back from the result files (also written as OUT/SUMMARY_FILE)."""
     t = Table(title=f"{len(subs)} submission(s) × {len(days)} day(s)", title_justify="left")
@@ -200,10 +211,13 @@ def summarize(subs: list[Submission], days: list, out: Path, console: Console) -
         for d in days:
             doc = grade_task.read_result(out / sub.name / f"{d.id}.json", d.id)
             row[d.id] = {"cell": cell(doc), "statuses": [e["status"] for e in doc["exercises"]] if doc else [],
-                         "points": sum(e.get("points") or 0 for e in doc["exercises"]) if doc else 0}
+                         "points": sum(e.get("points") or 0 for e in doc["exercises"]) if doc else 0,
+                         "patterns": patterns(doc)}
         summary[sub.name] = row
+        # the cell, and where a failure's error map showed a pattern, its name (which bug, at a glance)
         t.add_row(sub.name, *(Text(row[d.id]["cell"], style=STYLE.get(row[d.id]["cell"], "red"))
-                              for d in days))
+                              + Text("".join(f" {p}" for p in dict.fromkeys(row[d.id]["patterns"].values())),
+                                     style="dim") for d in days))
     console.print(t)
     write_json(out / SUMMARY_FILE, summary)
     return summary

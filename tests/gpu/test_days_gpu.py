@@ -9,9 +9,9 @@ import shutil
 import time
 
 import pytest
-import yaml
 
 from tests.absent_packages import absent_package, untested_routes
+from tests.known_wrong import KNOWN_WRONG, bug_id, check_args, check_env, plant, skip_reason
 from tests.conftest import ROOT, SHARED_STATE, run_grader
 
 pytestmark = pytest.mark.gpu
@@ -129,46 +129,19 @@ def test_stub_reports_not_implemented_or_its_planted_bug(day, tmp_path):
             assert want in cats, (want, sorted(c for c in cats if c))
 
 
-KNOWN_WRONG = yaml.safe_load((ROOT / "tests" / "known_wrong.yaml").read_text())
-
-
 @pytest.mark.parametrize("bug", [pytest.param(b, marks=[pytest.mark.multi_gpu] if b.get("gpus", 1) > 1 else [])
                                  for b in KNOWN_WRONG],
-                         ids=[f"{b['day']}-{b['name']}" for b in KNOWN_WRONG])  # -k day12 selects a day
+                         ids=[bug_id(b) for b in KNOWN_WRONG])  # -k day12 selects a day
 def test_known_wrong_kernel_fails_with_the_right_message(bug, tmp_path):
-    if bug["day"] not in _ready_days():
-        pytest.skip(f"{bug['day']} is planned: its known-wrong kernels run once it is ready")
-    if bug.get("gpus", 1) > __import__("torch").cuda.device_count():  # an exercise of several processes
-        pytest.skip(f"{bug['name']} runs in {bug['gpus']} processes, one per GPU; this machine has fewer GPUs")
-    if "gpu_arch" in bug:  # a bug in a path only that architecture takes (e.g. day 20's wgmma walk on sm_90)
-        import torch
-
-        major, minor = torch.cuda.get_device_capability()
-        if f"sm_{major}{minor}" != bug["gpu_arch"]:
-            pytest.skip(f"{bug['name']} is in the {bug['gpu_arch']} path; this GPU is sm_{major}{minor}")
-    from grader.course import load_course
-
-    src = tmp_path / bug["day"]
-    shutil.copytree(ROOT / "solutions" / bug["day"], src)
-    # the earlier days whose files the exercises compile (`uses:`) sit beside the copy, as in the course
-    for used in {u.split("/")[0] for e in load_course(ROOT / "course.yaml").day(bug["day"]).exercises for u in e.uses}:
-        shutil.copytree(ROOT / "solutions" / used, tmp_path / used)
-    for edit in bug.get("edits") or [bug]:
-        f = src / edit["file"]
-        text = f.read_text()
-        assert text.count(edit["find"]) >= 1, f"{bug['name']}: the text to replace is no longer in the solution"
-        f.write_text(text.replace(edit["find"], edit["replace"]))
-    args = [bug["day"], "--dir", str(src)]
-    args += (["--timeout", str(bug["timeout"])] if "timeout" in bug else [])
-    args += (["--exercise", bug["exercise"]] if "exercise" in bug else [])
-    args += (["--dtype", bug["dtype"]] if "dtype" in bug else [])
-    args += [a for name in bug.get("cases") or [] for a in ("--case", name)]
+    # the copy, `uses:` folders, edits and check arguments: tests/known_wrong.py (scripts/error_maps.py runs the same)
+    if why := skip_reason(bug):
+        pytest.skip(why)
+    src = plant(bug, tmp_path)
     # compute-sanitizer after a failure (the first failed case rerun under memcheck; an exercise's required tools)
     # only adds to a message: an entry with `sanitizer:` tests what it adds, and elsewhere it is off. It was a
     # quarter of the suite's time, finding nothing in bugs of arithmetic.
     rerun = bug.get("sanitizer")
-    r, data = _check(*args, tmp_path=tmp_path, timed=bug.get("timed", False),
-                     env={"GRADER_SANITIZE": "1" if rerun else "0"})
+    r, data = _check(*check_args(bug, src), tmp_path=tmp_path, timed=bug.get("timed", False), env=check_env(bug))
     if data and (absent := _untested(data)) and len(absent) == len(data["exercises"]):
         pytest.skip(f"{bug['name']}: {', '.join(absent)} is not installed in this Python, so its route is untested")
     assert r.returncode == 1, r.stdout

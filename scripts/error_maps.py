@@ -1,0 +1,142 @@
+"""Every known-wrong kernel's error map (issue 66's evidence): for each entry of tests/known_wrong.yaml, its day's
+solution with the bug planted (tests/known_wrong.py: the same copy, `uses:` folders, edits and check arguments as
+tests/gpu/test_days_gpu.py), `grader check --json`, and one table row: the day, the name, the planted bug, the
+failing case, its category and the pattern its error map names. Needs a GPU.
+
+    python3 scripts/error_maps.py --out maps/                 # every kernel this machine can run
+    python3 scripts/error_maps.py --out maps/ --day day07     # one day (repeatable); -k SUBSTRING on the names
+
+Writes into --out: <day>-<name>.json (the check's result), .png and .txt (the first mapped failing case's map, as
+a picture and as the terminal draws it), table.md (the table) and table.json (its rows). A kernel whose result is
+already in --out is not checked again (--again does), so a run cut off by a time limit goes on where it stopped;
+--budget-s stops starting new checks after that many seconds and prints the table of what is done. Builds go into
+--state (default: --out/state), kept between runs."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from grader.check import error_map  # noqa: E402
+from grader.verdicts import Category  # noqa: E402
+from tests.known_wrong import KNOWN_WRONG, bug_id, check_args, check_env, plant, skip_reason  # noqa: E402
+
+
+def planted(bug: dict) -> str:
+    """The bug in a few words: its edits' replacement text, shortened."""
+    edits = bug.get("edits") or [bug]
+    text = " / ".join(" ".join(e["replace"].split()) for e in edits)
+    return text if len(text) <= 70 else text[:69] + "…"
+
+
+def first_failure(doc: dict) -> dict | None:
+    """The first failing case of the check that has an error map, else its first failing case at all."""
+    cases = [c for ex in doc.get("exercises", []) for c in ex.get("cases", [])
+             if not c.get("ok") and c.get("category") not in Category.NOT_COUNTED]
+    return next((c for c in cases if c.get("error_map")), cases[0] if cases else None)
+
+
+def run_one(bug: dict, out: Path, state: Path, again: bool) -> dict:
+    name = bug_id(bug)
+    result = out / f"{name}.json"
+    row = {"day": bug["day"], "name": bug["name"], "planted": planted(bug), "expected": bug.get("category")}
+    if why := skip_reason(bug):
+        return {**row, "skipped": why}
+    if again or not result.exists():
+        import torch
+
+        if not torch.cuda.is_available():
+            return {**row, "error": "no CUDA GPU here: the known-wrong kernels run on a GPU machine"}
+        with tempfile.TemporaryDirectory(prefix="error-map-") as tmp:
+            src = plant(bug, Path(tmp))
+            cmd = [sys.executable, "-m", "grader", "check", *check_args(bug, src), "--seed", "7", "--json", str(result)]
+            cmd += [] if bug.get("timed") else ["--correctness-only"]
+            # no warm worker: the checks run side by side, each in processes of its own (as `grader grade`'s do)
+            env = {**os.environ, **check_env(bug), "GRADER_STATE": str(state), "GRADER_RESIDENT": "0"}
+            t0 = time.perf_counter()
+            try:
+                r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+            except subprocess.TimeoutExpired:
+                return {**row, "error": "the check ran past 900 s"}
+            (out / f"{name}.log").write_text(r.stdout + r.stderr)
+            row["seconds"] = round(time.perf_counter() - t0, 1)
+    try:
+        doc = json.loads(result.read_text())
+    except (OSError, ValueError):
+        return {**row, "error": f"no result (see {name}.log)"}
+    c = first_failure(doc)
+    if c is None:
+        return {**row, "error": "no case failed"}
+    emap = c.get("error_map")
+    row.update(case=f"{c.get('dtype')} {c.get('label')}", category=c.get("category"), pattern=c.get("pattern"),
+               output=(emap or {}).get("output"), pattern_text=(emap or {}).get("pattern_text"),
+               strip=error_map.strip(emap) if emap else None)
+    if emap:
+        (out / f"{name}.txt").write_text("\n".join([f"{row['case']}: {c.get('message', '')}",
+                                                    *error_map.text(emap)]) + "\n")
+        try:
+            error_map.png(emap, out / f"{name}.png")
+        except ImportError as e:  # matplotlib is a dependency of the project; a bare machine may still lack it
+            row["png"] = f"not drawn: {e}"
+    return row
+
+
+def table(rows: list[dict]) -> str:
+    lines = ["| day | known-wrong kernel | planted bug | case (output) | category | pattern | map |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "skipped" in r or "error" in r:
+            lines.append(f"| {r['day']} | {r['name']} | `{r['planted']}` | {r.get('skipped') or r.get('error')} |"
+                         f" | | |")
+            continue
+        where = f"{r['case']}" + (f" ({r['output']})" if r.get("output") else "")
+        lines.append(f"| {r['day']} | {r['name']} | `{r['planted']}` | {where} | {r['category']} | "
+                     f"{r['pattern'] or '-'} | `{r['strip'] or 'no map'}` |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--out", type=Path, required=True, help="folder for the results, maps and table")
+    p.add_argument("--day", action="append", default=[], help="only this day's kernels (repeatable)")
+    p.add_argument("-k", dest="match", default="", help="only kernels whose day-name contains this")
+    p.add_argument("--jobs", type=int, default=4, help="checks at once (default 4; they share the GPU)")
+    p.add_argument("--budget-s", type=float, default=0, help="start no check after this many seconds (0: no limit)")
+    p.add_argument("--again", action="store_true", help="check again kernels whose result is already in --out")
+    p.add_argument("--state", type=Path, help="the checks' $GRADER_STATE (builds kept between runs; default "
+                                              "--out/state)")
+    args = p.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    state = args.state or args.out / "state"
+    bugs = [b for b in KNOWN_WRONG if (not args.day or b["day"] in args.day) and args.match in bug_id(b)]
+    t0 = time.monotonic()
+
+    def one(bug):
+        if args.budget_s and time.monotonic() - t0 > args.budget_s:
+            return None
+        return run_one(bug, args.out, state, args.again)
+
+    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        rows = [r for r in pool.map(one, bugs) if r is not None]
+    text = table(rows)
+    (args.out / "table.md").write_text(text)
+    (args.out / "table.json").write_text(json.dumps(rows, indent=1))
+    print(text, end="")
+    done = sum("skipped" not in r and "error" not in r for r in rows)
+    named = sum(bool(r.get("pattern")) for r in rows)
+    print(f"\n{done} of {len(bugs)} kernels checked ({len(bugs) - len(rows)} left for a later run), {named} with a "
+          f"pattern named; maps in {args.out}")
+    return 0 if len(rows) == len(bugs) else 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""scripts/error_maps.py on the CPU: the planted copy it checks is the GPU suite's (tests/known_wrong.py), and from a
+check's result it writes the table row, the map's PNG and its text. The checks themselves need a GPU."""
+import importlib.util
+import json
+
+import torch
+
+from grader.check.compare import compare, poison
+from grader.check.error_map import Blocks
+from tests.conftest import ROOT
+from tests.known_wrong import KNOWN_WRONG, bug_id, check_args, check_env, plant
+
+BUG = next(b for b in KNOWN_WRONG if b["name"] == "grid_rounds_down_last_rows_unwritten")
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("error_maps", ROOT / "scripts" / "error_maps.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_planted_copy_and_its_check_arguments(tmp_path):
+    src = plant(BUG, tmp_path)
+    assert src == tmp_path / "day01" and BUG["replace"] in (src / BUG["file"]).read_text()
+    assert BUG["find"] not in (src / BUG["file"]).read_text()
+    assert check_args(BUG, src)[:3] == ["day01", "--dir", str(src)] and check_env(BUG) == {"GRADER_SANITIZE": "0"}
+
+
+def test_an_edit_that_no_longer_finds_its_text_fails_loudly(tmp_path):
+    import pytest
+
+    with pytest.raises(AssertionError, match="no longer in the solution"):
+        plant({**BUG, "find": "text that is in no solution"}, tmp_path)
+
+
+def test_a_kept_result_becomes_a_row_a_png_and_the_text_grid(tmp_path, capsys):
+    ref = torch.randn(100, 300, dtype=torch.float64)
+    out = ref.float().clone()
+    poison(out[96:])
+    c = compare(out, ref, atol=1e-8, rtol=4e-5, rel_l2=2.5e-5, blocks=Blocks(block=(1, 32), diagonal=True))
+    emap = {**c.error_map, "output": "out"}
+    case = {"kind": "correctness", "dtype": "fp32", "label": "100x300", "ok": False, "category": c.category,
+            "message": c.message, "pattern": c.pattern, "error_map": emap}
+    doc = {"day": "day01", "exercises": [{"exercise": "softmax", "status": "fail", "cases": [
+        {"kind": "correctness", "dtype": "fp32", "label": "1x1", "ok": True, "category": "pass"}, case]}]}
+    name = bug_id(BUG)
+    (tmp_path / f"{name}.json").write_text(json.dumps(doc))
+    code = _script().main(["--out", str(tmp_path), "-k", name])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    row = json.loads((tmp_path / "table.json").read_text())[0]
+    assert (row["pattern"], row["category"], row["output"], row["case"]) == ("last_tile", "unwritten", "out",
+                                                                             "fp32 100x300")
+    assert f"| day01 | {BUG['name']} | `{BUG['replace']}` | fp32 100x300 (out) | unwritten | last_tile |" in printed
+    assert (tmp_path / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
+    assert "__________" in (tmp_path / f"{name}.txt").read_text()
+
+
+def test_without_a_gpu_a_kernel_not_yet_checked_says_so(tmp_path, capsys):
+    if torch.cuda.is_available():
+        import pytest
+
+        pytest.skip("this machine has a GPU: the check would run")
+    code = _script().main(["--out", str(tmp_path), "-k", bug_id(BUG)])
+    assert code == 0
+    row = json.loads((tmp_path / "table.json").read_text())[0]
+    assert row["error"].startswith("no CUDA GPU here")

@@ -64,7 +64,9 @@ def file_changes(folders: list[Path], stop=None) -> Iterator[set[Path]]:
 def watch(*, check: Callable, console, root: Path, day, exercises, src_dir: Path, seed: int, worker: str,
           hints: Callable, changes: Iterable[set[Path]] | None = None, max_runs: int | None = None) -> int:
     """Checks every exercise once, then the affected ones after each batch of changes, until interrupted (or after
-    max_runs re-checks). check(ex, session): one exercise's result (day_check.check_exercise). Returns 0."""
+    max_runs re-checks). check(ex, session, correct): one exercise's result (day_check.check_exercise); it calls
+    correct(n) when its n correctness cases have passed and the timing starts, so that the verdict is printed then
+    and the speed line follows when the timing ends. Returns 0."""
     folders = watched_folders(exercises, src_dir, root)
     log = Paths(root).logs() / f"watch-{day.id}.log"
     stamp = lambda: time.strftime("%H:%M:%S")  # noqa: E731
@@ -75,9 +77,19 @@ def watch(*, check: Callable, console, root: Path, day, exercises, src_dir: Path
     def run(batch: list) -> None:
         for ex in batch:
             t0 = time.monotonic()
-            res = check(ex, session)
+            told = []
+
+            def correct(n: int, ex=ex, t0=t0, told=told) -> None:  # every correctness case passed; timing next
+                told.append(report.correct_line(day.id, ex.name, n))
+                console.print(f"{stamp()} {told[0]}  [{time.monotonic() - t0:.1f} s]; timing…", markup=False)
+
+            res = check(ex, session, correct)
             lines = report.compact(res, ex)
-            console.print(f"{stamp()} {lines[0]}  [{time.monotonic() - t0:.1f} s]", markup=False)
+            if told and lines[0] == told[0] and len(lines) > 1:  # said already: the speed line carries the time
+                lines = lines[1:]
+                console.print(f"{lines[0]}  [{time.monotonic() - t0:.1f} s]", markup=False)
+            else:
+                console.print(f"{stamp()} {lines[0]}  [{time.monotonic() - t0:.1f} s]", markup=False)
             for line in lines[1:]:
                 console.print(line, markup=False)
             h = hints(res, ex)

@@ -202,3 +202,50 @@ def test_ctrl_c_in_a_real_watch_exits_without_a_traceback(how):
                              "real", how, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert code == 0, out
     assert "✓ day01.softmax:" in out and "stopped watching" in out and "Traceback" not in out, out
+
+
+def test_the_verdict_comes_when_the_correctness_cases_pass_and_the_speed_line_when_the_timing_ends(tmp_path,
+                                                                                                   monkeypatch):
+    """A timed check says "correct" as soon as its last correctness case passes (the timing takes a second more);
+    the speed line then follows with the whole check's time, and the verdict is not printed twice."""
+    from types import SimpleNamespace
+
+    from grader.check import report
+
+    printed = []
+    ex = SimpleNamespace(name="softmax", sources=[], uses=[], include_dirs=[])
+
+    def check(ex, session, correct):
+        correct(3)
+        printed.append("-- timing --")
+        return "result"
+
+    monkeypatch.setattr(report, "compact", lambda res, ex: ["✓ day01.softmax: correct (3 cases)",
+                                                            "  PASS speed: 1.10x (needs 1x)"])
+    console = SimpleNamespace(print=lambda line, **kw: printed.append(line))
+    watch.watch(check=check, console=console, root=tmp_path, day=SimpleNamespace(id="day01"), exercises=[ex],
+                src_dir=tmp_path, seed=1, worker="w", hints=lambda res, ex: None, changes=[], max_runs=0)
+    got = [line for line in printed if "day01.softmax" in line or "speed" in line or "timing" in line]
+    assert "✓ day01.softmax: correct (3 cases)" in got[0] and got[0].endswith("; timing…"), got
+    assert got[1] == "-- timing --" and got[2].startswith("  PASS speed: 1.10x (needs 1x)  [") and len(got) == 3, got
+
+
+def test_the_progress_tells_correct_once_and_never_after_a_failure():
+    told = []
+    events = [{"ev": "case_start", "index": 0, "kind": "correctness", "dtype": "fp32", "label": "a"},
+              {"ev": "case", "index": 0, "ok": True},
+              {"ev": "case_start", "index": 1, "kind": "correctness", "dtype": "fp32", "label": "b"},
+              {"ev": "case", "index": 1, "ok": True},
+              {"ev": "case_start", "index": 2, "kind": "benchmark", "dtype": "fp32", "label": "c"},
+              {"ev": "case", "index": 2, "ok": True},
+              {"ev": "case_start", "index": 3, "kind": "benchmark", "dtype": "fp32", "label": "d"}]
+    with shared.progress_telling_correct(told.append)("day01.softmax", 4) as on_event:
+        for ev in events:
+            on_event(ev)
+    assert told == [2]
+    told.clear()
+    failed = events[:3] + [{"ev": "case", "index": 1, "ok": False}] + events[4:]
+    with shared.progress_telling_correct(told.append)("day01.softmax", 4) as on_event:
+        for ev in failed:
+            on_event(ev)
+    assert told == []

@@ -110,11 +110,12 @@ def cmd_watch(args) -> int:
         raise GraderError(f"unknown dtype(s) {bad}: use {', '.join(DTYPES)}")
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
 
-    def check(ex, session):
+    def check(ex, session, correct=None):
         return check_exercise(course=course, root=root, day=day, ex=ex, src_dir=src_dir, variant=variant, seeds=(seed,),
                               dtypes=args.dtype, case_s=args.timeout,
                               correctness_only=args.correctness_only or ex.name in untimed, session=session,
-                              progress=_progress, worker=shared.WORKER)
+                              progress=shared.progress_telling_correct(correct) if correct else _progress,
+                              worker=shared.WORKER)
 
     return watch.watch(check=check, console=console, root=root, day=day, exercises=exercises, src_dir=src_dir,
                        seed=seed, worker=shared.WORKER, hints=lambda res, ex: hint(res, ex, course.hints),

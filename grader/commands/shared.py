@@ -129,6 +129,31 @@ def _progress(what: str, total: int):
         yield Progress(status, total)
 
 
+def progress_telling_correct(correct):
+    """_progress that also calls correct(n) once every correctness case has passed and the first benchmark case
+    starts (`grader watch` prints the verdict then, not after the timing). Not called if a case failed."""
+    @contextlib.contextmanager
+    def progress(what: str, total: int):
+        with _progress(what, total) as inner:
+            kinds: dict[int, str] = {}
+            seen = {"passed": 0, "failed": 0, "told": False}
+
+            def on_event(ev: dict) -> None:
+                inner(ev)
+                if ev["ev"] == "case_start":
+                    kinds[ev["index"]] = ev["kind"]
+                    if ev["kind"] == "benchmark" and not seen["told"] and seen["passed"] and not seen["failed"]:
+                        seen["told"] = True
+                        correct(seen["passed"])
+                elif ev["ev"] == "case":
+                    if not ev["ok"]:
+                        seen["failed"] += 1
+                    elif kinds.get(ev.get("index")) == "correctness":
+                        seen["passed"] += 1
+            yield on_event
+    return progress
+
+
 class Progress:
     """One status line that follows the worker's events."""
 

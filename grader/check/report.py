@@ -217,6 +217,11 @@ def _short_function(sig: str) -> str:
     return sig
 
 
+def correct_line(day: str, exercise: str, cases: int) -> str:
+    """The first line of a correct verdict in `grader watch` (printed as soon as the correctness cases pass)."""
+    return f"✓ {day}.{exercise}: correct ({cases} cases)"
+
+
 def compact(res, ex) -> list[str]:
     """The verdict in a line or two (`grader watch`): correctness first (or what the compilers said, without a
     GPU), then the speed against the baseline when it was timed. Plain text."""
@@ -251,7 +256,7 @@ def compact(res, ex) -> list[str]:
         if mapped:  # the map in one line: each row of cells as its worst state, and the pattern's name
             lines.append(f"  map {mapped['dtype']} {_label(mapped)}: {error_map.strip(mapped['error_map'])}")
         return lines
-    lines = [f"✓ {name}: correct ({len(corr)} cases)"]
+    lines = [correct_line(res.day, res.exercise, len(corr))]
     bench = [c for c in res.cases if c["kind"] == "benchmark"]
     if res.speedup is not None:
         word = "PASS" if res.status == Status.PASS else "FAIL"

@@ -53,12 +53,14 @@ def make_outputs(inputs, causal=False):
 
 
 def error_blocks(name, shape, **params):
-    """Error maps (grader/check/error_map.py): a panel per batch entry and head, tiles of 32 queries (keys, for dk
-    and dv: their rows are keys) by 16 head-dim columns; lse, a value per query, in tiles of 32 queries."""
+    """Error maps (grader/check/error_map.py): a panel per batch entry and head, blocks of 16 queries (keys, for dk
+    and dv: their rows are keys) by 16 head-dim columns, of which the course's query tiles (16 to 128 rows: an MMA
+    fragment's, a block's) are whole numbers; lse, a value per query, in blocks of 16 queries. There is no key axis
+    in any output, so a causal mask's diagonal has no place in these maps."""
     rows = "key" if name in ("dk", "dv") else "query"
     if len(shape) == 3:
-        return {"block": [32, 1], "panels": ["batch", "head"], "rows": rows, "cols": None}
-    return {"block": [32, 16], "panels": ["batch", "head"], "rows": rows, "cols": "dim"}
+        return {"block": [16, 1], "panels": ["batch", "head"], "rows": rows, "cols": None}
+    return {"block": [16, 16], "panels": ["batch", "head"], "rows": rows, "cols": "dim"}
 
 
 def reference(q, k, v, causal=False):

@@ -69,6 +69,18 @@ def test_every_fourth_row_tile_is_every_kth():
     assert c.pattern == "every_kth" and "every 4th row block from block 3" in c.error_map["pattern_text"]
 
 
+def test_the_second_eight_rows_of_every_mma_fragment_on_the_tasks_own_blocks():
+    """day 11's ldmatrix bug: rows 8-15 of each 16-row fragment of C wrong, seen on matmul's 8 x 8 blocks."""
+    case = Task.load("tasks.matmul").materialize(torch, shape=(37, 1, 129), dtype="fp32", params={}, seed=1,
+                                                 device="cpu")
+    ref = case.reference["c"]
+    out = ref.float().clone()
+    out[8:16] += 1
+    out[24:32] += 1
+    c = compare(out, ref, blocks=case.blocks("c"), **TOL)
+    assert c.pattern == "every_kth" and "every 2nd row block from block 1 (8 rows each)" in c.error_map["pattern_text"]
+
+
 def test_a_triangle_above_or_below_the_diagonal():
     ref, out = _field((128, 128))
     upper = torch.ones(128, 128, dtype=torch.bool).triu(1)
@@ -164,13 +176,14 @@ def test_fields_that_show_no_pattern(how):
     ("tasks.softmax", (64, 1000), {}, "out", [4, 32], (1, 16, 32), "row", "column"),
     ("tasks.softmax", (4096, 4096), {}, "out", [256, 128], (1, 16, 32), "row", "column"),
     ("tasks.softmax", (3, 4097), {}, "out", [1, 256], (1, 3, 17), "row", "column"),  # 129 column blocks: 8 a cell
-    ("tasks.matmul", (100, 200, 64), {}, "c", [32, 32], (1, 4, 7), "row", "column"),
+    ("tasks.matmul", (100, 200, 64), {}, "c", [8, 8], (1, 13, 25), "row", "column"),
     ("tasks.matmul", (2176, 2176, 8), {}, "c", [256, 128], (1, 9, 17), "row", "column"),
-    ("tasks.matmul_tc", (37, 1, 5), {}, "c", [32, 32], (1, 2, 1), "row", "column"),
-    ("tasks.attention", (2, 3, 129, 64), {"causal": True}, "o", [32, 16], (6, 5, 4), "query", "dim"),
-    ("tasks.attention", (2, 3, 129, 64), {"causal": True}, "lse", [32, 1], (6, 5, 1), "query", None),
-    ("tasks.attention_bwd", (1, 2, 37, 128), {"causal": False}, "dk", [32, 16], (2, 2, 8), "key", "dim"),
-    ("tasks.attention_bwd", (1, 2, 37, 128), {"causal": False}, "dq", [32, 16], (2, 2, 8), "query", "dim"),
+    ("tasks.matmul_tc", (37, 1, 5), {}, "c", [8, 8], (1, 5, 1), "row", "column"),
+    ("tasks.attention", (2, 3, 129, 64), {"causal": True}, "o", [16, 16], (6, 9, 4), "query", "dim"),
+    ("tasks.attention", (2, 3, 129, 64), {"causal": True}, "lse", [16, 1], (6, 9, 1), "query", None),
+    ("tasks.attention_bwd", (1, 2, 37, 128), {"causal": False}, "dk", [16, 16], (2, 3, 8), "key", "dim"),
+    ("tasks.attention_bwd", (1, 2, 37, 128), {"causal": False}, "dq", [16, 16], (2, 3, 8), "query", "dim"),
+    ("tasks.attention", (2, 1, 1000, 128), {"causal": False}, "o", [64, 16], (2, 16, 8), "query", "dim"),
 ])
 def test_each_task_folds_its_outputs_onto_its_own_blocks(task, shape, params, output, block, grid, rows, cols):
     t = Task.load(task)

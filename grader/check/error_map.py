@@ -308,9 +308,9 @@ def _progression(flags: list[bool]) -> tuple[int, int] | None:
 
 def _every_kth(emap, bad, props):
     R, C = len(bad[0]), len(bad[0][0])
-    for axis, n, size, name in ((1, C, emap["block"][1], emap["cols"]), (0, R, emap["block"][0], emap["rows"])):
-        flags = [any(panel[i][j] for panel in bad for i in range(R) for j in range(C) if (j if axis else i) == x)
-                 for x in range(n)]
+    rows_bad = [any(any(panel[i]) for panel in bad) for i in range(R)]
+    cols_bad = [any(panel[i][j] for panel in bad for i in range(R)) for j in range(C)]
+    for flags, size, name in ((cols_bad, emap["block"][1], emap["cols"]), (rows_bad, emap["block"][0], emap["rows"])):
         found = _progression(flags)
         if found:
             k, start = found

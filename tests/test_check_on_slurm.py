@@ -345,7 +345,9 @@ def test_a_compile_only_check_on_slurm_gives_the_local_verdict_json_and_exit_cod
             outs.append(r.stdout)
         assert _comparable(docs[1]) == _comparable(docs[0])
         local, remote = outs
-        assert "queued as Slurm job" in remote and re.search(r"running on \S+ \(no GPU asked for", remote), remote
+        # "queued as Slurm job N" is said only when a poll sees the job pending: one that starts before the first
+        # poll (an idle cluster) is only submitted, then running
+        assert "submitted Slurm job" in remote and re.search(r"running on \S+ \(no GPU asked for", remote), remote
         verdict = [ln for ln in local.splitlines() if ln.startswith(("COMPILED ONLY", "BUILD ERROR"))]
         assert verdict and all(ln in remote.splitlines() for ln in verdict), remote
         for line in local.splitlines():  # every line of the local check, its paths included, as it said it

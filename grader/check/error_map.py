@@ -8,6 +8,7 @@ terminal, `grader watch`, the classroom formats) or as a PNG."""
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass
 from collections.abc import Callable
 
@@ -370,6 +371,7 @@ def png(emap: dict, path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
 
     colours = ["#e8f5e9"] + [plt.get_cmap("Reds")(0.25 + 0.75 * i / (len(SHADES) - 1)) for i in range(len(SHADES))] \
         + ["#9e9e9e", "#6a1b9a"]
@@ -384,12 +386,16 @@ def png(emap: dict, path) -> None:
         ax.imshow(data, cmap=ListedColormap(colours), vmin=0, vmax=len(colours) - 1, interpolation="nearest",
                   aspect="auto")
         ax.set_title(panel_label(emap, p) if n > 1 or emap["panels"] else "", fontsize=8)
-        ax.set_ylabel(f"{_plural(emap['rows'])} / {cr}", fontsize=8)
-        ax.set_xlabel(f"{_plural(emap['cols'])} / {cc}" if emap["cols"] else "", fontsize=8)
+        ax.set_ylabel(f"{emap['rows']} block ({cr} {_plural(emap['rows'])})", fontsize=8)
+        ax.set_xlabel(f"{emap['cols']} block ({cc} {_plural(emap['cols'])})" if emap["cols"] else "", fontsize=8)
         ax.tick_params(labelsize=7)
-    fig.suptitle(f"{emap.get('pattern') or 'no pattern'}: {emap.get('pattern_text') or ''}"[:140], fontsize=8,
-                 wrap=True)
-    fig.text(0.5, 0.01, emap["legend"], ha="center", fontsize=7)
-    fig.tight_layout(rect=(0, 0.05, 1, 0.9))
+    title = f"{emap.get('output', '')}: " if emap.get("output") else ""
+    title += f"{emap.get('pattern') or 'no pattern'}" + (f": {emap['pattern_text']}" if emap.get("pattern_text") else "")
+    fig.suptitle(textwrap.fill(title, 150), fontsize=8)
+    handles = [Patch(color=colours[0], label="right"), Patch(color=colours[1], label="wrong, up to 10x the tolerance"),
+               Patch(color=colours[len(SHADES)], label=f"wrong, over 10^{len(SHADES) - 1}x"),
+               Patch(color=colours[-2], label="never written"), Patch(color=colours[-1], label="NaN/inf")]
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=7, frameon=False)
+    fig.tight_layout(rect=(0, 0.08, 1, 0.9))
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -59,16 +59,13 @@ def _merge(n: int, block: int, cap: int) -> int:
     return block * factor
 
 
-def build(out, ref, *, atol: float, rtol: float, blocks: Blocks, unwritten=None, nonfinite=None) -> dict:
+def build(out, ref, *, atol: float, rtol: float, blocks: Blocks, unwritten, nonfinite=None) -> dict:
     """The map of one failing output (any float dtype, on any device) against its fp64 reference. unwritten: the
-    poisoned elements; nonfinite: NaN/inf where the reference disagrees (compare() has both; computed if not)."""
+    poisoned elements (compare.poisoned_mask); nonfinite: NaN/inf where the reference disagrees (compare() has it
+    on its later paths; computed here if not)."""
     import torch
 
-    from grader.check.compare import poisoned_mask
-
     shape = tuple(out.shape)
-    if unwritten is None:
-        unwritten = poisoned_mask(out)
     o, r = out.double(), ref.double()
     if nonfinite is None:
         agree = (torch.isnan(o) & torch.isnan(r)) | (torch.isinf(r) & (o == r)) | (torch.isfinite(r) & torch.isfinite(o))
@@ -96,17 +93,18 @@ def build(out, ref, *, atol: float, rtol: float, blocks: Blocks, unwritten=None,
         t = torch.nn.functional.pad(t, pad, value=fill) if any(pad) else t
         return t.reshape(nP, gp, nR, cr, nC, cc).amax(dim=(1, 3, 5)).cpu()
 
-    worst = pool(ratio, 0.0)
-    never = pool(unwritten.to(torch.uint8), 0).bool()
-    bad_special = pool(nonfinite.to(torch.uint8), 0).bool()
+    # as lists: a Python loop over up to 64 x 16 x 32 cells would index tensors a thousand times slower
+    worst = pool(ratio, 0.0).tolist()
+    never = pool(unwritten.to(torch.uint8), 0).bool().tolist()
+    bad_special = pool(nonfinite.to(torch.uint8), 0).bool().tolist()
     grid, ratios = [], []
     for p in range(nP):
         rows, rrows = [], []
         for i in range(nR):
             line, rline = [], []
             for j in range(nC):
-                w = float(worst[p, i, j])
-                ch = (NONFINITE if bad_special[p, i, j] else UNWRITTEN if never[p, i, j]
+                w = worst[p][i][j]
+                ch = (NONFINITE if bad_special[p][i][j] else UNWRITTEN if never[p][i][j]
                       else shade(w) if w > 1 else RIGHT)
                 line.append(ch)
                 rline.append(float(f"{w:.3g}") if math.isfinite(w) else None)

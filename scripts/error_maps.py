@@ -3,7 +3,7 @@ solution with the bug planted (tests/known_wrong.py: the same copy, `uses:` fold
 tests/gpu/test_days_gpu.py), `grader check --json`, and one table row: the day, the name, the planted bug, the
 failing case, its category and the pattern its error map names. Needs a GPU.
 
-    python3 scripts/error_maps.py --out maps/                 # every kernel this machine can run
+    python3 scripts/error_maps.py --out maps/                 # every wrong-output kernel this machine can run
     python3 scripts/error_maps.py --out maps/ --day day07     # one day (repeatable); -k SUBSTRING on the names
 
 Writes into --out: <day>-<name>.json (the check's result), .png and .txt (the first mapped failing case's map, as
@@ -45,10 +45,18 @@ def first_failure(doc: dict) -> dict | None:
     return next((c for c in cases if c.get("error_map")), cases[0] if cases else None)
 
 
-def run_one(bug: dict, out: Path, state: Path, again: bool) -> dict:
+# The categories of a wrong output (compare()'s): only these have a map. A kernel expected to fail otherwise (a crash,
+# a hang, an exploit caught by the integrity checks, opcheck) is listed without a check unless --all.
+MAPPED = {Category.MISMATCH, Category.UNWRITTEN, Category.NONFINITE}
+
+
+def run_one(bug: dict, out: Path, state: Path, again: bool, every: bool = False) -> dict:
     name = bug_id(bug)
     result = out / f"{name}.json"
-    row = {"day": bug["day"], "name": bug["name"], "planted": planted(bug), "expected": bug.get("category")}
+    want = bug["category"] if isinstance(bug["category"], list) else [bug["category"]]
+    row = {"day": bug["day"], "name": bug["name"], "planted": planted(bug), "expected": want}
+    if not every and not MAPPED & set(want):
+        return {**row, "skipped": f"fails as {', '.join(want)}: no output compared wrong, so no map (--all checks it)"}
     if why := skip_reason(bug):
         return {**row, "skipped": why}
     if again or not result.exists():
@@ -112,6 +120,8 @@ def main(argv=None) -> int:
     p.add_argument("--jobs", type=int, default=4, help="checks at once (default 4; they share the GPU)")
     p.add_argument("--budget-s", type=float, default=0, help="start no check after this many seconds (0: no limit)")
     p.add_argument("--again", action="store_true", help="check again kernels whose result is already in --out")
+    p.add_argument("--all", action="store_true", help="also the kernels expected to fail otherwise than by a wrong "
+                                                      "output (crash, hang, exploit, opcheck)")
     p.add_argument("--state", type=Path, help="the checks' $GRADER_STATE (builds kept between runs; default "
                                               "--out/state)")
     args = p.parse_args(argv)
@@ -123,7 +133,7 @@ def main(argv=None) -> int:
     def one(bug):
         if args.budget_s and time.monotonic() - t0 > args.budget_s:
             return None
-        return run_one(bug, args.out, state, args.again)
+        return run_one(bug, args.out, state, args.again, args.all)
 
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
         rows = [r for r in pool.map(one, bugs) if r is not None]
@@ -132,9 +142,10 @@ def main(argv=None) -> int:
     (args.out / "table.json").write_text(json.dumps(rows, indent=1))
     print(text, end="")
     done = sum("skipped" not in r and "error" not in r for r in rows)
+    skipped = sum("skipped" in r for r in rows)
     named = sum(bool(r.get("pattern")) for r in rows)
-    print(f"\n{done} of {len(bugs)} kernels checked ({len(bugs) - len(rows)} left for a later run), {named} with a "
-          f"pattern named; maps in {args.out}")
+    print(f"\n{done} of {len(bugs)} kernels checked, {skipped} not (said why), {len(bugs) - len(rows)} left for a "
+          f"later run; {named} with a pattern named; maps in {args.out}")
     return 0 if len(rows) == len(bugs) else 3
 
 

@@ -57,6 +57,13 @@ def test_a_kept_result_becomes_a_row_a_png_and_the_text_grid(tmp_path, capsys):
     assert "__________" in (tmp_path / f"{name}.txt").read_text()
 
 
+def test_a_kernel_that_fails_otherwise_than_by_a_wrong_output_is_listed_unchecked(tmp_path, capsys):
+    hang = next(b for b in KNOWN_WRONG if b["category"] == "timeout")
+    assert _script().main(["--out", str(tmp_path), "-k", bug_id(hang)]) == 0
+    row = json.loads((tmp_path / "table.json").read_text())[0]
+    assert row["skipped"].startswith("fails as timeout: no output compared wrong") and not (tmp_path / "state").exists()
+
+
 def test_without_a_gpu_a_kernel_not_yet_checked_says_so(tmp_path, capsys):
     if torch.cuda.is_available():
         import pytest

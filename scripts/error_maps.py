@@ -54,7 +54,8 @@ def run_one(bug: dict, out: Path, state: Path, again: bool, every: bool = False)
     name = bug_id(bug)
     result = out / f"{name}.json"
     want = bug["category"] if isinstance(bug["category"], list) else [bug["category"]]
-    row = {"day": bug["day"], "name": bug["name"], "planted": planted(bug), "expected": want}
+    row = {"day": bug["day"], "name": bug["name"], "planted": planted(bug), "expected": want,
+           "expected_pattern": bug.get("pattern")}
     if not every and not MAPPED & set(want):
         return {**row, "skipped": f"fails as {', '.join(want)}: no output compared wrong, so no map (--all checks it)"}
     if why := skip_reason(bug):
@@ -107,8 +108,11 @@ def table(rows: list[dict]) -> str:
                          f" | | |")
             continue
         where = f"{r['case']}" + (f" ({r['output']})" if r.get("output") else "")
+        pattern = r["pattern"] or "-"
+        if r.get("expected_pattern") and r["expected_pattern"] != r["pattern"]:
+            pattern += f" (known_wrong.yaml expects {r['expected_pattern']})"
         lines.append(f"| {r['day']} | {r['name']} | `{r['planted']}` | {where} | {r['category']} | "
-                     f"{r['pattern'] or '-'} | `{r['strip'] or 'no map'}` |")
+                     f"{pattern} | `{r['strip'] or 'no map'}` |")
     return "\n".join(lines) + "\n"
 
 

@@ -20,6 +20,13 @@ def _script():
     return module
 
 
+def test_every_pattern_a_known_wrong_kernel_expects_is_one_the_detectors_name():
+    from grader.check.error_map import PATTERNS
+
+    unknown = [(b["name"], b["pattern"]) for b in KNOWN_WRONG if "pattern" in b and b["pattern"] not in PATTERNS]
+    assert not unknown, f"{unknown}: use {', '.join(PATTERNS)}"
+
+
 def test_the_planted_copy_and_its_check_arguments(tmp_path):
     src = plant(BUG, tmp_path)
     assert src == tmp_path / "day01" and BUG["replace"] in (src / BUG["file"]).read_text()

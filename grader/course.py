@@ -346,6 +346,8 @@ class Day(Strict):
                                  "stubs and lesson out of the student repository before it (none: at once)")
     due: date | None = Field(None, description="the last day to hand it in: `grader publish` adds the solution to "
                              "the student repository only after it")
+    long_steps: dict[str, str] = Field({}, description="step (exercise name, or `the Hopper walk`) -> why it may ask "
+                                       "for more code lines than a day's step should (scripts/hole_table.py)")
 
     @field_validator("id")
     @classmethod

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 from collections.abc import Callable
@@ -159,7 +159,7 @@ def check(got: dict, case: CaseData, exercise) -> list[Result]:
             continue
         tol = exercise.tolerance(name, case.dtype)
         c = compare(t, ref, atol=tol.atol, rtol=tol.rtol, rel_l2=tol.rel_l2, l2_floor=tol.l2_floor,
-                    blocks=case.blocks(name) if case.blocks else None)
+                    blocks=partial(case.blocks, name) if case.blocks else None)
         if c.error_map is not None:
             c.error_map["output"] = name
         stats = {k: v for k, v in c.as_dict().items() if k not in ("ok", "category", "message", "extra")

@@ -10,7 +10,8 @@
 #   7. `grader profile` (Nsight Compute + roofline) on the solutions of PROFILE_DAYS; PNGs and reports to $OUT
 #   8. compute-sanitizer memcheck over the correctness cases of SANITIZE_DAYS, every dtype (default: none)
 #   9. lesson transcripts (scripts/lessons/<name>_transcripts.sh) for each name in TRANSCRIPTS, into $OUT/<name>/
-#  10. lesson tables (scripts/lessons/<name>_measure.py) for each name in MEASURE, into $OUT/
+#  10. lesson tables (scripts/lessons/<name>_measure.py) for each name in MEASURE, into $OUT/; TIMELINE=1: day 18's
+#      profiler timeline (scripts/lessons/day18_timeline.py) into $OUT/timeline/
 # Knobs for a partial run: DAYS="day06 day09" (default: every ready day), SHARDS (e.g. 4: the GPU suite split over
 # 4 GPUs, below), SKIP="install build pytest checks timer
 # sweep profile", PYTEST_K (a pytest -k expression), PYTEST_IDS (a file of test ids: only those), PYTEST_N,
@@ -230,6 +231,10 @@ for m in ${MEASURE:-}; do  # scripts/lessons/<name>_measure.py OUT: a lesson's o
     >"$LOG/measure-$m.txt" 2>&1
   echo "exit $?" >>"$LOG/measure-$m.txt"; tail -25 "$LOG/measure-$m.txt"
 done
+if [ -n "${TIMELINE:-}" ]; then  # TIMELINE=1: day 18's profiler timeline (and nsys, where present) into $OUT/timeline/
+  echo "== timeline day18"; timeout 480 python3 scripts/lessons/day18_timeline.py "$OUT/timeline" >"$LOG/timeline.txt" 2>&1
+  echo "exit $?" >>"$LOG/timeline.txt"; tail -30 "$LOG/timeline.txt"
+fi
 if [ -n "${GRADE_DAYS:-}" ]; then  # a small class graded with `grader grade` (local executor), ranked, then the leaderboard
   echo "== grade $GRADE_DAYS"; G=$(mktemp -d); python3 scripts/grade_demo.py "$G/subs" $GRADE_DAYS
   export GRADER_RANKED_SEED=${GRADER_RANKED_SEED:-$(python3 -c "import secrets; print(secrets.token_hex(16))")}

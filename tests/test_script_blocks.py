@@ -2,7 +2,8 @@
 from a file committed in measured/: the "Measured" blocks from scripts/update_readmes.py's day_table over a
 measured/<track>-<gpu>.json, day 19's ring tables from measured/day19/dist-*.json, a variant's from its own file
 (tests/test_variant_tables.py), and each lesson script's table from one of the measured files. A block edited by
-hand, or left behind when its script changed, fails here."""
+hand, or left behind when its script changed, fails here; one that still holds its script's PLACEHOLDER line (it
+states no figure) is skipped as not measured yet."""
 import copy
 import importlib.util
 import json
@@ -13,8 +14,8 @@ import pytest
 
 from tests.conftest import ROOT
 
-LESSON_SCRIPTS = ["cute_measure", "cutlass_measure", "day18_measure", "day19_measure", "day20_measure", "day20_story",
-                  "fma_measure", "pinned_measure", "thunder_measure"]
+LESSON_SCRIPTS = ["cute_measure", "cutlass_measure", "day18_measure", "day18_timeline", "day19_measure", "day20_measure",
+                  "day20_story", "fma_measure", "pinned_measure", "thunder_measure"]
 
 
 def _load(path):
@@ -60,6 +61,9 @@ def _lesson_tables():
 def test_a_scripts_block_is_what_it_writes_from_measured(day, block, text, course):
     if block == "mma-sync":
         pytest.skip("a variant's block: tests/test_variant_tables.py")
+    placeholders = {getattr(_load(ROOT / "scripts" / "lessons" / f"{s}.py"), "PLACEHOLDER", None) for s in LESSON_SCRIPTS}
+    if text in placeholders:  # a script's own "not measured yet" line: it states no figure, and says so
+        pytest.skip(f"days/{day}/README.md's {block} block is not measured yet")
     if block == "measured":
         sources = _measured_tables(day, course)
     elif block == RING.BLOCK:

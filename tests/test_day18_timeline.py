@@ -57,7 +57,7 @@ def test_the_cpu_run_writes_every_field_the_lesson_reads(cpu_run):
         assert d["kernels"] == 0  # no GPU: nothing to count
         assert d["top_by_cpu"] and {"name", "calls", "self_cpu_ms", "self_device_ms"} <= set(d["top_by_cpu"][0])
         assert not any(r["name"].startswith("ProfilerStep") for r in d["top_by_cpu"])
-        assert "CPU: main thread" in d["lanes"]
+        assert "CPU: main thread" in json.loads((out / "day18-timeline-lanes.json").read_text())[v]
         trace = json.loads((out / d["trace"]).read_text())  # the file a student opens in Perfetto
         assert TL.profiler_steps(trace["traceEvents"])
     assert "stand-in" in data["variants"]["op"]["attention"]  # a CPU run says it timed no course op

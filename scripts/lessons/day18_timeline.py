@@ -7,7 +7,8 @@ the kernels launched, and the profiler's own table (key_averages).
     python3 scripts/lessons/day18_timeline.py OUT_DIR --device cpu   # the same logic on the CPU, a tiny model
     python3 scripts/lessons/day18_timeline.py --insert OUT_DIR/day18-timeline.json   # the lesson's block and picture
 
-OUT_DIR/day18-trace-<variant>.json are Chrome traces (open them in https://ui.perfetto.dev). Where `nsys` is on
+OUT_DIR/day18-trace-<variant>.json are Chrome traces (open them in https://ui.perfetto.dev), and
+OUT_DIR/day18-timeline-lanes.json the bars of the picture (the step drawn, from those traces). Where `nsys` is on
 PATH, a small re-run of this script under `nsys profile --stats=true` leaves its summary in
 OUT_DIR/day18-nsys-stats.txt. The GPU machine's run is one call, so every part runs on its own: a part that fails
 leaves its error in the JSON's "errors" and the others still run (exit 1 then, with whatever was written).
@@ -343,6 +344,10 @@ def measure(out: Path, device: str, src_dir: Path, active: int, nsys: bool) -> d
     with _guard(errors, "picture"):
         picture(data, out / PICTURE)
         data["picture"] = PICTURE
+    # the picture's bars go to a file of their own: the record (committed to measured/) stays small
+    lanes_of = {v: d.pop("lanes") for v, d in data["variants"].items() if "lanes" in d}
+    with _guard(errors, "lanes"):
+        (out / f"{NAME}-lanes.json").write_text(json.dumps(lanes_of))
     save()
     if nsys and device == "cuda":
         print("== nsys", flush=True)

@@ -354,8 +354,13 @@ def test_the_syllabus_table_names_every_exercise_as_check_takes_it(course, root)
 
     rows = [r.split(" | ") for r in render(course).splitlines() if r.startswith("| day") and "`" in r]
     named = [(r[0].lstrip("| "), r[1], r[-1].rstrip(" |")) for r in rows]
-    assert named == [(d.id, e.name, f"{e.points}{' (optional)' if e.optional else ''}") for d in course.days
-                     for e in d.exercises]
+    def points(e) -> str:
+        if not e.optional:
+            return f"{e.points}"
+        gpus = "; graded on " + " / ".join(f"sm_{c.replace('.', '')}" for c in e.capability) + " only"
+        return f"{e.points} (optional{gpus if e.capability else ''})"
+
+    assert named == [(d.id, e.name, points(e)) for d in course.days for e in d.exercises]
 
 
 MAX_HOLE_LINES = 150  # lines of code one hole asks for; a longer one is split into labelled steps

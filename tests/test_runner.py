@@ -198,3 +198,13 @@ def test_an_exercise_for_one_gpu_generation_is_skipped_elsewhere_saying_why(cour
     assert capability_shortfall(cute, (9, 0), "NVIDIA H100 80GB HBM3") is None
     plain = course.day("day11").exercises[0]
     assert not plain.capability and capability_shortfall(plain, (7, 5), "Tesla T4") is None
+    # day 11's wgmma steps are the optional Hopper track: an A100 or a B200 does not grade them on kernel 2
+    for name in ("matmul_wgmma_async", "matmul_wgmma"):
+        ex = next(e for e in course.day("day11").exercises if e.name == name)
+        assert ex.optional and ex.points > 0
+        for cap, gpu in (((8, 0), "NVIDIA A100-SXM4-80GB"), ((10, 0), "NVIDIA B200")):
+            why = capability_shortfall(ex, cap, gpu)
+            assert why and why.startswith("an optional step") and "not graded here" in why, why
+        assert capability_shortfall(ex, (9, 0), "NVIDIA H200") is None
+    mandatory = [e for e in course.day("day11").exercises if not e.optional]
+    assert mandatory and all(not e.capability for e in mandatory)  # every mandatory point on any GPU since Ampere

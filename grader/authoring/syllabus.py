@@ -38,5 +38,15 @@ def render(course: Course, manifest: dict | None = None) -> str:
             base = e.baseline.describe() if e.baseline else "not timed"
             need = f"{e.threshold:g}x" if e.threshold else "-"
             out.append(f"| {d.id} | {e.name} | `{e.signature.split('#')[0].strip()}` | {', '.join(e.dtypes)} | "
-                       f"{base} | {need} | {e.points}{' (optional)' if e.optional else ''} |")
+                       f"{base} | {need} | {e.points}{_optional(e)} |")
     return "\n".join(out) + "\n"
+
+
+def _optional(e) -> str:
+    """How the points column marks a step outside the day's mandatory path: optional, and on which GPUs it is
+    graded when it needs one generation (day 11's wgmma steps: the Hopper track)."""
+    if not e.optional:
+        return ""
+    if e.capability:
+        return f" (optional; graded on sm_{' / sm_'.join(c.replace('.', '') for c in e.capability)} only)"
+    return " (optional)"

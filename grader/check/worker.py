@@ -345,8 +345,9 @@ def capability_shortfall(ex, cap: tuple[int, int], gpu: str) -> str | None:
     have = f"{cap[0]}.{cap[1]}"
     if not ex.capability or have in ex.capability:
         return None
-    return (f"runs on compute capability {' or '.join(ex.capability)} only; this GPU ({gpu}) is {have}: skipped, "
-            "not failed")
+    what = "an optional step that runs" if ex.optional else "runs"
+    return (f"{what} on compute capability {' or '.join(ex.capability)} only; this GPU ({gpu}) is {have}: skipped, "
+            "not graded here and not failed")
 
 
 # -- the run --------------------------------------------------------------------------------------------------

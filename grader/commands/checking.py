@@ -171,10 +171,13 @@ def cmd_list(args) -> int:
     from grader import clock
     from grader.authoring import semester
 
+    from grader import gpu_support
+
     root, _, course = _load(args)
     # In a student repository a day is ready once a release put it there; the course repository holds every day.
     manifest = semester.manifest_of(root)
     today = clock.today()
+    cap = gpu_support.capability_here() if any(gpu_support.limited_steps(d) for d in course.days) else None
     t = Table(title=course.title, title_justify="left")
     for col in ("day", "title", "track", "status", "last check"):
         t.add_column(col)
@@ -194,6 +197,8 @@ def cmd_list(args) -> int:
             status, last_s = f"[dim]{state.label}[/]", ""
         else:
             status = "[green]ready[/]" if d.status == "ready" else "[dim]planned[/]"
+            note = gpu_support.list_note(d, cap) if d.status == "ready" else ""
+            status += f" [dim]({note})[/]" if note else ""
         t.add_row(d.id, title, d.track, status, last_s)
     console.print(t)
     return 0
@@ -204,7 +209,7 @@ def cmd_doctor(args) -> int:
 
     from grader.check.slurm_settings import doctor as slurm_doctor
 
-    cs = checks() + [_course_check(args)] + slurm_doctor(args.course)
+    cs = checks() + [_course_check(args)] + _steps_check(args) + slurm_doctor(args.course)
     for c in cs:
         mark = "[green]✓[/]" if c.ok else "[yellow]![/]" if c.ok is None else "[red]✗[/]"
         console.print(f"{mark} {c.name:<11} {c.detail}")
@@ -212,6 +217,30 @@ def cmd_doctor(args) -> int:
     if blocking:
         console.print(f"[red]{len(blocking)} problem(s)[/]: fix them to grade on this machine")
     return ENV if blocking else 0
+
+
+def _steps_check(args) -> list:
+    """doctor's line on which of the course's steps this GPU grades (none without a GPU or a readable course)."""
+    from grader import gpu_support
+    from grader.doctor import Check
+
+    cap = gpu_support.capability_here()
+    if cap is None:
+        return []
+    try:
+        _, _, course = _load(args)
+    except GraderError:  # the course line above already says what is wrong with it
+        return []
+    gpu = (doctor_gpu_name() or "this GPU")
+    ok, detail = gpu_support.doctor_detail(course, cap, gpu)
+    return [Check("steps", ok, detail)]
+
+
+def doctor_gpu_name() -> str | None:
+    from grader.doctor import _run
+
+    out = _run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"])
+    return out.splitlines()[0].strip() if out else None
 
 
 def _course_check(args):

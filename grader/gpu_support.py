@@ -1,0 +1,67 @@
+"""Which of the course's steps the GPU at hand grades: a step that names the compute capabilities it runs on
+(course.yaml `capability:`, e.g. day 11's wgmma steps, the optional Hopper track) is skipped on any other GPU, saying
+so, never graded on another path. `grader list` and `grader doctor` say it before a check does."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+
+def capability_here() -> tuple[int, int] | None:
+    """The first GPU's compute capability from nvidia-smi (no torch import: `grader list` stays fast), or None
+    without a driver or GPU."""
+    if not shutil.which("nvidia-smi"):
+        return None
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=20).stdout.split()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    try:
+        major, minor = out[0].split(".")
+        return int(major), int(minor)
+    except (IndexError, ValueError):
+        return None
+
+
+def limited_steps(day) -> list:
+    """The day's exercises that run on some GPU generations only."""
+    return [e for e in day.exercises if e.capability]
+
+
+def not_graded(day, cap: tuple[int, int] | None) -> list:
+    """The day's exercises this GPU does not grade (all the limited ones where the GPU is unknown)."""
+    have = f"{cap[0]}.{cap[1]}" if cap else None
+    return [e for e in limited_steps(day) if have not in e.capability]
+
+
+def _archs(e) -> str:
+    return " / ".join(f"sm_{c.replace('.', '')}" for c in e.capability)
+
+
+def list_note(day, cap: tuple[int, int] | None) -> str:
+    """`grader list`'s words on a day with limited steps: which, on what GPUs, and whether this one grades them."""
+    limited = limited_steps(day)
+    if not limited:
+        return ""
+    names = ", ".join(e.name for e in limited)
+    where = _archs(limited[0]) if len({tuple(e.capability) for e in limited}) == 1 else "their GPUs"
+    if cap is None:
+        return f"{names}: graded on {where} only"
+    skipped = not_graded(day, cap)
+    if not skipped:
+        return f"{names}: graded on {where}, as here"
+    return f"{', '.join(e.name for e in skipped)}: graded on {where} only, not on this GPU (sm_{cap[0]}{cap[1]})"
+
+
+def doctor_detail(course, cap: tuple[int, int], gpu: str) -> tuple[bool | None, str]:
+    """`grader doctor`'s line on what this GPU grades: every step, or every step but those it names (optional steps
+    a warning, a mandatory one a problem: the class could not earn its points on this GPU)."""
+    skipped = [(d, e) for d in course.days if d.status == "ready" for e in not_graded(d, cap)]
+    if not skipped:
+        return True, f"this GPU ({gpu}, sm_{cap[0]}{cap[1]}) grades every step of the course"
+    mandatory = [f"{d.id}.{e.name}" for d, e in skipped if not e.optional]
+    listed = ", ".join(f"{d.id}.{e.name} ({'optional; ' if e.optional else ''}{_archs(e)} only)" for d, e in skipped)
+    detail = (f"this GPU ({gpu}, sm_{cap[0]}{cap[1]}) grades every step except {listed}: those are skipped here, "
+              "saying so, and graded on their GPUs")
+    return (False if mandatory else None), detail

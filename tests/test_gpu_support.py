@@ -1,0 +1,58 @@
+"""Which steps a GPU grades (grader/gpu_support.py): day 11's wgmma steps are the optional Hopper track, graded on
+sm_90 only; `grader list` and `grader doctor` say so for the GPU at hand, and a mandatory step that a GPU cannot
+run is a problem doctor names."""
+from types import SimpleNamespace
+
+import pytest
+
+from grader import cli, gpu_support
+from grader.course import load_course
+from tests.conftest import ROOT
+
+COURSE = load_course(ROOT / "course.yaml")
+GPUS = {"A100": (8, 0), "L4": (8, 9), "T4": (7, 5), "B200": (10, 0), "H100": (9, 0)}
+
+
+def test_day11_names_its_hopper_steps_on_each_gpu():
+    day = COURSE.day("day11")
+    hopper = "matmul_wgmma_async, matmul_wgmma, matmul_cute"
+    assert gpu_support.list_note(day, None) == f"{hopper}: graded on sm_90 only"
+    assert gpu_support.list_note(day, GPUS["H100"]) == f"{hopper}: graded on sm_90, as here"
+    for name in ("A100", "L4", "T4", "B200"):
+        cap = GPUS[name]
+        assert gpu_support.list_note(day, cap) == f"{hopper}: graded on sm_90 only, not on this GPU (sm_{cap[0]}{cap[1]})"
+    assert gpu_support.list_note(COURSE.day("day10"), GPUS["A100"]) == ""
+
+
+@pytest.mark.parametrize("name", ["A100", "L4", "T4", "B200"])
+def test_doctor_off_hopper_names_the_optional_steps_it_skips_as_a_warning(name):
+    ok, detail = gpu_support.doctor_detail(COURSE, GPUS[name], f"NVIDIA {name}")
+    assert ok is None, detail  # a warning: only optional steps are skipped, every mandatory point can be earned
+    assert "day11.matmul_wgmma_async (optional; sm_90 only)" in detail and f"NVIDIA {name}" in detail
+
+
+def test_doctor_on_hopper_grades_everything():
+    ok, detail = gpu_support.doctor_detail(COURSE, GPUS["H100"], "NVIDIA H100 80GB HBM3")
+    assert ok is True and "grades every step of the course" in detail
+
+
+def test_a_mandatory_step_a_gpu_cannot_run_is_a_problem():
+    ex = SimpleNamespace(name="needs_hopper", capability=["9.0"], optional=False)
+    course = SimpleNamespace(days=[SimpleNamespace(id="day42", status="ready", exercises=[ex])])
+    ok, detail = gpu_support.doctor_detail(course, GPUS["A100"], "NVIDIA A100")
+    assert ok is False and "day42.needs_hopper (sm_90 only)" in detail
+
+
+def test_grader_list_says_it_for_this_gpu(monkeypatch, capsys):
+    monkeypatch.setattr(gpu_support, "capability_here", lambda: (8, 6))
+    assert cli.main(["--course", str(ROOT / "course.yaml"), "list"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    row = out[out.index("day11"):out.index("day12")]  # the cell wraps: its words, in order
+    words = [w for w in row.replace("│", " ").split() if w not in ("tensor-cores", "Tensor", "cores", "-")]
+    assert " ".join(words).endswith("ready (matmul_wgmma_async, matmul_wgmma, matmul_cute: graded on sm_90 only, "
+                                    "not on this GPU (sm_86))"), row
+
+
+def test_capability_without_nvidia_smi_is_unknown(monkeypatch):
+    monkeypatch.setattr(gpu_support.shutil, "which", lambda name: None)
+    assert gpu_support.capability_here() is None

@@ -174,3 +174,35 @@ def test_no_gpu_is_a_usage_error(tmp_path):
     if r.returncode != 2:
         pytest.skip("this machine has a GPU")
     assert "--device cpu" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_without_nsys_the_record_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no nsys on it
+    assert TL.run_nsys(tmp_path, ROOT / "solutions" / "day18", device="cpu") == {
+        "ran": False, "why": "nsys is not on PATH on this machine"}
+
+
+FAKE_NSYS = """#!/bin/bash
+# nsys stand-in: its version, or the command after `profile` and its options, then a line for the stats
+[ "$1" = "--version" ] && { echo "NVIDIA Nsight Systems version fake"; exit 0; }
+[ "$1" = "profile" ] || exit 9
+shift; printf '%s\\n' "$@" >"$(dirname "$0")/args"
+while [ $# -gt 0 ]; do case "$1" in -o) shift 2;; -*) shift;; *) break;; esac; done
+"$@" && echo "fake stats: the child ran"
+"""
+
+
+def test_nsys_reruns_the_script_as_its_child_and_keeps_the_stats(tmp_path, monkeypatch):
+    """The command line the GPU run gives nsys, with a stand-in nsys that runs the child (on the CPU here)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "nsys").write_text(FAKE_NSYS)
+    (bin_dir / "nsys").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{__import__('os').environ['PATH']}")
+    r = TL.run_nsys(tmp_path, ROOT / "solutions" / "day18", device="cpu", timeout_s=200)
+    stats = (tmp_path / "day18-nsys-stats.txt").read_text()
+    assert r["ran"] and r["returncode"] == 0, stats
+    assert r["version"] == "NVIDIA Nsight Systems version fake"
+    assert "nsys child: 2 variants, 5 steps each" in stats and "fake stats: the child ran" in stats
+    args = (bin_dir / "args").read_text().split("\n")
+    assert "--stats=true" in args and "--nsys-child" in args and "--trace=cuda,nvtx,osrt" in args

@@ -285,7 +285,7 @@ def picture(data: dict, path: Path) -> None:
     plt.close(fig)
 
 
-def run_nsys(out: Path, src_dir: Path, timeout_s: int = 240) -> dict:
+def run_nsys(out: Path, src_dir: Path, device: str = "cuda", timeout_s: int = 240) -> dict:
     """`nsys profile --stats=true` over a small re-run of this script (--nsys-child: the same steps, NVTX ranges, no
     torch.profiler, which would contend with nsys for CUPTI); its summary tables go to day18-nsys-stats.txt."""
     nsys = shutil.which("nsys")
@@ -295,26 +295,28 @@ def run_nsys(out: Path, src_dir: Path, timeout_s: int = 240) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [nsys, "profile", "--stats=true", "--force-overwrite=true", "--trace=cuda,nvtx,osrt",
                "-o", str(Path(tmp) / "day18"), sys.executable, str(Path(__file__).resolve()), "--nsys-child",
-               "--dir", str(src_dir)]
+               "--dir", str(src_dir), "--device", device]
         t0 = time.perf_counter()
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
         (out / "day18-nsys-stats.txt").write_text(r.stdout + ("\n--- stderr ---\n" + r.stderr if r.stderr else ""))
-    return {"ran": True, "version": version, "returncode": r.returncode, "seconds": time.perf_counter() - t0,
+    return {"ran": True, "version": version, "returncode": r.returncode, "seconds": round(time.perf_counter() - t0, 1),
             "stats": "day18-nsys-stats.txt"}
 
 
-def nsys_child(src_dir: Path) -> int:
-    """The steps nsys records: each variant's warm-up, then 5 steps inside an NVTX range named for it."""
+def nsys_child(src_dir: Path, device: str) -> int:
+    """The steps nsys records: each variant's warm-up, then 5 steps, each inside an NVTX range named for it (on a
+    GPU; a CPU build of torch has no NVTX)."""
     import torch
 
     from tasks import tiny_lm
 
+    nvtx = torch.cuda.nvtx.range if device == "cuda" else (lambda name: contextlib.nullcontext())
     for v in VARIANTS:
-        cfg, model, opt, data, _ = trained(v, "cuda", src_dir, torch.bfloat16)
+        cfg, model, opt, data, _ = trained(v, device, src_dir, torch.bfloat16 if device == "cuda" else torch.float32)
         for i in range(5):
-            torch.cuda.nvtx.range_push(f"{LABELS[v]} step {i}")
-            tiny_lm.step(model, opt, data[i % len(data)], cfg)
-            torch.cuda.nvtx.range_pop()
+            with nvtx(f"{LABELS[v]} step {i}"), _no_cuda_sync(device):
+                tiny_lm.step(model, opt, data[i % len(data)], cfg)
+    print(f"nsys child: {len(VARIANTS)} variants, 5 steps each", flush=True)
     return 0
 
 
@@ -353,6 +355,8 @@ def measure(out: Path, device: str, src_dir: Path, active: int, nsys: bool) -> d
         print("== nsys", flush=True)
         with _guard(errors, "nsys"):
             data["nsys"] = run_nsys(out, src_dir)
+            if data["nsys"].get("returncode"):
+                errors["nsys"] = f"nsys exited {data['nsys']['returncode']}: see day18-nsys-stats.txt"
     else:
         data["nsys"] = {"ran": False, "why": "not run on the CPU" if device != "cuda" else "--no-nsys"}
     save()
@@ -436,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     try:
         if a.nsys_child:
-            return nsys_child(a.dir)
+            return nsys_child(a.dir, a.device)
         if a.insert:
             return insert(a.insert)
         if a.out is None:

@@ -112,3 +112,30 @@ def test_nothing_to_write_is_an_error(tmp_path, results):
     p = run_grader("--course", COURSE, "gradebook", str(results / "carol"), "--db", str(tmp_path / "gb.db"),
                    cwd=tmp_path)
     assert p.returncode == 2 and "0 result(s) written" in p.stdout and not (tmp_path / "gb.db").exists()
+
+
+def test_an_optional_step_is_extra_credit_never_part_of_the_maximum(tmp_path):
+    """Day 11's Hopper track (optional, graded on sm_90 only): a student who earns it gets its points on top; the
+    maximum is the mandatory steps', so a class on A100s reaches full marks without it."""
+    from grader.course import load_course
+
+    day = load_course(ROOT / "course.yaml").day("day11")
+    ok = [{"kind": "correctness", "dtype": "fp16", "label": "64x64x64", "ok": True, "message": "ok"}]
+
+    def ex(name, status="pass"):
+        return {"exercise": name, "status": status, "message": "", "speedup": 1.5, "cases": ok}
+
+    mandatory = [e.name for e in day.exercises if not e.optional]
+    hopper = next(e for e in day.exercises if e.optional and e.points)
+    r = tmp_path / "results"
+    for who, extra in (("alice", [ex(hopper.name)]), ("bob", [])):
+        _put(r, who, {"day": "day11", "variant": "student", "when": "2027-03-10T10:00:00Z", "ranked": False,
+                      "seed": 1, "exercises": [ex(n) for n in mandatory] + extra}, "day11.json")
+    db = tmp_path / "gradebook.db"
+    p = run_grader("--course", COURSE, "gradebook", str(r), "--db", str(db), cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    rows = _export(db, tmp_path)
+    top = float(sum(e.points for e in day.exercises if not e.optional))
+    assert float(rows[("day11-kernels", "bob")]["max_score"]) == top
+    assert float(rows[("day11-kernels", "bob")]["score"]) == top
+    assert float(rows[("day11-kernels", "alice")]["score"]) == top + hopper.points

@@ -121,18 +121,25 @@ def write(files: list[Path], db: str, course: Course, assignment: str = DEFAULT_
             kwargs = {"duedate": datetime.combine(day.due, datetime.max.time())} if day.due else {}
             gb.update_or_create_assignment(name, **kwargs)
             gb.update_or_create_notebook(NOTEBOOK, name)
+            # An optional step (day 11's Hopper track) is extra credit: its points count where earned and never
+            # into the maximum, so a class whose GPUs cannot grade it still reaches full marks.
+            optional = {e.name for e in day.exercises if e.optional}
             for ex in day.exercises:
-                gb.update_or_create_grade_cell(ex.name, NOTEBOOK, name, max_score=float(ex.points),
-                                               cell_type="code")
+                gb.update_or_create_grade_cell(ex.name, NOTEBOOK, name,
+                                               max_score=0.0 if ex.optional else float(ex.points), cell_type="code")
             gb.update_or_create_student(student)
             gb.update_or_create_submission(name, student, timestamp=when.astimezone(timezone.utc)
                                            .replace(tzinfo=None).isoformat())
             scores = formats.exercise_scores(doc, points)
             for ex, (score, _top) in scores.items():
                 g = _grade(gb, ex, name, student)
-                g.auto_score = float(score)
+                if ex in optional:
+                    g.auto_score, g.extra_credit = 0.0, float(score)
+                else:
+                    g.auto_score = float(score)
             gb.db.commit()
-            out.written.append((student, name, sum(s for s, _ in scores.values()), float(sum(points.values()))))
+            out.written.append((student, name, sum(s for s, _ in scores.values()),
+                                float(sum(p for e, p in points.items() if e not in optional))))
     finally:
         gb.close()
     return out

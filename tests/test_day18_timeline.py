@@ -206,3 +206,12 @@ def test_nsys_reruns_the_script_as_its_child_and_keeps_the_stats(tmp_path, monke
     assert "nsys child: 2 variants, 5 steps each" in stats and "fake stats: the child ran" in stats
     args = (bin_dir / "args").read_text().split("\n")
     assert "--stats=true" in args and "--nsys-child" in args and "--trace=cuda,nvtx,osrt" in args
+
+
+def test_the_picture_draws_gpu_streams(tmp_path):
+    """The GPU form of the picture (host threads, launches, two streams) from the made-up step."""
+    events = _gpu_step()
+    step = TL.profiler_steps(events)[0]
+    d = {**TL.step_stats(events, step), "lanes": TL.lanes(events, step)}
+    TL.picture({"gpu": "NVIDIA TEST", "variants": {"op": d, "sdpa_flash": d}}, tmp_path / "p.png")
+    assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"

@@ -348,12 +348,25 @@ class Day(Strict):
                              "the student repository only after it")
     long_steps: dict[str, str] = Field({}, description="step (exercise name, or `the Hopper walk`) -> why it may ask "
                                        "for more code lines than a day's step should (scripts/hole_table.py)")
+    # strict: a number, never `true` read as 1 hour or the string "8"
+    hours: float | None = Field(None, strict=True, description="the hours a strong student needs for the day's "
+                                "mandatory path (the lesson, and the holes of every graded step that is not "
+                                "optional), judged from the student repository; a day's work is about 8. The "
+                                "syllabus shows it")
 
     @field_validator("id")
     @classmethod
     def _id(cls, v):
         if not DAY_ID.match(v):
             raise ValueError(f"day id must look like day01, got {v!r}")
+        return v
+
+    @field_validator("hours")
+    @classmethod
+    def _hours(cls, v):
+        if v is not None and not (0 < v < float("inf")):  # NaN fails too
+            raise ValueError("hours must be a positive number: a strong student's hours for the day's mandatory "
+                             "path (about 8 is a day's work)")
         return v
 
     @field_validator("release", "due", mode="before")

@@ -109,3 +109,29 @@ def test_grader_check_writes_all_three_and_refuses_format_without_a_folder(tmp_p
     ET.parse(out / "junit.xml")
     r = run_grader("check", "day01", "--solution", "--format", "junit")
     assert r.returncode == 2 and "give --results-dir" in r.stdout + r.stderr
+
+
+def test_an_optional_step_is_extra_credit_and_untouched_it_fails_nothing():
+    """Day 11's Hopper track: a passed optional exercise scores on top of a maximum of 0; one left as released, or
+    skipped on a GPU that does not grade it, is skipped in every format, not failed."""
+    doc = {"day": "day11", "variant": "student", "ranked": False, "seed": 3, "exercises": [
+        DOC["exercises"][0],
+        {"exercise": "hopper_a", "status": "pass", "message": "correct", "speedup": 1.4,
+         "cases": [_case("fp16", True), _case("bf16", True)]},
+        {"exercise": "hopper_b", "status": "skipped", "message": "an optional step that runs on compute capability "
+         "9.0 only; this GPU (NVIDIA A100) is 8.0: skipped, not graded here and not failed", "cases": []},
+    ]}
+    points, optional = {"fast": 10, "hopper_a": 5, "hopper_b": 5}, frozenset({"hopper_a", "hopper_b"})
+    gs = formats.gradescope(doc, points, optional=optional)
+    jsonschema.validate(gs, GRADESCOPE)
+    assert gs["score"] == 15.0 and sum(t["max_score"] for t in gs["tests"]) == 10.0
+    assert all(t["status"] == "passed" for t in gs["tests"])
+    cl = formats.classroom(doc, points, optional)
+    jsonschema.validate(cl, CLASSROOM)
+    assert cl["status"] == "pass" and cl["max_score"] == 10.0
+    root = ET.fromstring(formats.junit(doc, points, optional))
+    assert root.get("failures") == "0"
+    skipped = root.findall(".//testcase[skipped]")
+    assert [c.get("name") for c in skipped] == ["day11.hopper_b [all]"]
+    # without the optional set, the same exercises are mandatory: the skip costs their points
+    assert formats.classroom(doc, points)["max_score"] == 20.0

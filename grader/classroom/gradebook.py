@@ -130,10 +130,10 @@ def write(files: list[Path], db: str, course: Course, assignment: str = DEFAULT_
             gb.update_or_create_student(student)
             gb.update_or_create_submission(name, student, timestamp=when.astimezone(timezone.utc)
                                            .replace(tzinfo=None).isoformat())
-            scores = formats.exercise_scores(doc, points)
+            scores = formats.exercise_scores(doc, points, optional)
             for ex, (score, _top) in scores.items():
                 g = _grade(gb, ex, name, student)
-                if ex in optional:
+                if ex in optional:  # its maximum is 0 (formats): what it earned is on top
                     g.auto_score, g.extra_credit = 0.0, float(score)
                 else:
                     g.auto_score = float(score)

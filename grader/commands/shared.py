@@ -201,7 +201,8 @@ def _keep(args, root: Path, day, doc: dict, save: bool = True) -> int:
 
         try:
             paths = formats.write(doc, {e.name: e.points for e in day.exercises}, Path(args.results_dir),
-                                  args.format or formats.FORMATS)
+                                  args.format or formats.FORMATS,
+                                  optional=frozenset(e.name for e in day.exercises if e.optional))
         except OSError as e:
             raise GraderError(f"--results-dir: cannot write into {args.results_dir}: {e.strerror or e}") from None
         console.print("results for " + ", ".join(relative_path(p, Path.cwd()) for p in paths), style="dim")

@@ -175,6 +175,22 @@ def test_a_shared_file_of_answers_holds_back_every_day_that_includes_it(first_re
     assert {h.waits_for for h in holds_of(first_release, "day20")} == {"day11", "day12"}
 
 
+def test_the_release_holds_the_whole_grader_whatever_its_code_resembles(clone, first_release):
+    """The tool is never measured against the holes: a module whose lines have the shape of a tiny hole (day 19's
+    two `copy_` lines) was held out once, and every student's `grader check` then failed to import it."""
+    import subprocess
+
+    tool = subprocess.run(["git", "-C", str(clone), "ls-files", "grader/"], capture_output=True, text=True,
+                          check=True).stdout.split()
+    assert tool and [p for p in tool if p.endswith(".py") and p not in first_release.files] == []
+    holes = copies.holes_of("solutions/day19/ring_dist.py", "    # BEGIN SOLUTION: write o and lse\n"
+                            "    o.copy_(acc)\n    lse.copy_(lse_run)\n    # END SOLUTION\n", "day19")
+    course = load_course(clone / "course.yaml")
+    lookalike = "def f(out, acc, lse, run):\n    out.copy_(acc)\n    lse.copy_(run)\n"
+    _, shared, _ = student_repo.answers_in({"grader/x.py": lookalike, "common/x.py": lookalike}, holes, course)
+    assert "common/x.py" in shared and "grader/x.py" not in shared  # the measure itself still sees the copy
+
+
 def test_publishing_what_a_day_waits_for_releases_it(clone, first_release):
     course = load_course(clone / "course.yaml")
     waited = {h.waits_for for h in first_release.held}

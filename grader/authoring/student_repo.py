@@ -158,6 +158,13 @@ def holes_of(solution_files: dict[str, str], course_dir: str, published: set[str
     return out
 
 
+# The grader itself: every release needs all of it, and its code is the tool's, not a course answer. The copy rule
+# does not measure it (a two-line hole such as day 19's `o.copy_(acc)` / `lse.copy_(lse_run)` has its shape in any
+# module that copies two tensors, and holding grader/check/error_map.py out broke every student's `grader check`);
+# the exact-line scan still reads it.
+TOOL = "grader/"
+
+
 def answers_in(files: dict[str, str], holes: list[copies.Hole], course: Course) -> tuple[dict, dict, list]:
     """What released files (course-relative path -> text) answer, by the rule of the release:
     ({day: {file: {earlier day: its best match}}} for each day's own files, {shared file: {day: best match}},
@@ -171,6 +178,8 @@ def answers_in(files: dict[str, str], holes: list[copies.Hole], course: Course) 
     shared: dict = {}
     own: list[copies.Match] = []
     for rel, text in sorted(files.items()):
+        if rel.startswith(TOOL):
+            continue
         owner = _owner(rel)
         for m in index.answered(rel, text):
             hd = m.hole.day

@@ -62,19 +62,19 @@ def map_path(root: Path, day: str, variant: str, exercise: str) -> Path:
 
 
 def write_maps(root: Path, day: str, variant: str, exercises: list[dict]) -> list[Path]:
-    """The PNG of each exercise's first mapped failing case, beside the day's result; an exercise with none loses
+    """The PNG of each exercise's most telling map (error_map.choose), beside the day's result; an exercise with none loses
     the PNG of an earlier check (a map of code since fixed would mislead). Without matplotlib nothing is drawn."""
+    from grader.check import error_map
+
     written = []
     for e in exercises:
         path = map_path(root, day, variant, str(e.get("exercise")))
-        mapped = next((c for c in e.get("cases") or [] if not c.get("ok") and c.get("error_map")), None)
+        mapped = error_map.choose(e.get("cases") or [])
         if mapped is None:
             path.unlink(missing_ok=True)
             continue
         try:
-            from grader.check.error_map import png
-
-            png(mapped["error_map"], path)
+            error_map.png(mapped["error_map"], path)
         except ImportError:
             return written
         written.append(path)

@@ -6,7 +6,7 @@ failing case, its category and the pattern its error map names. Needs a GPU.
     python3 scripts/error_maps.py --out maps/                 # every wrong-output kernel this machine can run
     python3 scripts/error_maps.py --out maps/ --day day07     # one day (repeatable); -k SUBSTRING on the names
 
-Writes into --out: <day>-<name>.json (the check's result), .png and .txt (the first mapped failing case's map, as
+Writes into --out: <day>-<name>.json (the check's result), .png and .txt (the map of the failing case whose map says the most, as
 a picture and as the terminal draws it), table.md (the table) and table.json (its rows). A kernel whose result is
 already in --out is not checked again (--again does), so a run cut off by a time limit goes on where it stopped;
 --budget-s stops starting new checks after that many seconds and prints the table of what is done. Builds go into
@@ -39,10 +39,11 @@ def planted(bug: dict) -> str:
 
 
 def first_failure(doc: dict) -> dict | None:
-    """The first failing case of the check that has an error map, else its first failing case at all."""
+    """The failing case of the check whose error map says the most (error_map.choose, as the report's), else its
+    first failing case at all."""
     cases = [c for ex in doc.get("exercises", []) for c in ex.get("cases", [])
              if not c.get("ok") and c.get("category") not in Category.NOT_COUNTED]
-    return next((c for c in cases if c.get("error_map")), cases[0] if cases else None)
+    return error_map.choose(cases) or (cases[0] if cases else None)
 
 
 # The categories of a wrong output (compare()'s): only these have a map. A kernel expected to fail otherwise (a crash,

@@ -134,13 +134,17 @@ def test_rows_with_a_probes_property_are_named_from_the_case():
     assert "whose max is very negative" in c.error_map["pattern_text"]
 
 
-def test_a_probe_case_whose_rows_all_have_the_property_and_all_fail():
+def test_a_probe_case_whose_rows_all_have_the_property_and_all_fail_names_nothing():
+    # no row without the property is there to be right: the map cannot tell the property from a kernel wrong
+    # everywhere (day02's all_zeros named probe_rows so on a 1x1 case, whose one row has "one finite entry")
     t = Task.load("tasks.softmax")
     case = t.materialize(torch, shape=(64, 1000), dtype="fp32", params={}, seed=1, device="cpu",
                          probe="very_negative")
     out = torch.full_like(case.outputs["out"], float("nan"))
     c = compare(out, case.reference["out"], blocks=case.blocks("out"), **TOL)
-    assert c.pattern == "probe_rows" and "every row of this case" in c.error_map["pattern_text"]
+    assert c.pattern is None
+    # the property is recorded all the same, so the detectors can be run again on the JSON
+    assert c.error_map["properties"] == [["whose max is very negative (below -100)", 64, 64, 64, 64]]
 
 
 def test_a_property_the_wrong_rows_do_not_share_names_nothing():
@@ -288,11 +292,19 @@ def test_the_classroom_formats_carry_the_map_as_text():
     assert "pattern last_tile" in cl["message"] and "  22!!.._" in cl["output"]
 
 
+def _failed(pattern, grid, shape, label="case"):
+    """A failed case as the JSON has it: its pattern beside the map it came from (the grid is all choose() reads)."""
+    return {"kind": "correctness", "dtype": "fp32", "label": label, "ok": False, "category": "mismatch",
+            "message": "wrong", "pattern": pattern, "error_map": {"grid": [grid], "shape": list(shape)}}
+
+
 def test_grade_summary_names_each_failing_exercises_pattern():
     from grader.classroom.grade import patterns
 
+    # the pattern of the map that says the most (sixteen cells), not of the first failing case (two cells)
     doc = {"exercises": [{"exercise": "matmul", "cases": [{"ok": True, "category": "pass"},
-                                                          {"ok": False, "category": "mismatch", "pattern": "last_tile"}]},
+                                                          _failed("every_kth", [".4"], (1, 37)),
+                                                          _failed("last_tile", ["...4"] * 4, (100, 200))]},
                          {"exercise": "other", "cases": [{"ok": False, "category": "mismatch"}]}]}
     assert patterns(doc) == {"matmul": "last_tile"} and patterns(None) == {}
 
@@ -302,9 +314,10 @@ def test_hints_key_on_a_pattern_before_the_category(course):
 
     ex = course.day("day07").exercises[0]
     assert "last_tile" in ex.hints, "course.yaml's matmul has a last_tile hint"
-    case = {"kind": "correctness", "dtype": "fp32", "label": "100x200x64", "ok": False, "category": "mismatch",
-            "message": "wrong", "pattern": "last_tile"}
-    res = ExerciseResult("day07", ex.name, "student", "days/day07", 1, status="fail", cases=[case])
+    case = _failed("last_tile", ["...4"] * 4, (100, 200), "100x200x64")
+    # the hint follows the map the report draws (the most cells), not a first case of two cells
+    res = ExerciseResult("day07", ex.name, "student", "days/day07", 1, status="fail",
+                         cases=[_failed("every_kth", [".4"], (1, 37), "1x37x5"), case])
     assert hint(res, ex, course.hints) == ex.hints["last_tile"]
     res.cases = [{**case, "pattern": "every_kth"}]  # no hint for it: the category's
     assert hint(res, ex, course.hints) == (ex.hints.get("every_kth") or ex.hints["mismatch"])

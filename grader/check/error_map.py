@@ -121,9 +121,25 @@ def build(out, ref, *, atol: float, rtol: float, blocks: Blocks, unwritten, nonf
             "rows": blocks.rows, "cols": blocks.cols if has_cols else None, "natural_block": [br, bc],
             "block": [cr, cc], "extent": [R, ncols], "diagonal": blocks.diagonal,
             "grid": grid, "ratios": ratios, "legend": LEGEND}
-    props = _row_properties(blocks, shape, has_cols, row_bad, P * R)
-    emap["pattern"], emap["pattern_text"] = detect(emap, props)
+    # kept in the map, so the detectors can be run again on a recorded result (scripts/error_maps.py --rederive)
+    emap["properties"] = [list(p) for p in _row_properties(blocks, shape, has_cols, row_bad, P * R)]
+    emap["pattern"], emap["pattern_text"] = detect(emap)
     return emap
+
+
+def cells(emap: dict) -> int:
+    """How many cells the map has: one cell says nothing of where, a grid of hundreds says much."""
+    return sum(len(row) for panel in emap["grid"] for row in panel)
+
+
+def choose(cases: list[dict]) -> dict | None:
+    """The failing case whose map says the most, of an exercise's cases: the most cells, then the largest output,
+    then the first. The first failing case is usually the smallest shape (1x1, 1x37), whose map of a cell or two
+    shows no shape at all; every case keeps its own map in the JSON all the same."""
+    mapped = [c for c in cases if not c.get("ok") and c.get("error_map")]
+    if not mapped:
+        return None
+    return max(mapped, key=lambda c: (cells(c["error_map"]), math.prod(c["error_map"]["shape"])))  # ties: the first
 
 
 def _row_properties(blocks: Blocks, shape, has_cols: bool, row_bad, n_rows: int) -> list[tuple[str, int, int]]:
@@ -163,16 +179,15 @@ def _ordinal(k: int) -> str:
 
 def detect(emap: dict, props: list | None = None) -> tuple[str | None, str | None]:
     """The pattern the map shows and a sentence saying it, or (None, None): an output wrong everywhere, nowhere
-    (only its relative L2 error failed) or in no shape these detectors know (scattered cells)."""
+    (only its relative L2 error failed) or in no shape these detectors know (scattered cells). props: the rows'
+    properties (_row_properties), else those the map recorded. Each detector names its shape only where the grid
+    holds both sides of it: wrong cells and right ones to contrast them with (a map of one cell, or one wrong
+    everywhere, contrasts nothing)."""
+    if props is None:
+        props = emap.get("properties") or []
     bad = _bad(emap["grid"])
-    cells = [c for panel in bad for row in panel for c in row]
-    if not any(cells) or all(cells):
-        # every row wrong in a probe's case, whose rows all have its property: the probe found it
-        if all(cells) and props:
-            what, have, _, n, _ = props[0]
-            if have == n:
-                return "probe_rows", (f"every row is wrong, and every row of this case is a row {what} (the random "
-                                      f"cases' rows are not): look at how the kernel treats such rows")
+    flat = [c for panel in bad for row in panel for c in row]
+    if not any(flat) or all(flat):
         return None, None
     for detector in (_probe_rows, _one_panel, _first_block, _last_tile, _every_kth, _diagonal):
         found = detector(emap, bad, props or [])
@@ -182,6 +197,8 @@ def detect(emap: dict, props: list | None = None) -> tuple[str | None, str | Non
 
 
 def _probe_rows(emap, bad, props):
+    # have < n: a row without the property exists, and it is right (every wrong row has the property): a case whose
+    # rows all have it, all wrong, cannot tell the property from a kernel wrong everywhere
     for what, have, hit, n, nbad in props:
         if have < n and hit * 2 >= have:
             return "probe_rows", (f"only rows {what} are wrong: {nbad} of the {n} rows, all among the {have} rows "
@@ -232,15 +249,23 @@ def _first_block(emap, bad, props):
     return None
 
 
+# A tail is named only after at least this many right cells along its axis: one right cell beside one wrong one
+# (a 1x37 softmax's two column cells) is as likely chance as a rule.
+MIN_RIGHT_BEFORE = 2
+
+
 def _suffix(flags: list[bool]) -> int | None:
-    """The start of the run of set flags that ends the list, when the flags set are exactly that run and it does
-    not start at 0; else None."""
+    """The start of the run of set flags that ends the list, when the flags set are exactly that run, at least
+    MIN_RIGHT_BEFORE cells precede it and it is no longer than they are (the last tile is a tail of the output,
+    not most of it); else None."""
     if not flags or not flags[-1] or all(flags):
         return None
     start = len(flags) - 1
     while start > 0 and flags[start - 1]:
         start -= 1
-    return start if not any(flags[:start]) else None
+    if any(flags[:start]) or start < MIN_RIGHT_BEFORE or len(flags) - start > start:
+        return None
+    return start
 
 
 def _last_tile(emap, bad, props):
@@ -269,6 +294,10 @@ def _last_tile(emap, bad, props):
     return None
 
 
+# The strict triangle of a 3 x 3 grid of cells: the smallest on which a triangle differs from a corner.
+MIN_TRIANGLE = 3
+
+
 def _diagonal(emap, bad, props):
     if not emap["diagonal"]:
         return None
@@ -287,7 +316,9 @@ def _diagonal(emap, bad, props):
                     below_bad += b
     for name, n, hit, other, other_n in (("above", above, above_bad, below_bad, below),
                                          ("below", below, below_bad, above_bad, above)):
-        if n and other_n and hit >= 0.9 * n and not other:  # nearly the whole triangle: a rule, not chance
+        # each side a triangle of at least MIN_TRIANGLE cells: one cell below the diagonal (a 33-row softmax's
+        # corner) is no triangle to be right in
+        if n >= MIN_TRIANGLE and other_n >= MIN_TRIANGLE and hit >= 0.9 * n and not other:  # nearly the whole triangle: a rule, not chance
             other_side = "below" if name == "above" else "above"
             return f"{name}_diagonal", (f"wrong {name} the diagonal ({hit} of its {n} cells), right {other_side} it: "
                                         f"a causal mask off by one, or the tiles on one side skipped or done twice")
@@ -295,12 +326,14 @@ def _diagonal(emap, bad, props):
 
 
 def _progression(flags: list[bool]) -> tuple[int, int] | None:
-    """(k, start) when the set flags are every k-th index from start (k >= 2, at least two of them), else None."""
+    """(k, start) when the set flags are every k-th index from start (k >= 2, at least two of them, over at least
+    two whole periods of k cells), else None."""
     on = [i for i, f in enumerate(flags) if f]
     if len(on) < 2:
         return None
     k = on[1] - on[0]
-    if k < 2 or on[0] >= k or any(b - a != k for a, b in zip(on, on[1:])) or on[-1] + k < len(flags):
+    if (k < 2 or on[0] >= k or any(b - a != k for a, b in zip(on, on[1:])) or on[-1] + k < len(flags)
+            or len(flags) < 2 * k):
         return None
     return k, on[0]
 

@@ -98,10 +98,13 @@ def render_correctness(console: Console, cases: list[dict]) -> None:
     bad = [c for c in cases if not c["ok"]]
     if all(c["category"] == Category.NOT_IMPLEMENTED for c in bad):
         return  # the verdict line says it once
-    mapped = next((c for c in bad if c.get("error_map")), None)
-    for c in bad[:MAX_LISTED_FAILURES]:
+    # one map, under the case whose map says the most (error_map.choose): the pattern of the others is in their
+    # message; listed after the first few when it is not among them
+    mapped = error_map.choose(bad)
+    listed = bad[:MAX_LISTED_FAILURES]
+    for c in listed + ([mapped] if mapped is not None and all(c is not mapped for c in listed) else []):
         console.print(f"  [red]✗[/] {c['dtype']} {_label(c)}: {c['message']}", highlight=False)
-        if c is mapped:  # one map, under the first case that has one: the pattern of the others is in their message
+        if c is mapped:
             render_map(console, c["error_map"])
     if len(bad) > MAX_LISTED_FAILURES:
         console.print(f"  … and {len(bad) - MAX_LISTED_FAILURES} more (see --json)")
@@ -252,8 +255,8 @@ def compact(res, ex) -> list[str]:
         c = bad[0]
         lines = [f"✗ {name}: {len(bad)} of {len(corr)} correctness cases failed; first: {c['dtype']} {_label(c)}: "
                  f"{c['message']}"]
-        mapped = next((b for b in bad if b.get("error_map")), None)
-        if mapped:  # the map in one line: each row of cells as its worst state, and the pattern's name
+        mapped = error_map.choose(bad)
+        if mapped:  # the most telling map in one line: each row of cells as its worst state, and the pattern's name
             lines.append(f"  map {mapped['dtype']} {_label(mapped)}: {error_map.strip(mapped['error_map'])}")
         return lines
     lines = [correct_line(res.day, res.exercise, len(corr))]

@@ -150,11 +150,14 @@ def hint_category(res: ExerciseResult) -> str | None:
 
 
 def hint_pattern(res: ExerciseResult) -> str | None:
-    """The pattern of the first failed case's error map (grader/check/error_map.py), if it showed one."""
+    """The pattern of the failed case whose error map says the most (grader/check/error_map.py's choose, the map
+    the report draws), if it showed one."""
     if res.status != Status.FAIL:
         return None
-    failed = [c for c in res.cases if not c["ok"] and c["category"] not in Category.NOT_COUNTED]
-    return failed[0].get("pattern") if failed else None
+    from grader.check.error_map import choose
+
+    mapped = choose([c for c in res.cases if not c["ok"] and c["category"] not in Category.NOT_COUNTED])
+    return mapped.get("pattern") if mapped else None
 
 
 def hint(res: ExerciseResult, ex, course_hints: dict[str, str]) -> str | None:

@@ -53,8 +53,9 @@ def _tests(doc: dict, points: dict[str, int], optional=frozenset()) -> list[dict
                        f"{bad[0].get('message', '')}"
             else:
                 note = ex.get("message", ex["status"])
-            mapped = next((c for c in bad if c.get("error_map")), None)
-            # where the first mapped case is wrong, as the terminal draws it (plain text: each state a character)
+            mapped = error_map.choose(bad)
+            # where the case whose map says the most is wrong, as the terminal draws it (plain text: each state a
+            # character)
             drawn = ([f"{mapped.get('label', '?')}:", *error_map.text(mapped["error_map"])] if mapped else [])
             out.append({"name": f"{doc['day']}.{ex['exercise']} [{dt}]", "exercise": ex["exercise"], "dtype": dt,
                         "passed": passed, "skipped": skipped, "score": round(worth if passed else 0.0, 4),

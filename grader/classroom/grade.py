@@ -189,11 +189,14 @@ def cell(doc: dict | None) -> str:
 
 
 def patterns(doc: dict | None) -> dict[str, str]:
-    """exercise -> the pattern of its first failing case's error map (grader/check/error_map.py), where it has one."""
+    """exercise -> the pattern of the failing case whose error map says the most (grader/check/error_map.py's
+    choose, the map the report draws), where it has one."""
+    from grader.check.error_map import choose
+
     found = {}
     for e in (doc or {}).get("exercises", []):
-        first = next((c for c in e.get("cases") or [] if not c.get("ok") and c.get("category") not in
-                      Category.NOT_COUNTED), None)
+        first = choose([c for c in e.get("cases") or [] if not c.get("ok") and c.get("category") not in
+                        Category.NOT_COUNTED])
         if first and first.get("pattern"):
             found[e["exercise"]] = first["pattern"]
     return found

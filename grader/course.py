@@ -422,6 +422,9 @@ class Course(Strict):
     hints: dict[str, str] = Field({}, description="default hints by failure category or error-map pattern; an "
                                 "exercise's own win")
     days: list[Day] = Field(min_length=1)
+    min_capability: Annotated[str, StringConstraints(pattern=r"^\d+\.\d+$")] = Field(
+        "0.0", description="the oldest GPU generation the course grades on, as major.minor (\"8.0\": Ampere, for "
+        "bf16, cp.async and mma.sync): an older GPU grades nothing, saying so at `grader doctor` and `grader check`")
     answers: dict[str, str] = Field(
         {}, description="shared files (relative to course.yaml) that hold the answers to a day's holes, each with "
         "that day: `grader release --to` keeps one out of the student repository until that day's solution is "

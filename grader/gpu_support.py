@@ -56,7 +56,12 @@ def list_note(day, cap: tuple[int, int] | None) -> str:
 
 def doctor_detail(course, cap: tuple[int, int], gpu: str) -> tuple[bool | None, str]:
     """`grader doctor`'s line on what this GPU grades: every step, or every step but those it names (optional steps
-    a warning, a mandatory one a problem: the class could not earn its points on this GPU)."""
+    a warning, a mandatory one a problem: the class could not earn its points on this GPU), or nothing (a GPU older
+    than the course's min_capability: a problem)."""
+    from grader.check.worker import below_course_minimum
+
+    if why := below_course_minimum(cap, getattr(course, "min_capability", "0.0"), gpu):
+        return False, f"the course {why}"
     skipped = [(d, e) for d in course.days if d.status == "ready" for e in not_graded(d, cap)]
     if not skipped:
         return True, f"this GPU ({gpu}, sm_{cap[0]}{cap[1]}) grades every step of the course"

@@ -24,7 +24,7 @@ def test_day11_names_its_hopper_steps_on_each_gpu():
     assert gpu_support.list_note(COURSE.day("day10"), GPUS["A100"]) == ""
 
 
-@pytest.mark.parametrize("name", ["A100", "L4", "T4", "B200"])
+@pytest.mark.parametrize("name", ["A100", "L4", "B200"])
 def test_doctor_off_hopper_names_the_optional_steps_it_skips_as_a_warning(name):
     ok, detail = gpu_support.doctor_detail(COURSE, GPUS[name], f"NVIDIA {name}")
     assert ok is None, detail  # a warning: only optional steps are skipped, every mandatory point can be earned
@@ -56,3 +56,22 @@ def test_grader_list_says_it_for_this_gpu(monkeypatch, capsys):
 def test_capability_without_nvidia_smi_is_unknown(monkeypatch):
     monkeypatch.setattr(gpu_support.shutil, "which", lambda name: None)
     assert gpu_support.capability_here() is None
+
+
+def test_a_gpu_older_than_the_course_grades_nothing_and_doctor_and_check_say_so():
+    """course.yaml's min_capability (Ampere): a T4 is refused with the reason and where to grade instead, at doctor
+    (a problem) and in each exercise's verdict (skipped, exit 2), never run into kernels it cannot execute."""
+    from grader.check.job import make_job
+    from grader.check.worker import below_course_minimum
+
+    assert COURSE.min_capability == "8.0"
+    ok, detail = gpu_support.doctor_detail(COURSE, GPUS["T4"], "Tesla T4")
+    assert ok is False and "compute capability 8.0 or newer" in detail and "Tesla T4) is 7.5" in detail
+    assert "Grade on an A100" in detail
+    why = below_course_minimum(GPUS["T4"], COURSE.min_capability, "Tesla T4")
+    assert why and "nothing is graded here" in why
+    assert below_course_minimum(GPUS["A100"], COURSE.min_capability, "NVIDIA A100") is None
+    assert below_course_minimum((12, 0), COURSE.min_capability, "RTX 5090") is None
+    day = COURSE.day("day01")
+    job = make_job(course=COURSE, root=ROOT, day=day, ex=day.exercises[0], src_dir=ROOT / "solutions/day01", seed=1)
+    assert job.min_capability == "8.0"  # the worker reads it before anything runs

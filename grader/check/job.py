@@ -36,6 +36,7 @@ class Job(BaseModel):
     timing: Timing
     limits: Limits
     device: Literal["cuda", "cpu"] = "cuda"
+    min_capability: str = "0.0"  # the course's oldest GPU generation (course.yaml min_capability)
 
     @property
     def exercise(self) -> Exercise:
@@ -62,4 +63,5 @@ def make_job(*, course: Course, root: Path, day: Day, ex: Exercise, src_dir: Pat
         base = Target(day=base_day.id, exercise=base_ex, src_dir=str(Paths(root).solution(base_day.id)))
     return Job(root=str(root), target=Target(day=day.id, exercise=ex, src_dir=str(src_dir)), baseline=kind,
                baseline_target=base, cases=plan(ex, dtypes, benchmark=not correctness_only, cases=cases), seed=seed,
-               timing=course.defaults.timing, limits=ex.limit(course.limits), device=device)
+               timing=course.defaults.timing, limits=ex.limit(course.limits), device=device,
+               min_capability=course.min_capability)

@@ -340,6 +340,16 @@ def make_timer(torch, timing):
     return CudaTimer(torch, timing.warmup, timing.min_reps, timing.max_reps, timing.budget_s, timing.rel_stderr)
 
 
+def below_course_minimum(cap: tuple[int, int], minimum: str, gpu: str) -> str | None:
+    """Why this GPU grades nothing of the course (older than course.yaml's `min_capability`), or None."""
+    need = tuple(int(x) for x in minimum.split("."))
+    if tuple(cap) >= need:
+        return None
+    return (f"needs a GPU of compute capability {minimum} or newer (the course's kernels use bf16, cp.async and "
+            f"mma.sync, Ampere's); this GPU ({gpu}) is {cap[0]}.{cap[1]}: nothing is graded here. Grade on an A100, "
+            "an L4, an RTX 30xx or a newer GPU")
+
+
 def capability_shortfall(ex, cap: tuple[int, int], gpu: str) -> str | None:
     """Why this GPU cannot run the exercise (course.yaml `capability:`), or None."""
     have = f"{cap[0]}.{cap[1]}"
@@ -379,7 +389,7 @@ def run(job: Job, emit: Emitter, *, start: int = 0, had_failure: bool = False, o
             return 0
         props = torch.cuda.get_device_properties(0)
         cap = torch.cuda.get_device_capability(0)
-        why = capability_shortfall(ex, cap, props.name)
+        why = below_course_minimum(cap, job.min_capability, props.name) or capability_shortfall(ex, cap, props.name)
         if why:
             emit("skipped", message=f"{job.target.day}.{ex.name} {why}")
             return 0

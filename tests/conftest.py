@@ -232,6 +232,21 @@ def lesson_table():
     return module
 
 
+def load_script(path: Path):
+    """A script of scripts/ as a module (they are files, not a package), imported once per process under its file
+    name: a test reaches its functions without running its command line."""
+    import importlib.util
+
+    path = Path(path)
+    if path.stem in sys.modules and getattr(sys.modules[path.stem], "__file__", None) == str(path):
+        return sys.modules[path.stem]
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def run_grader(*args, cwd=ROOT, timeout=900, state: Path | None = None, env: dict | None = None):
     """The grader as a user runs it: a separate process, output captured. state: its $GRADER_STATE, where not
     this worker's own (SHARED_STATE); env: variables set on top of this process's."""

@@ -3,7 +3,6 @@
 events, the lesson's block written once and again, and bad --insert input."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -11,20 +10,12 @@ import time
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, load_script
 
 SCRIPT = ROOT / "scripts" / "lessons" / "day18_timeline.py"
 
 
-def _load(path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[path.stem] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-TL = _load(SCRIPT)
+TL = load_script(SCRIPT)
 
 
 def _run(*args, timeout=240):

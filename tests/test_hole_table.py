@@ -1,19 +1,14 @@
 """Every graded step asks for a day's step of code: at most STEP_LIMIT code lines in the solution regions it needs
 (scripts/hole_table.py reads which from the code), unless course.yaml's `long_steps:` says why for that step. The
 reader's rules are tested here on small made-up sources."""
-import importlib.util
 import sys
 from types import SimpleNamespace
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, load_script
 
-spec = importlib.util.spec_from_file_location("hole_table", ROOT / "scripts" / "hole_table.py")
-ht = sys.modules.get("hole_table") or importlib.util.module_from_spec(spec)
-if "hole_table" not in sys.modules:
-    sys.modules[spec.name] = ht
-    spec.loader.exec_module(ht)
+ht = load_script(ROOT / "scripts" / "hole_table.py")
 
 
 def test_no_step_asks_for_more_than_a_days_code_without_a_listed_reason():

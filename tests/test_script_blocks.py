@@ -5,30 +5,21 @@ measured/<track>-<gpu>.json, day 19's ring tables from measured/day19/dist-*.jso
 hand, or left behind when its script changed, fails here; one that still holds its script's PLACEHOLDER line (it
 states no figure) is skipped as not measured yet."""
 import copy
-import importlib.util
 import json
 import re
 import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, load_script
 
 LESSON_SCRIPTS = ["cute_measure", "cutlass_measure", "day18_measure", "day18_timeline", "day19_measure", "day20_measure",
                   "day20_story", "fma_measure", "pinned_measure", "thunder_measure"]
 
 
-def _load(path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[path.stem] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
 sys.path[:0] = [str(ROOT / "scripts"), str(ROOT / "scripts" / "lessons")]
-UPDATE = _load(ROOT / "scripts" / "update_readmes.py")
-RING = _load(ROOT / "scripts" / "lessons" / "day19_ring_measure.py")
+UPDATE = load_script(ROOT / "scripts" / "update_readmes.py")
+RING = load_script(ROOT / "scripts" / "lessons" / "day19_ring_measure.py")
 BLOCKS = [(f.parent.name, m.group(1), m.group(2)) for f in sorted((ROOT / "days").glob("day*/README.md"))
           for m in re.finditer(r"<!-- ([\w.-]+):begin -->\n(.*?)\n<!-- \1:end -->", f.read_text(), re.S)]
 DOCS = {p.relative_to(ROOT).as_posix(): json.loads(p.read_text()) for p in sorted((ROOT / "measured").rglob("*.json"))}
@@ -49,7 +40,7 @@ def _measured_tables(day, course):
 
 def _lesson_tables():
     for script in LESSON_SCRIPTS:
-        mod = _load(ROOT / "scripts" / "lessons" / f"{script}.py")
+        mod = load_script(ROOT / "scripts" / "lessons" / f"{script}.py")
         for name, doc in DOCS.items():
             try:
                 yield f"{script} on {name}", mod.table(doc)
@@ -61,7 +52,7 @@ def _lesson_tables():
 def test_a_scripts_block_is_what_it_writes_from_measured(day, block, text, course):
     if block == "mma-sync":
         pytest.skip("a variant's block: tests/test_variant_tables.py")
-    placeholders = {getattr(_load(ROOT / "scripts" / "lessons" / f"{s}.py"), "PLACEHOLDER", None) for s in LESSON_SCRIPTS}
+    placeholders = {getattr(load_script(ROOT / "scripts" / "lessons" / f"{s}.py"), "PLACEHOLDER", None) for s in LESSON_SCRIPTS}
     if text in placeholders:  # a script's own "not measured yet" line: it states no figure, and says so
         pytest.skip(f"days/{day}/README.md's {block} block is not measured yet")
     if block == "measured":

@@ -185,18 +185,17 @@ def main():
         if a.times is None or a.wall is None:
             ap.error("give TIMES.jsonl and --wall, or --merge PART.json ...")
         lines = [json.loads(x) for x in a.times.read_text().splitlines() if x.strip()] if a.times.is_file() else []
-        ids = None
-        if a.collected_ids is not None:
+
+        def ids_in(path: Path | None, what: str) -> list[str] | None:
+            if path is None:
+                return None
             try:
-                ids = [x.strip() for x in a.collected_ids.read_text().splitlines() if x.strip()]
+                return [x.strip() for x in path.read_text().splitlines() if x.strip()]
             except OSError as e:
-                ap.error(f"cannot read the collected ids: {e}")
-        alone = None
-        if a.alone_ids is not None:
-            try:
-                alone = [x.strip() for x in a.alone_ids.read_text().splitlines() if x.strip()]
-            except OSError as e:
-                ap.error(f"cannot read the gpu_alone ids: {e}")
+                ap.error(f"cannot read {what}: {e}")
+
+        ids = ids_in(a.collected_ids, "the collected ids")
+        alone = ids_in(a.alone_ids, "the gpu_alone ids")
         rec = record(lines, wall_s=a.wall, summary=a.summary, collected=None, collected_ids=ids, workers=a.workers,
                      alone_ids=alone)
     if a.json:

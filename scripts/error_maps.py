@@ -10,12 +10,18 @@ Writes into --out: <day>-<name>.json (the check's result), .png and .txt (the ma
 a picture and as the terminal draws it), table.md (the table) and table.json (its rows). A kernel whose result is
 already in --out is not checked again (--again does), so a run cut off by a time limit goes on where it stopped;
 --budget-s stops starting new checks after that many seconds and prints the table of what is done. Builds go into
---state (default: --out/state), kept between runs."""
+--state (default: --out/state), kept between runs.
+
+    python3 scripts/error_maps.py --out maps/ --rederive     # no GPU: the detectors and the choice of map run again
+
+--rederive checks nothing: it runs the detectors of this tree again on the cell grids the kept results recorded, and
+chooses each kernel's map again, so a change to the detectors or the choice is seen on the last GPU run's maps."""
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -51,7 +57,40 @@ def first_failure(doc: dict) -> dict | None:
 MAPPED = {Category.MISMATCH, Category.UNWRITTEN, Category.NONFINITE}
 
 
-def run_one(bug: dict, out: Path, state: Path, again: bool, every: bool = False) -> dict:
+_ONLY_ROWS = re.compile(r"only rows (.+) are wrong: (\d+) of the (\d+) rows, all among the (\d+) rows ")
+
+
+def _recorded_properties(emap: dict) -> list:
+    """The rows' properties the map recorded; for a map written before it recorded them, those its probe_rows
+    sentence names ("only rows P are wrong: BAD of the N rows, all among the HAVE rows"; every wrong row has P
+    there, so BAD of them are wrong). A map that named no probe_rows then gives none: none that the old detector
+    could name, and the new one is no looser."""
+    if "properties" in emap:
+        return emap["properties"]
+    found = _ONLY_ROWS.match(emap.get("pattern_text") or "") if emap.get("pattern") == "probe_rows" else None
+    if not found:
+        return []
+    what, bad, n, have = found[1], int(found[2]), int(found[3]), int(found[4])
+    return [[what, have, bad, n, bad]]
+
+
+def rederive(doc: dict) -> dict:
+    """The result with every recorded map's pattern found again by this tree's detectors (in place)."""
+    for ex in doc.get("exercises", []):
+        for c in ex.get("cases", []):
+            for holder in [c, *c.get("checks", [])]:
+                emap = holder.get("error_map")
+                if emap:
+                    emap["pattern"], emap["pattern_text"] = error_map.detect(emap, _recorded_properties(emap))
+                    holder["pattern"] = emap["pattern"]
+                    # the message as compare() would write it now: the old pattern's sentence out, the new one in
+                    message = (holder.get("message") or "").split("; pattern ")[0]
+                    holder["message"] = message + (f"; pattern {emap['pattern']}: {emap['pattern_text']}"
+                                                   if emap["pattern"] else "")
+    return doc
+
+
+def run_one(bug: dict, out: Path, state: Path, again: bool, every: bool = False, rederiving: bool = False) -> dict:
     name = bug_id(bug)
     result = out / f"{name}.json"
     want = bug["category"] if isinstance(bug["category"], list) else [bug["category"]]
@@ -61,7 +100,9 @@ def run_one(bug: dict, out: Path, state: Path, again: bool, every: bool = False)
         return {**row, "skipped": f"fails as {', '.join(want)}: no output compared wrong, so no map (--all checks it)"}
     if why := skip_reason(bug):
         return {**row, "skipped": why}
-    if again or not result.exists():
+    if (again and not rederiving) or not result.exists():
+        if rederiving:
+            return {**row, "error": "no kept result to run the detectors on"}
         import torch
 
         if not torch.cuda.is_available():
@@ -83,11 +124,14 @@ def run_one(bug: dict, out: Path, state: Path, again: bool, every: bool = False)
         doc = json.loads(result.read_text())
     except (OSError, ValueError):
         return {**row, "error": f"no result (see {name}.log)"}
+    if rederiving:
+        doc = rederive(doc)
     c = first_failure(doc)
     if c is None:
         return {**row, "error": "no case failed"}
     emap = c.get("error_map")
     row.update(case=f"{c.get('dtype')} {c.get('label')}", category=c.get("category"), pattern=c.get("pattern"),
+               cells=error_map.cells(emap) if emap else None,
                output=(emap or {}).get("output"), pattern_text=(emap or {}).get("pattern_text"),
                strip=error_map.strip(emap) if emap else None)
     if emap:
@@ -127,6 +171,8 @@ def main(argv=None) -> int:
     p.add_argument("--again", action="store_true", help="check again kernels whose result is already in --out")
     p.add_argument("--all", action="store_true", help="also the kernels expected to fail otherwise than by a wrong "
                                                       "output (crash, hang, exploit, opcheck)")
+    p.add_argument("--rederive", action="store_true", help="check nothing: run the detectors and the choice of map "
+                                                           "again on the grids the results in --out recorded")
     p.add_argument("--state", type=Path, help="the checks' $GRADER_STATE (builds kept between runs; default "
                                               "--out/state)")
     args = p.parse_args(argv)
@@ -138,7 +184,7 @@ def main(argv=None) -> int:
     def one(bug):
         if args.budget_s and time.monotonic() - t0 > args.budget_s:
             return None
-        return run_one(bug, args.out, state, args.again, args.all)
+        return run_one(bug, args.out, state, args.again, args.all, args.rederive)
 
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
         rows = [r for r in pool.map(one, bugs) if r is not None]

@@ -293,9 +293,10 @@ def test_the_classroom_formats_carry_the_map_as_text():
 
 
 def _failed(pattern, grid, shape, label="case"):
-    """A failed case as the JSON has it: its pattern beside the map it came from (the grid is all choose() reads)."""
+    """A failed case as the JSON has it: its pattern beside the map it came from (what choose() reads of it)."""
     return {"kind": "correctness", "dtype": "fp32", "label": label, "ok": False, "category": "mismatch",
-            "message": "wrong", "pattern": pattern, "error_map": {"grid": [grid], "shape": list(shape)}}
+            "message": "wrong", "pattern": pattern,
+            "error_map": {"grid": [grid], "shape": list(shape), "block": [8, 8], "natural_block": [8, 8]}}
 
 
 def test_grade_summary_names_each_failing_exercises_pattern():

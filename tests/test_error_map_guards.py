@@ -53,6 +53,14 @@ def test_day07_one_right_cell_is_no_l_of_last_tiles():
     assert _pattern(_map(grid, block=(8, 32), extent=(64, 1000), diagonal=True)) is None
 
 
+def test_day09_half_the_rows_wrong_is_no_last_tile():
+    # warptile_no_barrier_between_stages, fp32 127x129x65: a race that hit rows 64-126 (wrong everywhere on the
+    # other shapes)
+    grid = ["................."] * 8 + ["44444444444444444", "44444444444444443", "44444444444444443", "44444444454444443",
+                                      "44444444444444444", "44444444444444443", "44444444444444443", "44444444444444443"]
+    assert _pattern(_map(grid, block=(8, 8), extent=(127, 129), diagonal=True)) is None
+
+
 def test_day09_most_of_the_columns_unwritten_is_no_last_tile():
     # streamk_segment_not_clamped, fp32 129x384x1000: 16 of 24 column cells never written is no tail
     grid = ["........________________"] * 8 + ["........________________"]
@@ -70,8 +78,9 @@ def test_a_single_cell_or_uniform_map_names_nothing(grid):
 @pytest.mark.parametrize("row,named", [
     (".5", False),  # one right cell before: chance as much as a rule
     ("..5", True),
-    ("..55", True),  # as long as the right part: still a tail
-    ("..555", False),  # longer than the right part: most of the row, not its last tile
+    ("...55", True),
+    ("..55", False),  # half the row: not its last tile
+    ("..555", False),  # most of the row
     ("5..5", False),  # a wrong cell before the tail
 ])
 def test_the_last_tile_needs_right_cells_before_it(row, named):
@@ -135,6 +144,17 @@ def _case(label, grid, shape, pattern=None, ok=False):
             "message": f"wrong in {label}", "pattern": pattern,
             "error_map": {**_map(*grid), "shape": list(shape), "pattern": pattern, "pattern_text": pattern,
                           "legend": error_map.LEGEND}}
+
+
+def test_choose_counts_a_pooled_cell_by_the_blocks_it_hides():
+    # day11 mma_sync_ldmatrix_a_rows_repeat_the_first_eight: 272 cells of one 8 x 8 block each (127x129x65) show
+    # every second 8-row block wrong; 288 cells of four blocks each (257x255x513) show it wrong everywhere
+    fine = _case("127x129x65", [["." * 17, "4" * 17] * 8], (127, 129), "every_kth")
+    fine["error_map"].update(block=[8, 8], natural_block=[8, 8])
+    pooled = _case("257x255x513", [["4" * 32] * 9], (257, 255))
+    pooled["error_map"].update(block=[32, 8], natural_block=[8, 8])
+    assert error_map.cells(pooled["error_map"]) == 288 > error_map.cells(fine["error_map"]) == 272
+    assert choose([pooled, fine]) is fine
 
 
 def test_choose_takes_the_most_cells_then_the_largest_shape_then_the_first():

@@ -80,3 +80,45 @@ def test_without_a_gpu_a_kernel_not_yet_checked_says_so(tmp_path, capsys):
     assert code == 0
     row = json.loads((tmp_path / "table.json").read_text())[0]
     assert row["error"].startswith("no CUDA GPU here")
+
+
+def _old_case(label, grid, block, extent, pattern, text):
+    """A case as the H100 run of 2026-12-06 recorded it: the detectors of then named its pattern, and its map kept no
+    properties of its rows."""
+    emap = {"shape": list(extent), "panels": [], "panel_sizes": [], "panels_per_cell": 1, "rows": "row",
+            "cols": "column", "natural_block": [1, 32], "block": list(block), "extent": list(extent), "diagonal": True,
+            "grid": [grid], "ratios": [], "legend": "", "pattern": pattern, "pattern_text": text, "output": "out"}
+    message = "wrong values" + (f"; pattern {pattern}: {text}" if pattern else "")
+    return {"kind": "correctness", "dtype": "fp32", "label": label, "ok": False, "category": "mismatch",
+            "message": message, "pattern": pattern, "error_map": emap,
+            "checks": [{"name": "out", "ok": False, "message": message, "pattern": pattern, "error_map": dict(emap)}]}
+
+
+def test_rederive_runs_this_trees_detectors_and_choice_on_the_kept_grids(tmp_path, capsys):
+    # the first failing case, one cell, named probe_rows then; a larger one whose wrong rows all have a property
+    one = _old_case("1x1", ["5"], (1, 32), (1, 1), "probe_rows", "every row is wrong, and every row of this case is "
+                    "a row with one finite entry (the random cases' rows are not): look at how the kernel treats such rows")
+    only = ("only rows whose max is very negative (below -100) are wrong: 2 of the 8 rows, all among the 3 rows whose "
+            "max is very negative (below -100); the kernel mistreats such rows")
+    probe = _old_case("8x64 [very_negative]", ["..", "55", "..", "..", "55", "..", "..", ".."], (1, 32), (8, 64),
+                      "probe_rows", only)
+    doc = {"day": "day01", "exercises": [{"exercise": "softmax", "status": "fail", "cases": [one, probe]}]}
+    name = bug_id(BUG)
+    (tmp_path / f"{name}.json").write_text(json.dumps(doc))
+    assert _script().main(["--out", str(tmp_path), "-k", name, "--rederive"]) == 0
+    row = json.loads((tmp_path / "table.json").read_text())[0]
+    # the larger case is shown; its property, read back from the sentence, still names probe_rows
+    assert (row["case"], row["pattern"], row["cells"]) == ("fp32 8x64 [very_negative]", "probe_rows", 16)
+    text = (tmp_path / f"{name}.txt").read_text()
+    assert text.count("; pattern probe_rows: only rows whose max is very negative") == 1
+    # the one-cell case names nothing now (kept in the result file untouched: --rederive writes no JSON)
+    assert json.loads((tmp_path / f"{name}.json").read_text())["exercises"][0]["cases"][0]["pattern"] == "probe_rows"
+    doc["exercises"][0]["cases"] = [one]
+    (tmp_path / f"{name}.json").write_text(json.dumps(doc))
+    assert _script().main(["--out", str(tmp_path), "-k", name, "--rederive"]) == 0
+    assert json.loads((tmp_path / "table.json").read_text())[0]["pattern"] is None
+
+
+def test_rederive_checks_nothing_where_no_result_is_kept(tmp_path, capsys):
+    assert _script().main(["--out", str(tmp_path), "-k", bug_id(BUG), "--rederive"]) == 0
+    assert json.loads((tmp_path / "table.json").read_text())[0]["error"] == "no kept result to run the detectors on"

@@ -132,14 +132,24 @@ def cells(emap: dict) -> int:
     return sum(len(row) for panel in emap["grid"] for row in panel)
 
 
+def resolution(emap: dict) -> float:
+    """What the map shows of where: its cells, each counted by the share of the task's own blocks it shows alone (a
+    cell that pools k of them counts 1/k). Pooling hides any pattern finer than k blocks: the second eight rows of
+    every 16-row MMA fragment show on a 127-row C in 8-row cells, not on a 257-row C in 32-row cells."""
+    (br, bc), (nr, nc) = emap["block"], emap.get("natural_block") or emap["block"]
+    pooled = max(1, br // max(1, nr)) * max(1, bc // max(1, nc)) * emap.get("panels_per_cell", 1)
+    return cells(emap) / pooled
+
+
 def choose(cases: list[dict]) -> dict | None:
-    """The failing case whose map says the most, of an exercise's cases: the most cells, then the largest output,
-    then the first. The first failing case is usually the smallest shape (1x1, 1x37), whose map of a cell or two
-    shows no shape at all; every case keeps its own map in the JSON all the same."""
+    """The failing case whose map says the most, of an exercise's cases: the highest resolution() (many cells, each
+    one of the task's own blocks), then the largest output, then the first. The first failing case is usually the
+    smallest shape (1x1, 1x37), whose map of a cell or two shows no shape at all; every case keeps its own map in
+    the JSON all the same."""
     mapped = [c for c in cases if not c.get("ok") and c.get("error_map")]
     if not mapped:
         return None
-    return max(mapped, key=lambda c: (cells(c["error_map"]), math.prod(c["error_map"]["shape"])))  # ties: the first
+    return max(mapped, key=lambda c: (resolution(c["error_map"]), math.prod(c["error_map"]["shape"])))  # ties: the first
 
 
 def _row_properties(blocks: Blocks, shape, has_cols: bool, row_bad, n_rows: int) -> list[tuple[str, int, int]]:
@@ -256,14 +266,14 @@ MIN_RIGHT_BEFORE = 2
 
 def _suffix(flags: list[bool]) -> int | None:
     """The start of the run of set flags that ends the list, when the flags set are exactly that run, at least
-    MIN_RIGHT_BEFORE cells precede it and it is no longer than they are (the last tile is a tail of the output,
-    not most of it); else None."""
+    MIN_RIGHT_BEFORE cells precede it and it is shorter than they are (the last tile is a tail of the output: half
+    of it or more is some other rule, a race that hit one warp row's half, a work split gone wrong); else None."""
     if not flags or not flags[-1] or all(flags):
         return None
     start = len(flags) - 1
     while start > 0 and flags[start - 1]:
         start -= 1
-    if any(flags[:start]) or start < MIN_RIGHT_BEFORE or len(flags) - start > start:
+    if any(flags[:start]) or start < MIN_RIGHT_BEFORE or len(flags) - start >= start:
         return None
     return start
 

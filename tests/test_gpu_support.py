@@ -75,3 +75,10 @@ def test_a_gpu_older_than_the_course_grades_nothing_and_doctor_and_check_say_so(
     day = COURSE.day("day01")
     job = make_job(course=COURSE, root=ROOT, day=day, ex=day.exercises[0], src_dir=ROOT / "solutions/day01", seed=1)
     assert job.min_capability == "8.0"  # the worker reads it before anything runs
+
+
+def test_the_site_home_page_says_which_gpus_grade_the_course():
+    from grader.site.home import home_page
+
+    text = "\n".join(home_page(COURSE, lambda d: f"{d}.md", lambda d: f"{d}.html", "readme.md"))
+    assert "compute capability 8.0 or newer" in text and "Hopper track" in text and "(readme.md)" in text

@@ -37,6 +37,12 @@ def home_page(course: Course, day_link: Callable[[str], str], svg_href: Callable
         "`grader doctor` then says **compile-only mode**: `grader check` compiles your kernels for sm_80 and sm_90, "
         "shows any compiler error at its file and line and ptxas's report for each kernel (registers, shared "
         "memory, spills), but cannot run them. Correctness and speed are checked on a GPU machine.", "",
+        *([f"Which GPUs grade the course: compute capability {course.min_capability} or newer (an older GPU grades "
+           "nothing, and `grader doctor` says so); a step that needs one generation, such as day 11's optional "
+           "Hopper track, is graded on that GPU only and skipped elsewhere, saying so. `grader doctor` lists what "
+           "your GPU grades" + (f", and the [table of GPUs]({repository_page}) sums it up." if repository_page
+                                else "."), ""]
+          if course.min_capability != "0.0" else []),
         f"Then open [{first}]({day_link(first)})'s lesson, complete the stub in `days/{first}/` and run "
         f"`grader check {first}` again; the graph below shows the order after that.", "",
         "## The days", "",

@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from grader.check import error_map  # noqa: E402
-from grader.verdicts import Category  # noqa: E402
+from grader.verdicts import Category, Status  # noqa: E402
 from tests.known_wrong import KNOWN_WRONG, bug_id, check_args, check_env, plant, skip_reason  # noqa: E402
 
 
@@ -128,7 +128,10 @@ def run_one(bug: dict, out: Path, state: Path, again: bool, every: bool = False,
         doc = rederive(doc)
     c = first_failure(doc)
     if c is None:
-        return {**row, "error": "no case failed"}
+        # an exercise that could not run here (a missing package, no such GPU) says why rather than "no case failed"
+        why = next((f"not run: {ex['message']}" for ex in doc.get("exercises", [])
+                    if ex.get("status") in (Status.ENV_ERROR, Status.SKIPPED) and ex.get("message")), "no case failed")
+        return {**row, "error": why}
     emap = c.get("error_map")
     row.update(case=f"{c.get('dtype')} {c.get('label')}", category=c.get("category"), pattern=c.get("pattern"),
                cells=error_map.cells(emap) if emap else None,

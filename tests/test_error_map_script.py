@@ -122,3 +122,12 @@ def test_rederive_runs_this_trees_detectors_and_choice_on_the_kept_grids(tmp_pat
 def test_rederive_checks_nothing_where_no_result_is_kept(tmp_path, capsys):
     assert _script().main(["--out", str(tmp_path), "-k", bug_id(BUG), "--rederive"]) == 0
     assert json.loads((tmp_path / "table.json").read_text())[0]["error"] == "no kept result to run the detectors on"
+
+
+def test_an_exercise_that_could_not_run_says_why_not_no_case_failed(tmp_path, capsys):
+    doc = {"day": "day01", "exercises": [{"exercise": "softmax", "status": "env_error", "cases": [],
+                                          "message": "day01.softmax needs the Python package `cutlass`"}]}
+    (tmp_path / f"{bug_id(BUG)}.json").write_text(json.dumps(doc))
+    assert _script().main(["--out", str(tmp_path), "-k", bug_id(BUG), "--rederive"]) == 0
+    row = json.loads((tmp_path / "table.json").read_text())[0]
+    assert row["error"] == "not run: day01.softmax needs the Python package `cutlass`"

@@ -232,6 +232,14 @@ def lesson_table():
     return module
 
 
+@pytest.fixture(scope="session")
+def gpu_marks() -> dict[str, list[str]]:
+    """The GPU tests and their marks, from one collection for the whole test process (tests/collect_marks.py)."""
+    from tests.collect_marks import gpu_marks as collect
+
+    return collect(ROOT)
+
+
 def load_script(path: Path):
     """A script of scripts/ as a module (they are files, not a package), imported once per process under its file
     name: a test reaches its functions without running its command line."""

@@ -1,30 +1,18 @@
 """The GPU suite sharded over the GPUs of one machine (scripts/device_run.sh SHARDS=n; tests/conftest.py): every GPU
 test runs in exactly one shard, those that need several GPUs in the shard that sees them all, and the shards are
 balanced by the last recorded suite's seconds."""
-import os
-import subprocess
-import sys
-
+from tests.collect_marks import gpu_marks as collect
 from tests.conftest import ROOT, _recorded_seconds, shard_of
 
 
-def _collected(shard: str | None, mark: str = "gpu") -> list[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("GRADER_TEST_SHARD", "GRADER_TEST_SHARD_WORKERS")}
-    if shard:
-        env["GRADER_TEST_SHARD"] = shard
-    r = subprocess.run([sys.executable, "-m", "pytest", "-m", mark, "--collect-only", "-q", "-p", "no:cacheprovider",
-                        "tests/gpu", "tests/test_profile.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert r.returncode in (0, 5), r.stdout[-2000:] + r.stderr[-2000:]
-    return [line for line in r.stdout.splitlines() if "::" in line]
-
-
-def test_every_gpu_test_is_in_exactly_one_shard_and_the_multi_gpu_ones_see_every_gpu():
-    every = _collected(None)
-    multi = _collected("multi")
-    one = _collected("1/4")
+def test_every_gpu_test_is_in_exactly_one_shard_and_the_multi_gpu_ones_see_every_gpu(gpu_marks):
+    every = list(gpu_marks)
+    multi = list(collect(ROOT, "multi"))
+    one = list(collect(ROOT, "1/4"))
     assert multi and all("day19" in t for t in multi), multi  # day 19's exercise in processes, and nothing else
     single = [t for t in every if t not in multi]
-    shards = shard_of(single, 4, _recorded_seconds(), alone=_collected(None, "gpu_alone"))
+    alone = [t for t in every if "gpu_alone" in gpu_marks[t]]
+    shards = shard_of(single, 4, _recorded_seconds(), alone=alone)
     assert sorted(one) == sorted(t for t, k in shards.items() if k == 1)  # the hook keeps what shard_of assigns
     assert set(shards) == set(single) and not set(one) & set(multi)
 

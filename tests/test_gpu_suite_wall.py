@@ -3,9 +3,6 @@ test took in the last recorded suite (measured/gpu-suite.json, at its parallelis
 day's), stays within LIMIT_S. A change that adds tests or slows one shows here, in the change that does it, not in
 a developer's next device call. The model (tests/gpu_schedule.py) is checked against the recorded run itself."""
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
@@ -21,21 +18,10 @@ def _record() -> dict:
     return json.loads(RECORD.read_text())
 
 
-@pytest.fixture(scope="module")
-def collected(tmp_path_factory) -> dict[str, list[str]]:
-    out = tmp_path_factory.mktemp("marks") / "marks.json"
-    env = {k: v for k, v in os.environ.items() if k not in ("GRADER_TEST_SHARD", "GRADER_TEST_SHARD_WORKERS")}
-    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "tests.collect_marks", "-m", "gpu", "--collect-only",
-                        "-q", "-p", "no:cacheprovider", "tests"], cwd=ROOT, capture_output=True, text=True,
-                       env=env | {"GRADER_COLLECT_MARKS": str(out)}, timeout=600)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    return json.loads(out.read_text())
-
-
-def test_the_whole_gpu_suite_is_predicted_to_fit_one_device_call(collected):
+def test_the_whole_gpu_suite_is_predicted_to_fit_one_device_call(gpu_marks):
     rec = _record()
-    one_gpu = [t for t, marks in collected.items() if "multi_gpu" not in marks]
-    alone = [t for t in one_gpu if "gpu_alone" in collected[t]]
+    one_gpu = [t for t, marks in gpu_marks.items() if "multi_gpu" not in marks]
+    alone = [t for t in one_gpu if "gpu_alone" in gpu_marks[t]]
     workers = rec.get("workers") or ONE_GPU_WORKERS
     p = predict(one_gpu, _recorded_seconds(), workers, alone, **({"start_s": rec["start_s"]} if "start_s" in rec else {}))
     assert p["wall_s"] <= LIMIT_S, (

@@ -413,6 +413,7 @@ def png(emap: dict, path) -> None:
     import matplotlib.pyplot as plt
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
+    from matplotlib.ticker import MaxNLocator
 
     colours = ["#e8f5e9"] + [plt.get_cmap("Reds")(0.25 + 0.75 * i / (len(SHADES) - 1)) for i in range(len(SHADES))] \
         + ["#9e9e9e", "#6a1b9a"]
@@ -420,7 +421,8 @@ def png(emap: dict, path) -> None:
             NONFINITE: len(SHADES) + 2}
     grid = emap["grid"]
     n = len(grid)
-    fig, axes = plt.subplots(1, n, figsize=(min(2 + 2.2 * n, 16), 3.2), squeeze=False)
+    width = min(2 + 2.2 * n, 16)
+    fig, axes = plt.subplots(1, n, figsize=(width, 3.2), squeeze=False)
     (cr, cc) = emap["block"]
     for p, ax in enumerate(axes[0]):
         data = [[code[ch] for ch in row] for row in grid[p]]
@@ -430,9 +432,11 @@ def png(emap: dict, path) -> None:
         ax.set_ylabel(f"{emap['rows']} block ({cr} {_plural(emap['rows'])})", fontsize=8)
         ax.set_xlabel(f"{emap['cols']} block ({cc} {_plural(emap['cols'])})" if emap["cols"] else "", fontsize=8)
         ax.tick_params(labelsize=7)
+        for axis in (ax.xaxis, ax.yaxis):  # a block's index, never a fraction of one
+            axis.set_major_locator(MaxNLocator(integer=True))
     title = f"{emap.get('output', '')}: " if emap.get("output") else ""
     title += f"{emap.get('pattern') or 'no pattern'}" + (f": {emap['pattern_text']}" if emap.get("pattern_text") else "")
-    fig.suptitle(textwrap.fill(title, 150), fontsize=8)
+    fig.suptitle(textwrap.fill(title, int(13 * width)), fontsize=8)  # about 13 characters an inch at this size
     handles = [Patch(color=colours[0], label="right"), Patch(color=colours[1], label="wrong, up to 10x the tolerance"),
                Patch(color=colours[len(SHADES)], label=f"wrong, over 10^{len(SHADES) - 1}x"),
                Patch(color=colours[-2], label="never written"), Patch(color=colours[-1], label="NaN/inf")]

@@ -178,6 +178,7 @@ def cmd_list(args) -> int:
     manifest = semester.manifest_of(root)
     today = clock.today()
     cap = gpu_support.capability_here() if any(gpu_support.limited_steps(d) for d in course.days) else None
+    notes: list[str] = []
     t = Table(title=course.title, title_justify="left")
     for col in ("day", "title", "track", "status", "last check"):
         t.add_column(col)
@@ -198,9 +199,13 @@ def cmd_list(args) -> int:
         else:
             status = "[green]ready[/]" if d.status == "ready" else "[dim]planned[/]"
             note = gpu_support.list_note(d, cap) if d.status == "ready" else ""
-            status += f" [dim]({note})[/]" if note else ""
+            if note:  # said under the table: a long cell would widen every row
+                notes.append(f"{d.id}: {note}")
+                status += " [dim](*)[/]"
         t.add_row(d.id, title, d.track, status, last_s)
     console.print(t)
+    for line in notes:
+        console.print(f"(*) {line}", style="dim", markup=False)
     return 0
 
 

@@ -83,3 +83,16 @@ def test_the_site_home_page_says_which_gpus_grade_the_course():
 
     text = "\n".join(home_page(COURSE, lambda d: f"{d}.md", lambda d: f"{d}.html", "readme.md"))
     assert "compute capability 8.0 or newer" in text and "Hopper track" in text and "(readme.md)" in text
+
+
+def test_a_day_whose_optional_steps_this_gpu_skips_passes_on_its_mandatory_ones():
+    """On an A100, `grader check day11` skips the Hopper track: the exit code weighs 11a-11c alone (0 when they pass),
+    as it does for an optional stub left as released; a mandatory step skipped still counts."""
+    from grader.commands.shared import counted_statuses
+    from grader.verdicts import exit_code
+
+    day = COURSE.day("day11")
+    out = [{"exercise": e.name, "status": "skipped" if e.optional else "pass"} for e in day.exercises]
+    assert exit_code(counted_statuses(day, out)) == 0
+    out[0]["status"] = "skipped"  # 11a, mandatory
+    assert exit_code(counted_statuses(day, out)) != 0

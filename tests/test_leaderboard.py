@@ -290,3 +290,24 @@ def test_the_summary_grader_grade_writes_beside_the_results_is_not_taken_for_one
     files = lb.result_files([r])
     assert [f.relative_to(r).as_posix() for f in files] == ["alice/day01.json"]
     assert lb.result_files([r / "summary.json"]) == [r / "summary.json"]  # named explicitly, it is judged as given
+
+
+A100 = {**H100, "gpu": "NVIDIA A100-SXM4-80GB", "capability": "8.0", "sms": 108}
+
+
+def test_an_optional_step_neither_rejects_an_entry_nor_enters_its_ranking(tmp_path):
+    """Day 11's Hopper track (course.yaml: optional): on an A100 it is skipped, on an H100 a student may leave it as
+    released or do it; every entry ranks on the mandatory steps alone. Which steps are optional is the course's to
+    say: a result file that marks a mandatory step optional changes nothing."""
+    optional = {"day11": frozenset({"hopper"})}
+    skipped = {"exercise": "hopper", "status": "skipped", "message": "an optional step that runs on compute "
+               "capability 9.0 only", "info": dict(A100), "cases": [], "ranked": True, "seed_sha256": SHA}
+    on_a100 = result(exercise("a", (3.0, 3.0), info=A100), skipped, day="day11")
+    assert judge(tmp_path / "1", on_a100, optional=optional) is None
+    assert judge(tmp_path / "2", on_a100).kind == lb.FAILED  # without the course's word it is a failure
+    done = result(exercise("a", (3.0, 3.0)), exercise("hopper", (9.0, 9.0)), day="day11")
+    put(tmp_path / "3" / "r", "bob", done, "day11.json")
+    (entry,), rejected, _ = lb.collect(lb.result_files([tmp_path / "3" / "r"]), now=NOW, optional=optional)
+    assert not rejected and entry.speedup == pytest.approx(3.0) and entry.exercises == {"a": 3.0}
+    forged = result({**exercise("a"), "status": "not_implemented", "optional": True}, exercise("hopper"), day="day11")
+    assert judge(tmp_path / "4", forged, optional=optional).kind == lb.FAILED

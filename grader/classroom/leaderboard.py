@@ -199,8 +199,12 @@ def _participant(path: Path) -> str:
     return re.sub(r"[^\w.@+-]", "_", name) or "unknown"
 
 
-def read_entry(path: Path, *, now: datetime, max_age: timedelta | None, seed_sha256: str | None) -> Entry:
-    """One result file as a leaderboard entry, or Reject(kind, reason)."""
+def read_entry(path: Path, *, now: datetime, max_age: timedelta | None, seed_sha256: str | None,
+               optional: dict[str, frozenset[str]] | None = None) -> Entry:
+    """One result file as a leaderboard entry, or Reject(kind, reason). optional: day -> the exercises course.yaml
+    marks optional (day 11's Hopper track): they neither reject an entry (left as released, or skipped on a GPU that
+    does not grade them) nor enter its ranking, so entries on every GPU rank the same mandatory steps. The course
+    says which, never the result file (a result could mark a slow mandatory step optional)."""
     try:
         if path.stat().st_size > MAX_BYTES:
             raise Reject(MALFORMED, f"{path.stat().st_size:,} bytes: not a check's results")
@@ -249,10 +253,11 @@ def read_entry(path: Path, *, now: datetime, max_age: timedelta | None, seed_sha
     if when > now + FUTURE_SLACK:
         raise Reject(INCONSISTENT, f"ran at {when.isoformat()}, later than now ({now.isoformat()})")
     bound = _peak_bound(info)
-    failed = [ex for ex in exercises if ex["status"] != Status.PASS]
+    extra = (optional or {}).get(day, frozenset())
+    failed = [ex for ex in exercises if ex["status"] != Status.PASS and ex["exercise"] not in extra]
     speedups, fracs = {}, []
     for ex in exercises:
-        if ex in failed:
+        if ex in failed or ex["exercise"] in extra:
             continue
         sp, frac = _check_exercise(ex, bound)
         if sp is not None:
@@ -297,14 +302,15 @@ def result_files(paths: Iterable[str | Path]) -> list[Path]:
 
 
 def collect(files: list[Path], *, now: datetime | None = None, max_age_days: float | None = 30,
-            seed_sha256: str | None = None) -> tuple[list[Entry], list[Rejected], list[Rejected]]:
+            seed_sha256: str | None = None,
+            optional: dict[str, frozenset[str]] | None = None) -> tuple[list[Entry], list[Rejected], list[Rejected]]:
     """(entries, rejected, not entered)."""
     now = now or datetime.now(timezone.utc)
     max_age = timedelta(days=max_age_days) if max_age_days is not None else None
     entries, rejected, not_entered = [], [], []
     for f in files:
         try:
-            entries.append(read_entry(f, now=now, max_age=max_age, seed_sha256=seed_sha256))
+            entries.append(read_entry(f, now=now, max_age=max_age, seed_sha256=seed_sha256, optional=optional))
         except NotEntered as r:
             not_entered.append(Rejected(str(f), r.kind, r.reason))
         except Reject as r:
@@ -348,11 +354,12 @@ def slug(text: str) -> str:
 
 
 def build(paths: Iterable[str | Path], *, now: datetime | None = None, max_age_days: float | None = 30,
-          seed_sha256: str | None = None) -> Board:
+          seed_sha256: str | None = None, optional: dict[str, frozenset[str]] | None = None) -> Board:
     files = result_files(paths)
     if not files:
         raise GraderError("no result files (*.json) found in what was given")
-    entries, rejected, not_entered = collect(files, now=now, max_age_days=max_age_days, seed_sha256=seed_sha256)
+    entries, rejected, not_entered = collect(files, now=now, max_age_days=max_age_days, seed_sha256=seed_sha256,
+                                             optional=optional)
     rejected.sort(key=lambda r: r.source)
     not_entered.sort(key=lambda r: r.source)
     return Board(build=uuid.uuid4().hex[:12], built_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),

@@ -211,10 +211,11 @@ def _keep(args, root: Path, day, doc: dict, save: bool = True) -> int:
 
 
 def counted_statuses(day, out: list[dict]) -> list[str]:
-    """The statuses the exit code weighs: every exercise's, but an optional step's only once it is begun (a stub
-    left as released is no failure of the day)."""
+    """The statuses the exit code weighs: every exercise's, but an optional step's only once it is begun and graded
+    here (a stub left as released, or a step this GPU does not grade, is no failure of the day)."""
     optional = {e.name for e in day.exercises if e.optional}
-    return [r["status"] for r in out if not (r["exercise"] in optional and r["status"] == Status.NOT_IMPLEMENTED)]
+    return [r["status"] for r in out
+            if not (r["exercise"] in optional and r["status"] in (Status.NOT_IMPLEMENTED, Status.SKIPPED))]
 
 
 def _sandbox(args, root: Path, variant: str, default: bool):

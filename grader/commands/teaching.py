@@ -151,7 +151,9 @@ def cmd_leaderboard(args) -> int:
     if args.seed_sha256 and not re.fullmatch(r"[0-9a-f]{64}", args.seed_sha256):
         raise GraderError("--seed-sha256 takes the 64 hex digits a ranked run prints and records (seed_sha256)")
     max_age = None if args.max_age_days == 0 else args.max_age_days
-    board = lb.build(args.results, max_age_days=max_age, seed_sha256=args.seed_sha256)
+    _, _, course = _load(args)  # which steps are optional is the course's to say (leaderboard.read_entry)
+    optional = {d.id: frozenset(e.name for e in d.exercises if e.optional) for d in course.days}
+    board = lb.build(args.results, max_age_days=max_age, seed_sha256=args.seed_sha256, optional=optional)
     out = Path(args.out).expanduser()
     lb.write(board, out)
     for r in board.rejected:

@@ -374,8 +374,8 @@ def _cell(text) -> str:
 def markdown(board: Board) -> str:
     lines = ["# Leaderboard", "",
              "Ranked runs only (`grader check --ranked`: two runs on inputs from a secret seed). One board per day "
-             "and GPU model, ordered by the geometric mean of each exercise's speedup over its baseline, timed in "
-             "the same run; *% of ceiling* is the geometric mean of the kernel against a device copy of the same "
+             "and GPU model, ordered by the geometric mean of each mandatory exercise's speedup over its baseline, "
+             "timed in the same run; *% of ceiling* is the geometric mean of the kernel against a device copy of the same "
              "bytes (or, for compute-bound exercises, the ceiling op), where the result measured it.", "",
              f"<!-- build {board.build} -->", f"Built {board.built_at}: {board.accepted} result(s) ranked, "
              f"{len(board.rejected)} rejected" + (f", {len(board.not_entered)} not entered (missing or compiled only)"

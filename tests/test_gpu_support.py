@@ -96,3 +96,23 @@ def test_a_day_whose_optional_steps_this_gpu_skips_passes_on_its_mandatory_ones(
     assert exit_code(counted_statuses(day, out)) == 0
     out[0]["status"] = "skipped"  # 11a, mandatory
     assert exit_code(counted_statuses(day, out)) != 0
+
+
+def test_the_student_readme_marks_the_optional_steps_and_the_gpus_that_grade_them():
+    from grader.authoring.student_readme import render
+
+    text = render(COURSE, ["day11", "day17"])
+    assert "matmul_wgmma (optional, sm_90 only)" in text and "matmul_wmma," in text
+    assert "attention_dropout (optional)" in text
+    assert "compute capability 8.0 or newer" in text and "extra credit" in text
+
+
+def test_a_stub_names_how_many_more_places_its_placeholder_stands_at():
+    from grader.check.verdict import ExerciseResult, note_placeholders
+    from grader.verdicts import Status
+
+    spots = [f"days/day16/attention_bwd_kv.cu:{n}" for n in (43, 66, 68, 69)]
+    res = note_placeholders(ExerciseResult("day16", "attention_bwd_dkdv", "student", "x", 1,
+                                           status=Status.NOT_IMPLEMENTED, message="not implemented yet"),
+                            spots, "YOUR CODE HERE")
+    assert res.message.endswith("attention_bwd_kv.cu:68 and 1 more)"), res.message

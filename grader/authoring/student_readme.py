@@ -17,10 +17,18 @@ def _days_table(course: Course, released: list[str]) -> list[str]:
     rows = ["| day | lesson | exercises (`--exercise`) | due |", "|---|---|---|---|"]
     for d in (course.day(i) for i in released):
         title = f"**{d.title}** (mandatory)" if d.mandatory else d.title
-        names = ", ".join(e.name for e in d.exercises) or "-"
+        names = ", ".join(e.name + _optional(e) for e in d.exercises) or "-"
         rows.append(f"| {d.id} | [{title}](days/{d.id}/README.md) | {names} | "
                     f"{d.due.isoformat() if d.due else '-'} |")
     return rows
+
+
+def _optional(e) -> str:
+    """How the table marks an optional exercise, and the GPUs that grade it where only some do."""
+    if not e.optional:
+        return ""
+    gpus = " / ".join(f"sm_{c.replace('.', '')}" for c in e.capability)
+    return f" (optional, {gpus} only)" if gpus else " (optional)"
 
 
 def _on_slurm(first: str) -> list[str]:
@@ -108,7 +116,12 @@ def render(course: Course, released: list[str], slurm: bool = False) -> str:
               "the sources of `days/dayNN/` are taken from your repository, while the course file, the problems "
               "(`tasks/`) and the thresholds are the instructor's. A day folder that is missing is graded as not "
               "implemented. An exercise's points are split over its dtypes; a dtype earns its share when all its "
-              "cases pass and the exercise's speedup clears its threshold.", "",
+              "cases pass and the exercise's speedup clears its threshold. An optional exercise's points are extra "
+              "credit: left as released it costs nothing, and one graded on some GPUs only (day 11's Hopper track, "
+              "sm_90) is skipped elsewhere, saying so.", "",
+              *([f"Your GPU: compute capability {course.min_capability} or newer (an A100, an L4, an RTX 30xx or "
+                 "newer); an older one grades nothing. `grader doctor` on the GPU machine says which steps it "
+                 "grades.", ""] if course.min_capability != "0.0" else []),
               "## The leaderboard", "",
               "```bash",
               f"grader check {first} --ranked --json results.json",

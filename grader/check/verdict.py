@@ -125,10 +125,11 @@ def missing_compiler(res: ExerciseResult, message: str) -> ExerciseResult:
 def note_placeholders(res: ExerciseResult, spots: list[str], placeholder: str) -> ExerciseResult:
     """Where the stub's placeholder still stands: beside NOT IMPLEMENTED, and beside a compile-only verdict, which a
     stub left as released gets as finished code does (it compiles), so that it alone says the work is not done."""
+    shown = ", ".join(spots[:3]) + (f" and {len(spots) - 3} more" if len(spots) > 3 else "")
     if res.status == Status.NOT_IMPLEMENTED and spots:
-        res.message += f" ({placeholder} still at {', '.join(spots[:3])})"
+        res.message += f" ({placeholder} still at {shown})"
     elif res.status == Status.NO_GPU and spots:
-        res.message += f". {placeholder} still stands at {', '.join(spots[:3])}: that part is not written yet"
+        res.message += f". {placeholder} still stands at {shown}: that part is not written yet"
     return res
 
 

@@ -1,23 +1,19 @@
 """scripts/error_maps.py on the CPU: the planted copy it checks is the GPU suite's (tests/known_wrong.py), and from a
 check's result it writes the table row, the map's PNG and its text. The checks themselves need a GPU."""
-import importlib.util
 import json
 
 import torch
 
 from grader.check.compare import compare, poison
 from grader.check.error_map import Blocks
-from tests.conftest import ROOT
+from tests.conftest import ROOT, load_script
 from tests.known_wrong import KNOWN_WRONG, bug_id, check_args, check_env, plant
 
 BUG = next(b for b in KNOWN_WRONG if b["name"] == "grid_rounds_down_last_rows_unwritten")
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("error_maps", ROOT / "scripts" / "error_maps.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "scripts" / "error_maps.py")
 
 
 def test_every_pattern_a_known_wrong_kernel_expects_is_one_the_detectors_name():

@@ -116,3 +116,11 @@ def test_a_stub_names_how_many_more_places_its_placeholder_stands_at():
                                            status=Status.NOT_IMPLEMENTED, message="not implemented yet"),
                             spots, "YOUR CODE HERE")
     assert res.message.endswith("attention_bwd_kv.cu:68 and 1 more)"), res.message
+
+
+def test_doctor_without_a_gpu_names_the_steps_that_need_one_generation(monkeypatch, capsys):
+    monkeypatch.setattr(gpu_support, "capability_here", lambda: None)
+    cli.main(["--course", str(ROOT / "course.yaml"), "doctor"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "steps no GPU here; on a GPU of compute capability 8.0 or newer every step is graded, except " \
+           "day11.matmul_wgmma_async, day11.matmul_wgmma, day11.matmul_cute" in out, out

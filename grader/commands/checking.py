@@ -230,12 +230,15 @@ def _steps_check(args) -> list:
     from grader.doctor import Check
 
     cap = gpu_support.capability_here()
-    if cap is None:
-        return []
     try:
         _, _, course = _load(args)
     except GraderError:  # the course line above already says what is wrong with it
         return []
+    if cap is None:  # no GPU here: which steps need one generation, for the student choosing a GPU
+        limited = [f"{d.id}.{e.name}" for d in course.days if d.status == "ready" for e in gpu_support.limited_steps(d)]
+        return [Check("steps", True, f"no GPU here; on a GPU of compute capability {course.min_capability} or newer "
+                      "every step is graded, except " + ", ".join(limited) + " (graded on their own GPU generation "
+                      "only)")] if limited else []
     gpu = (doctor_gpu_name() or "this GPU")
     ok, detail = gpu_support.doctor_detail(course, cap, gpu)
     return [Check("steps", ok, detail)]

@@ -35,8 +35,19 @@ def not_graded(day, cap: tuple[int, int] | None) -> list:
     return [e for e in limited_steps(day) if have not in e.capability]
 
 
-def _archs(e) -> str:
+def archs(e) -> str:
+    """The architectures an exercise's `capability:` names, as nvcc writes them: "sm_90", "sm_90 / sm_100"."""
     return " / ".join(f"sm_{c.replace('.', '')}" for c in e.capability)
+
+
+def below_course_minimum(cap: tuple[int, int], minimum: str, gpu: str) -> str | None:
+    """Why this GPU grades nothing of the course (older than course.yaml's `min_capability`), or None."""
+    need = tuple(int(x) for x in minimum.split("."))
+    if tuple(cap) >= need:
+        return None
+    return (f"needs a GPU of compute capability {minimum} or newer (the course's kernels use bf16, cp.async and "
+            f"mma.sync, Ampere's); this GPU ({gpu}) is {cap[0]}.{cap[1]}: nothing is graded here. Grade on an A100, "
+            "an L4, an RTX 30xx or a newer GPU")
 
 
 def list_note(day, cap: tuple[int, int] | None) -> str:
@@ -45,7 +56,7 @@ def list_note(day, cap: tuple[int, int] | None) -> str:
     if not limited:
         return ""
     names = ", ".join(e.name for e in limited)
-    where = _archs(limited[0]) if len({tuple(e.capability) for e in limited}) == 1 else "their GPUs"
+    where = archs(limited[0]) if len({tuple(e.capability) for e in limited}) == 1 else "their GPUs"
     if cap is None:
         return f"{names}: graded on {where} only"
     skipped = not_graded(day, cap)
@@ -58,15 +69,13 @@ def doctor_detail(course, cap: tuple[int, int], gpu: str) -> tuple[bool | None, 
     """`grader doctor`'s line on what this GPU grades: every step, or every step but those it names (optional steps
     a warning, a mandatory one a problem: the class could not earn its points on this GPU), or nothing (a GPU older
     than the course's min_capability: a problem)."""
-    from grader.check.worker import below_course_minimum
-
-    if why := below_course_minimum(cap, getattr(course, "min_capability", "0.0"), gpu):
+    if why := below_course_minimum(cap, course.min_capability, gpu):
         return False, f"the course {why}"
     skipped = [(d, e) for d in course.days if d.status == "ready" for e in not_graded(d, cap)]
     if not skipped:
         return True, f"this GPU ({gpu}, sm_{cap[0]}{cap[1]}) grades every step of the course"
     mandatory = [f"{d.id}.{e.name}" for d, e in skipped if not e.optional]
-    listed = ", ".join(f"{d.id}.{e.name} ({'optional; ' if e.optional else ''}{_archs(e)} only)" for d, e in skipped)
+    listed = ", ".join(f"{d.id}.{e.name} ({'optional; ' if e.optional else ''}{archs(e)} only)" for d, e in skipped)
     detail = (f"this GPU ({gpu}, sm_{cap[0]}{cap[1]}) grades every step except {listed}: those are skipped here, "
               "saying so, and graded on their GPUs")
     return (False if mandatory else None), detail

@@ -38,7 +38,7 @@ def test_doctor_on_hopper_grades_everything():
 
 def test_a_mandatory_step_a_gpu_cannot_run_is_a_problem():
     ex = SimpleNamespace(name="needs_hopper", capability=["9.0"], optional=False)
-    course = SimpleNamespace(days=[SimpleNamespace(id="day42", status="ready", exercises=[ex])])
+    course = SimpleNamespace(days=[SimpleNamespace(id="day42", status="ready", exercises=[ex])], min_capability="8.0")
     ok, detail = gpu_support.doctor_detail(course, GPUS["A100"], "NVIDIA A100")
     assert ok is False and "day42.needs_hopper (sm_90 only)" in detail
 

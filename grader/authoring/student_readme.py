@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import textwrap
 
+from grader import gpu_support
 from grader.course import Course
 
 PLACEHOLDER = "YOUR CODE HERE"
@@ -27,8 +28,7 @@ def _optional(e) -> str:
     """How the table marks an optional exercise, and the GPUs that grade it where only some do."""
     if not e.optional:
         return ""
-    gpus = " / ".join(f"sm_{c.replace('.', '')}" for c in e.capability)
-    return f" (optional, {gpus} only)" if gpus else " (optional)"
+    return f" (optional, {gpu_support.archs(e)} only)" if e.capability else " (optional)"
 
 
 def _on_slurm(first: str) -> list[str]:

@@ -6,6 +6,7 @@ yet (on DATE)" and links no lesson, which is not there yet. The file does not de
 stays current between releases."""
 from __future__ import annotations
 
+from grader import gpu_support
 from grader.authoring import semester
 from grader.course import Course
 
@@ -53,5 +54,5 @@ def _optional(e) -> str:
     if not e.optional:
         return ""
     if e.capability:
-        return f" (optional; graded on sm_{' / sm_'.join(c.replace('.', '') for c in e.capability)} only)"
+        return f" (optional; graded on {gpu_support.archs(e)} only)"
     return " (optional)"

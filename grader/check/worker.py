@@ -28,6 +28,7 @@ from pathlib import Path
 
 from grader.check import attribution, ranks
 from grader.check.build import BuildError, MissingPackage, build_exercise
+from grader.gpu_support import below_course_minimum
 from grader.check.compare import compare, poison, same_bits
 from grader.check.job import Job, Target
 from grader.check.physical import driver_version, max_sm_clock_ghz, peak_tflops, too_fast
@@ -338,16 +339,6 @@ def make_timer(torch, timing):
     from grader.check.timing import CudaTimer
 
     return CudaTimer(torch, timing.warmup, timing.min_reps, timing.max_reps, timing.budget_s, timing.rel_stderr)
-
-
-def below_course_minimum(cap: tuple[int, int], minimum: str, gpu: str) -> str | None:
-    """Why this GPU grades nothing of the course (older than course.yaml's `min_capability`), or None."""
-    need = tuple(int(x) for x in minimum.split("."))
-    if tuple(cap) >= need:
-        return None
-    return (f"needs a GPU of compute capability {minimum} or newer (the course's kernels use bf16, cp.async and "
-            f"mma.sync, Ampere's); this GPU ({gpu}) is {cap[0]}.{cap[1]}: nothing is graded here. Grade on an A100, "
-            "an L4, an RTX 30xx or a newer GPU")
 
 
 def capability_shortfall(ex, cap: tuple[int, int], gpu: str) -> str | None:

@@ -134,9 +134,50 @@ using ptx::quad_sum;
 using ptx::smem_addr;
 
 // Contract: quad reductions give the same bits in all 4 lanes; online_softmax works on an m16n8 accumulator
-// tile (mask, m, l, p, alpha); store_rows writes a warp's 16 rows of O (row r of the head at out + r · ld) and
-// their lse.
-// YOUR CODE HERE: online_softmax, rescale, pack_p, store_rows (the warp-level pieces both kernels share)
+// tile (mask, m, l, p, alpha); rescale multiplies each row of an O tile by its alpha; pack_p turns p into P V's A
+// fragments.
+// YOUR CODE HERE: online_softmax, rescale, pack_p (the warp-level pieces both kernels share)
+
+// Given (the epilogue's store, the same as day 11's through shared memory): writes this warp's 16 rows of O and
+// their lse. Expects o in the accumulator layout (D columns, already divided by l), lse[2] = the lse of this
+// thread's rows (row0 + lane / 4 and + 8, the same in the 4 lanes of a quad), and `stage` = 16 · D elements of
+// shared memory that only this warp uses (the kernels pass the warp's own rows of the Q tile, dead by then). Each
+// lane writes its pairs into a [16][D] staging tile, chunks swizzled as in swz so the writes do not conflict, then
+// the warp copies the tile out 16 bytes per lane (kVec; 2-byte stores otherwise) to out + r · ld for rows r < n;
+// lane 0 of each quad writes the lse of rows < n to lse_out.
+template <typename T, int D, bool kVec>
+__device__ __forceinline__ void store_rows(T* stage, const float (&o)[D / 2], T* out, long long ld, float* lse_out,
+                                           int row0, int n, const float (&lse)[2]) {
+  const int lane = threadIdx.x % 32;
+  const int r = lane / 4;
+#pragma unroll
+  for (int j = 0; j < D / 8; ++j) {
+    const int chunk = j;  // 8 columns = one 16-byte chunk
+    const int col = 2 * (lane % 4);
+    *reinterpret_cast<uint32_t*>(stage + r * D + ((chunk ^ (r & 7)) << 3) + col) = pack2<T>(o[4 * j], o[4 * j + 1]);
+    *reinterpret_cast<uint32_t*>(stage + (r + 8) * D + ((chunk ^ ((r + 8) & 7)) << 3) + col) =
+        pack2<T>(o[4 * j + 2], o[4 * j + 3]);
+  }
+  __syncwarp();
+  constexpr int kChunks = 16 * D / 8;
+#pragma unroll
+  for (int e = lane; e < kChunks; e += 32) {
+    const int rr = e / (D / 8), cc = e % (D / 8);
+    if (row0 + rr >= n) continue;
+    const T* src = stage + rr * D + ((cc ^ (rr & 7)) << 3);
+    T* dst = out + (row0 + rr) * ld + cc * 8;
+    if constexpr (kVec) {
+      *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+    } else {
+#pragma unroll
+      for (int x = 0; x < 8; ++x) dst[x] = src[x];
+    }
+  }
+  if (lane % 4 == 0) {
+    if (row0 + r < n) lse_out[row0 + r] = lse[0];
+    if (row0 + r + 8 < n) lse_out[row0 + r + 8] = lse[1];
+  }
+}
 
 }  // namespace tc
 
@@ -162,9 +203,29 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
   // YOUR CODE HERE: o rows q0 .. q0 + 127 of head bh and their lse; warp w owns rows q0 + 16w .. + 15, all in registers
 }
 
-// Contract: Smem<D>::kBytes of dynamic shared memory (cudaFuncSetAttribute first); scale = 1 / sqrt(D),
-// c = log2(e) · scale; return the first error.
-// YOUR CODE HERE: launch<T, D>(..., aligned, stream): flash_mma_kernel<T, D, aligned> on bh · ceil(n / kBr) blocks
+// Given (launch boilerplate, as on days 10 and 11): flash_mma_kernel<T, D, aligned> on batch · heads · ceil(n / kBr)
+// blocks of kThreads with Smem<D>::kBytes of dynamic shared memory (cudaFuncSetAttribute first: over 48 KiB at
+// d = 128); passes scale = 1 / sqrt(D) and c = log2(e) · scale; returns the first error.
+template <typename T, int D, bool kVec>
+cudaError_t launch_as(const T* q, const T* k, const T* v, T* o, float* lse, int batch, int heads, int n,
+                      const course::AttentionStrides& st, bool causal, cudaStream_t stream) {
+  auto kernel = flash_mma_kernel<T, D, kVec>;
+  const cudaError_t err =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Smem<D>::kBytes));
+  if (err != cudaSuccess) return err;
+  const int q_tiles = (n + kBr - 1) / kBr;
+  const float scale = 1.0f / sqrtf(static_cast<float>(D));
+  kernel<<<batch * heads * q_tiles, kThreads, Smem<D>::kBytes, stream>>>(q, k, v, o, lse, n, heads, st, q_tiles,
+                                                                        causal, 1.4426950408889634f * scale, scale);
+  return cudaGetLastError();
+}
+
+template <typename T, int D>
+cudaError_t launch(const T* q, const T* k, const T* v, T* o, float* lse, int batch, int heads, int n,
+                   const course::AttentionStrides& st, bool causal, bool aligned, cudaStream_t stream) {
+  return aligned ? launch_as<T, D, true>(q, k, v, o, lse, batch, heads, n, st, causal, stream)
+                 : launch_as<T, D, false>(q, k, v, o, lse, batch, heads, n, st, causal, stream);
+}
 
 }  // namespace mma
 
@@ -218,9 +279,29 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
   // YOUR CODE HERE: o rows q0 .. q0 + 127 of head bh and their lse; warp w owns rows q0 + 16w .. + 15, in registers
 }
 
-// Contract: Smem<D>::kBytes of dynamic shared memory (cudaFuncSetAttribute first: over 48 KiB at d = 128);
-// scale = 1 / sqrt(D), c = log2(e) · scale; bh · ceil(n / kBr) blocks of kThreads; return the first error.
-// YOUR CODE HERE: launch<T, D>(..., aligned, stream): flash_simple_kernel<T, D, aligned> on bh · ceil(n / kBr) blocks
+// Given (launch boilerplate, as on days 10 and 11): flash_simple_kernel<T, D, aligned> on bh · ceil(n / kBr)
+// blocks of kThreads with Smem<D>::kBytes of dynamic shared memory (cudaFuncSetAttribute first: over 48 KiB at
+// d = 128); passes scale = 1 / sqrt(D) and c = log2(e) · scale; returns the first error.
+template <typename T, int D, bool kVec>
+cudaError_t launch_as(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, bool causal,
+                      cudaStream_t stream) {
+  auto kernel = flash_simple_kernel<T, D, kVec>;
+  const cudaError_t err =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Smem<D>::kBytes));
+  if (err != cudaSuccess) return err;
+  const int q_tiles = (n + kBr - 1) / kBr;
+  const float scale = 1.0f / sqrtf(static_cast<float>(D));
+  kernel<<<bh * q_tiles, kThreads, Smem<D>::kBytes, stream>>>(q, k, v, o, lse, n, q_tiles, causal,
+                                                              1.4426950408889634f * scale, scale);
+  return cudaGetLastError();
+}
+
+template <typename T, int D>
+cudaError_t launch(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, bool causal, bool aligned,
+                   cudaStream_t stream) {
+  return aligned ? launch_as<T, D, true>(q, k, v, o, lse, bh, n, causal, stream)
+                 : launch_as<T, D, false>(q, k, v, o, lse, bh, n, causal, stream);
+}
 
 }  // namespace simple
 
@@ -273,10 +354,18 @@ cudaError_t flash_attention_mma_simple_forward(const T* q, const T* k, const T* 
     return cudaErrorNotSupported;  // tensor cores take 16-bit inputs here (the bindings reject fp32 first)
   } else {
     if (batch == 0 || heads == 0 || n == 0) return cudaSuccess;
+    // Given: d = 64 or 128 to simple::launch (any other d: cudaErrorInvalidValue), the 16-byte instance only when
+    // q, k, v and o are 16-byte aligned (12a's tensors are contiguous, so their starts decide).
     cudaError_t err = cudaSuccess;
-    // Contract: d = 64 or 128, any other d: cudaErrorInvalidValue; the 16-byte instance only when q, k, v and o
-    // are 16-byte aligned.
-    // YOUR CODE HERE: err = simple::launch<T, d> for d = 64 or 128 (bh = batch · heads, aligned as above)
+    const int bh = batch * heads;
+    const bool aligned = ((reinterpret_cast<uintptr_t>(q) | reinterpret_cast<uintptr_t>(k) |
+                           reinterpret_cast<uintptr_t>(v) | reinterpret_cast<uintptr_t>(o)) % 16) == 0;
+    if (d == 64)
+      err = simple::launch<T, 64>(q, k, v, o, lse, bh, n, causal, aligned, stream);
+    else if (d == 128)
+      err = simple::launch<T, 128>(q, k, v, o, lse, bh, n, causal, aligned, stream);
+    else
+      err = cudaErrorInvalidValue;  // no instance for this head dim (the bindings reject it first)
     return err;
   }
 }

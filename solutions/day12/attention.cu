@@ -167,9 +167,9 @@ using ptx::quad_sum;
 using ptx::smem_addr;
 
 // Contract: quad reductions give the same bits in all 4 lanes; online_softmax works on an m16n8 accumulator
-// tile (mask, m, l, p, alpha); store_rows writes a warp's 16 rows of O (row r of the head at out + r · ld) and
-// their lse.
-// BEGIN SOLUTION: online_softmax, rescale, pack_p, store_rows (the warp-level pieces both kernels share)
+// tile (mask, m, l, p, alpha); rescale multiplies each row of an O tile by its alpha; pack_p turns p into P V's A
+// fragments.
+// BEGIN SOLUTION: online_softmax, rescale, pack_p (the warp-level pieces both kernels share)
 // Online softmax on one S tile held in the m16n8 accumulator layout: s[4·j + e] for 8-column tile j, e = 0, 1 on
 // row `row` and e = 2, 3 on row + 8, columns col0 + 8·j + 2·(lane % 4) + (e % 2). Masks (if kMask) keys >= n and,
 // if causal, keys > row; updates the running max m[2] (raw score units) and this thread's share of the sum l[2];
@@ -231,10 +231,15 @@ __device__ __forceinline__ void pack_p(uint32_t (&pa)[kCols / 4], const float (&
 #pragma unroll
   for (int i = 0; i < kCols / 4; ++i) pa[i] = pack2<T>(s[2 * i], s[2 * i + 1]);
 }
+// END SOLUTION
 
-// Writes this warp's 16 rows of O (accumulator layout, D columns, already divided by l) and their lse: through a
-// [16][D] swizzled staging area in shared memory (the warp's own), then 16 bytes per lane per store. Row r of the
-// head's O is at out + r · ld.
+// Given (the epilogue's store, the same as day 11's through shared memory): writes this warp's 16 rows of O and
+// their lse. Expects o in the accumulator layout (D columns, already divided by l), lse[2] = the lse of this
+// thread's rows (row0 + lane / 4 and + 8, the same in the 4 lanes of a quad), and `stage` = 16 · D elements of
+// shared memory that only this warp uses (the kernels pass the warp's own rows of the Q tile, dead by then). Each
+// lane writes its pairs into a [16][D] staging tile, chunks swizzled as in swz so the writes do not conflict, then
+// the warp copies the tile out 16 bytes per lane (kVec; 2-byte stores otherwise) to out + r · ld for rows r < n;
+// lane 0 of each quad writes the lse of rows < n to lse_out.
 template <typename T, int D, bool kVec>
 __device__ __forceinline__ void store_rows(T* stage, const float (&o)[D / 2], T* out, long long ld, float* lse_out,
                                            int row0, int n, const float (&lse)[2]) {
@@ -268,7 +273,6 @@ __device__ __forceinline__ void store_rows(T* stage, const float (&o)[D / 2], T*
     if (row0 + r + 8 < n) lse_out[row0 + r + 8] = lse[1];
   }
 }
-// END SOLUTION
 
 }  // namespace tc
 
@@ -431,9 +435,9 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
   // END SOLUTION
 }
 
-// Contract: Smem<D>::kBytes of dynamic shared memory (cudaFuncSetAttribute first); scale = 1 / sqrt(D),
-// c = log2(e) · scale; return the first error.
-// BEGIN SOLUTION: launch<T, D>(..., aligned, stream): flash_mma_kernel<T, D, aligned> on bh · ceil(n / kBr) blocks
+// Given (launch boilerplate, as on days 10 and 11): flash_mma_kernel<T, D, aligned> on batch · heads · ceil(n / kBr)
+// blocks of kThreads with Smem<D>::kBytes of dynamic shared memory (cudaFuncSetAttribute first: over 48 KiB at
+// d = 128); passes scale = 1 / sqrt(D) and c = log2(e) · scale; returns the first error.
 template <typename T, int D, bool kVec>
 cudaError_t launch_as(const T* q, const T* k, const T* v, T* o, float* lse, int batch, int heads, int n,
                       const course::AttentionStrides& st, bool causal, cudaStream_t stream) {
@@ -454,7 +458,6 @@ cudaError_t launch(const T* q, const T* k, const T* v, T* o, float* lse, int bat
   return aligned ? launch_as<T, D, true>(q, k, v, o, lse, batch, heads, n, st, causal, stream)
                  : launch_as<T, D, false>(q, k, v, o, lse, batch, heads, n, st, causal, stream);
 }
-// END SOLUTION
 
 }  // namespace mma
 
@@ -618,9 +621,9 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
   // END SOLUTION
 }
 
-// Contract: Smem<D>::kBytes of dynamic shared memory (cudaFuncSetAttribute first: over 48 KiB at d = 128);
-// scale = 1 / sqrt(D), c = log2(e) · scale; bh · ceil(n / kBr) blocks of kThreads; return the first error.
-// BEGIN SOLUTION: launch<T, D>(..., aligned, stream): flash_simple_kernel<T, D, aligned> on bh · ceil(n / kBr) blocks
+// Given (launch boilerplate, as on days 10 and 11): flash_simple_kernel<T, D, aligned> on bh · ceil(n / kBr)
+// blocks of kThreads with Smem<D>::kBytes of dynamic shared memory (cudaFuncSetAttribute first: over 48 KiB at
+// d = 128); passes scale = 1 / sqrt(D) and c = log2(e) · scale; returns the first error.
 template <typename T, int D, bool kVec>
 cudaError_t launch_as(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, bool causal,
                       cudaStream_t stream) {
@@ -641,7 +644,6 @@ cudaError_t launch(const T* q, const T* k, const T* v, T* o, float* lse, int bh,
   return aligned ? launch_as<T, D, true>(q, k, v, o, lse, bh, n, causal, stream)
                  : launch_as<T, D, false>(q, k, v, o, lse, bh, n, causal, stream);
 }
-// END SOLUTION
 
 }  // namespace simple
 
@@ -1093,10 +1095,9 @@ cudaError_t flash_attention_mma_simple_forward(const T* q, const T* k, const T* 
     return cudaErrorNotSupported;  // tensor cores take 16-bit inputs here (the bindings reject fp32 first)
   } else {
     if (batch == 0 || heads == 0 || n == 0) return cudaSuccess;
+    // Given: d = 64 or 128 to simple::launch (any other d: cudaErrorInvalidValue), the 16-byte instance only when
+    // q, k, v and o are 16-byte aligned (12a's tensors are contiguous, so their starts decide).
     cudaError_t err = cudaSuccess;
-    // Contract: d = 64 or 128, any other d: cudaErrorInvalidValue; the 16-byte instance only when q, k, v and o
-    // are 16-byte aligned.
-    // BEGIN SOLUTION: err = simple::launch<T, d> for d = 64 or 128 (bh = batch · heads, aligned as above)
     const int bh = batch * heads;
     const bool aligned = ((reinterpret_cast<uintptr_t>(q) | reinterpret_cast<uintptr_t>(k) |
                            reinterpret_cast<uintptr_t>(v) | reinterpret_cast<uintptr_t>(o)) % 16) == 0;
@@ -1106,7 +1107,6 @@ cudaError_t flash_attention_mma_simple_forward(const T* q, const T* k, const T* 
       err = simple::launch<T, 128>(q, k, v, o, lse, bh, n, causal, aligned, stream);
     else
       err = cudaErrorInvalidValue;  // no instance for this head dim (the bindings reject it first)
-    // END SOLUTION
     return err;
   }
 }

@@ -57,6 +57,7 @@ def test_compiles_for_sm80_and_sm90_without_spills(day, ex, where, request):
 HOPPER_BUILDS = [
     ("day11", "matmul_wgmma", [], r"tma_kernel|kernel<[^>]*, true>"),
     ("day11", "matmul_wgmma", ["TC_WG_PERSISTENT=0"], r"tma_kernel"),
+    ("day11", "matmul_wgmma", ["TC_WG_EDGE=0"], r"tma_kernel<"),  # step 11e's own kernel 3b, the holes' code
     ("day12", "flash_attention_mma", [], r"flash_wgmma_kernel"),
     ("day20", "attention_bwd_tc", [], r"dkdv_wgmma_kernel"),
     ("day20", "attention_bwd_tc", ["FA20_WG_KV_REGS=0"], r"dkdv_wgmma_kernel"),

@@ -308,9 +308,6 @@ __global__ void __launch_bounds__(kThreads, 1)
 // mbarriers: full[s] (the producer's arrival + the copies' bytes) and empty[s] (one arrival per consumer warp once
 // the wgmma that read the stage have retired). No __syncthreads in the loop. a and b come as tensor maps: 2-D
 // views of the row-major matrices, boxes of [BM][64] (A) and [BK][64] (B), 128-byte swizzle.
-// With kCluster > 1, the kCluster CTAs of a cluster are consecutive tiles down M with the same columns: each
-// fetches its own A and 1/kCluster of B's column blocks, multicast into every CTA of the cluster, so a stage may
-// be refilled only when the consumers of all of them have released it (empty[s] counts the cluster's warps).
 template <typename T>
 __global__ void __launch_bounds__(kTmaThreads, 1)
     tma_kernel(T* __restrict__ c, int M, int N, int K, const __grid_constant__ CUtensorMap tm_a,

@@ -91,7 +91,7 @@ cudaError_t matmul_mma_forward(const T* a, const T* b, T* c, int M, int N, int K
 // TC_WG_EDGE=1 (the default): step 11e's op runs the instructors' kernel 3b, tma_kernel_edge (after the holes,
 // dispatched by edge_forward), tuned by the knobs below. TC_WG_EDGE=0: it runs kernel 3b as the step asks a student
 // for it (tma_kernel and launch_tma, the holes: one tile a CTA, no cluster, C stored from the registers), and the
-// knobs below default to that kernel's choices. Its holes hold the step's lesson only; the edge code stays here.
+// knobs below default to that kernel's choices. The holes hold the step's lesson only; the edge code is outside them.
 #ifndef TC_WG_EDGE
 #define TC_WG_EDGE 1
 #endif
@@ -372,10 +372,9 @@ __device__ __forceinline__ void named_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 #endif
 }
-// Thread-block clusters (the instructors' kernel 3b with TC_WG_CLUSTER > 1, measured/NOTES.md): this CTA's rank in its cluster, a
-// barrier over all the cluster's threads, an arrival on the barrier at the same offset in CTA `cta`'s shared
-// memory, and a TMA copy whose box lands at the same offset in every CTA of `mask`, counted on each one's barrier
-// at offset bar.
+// Thread-block clusters (TC_WG_CLUSTER > 1, measured/NOTES.md): this CTA's rank in its cluster, a barrier over all
+// the cluster's threads, an arrival on the barrier at the same offset in CTA `cta`'s shared memory, and a TMA copy
+// whose box lands at the same offset in every CTA of `mask`, counted on each one's barrier at offset bar.
 __device__ __forceinline__ uint32_t cluster_rank() {
   uint32_t r = 0;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)

@@ -77,6 +77,26 @@
 #ifndef FA12_MMA_MIN_BLOCKS64
 #define FA12_MMA_MIN_BLOCKS64 2  // mma.sync kernel, d = 64: blocks per SM promised to ptxas (2: <= 128 registers)
 #endif
+// The optional wgmma kernel's schedule (given code reads them; the defaults are the instructors' FlashAttention-3
+// schedule, each knob turns one of its steps off).
+#ifndef FA12_WG_TMA
+#define FA12_WG_TMA 1  // wgmma kernel: 1 = tiles by TMA (one thread, mbarriers), 0 = cp.async by every thread
+#endif
+#ifndef FA12_WG_STAGES
+#define FA12_WG_STAGES 2  // wgmma kernel: K and V buffers (2 or 3: tiles are fetched 1 or 2 iterations ahead)
+#endif
+#ifndef FA12_WG_PRODUCER
+#define FA12_WG_PRODUCER 1  // 1 (TMA only): a third warpgroup issues every copy; the others free buffers by mbarrier
+#endif
+#ifndef FA12_WG_PINGPONG
+#define FA12_WG_PINGPONG 1  // 1 (with the producer): the two consumer warpgroups take turns issuing their products
+#endif
+#ifndef FA12_WG_D64_GROUPS
+#define FA12_WG_D64_GROUPS 3  // d = 64 with the producer: consumer warpgroups per block (2 or 3: Br = 128 or 192)
+#endif
+#ifndef FA12_WG_BC_D128
+#define FA12_WG_BC_D128 176  // d = 128 without a causal mask: keys per tile (Bc), 176 (FlashAttention-3's) or 128
+#endif
 
 // ---------------------------------------------------------------------------------------------------------------
 // The mma.sync kernel (sm_80 and later)
@@ -310,12 +330,310 @@ cudaError_t launch(const T* q, const T* k, const T* v, T* o, float* lse, int bh,
 // The wgmma kernel (sm_90a only)
 // ---------------------------------------------------------------------------------------------------------------
 
-// Guard the kernel's body with #if defined(__CUDA_ARCH_FEAT_SM90_ALL) and choose it at run time only where
-// the sm_90a image runs; same outputs (o, lse) as flash_mma_kernel.
-// YOUR CODE HERE: optional: namespace hopper (day 11's kernel 3): constants, Smem<D>, the wgmma helpers
-// YOUR CODE HERE: hopper, continued: the wgmma kernel's set-up, its K/V copies (TMA or cp.async) and the prologue
-  // YOUR CODE HERE: hopper, continued: the walk (P V[t] and S[t+1] on the tensor cores, the softmax of S between)
-  // YOUR CODE HERE: hopper, continued: the epilogue (lse, O staged through shared memory) and launch<T, D>
+// Optional (Concept 8): the same outputs (o, lse) as flash_mma_kernel, with both products on wgmma. Given: the
+// block's shape and shared memory, the kernel's set-up (TMA copies counted in by mbarriers, day 11's kernel 3b,
+// and the instructors' FlashAttention-3 schedule: a producer warpgroup, ping-pong turns, three consumers at d = 64,
+// 176-key tiles), the launchers and the sm_90a guard. Yours, in three holes: the two products (issue_s, issue_pv),
+// the walk that overlaps the softmax of S[t+1] with P V[t], and the last P V with the epilogue. Choose this kernel
+// at run time only where the sm_90a image runs (hopper::available(), in flash_attention_mma_forward).
+namespace hopper {
+
+constexpr int kThreads = 256;  // two warpgroups (without the producer)
+constexpr int kBc = 128;  // keys per tile, the kernel's Bc; d = 128 without a mask may take FA12_WG_BC_D128
+constexpr int kBcD128 = FA12_WG_BC_D128;
+static_assert(kBcD128 == 128 || kBcD128 == 176, "wgmma_ss has n128 and n176");
+
+constexpr int kStages = FA12_WG_STAGES;  // K and V buffers each: tile t+1's K and t's V are read while the copies
+                                         // of the following kStages - 1 tiles are in flight
+constexpr bool kTma = FA12_WG_TMA;      // tiles by the Tensor Memory Accelerator (one thread, mbarriers) or cp.async
+// Producer warpgroup: one thread of one more warpgroup issues every TMA copy and waits for "empty" barriers, which
+// the consumer warpgroups arrive on as their products finish with a buffer; the walk has no block-wide barrier
+// left, so the consumers may drift apart. At d = 128, 384 threads get 168 registers each at launch (the walk needs
+// 189): the producer gives all but 24 back (setmaxnreg) and the consumers take 240 (Shape<D>::kConsumerRegs).
+constexpr bool kProducer = FA12_WG_PRODUCER && kTma;
+constexpr int kProducerRegs = 24;
+// Ping-pong: each consumer warpgroup issues its products, then hands the turn to the next (named barriers 1 to
+// kGroups, round robin): the tensor cores run one warpgroup's products while the others run their softmax.
+[[maybe_unused]] constexpr bool kPingPong = FA12_WG_PINGPONG && kProducer;  // (read only in sm_90a code)
+
+// The block: kGroups consumer warpgroups of 64 query rows each (Br = 64 · kGroups), plus the producer's. At d = 64
+// the products are half as long and the softmax is not, so a third consumer may help hide it (FA12_WG_D64_GROUPS).
+template <int D>
+struct Shape {
+  static constexpr int kGroups = (D == 64 && kProducer) ? FA12_WG_D64_GROUPS : 2;
+  static constexpr int kConsumers = 128 * kGroups;
+  static constexpr int kBr = 64 * kGroups;
+  static constexpr int kBlockThreads = kConsumers + (kProducer ? 128 : 0);
+  static constexpr int kConsumerRegs = kGroups == 3 ? 160 : 240;  // setmaxnreg: multiples of 8
+  static_assert(kGroups == 2 || kGroups == 3, "two or three consumer warpgroups");
+  static_assert(kProducer || kConsumers == kThreads, "the cp.async path's copies are spread over two warpgroups");
+  static_assert(128 * kProducerRegs + kConsumers * kConsumerRegs <= launch_registers(kBlockThreads),
+                "the block's launch registers hold them all");
+};
+
+// Shared memory, bytes from a 1024-aligned base (the 128-byte swizzle repeats every 8 rows of 128 bytes, and
+// wgmma computes it from address bits, so every tile starts on a 1024-byte boundary). Each tile is stored as D/64
+// column blocks of [rows][64] 16-bit values, rows of 128 bytes, 16-byte chunk c of row r at c ^ (r % 8): the
+// canonical K-major 128-byte-swizzled layout, which is also what TMA writes with CU_TENSOR_MAP_SWIZZLE_128B.
+// Q: one [64][D] tile per warpgroup; K and V: kStages buffers of [Bc][D] each; then the TMA path's mbarriers.
+template <int D, int Bc = kBc>
+struct Smem {
+  static constexpr int kQ = 0;
+  static constexpr int kQWarpgroup = 64 * D * 2;  // bytes per warpgroup's Q tile
+  static constexpr int kK = kQ + Shape<D>::kGroups * kQWarpgroup;
+  static constexpr int kStage = Bc * D * 2;
+  static constexpr int kV = kK + kStages * kStage;
+  // Q's, then one per K buffer, one per V buffer ("full"), then with the producer warp one "empty" per buffer.
+  static constexpr int kBar = kV + kStages * kStage;
+  static constexpr int kBars = 1 + 2 * kStages + (kProducer ? 2 * kStages : 0);
+  static constexpr size_t kBytes = kBar + 8 * kBars + 1024;  // + room to align: 161 KiB (d = 128, 2 stages; 209 with Bc = 176)
+  static_assert(kBytes <= 227 * 1024, "the tiles must fit in an H100/H200 SM's shared memory (FA12_WG_STAGES)");
+};
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+// kRows x D tile (rows ld elements apart, rows >= rows_valid zero-filled; `safe` is any readable address) into the
+// swizzled layout at shared address dst, by all 256 threads with cp.async.
+template <typename T, int D, int kRows>
+__device__ __forceinline__ void load_sw128(uint32_t dst, const T* src, long long ld, int rows_valid, const T* safe) {
+  constexpr int kChunks = kRows * D / 8;
+  static_assert(kChunks % kThreads == 0, "whole steps");
+#pragma unroll
+  for (int e = threadIdx.x; e < kChunks; e += kThreads) {
+    const int r = e / (D / 8), c = e % (D / 8);
+    const bool ok = r < rows_valid;
+    const uint32_t at = dst + (c / 8) * (kRows * 128) + r * 128 + (((c % 8) ^ (r & 7)) << 4);
+    tc::cp_async16(at, ok ? src + r * ld + c * 8 : safe, ok);
+  }
+}
+
+// Contract: issue_s issues, without waiting, this warpgroup's S[64 x Bc] = Q Kᵀ (the first k-step overwrites s):
+// Q's [64][D] tile at shared address q_base and K's [Bc][D] tile at k_base, each stored as D/64 column blocks of
+// [rows][64] (128-byte rows, 128-byte swizzle; q's blocks 64·128 bytes apart, K's Bc·128). issue_pv issues
+// O[64 x D] += P V with P's A fragments in pa (pack_p's layout: registers 4j .. 4j+3 are keys 16j .. 16j+15) and
+// V's [Bc][D] tile at v_base, the same layout as K, read as an N-major B operand. desc_sw128, wgmma_ss and
+// wgmma_rs are hopper.cuh's (day 11); the caller fences, commits and waits.
+// YOUR CODE HERE: optional: hopper::issue_s and issue_pv, both products on wgmma (S from shared memory, P from registers)
+
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+// One block per (batch·head, tile of Shape<D>::kBr query rows), heaviest causal tiles first, as flash_mma_kernel;
+// consumer warpgroup wg owns rows q0 + 64·wg .. + 63, its warp w rows wrow = q0 + 64·wg + 16·w .. + 15.
+template <typename T, int D, int kBc>
+__global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
+    flash_wgmma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,
+                       float* __restrict__ lse, int n, int heads, course::AttentionStrides st, int q_tiles,
+                       bool causal, float c, float scale,
+                       const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
+                       const __grid_constant__ CUtensorMap tm_v) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using S = Smem<D, kBc>;
+  extern __shared__ uint4 smem_raw[];
+  const uint32_t raw = tc::smem_addr(smem_raw);
+  const uint32_t base = (raw + 1023) & ~1023u;
+  unsigned char* const sbase = reinterpret_cast<unsigned char*>(smem_raw) + (base - raw);
+
+  const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+  const int bh = blockIdx.x / q_tiles;
+  using Sh = Shape<D>;
+  const int q0 = (q_tiles - 1 - blockIdx.x % q_tiles) * Sh::kBr;
+  const Head hd{bh % heads, bh / heads};  // TMA's coordinates of this head
+  const T* const qh = q + st.q.start(bh, heads);
+  const T* const kh = k + st.k.start(bh, heads);
+  const T* const vh = v + st.v.start(bh, heads);
+  const int kv_end = causal ? min(n, q0 + Sh::kBr) : n;
+  const int tiles = (kv_end + kBc - 1) / kBc;
+  const int wrow = q0 + 64 * wg + 16 * warp;  // this warp's first query row
+  const int row = wrow + lane / 4;            // this thread's rows: row and row + 8
+  const uint32_t q_base = base + S::kQ + wg * S::kQWarpgroup;
+  const T* const safe = qh + q0 * st.q.row;  // a row that exists
+  // Tile j of K or V lives in buffer j % kStages; its barrier (TMA path) completes once per use of that buffer, so
+  // tile j waits for the phase of parity (j / kStages) % 2.
+  auto k_stage = [&](int j) { return base + S::kK + (j % kStages) * S::kStage; };
+  auto v_stage = [&](int j) { return base + S::kV + (j % kStages) * S::kStage; };
+  auto k_bar = [&](int j) { return base + S::kBar + 8 * (1 + j % kStages); };
+  auto v_bar = [&](int j) { return base + S::kBar + 8 * (1 + kStages + j % kStages); };
+  // Producer warpgroup only: tile j's buffer is free again once the 4 · kGroups consumer warps have arrived on
+  // its "empty" barrier; the producer waits for the phase of tile j - kStages, parity (j / kStages + 1) % 2.
+  auto k_empty = [&](int j) { return base + S::kBar + 8 * (1 + 2 * kStages + j % kStages); };
+  auto v_empty = [&](int j) { return base + S::kBar + 8 * (1 + 3 * kStages + j % kStages); };
+  auto release = [&](uint32_t bar) {
+    if constexpr (kProducer) {
+      if (lane == 0) mbar_arrive(bar);  // after this warp's wgmma_wait: its reads of the buffer are done
+    }
+  };
+  // Ping-pong turns, round robin: warpgroup w waits on barrier 1 + w, issues, then arrives on the next one's. Each
+  // warpgroup has tiles + 1 turns (S[0], the walk's tiles - 1, the last P V); the last warpgroup starts by giving
+  // warpgroup 0 the first turn and skips the arrival after its own last, so every use of every barrier completes.
+  auto turn_begin = [&]() {
+    if constexpr (kPingPong) named_sync(1 + wg, 256);
+  };
+  auto turn_end = [&](bool last) {
+    if constexpr (kPingPong) {
+      if (!(last && wg == Sh::kGroups - 1)) named_arrive(1 + (wg + 1) % Sh::kGroups, 256);
+    }
+  };
+  // Copies of tile j: TMA by thread 0, or cp.async by every thread (into the caller's commit group).
+  auto load_k = [&](int j) {
+    if constexpr (kTma) {
+      if (threadIdx.x == 0) tma_tile<D, kBc>(k_stage(j), &tm_k, j * kBc, hd, k_bar(j));
+    } else {
+      load_sw128<T, D, kBc>(k_stage(j), kh + j * kBc * st.k.row, st.k.row, n - j * kBc, safe);
+    }
+  };
+  auto load_v = [&](int j) {
+    if constexpr (kTma) {
+      if (threadIdx.x == 0) tma_tile<D, kBc>(v_stage(j), &tm_v, j * kBc, hd, v_bar(j));
+    } else {
+      load_sw128<T, D, kBc>(v_stage(j), vh + j * kBc * st.v.row, st.v.row, n - j * kBc, safe);
+    }
+  };
+
+  // Q of every consumer warpgroup by TMA, counted in by barrier 0 (one thread).
+  auto load_q = [&]() {
+    const uint32_t bar_q = base + S::kBar;
+    mbar_expect_tx(bar_q, Sh::kBr * D * 2);
+#pragma unroll
+    for (int w = 0; w < Sh::kGroups; ++w)
+#pragma unroll
+      for (int h = 0; h < D / 64; ++h)
+        tma_load(base + S::kQ + w * S::kQWarpgroup + h * (64 * 128), &tm_q, 64 * h, q0 + 64 * w, hd, bar_q);
+  };
+  if constexpr (kTma) {
+    if (threadIdx.x == 0) {
+      for (int i = 0; i < S::kBars; ++i) mbar_init(base + S::kBar + 8 * i, i <= 2 * kStages ? 1 : 4 * Sh::kGroups);
+      mbar_init_fence();
+    }
+    __syncthreads();  // barriers initialised before anyone waits on them (with the producer: the last block barrier)
+  }
+  // Producer: Q, then K[j] and V[j-1] in the order the walk uses them, each once its buffer is free.
+  if constexpr (kProducer) {
+    if (threadIdx.x >= Sh::kConsumers) {
+      setmaxnreg_dec<kProducerRegs>();
+      if (threadIdx.x == Sh::kConsumers) {
+        load_q();
+        for (int j = 0; j <= tiles; ++j) {
+          if (j < tiles) {
+            if (j >= kStages) mbar_wait(k_empty(j), (j / kStages + 1) & 1);
+            tma_tile<D, kBc>(k_stage(j), &tm_k, j * kBc, hd, k_bar(j));
+          }
+          if (j >= 1) {
+            const int i = j - 1;
+            if (i >= kStages) mbar_wait(v_empty(i), (i / kStages + 1) & 1);
+            tma_tile<D, kBc>(v_stage(i), &tm_v, i * kBc, hd, v_bar(i));
+          }
+        }
+      }
+      return;  // nothing below waits for this warpgroup
+    }
+    setmaxnreg_inc<Sh::kConsumerRegs>();
+    if (wg == Sh::kGroups - 1) turn_end(false);  // ping-pong: warpgroup 0 takes the first turn
+  } else if constexpr (kTma) {
+    if (threadIdx.x == 0) load_q();
+  } else {
+    load_sw128<T, D, 64>(base + S::kQ, safe, st.q.row, n - q0, safe);
+    load_sw128<T, D, 64>(base + S::kQ + S::kQWarpgroup, safe + 64 * st.q.row, st.q.row, n - q0 - 64, safe);
+  }
+  // Prologue without the producer: Q and K[0] (cp.async: group 0), then V[i-1] and K[i] for i < kStages (group i).
+  if constexpr (!kProducer) {
+    load_k(0);
+    tc::cp_async_commit();
+#pragma unroll
+    for (int i = 1; i < kStages; ++i) {
+      if (i - 1 < tiles) load_v(i - 1);
+      if (i < tiles) load_k(i);
+      tc::cp_async_commit();
+    }
+  }
+  if constexpr (kTma) {
+    mbar_wait(base + S::kBar, 0);
+    mbar_wait(k_bar(0), 0);
+  } else {
+    tc::cp_async_wait<kStages - 1>();  // group 0: Q and K[0]
+    fence_proxy_async();
+    __syncthreads();
+  }
+
+  // The walk, for each consumer warpgroup (its 64 rows; each warp its 16, thread rows `row` and row + 8). Given above:
+  // Q's tile at q_base, tile j's K and V buffers at k_stage(j) and v_stage(j); K[0] and Q have landed, and the loop
+  // below waits for K[t+1] and V[t] before step t. Around every issue of products: turn_begin() before the
+  // wgmma_fence, turn_end(last) once the group is committed (the ping-pong turns; last = the very last issue).
+  // After the wgmma_wait that retires a group reading a K or V buffer: release(k_empty(j)) or release(v_empty(j)),
+  // which lets the producer refill it (a buffer never released leaves the producer, and the block, waiting for
+  // ever). fence_regs(x) (hopper.cuh) before registers a pending wgmma writes or reads
+  // are touched. Tiles that cross N or the diagonal (row kv0 + kBc - 1 > wrow) take the masked softmax.
+  // YOUR CODE HERE: hopper, continued: the walk's first tile (O, m, l zeroed; S[0] = Q K[0]ᵀ, its softmax, P packed)
+
+  // Iteration t: P V[t] and S[t+1] on the tensor cores, the softmax of S[t+1] on the CUDA cores meanwhile. The
+  // last tile (P V only) is peeled off, so that no branch separates the wgmma of one stage.
+  for (int t = 0; t + 1 < tiles; ++t) {
+    // Given: the instructors' variants (FA12_WG_TMA=0: cp.async copies; FA12_WG_PRODUCER=0: every thread refills
+    // the buffers after a block barrier), then the waits for K[t+1] and V[t] on their full barriers.
+    if constexpr (!kTma) {
+      tc::cp_async_wait<kStages - 2>();  // group t+1: V[t] and K[t+1]
+      fence_proxy_async();               // (cp.async writes -> wgmma's async-proxy reads)
+    }
+    if constexpr (!kProducer) {
+      // Everyone is done with iteration t-1, so V[t-1]'s and K[t]'s buffers may be refilled.
+      __syncthreads();
+      if (t + kStages - 1 < tiles) load_v(t + kStages - 1);
+      if (t + kStages < tiles) load_k(t + kStages);
+      tc::cp_async_commit();
+    }
+    if constexpr (kTma) {
+      mbar_wait(k_bar(t + 1), ((t + 1) / kStages) & 1);
+      mbar_wait(v_bar(t), (t / kStages) & 1);
+    }
+
+    // YOUR CODE HERE: hopper, continued: step t (S[t+1] and P V[t] issued together, S[t+1]'s softmax meanwhile)
+  }
+  // Given: V[tiles-1] has landed.
+  if constexpr (kTma) {
+    mbar_wait(v_bar(tiles - 1), ((tiles - 1) / kStages) & 1);
+  } else {
+    tc::cp_async_wait<0>();  // V[tiles-1]
+    fence_proxy_async();
+    __syncthreads();
+  }
+  // YOUR CODE HERE: hopper, continued: the last P V, then the epilogue (O / l and lse; O staged through shared memory)
+#else
+  __trap();  // only the sm_90a image has this kernel; the launcher never picks it elsewhere
+#endif
+}
+
+// Given: flash_wgmma_kernel<T, D, kBc> on batch · heads · ceil(n / Shape<D>::kBr) blocks of Shape<D>::kBlockThreads
+// with Smem<D, kBc>::kBytes of dynamic shared memory, its three TMA maps made from the tensors' strides (a tensor
+// that cannot have one takes the mma.sync kernel instead); returns the first error.
+template <typename T, int D, int kBc>
+cudaError_t launch_bc(const T* q, const T* k, const T* v, T* o, float* lse, int batch, int heads, int n,
+                      const course::AttentionStrides& st, bool causal, cudaStream_t stream) {
+  CUtensorMap tm_q{}, tm_k{}, tm_v{};
+  if (kTma && !(make_map(&tm_q, q, st.q, batch, heads, n, D, 64) && make_map(&tm_k, k, st.k, batch, heads, n, D, kBc) &&
+                make_map(&tm_v, v, st.v, batch, heads, n, D, kBc)))
+    return mma::launch<T, D>(q, k, v, o, lse, batch, heads, n, st, causal, true, stream);  // no TMA here
+  auto kernel = flash_wgmma_kernel<T, D, kBc>;
+  const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(Smem<D, kBc>::kBytes));
+  if (err != cudaSuccess) return err;
+  const int q_tiles = (n + Shape<D>::kBr - 1) / Shape<D>::kBr;
+  const float scale = 1.0f / sqrtf(static_cast<float>(D));
+  kernel<<<batch * heads * q_tiles, Shape<D>::kBlockThreads, Smem<D, kBc>::kBytes, stream>>>(
+      q, k, v, o, lse, n, heads, st, q_tiles, causal, 1.4426950408889634f * scale, scale, tm_q, tm_k, tm_v);
+  return cudaGetLastError();
+}
+
+// Bc: 128, or at d = 128 without a mask FA12_WG_BC_D128 (a causal walk keeps 128, so its diagonal tiles stay
+// aligned with the query tiles).
+template <typename T, int D>
+cudaError_t launch(const T* q, const T* k, const T* v, T* o, float* lse, int batch, int heads, int n,
+                   const course::AttentionStrides& st, bool causal, cudaStream_t stream) {
+  if constexpr (D == 128 && kBcD128 != kBc) {
+    if (!causal) return launch_bc<T, D, kBcD128>(q, k, v, o, lse, batch, heads, n, st, false, stream);
+  }
+  return launch_bc<T, D, kBc>(q, k, v, o, lse, batch, heads, n, st, causal, stream);
+}
+
+}  // namespace hopper
 
 // q, k, v, o: [B, H, N, d] with the head strides in `st` (views of bigger tensors are fine; columns contiguous).
 template <typename T>

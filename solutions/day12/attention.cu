@@ -77,16 +77,13 @@
 #ifndef FA12_MMA_MIN_BLOCKS64
 #define FA12_MMA_MIN_BLOCKS64 2  // mma.sync kernel, d = 64: blocks per SM promised to ptxas (2: <= 128 registers)
 #endif
-// BEGIN INSTRUCTOR ONLY
-// Knobs of the solution's own code (the stub's holes do not use them), for the sweeps.
+// The optional wgmma kernel's schedule (given code reads them; the defaults are the instructors' FlashAttention-3
+// schedule, each knob turns one of its steps off).
 #ifndef FA12_WG_TMA
 #define FA12_WG_TMA 1  // wgmma kernel: 1 = tiles by TMA (one thread, mbarriers), 0 = cp.async by every thread
 #endif
 #ifndef FA12_WG_STAGES
 #define FA12_WG_STAGES 2  // wgmma kernel: K and V buffers (2 or 3: tiles are fetched 1 or 2 iterations ahead)
-#endif
-#ifndef FA12_WG_OVERLAP
-#define FA12_WG_OVERLAP 1  // 0: the wgmma kernel waits for each product before the next step (to measure overlap)
 #endif
 #ifndef FA12_WG_PRODUCER
 #define FA12_WG_PRODUCER 1  // 1 (TMA only): a third warpgroup issues every copy; the others free buffers by mbarrier
@@ -99,6 +96,11 @@
 #endif
 #ifndef FA12_WG_BC_D128
 #define FA12_WG_BC_D128 176  // d = 128 without a causal mask: keys per tile (Bc), 176 (FlashAttention-3's) or 128
+#endif
+// BEGIN INSTRUCTOR ONLY
+// Knobs of the solution's own code (the stub's holes do not use them), for the sweeps.
+#ifndef FA12_WG_OVERLAP
+#define FA12_WG_OVERLAP 1  // 0: the wgmma kernel waits for each product before the next step (to measure overlap)
 #endif
 #ifndef FA12_HOPPER
 #define FA12_HOPPER 1  // 0: never take the wgmma kernel (to time the mma.sync kernel on a Hopper GPU)
@@ -652,9 +654,12 @@ cudaError_t launch(const T* q, const T* k, const T* v, T* o, float* lse, int bh,
 // The wgmma kernel (sm_90a only)
 // ---------------------------------------------------------------------------------------------------------------
 
-// Guard the kernel's body with #if defined(__CUDA_ARCH_FEAT_SM90_ALL) and choose it at run time only where
-// the sm_90a image runs; same outputs (o, lse) as flash_mma_kernel.
-// BEGIN SOLUTION: optional: namespace hopper (day 11's kernel 3): constants, Smem<D>, the wgmma helpers
+// Optional (Concept 8): the same outputs (o, lse) as flash_mma_kernel, with both products on wgmma. Given: the
+// block's shape and shared memory, the kernel's set-up (TMA copies counted in by mbarriers, day 11's kernel 3b,
+// and the instructors' FlashAttention-3 schedule: a producer warpgroup, ping-pong turns, three consumers at d = 64,
+// 176-key tiles), the launchers and the sm_90a guard. Yours, in three holes: the two products (issue_s, issue_pv),
+// the walk that overlaps the softmax of S[t+1] with P V[t], and the last P V with the epilogue. Choose this kernel
+// at run time only where the sm_90a image runs (hopper::available(), in flash_attention_mma_forward).
 namespace hopper {
 
 constexpr int kThreads = 256;  // two warpgroups (without the producer)
@@ -726,6 +731,13 @@ __device__ __forceinline__ void load_sw128(uint32_t dst, const T* src, long long
   }
 }
 
+// Contract: issue_s issues, without waiting, this warpgroup's S[64 x Bc] = Q Kᵀ (the first k-step overwrites s):
+// Q's [64][D] tile at shared address q_base and K's [Bc][D] tile at k_base, each stored as D/64 column blocks of
+// [rows][64] (128-byte rows, 128-byte swizzle; q's blocks 64·128 bytes apart, K's Bc·128). issue_pv issues
+// O[64 x D] += P V with P's A fragments in pa (pack_p's layout: registers 4j .. 4j+3 are keys 16j .. 16j+15) and
+// V's [Bc][D] tile at v_base, the same layout as K, read as an N-major B operand. desc_sw128, wgmma_ss and
+// wgmma_rs are hopper.cuh's (day 11); the caller fences, commits and waits.
+// BEGIN SOLUTION: optional: hopper::issue_s and issue_pv, both products on wgmma (S from shared memory, P from registers)
 // S[64 x Bc] = Q Kᵀ for this warpgroup: D/16 wgmma, each advancing 16 columns (32 bytes) inside a 128-byte row,
 // and to the next column block every 4.
 template <typename T, int D, int Bc>
@@ -754,11 +766,12 @@ __device__ __forceinline__ void issue_pv(float (&o)[D / 2], const uint32_t (&pa)
       wgmma_rs<T, 64>(o, pa + 4 * j, db);
   }
 }
+// END SOLUTION
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
-// END SOLUTION
-// BEGIN SOLUTION: hopper, continued: the wgmma kernel's set-up, its K/V copies (TMA or cp.async) and the prologue
+// One block per (batch·head, tile of Shape<D>::kBr query rows), heaviest causal tiles first, as flash_mma_kernel;
+// consumer warpgroup wg owns rows q0 + 64·wg .. + 63, its warp w rows wrow = q0 + 64·wg + 16·w .. + 15.
 template <typename T, int D, int kBc>
 __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
     flash_wgmma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,
@@ -894,8 +907,15 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
     __syncthreads();
   }
 
-  // END SOLUTION
-  // BEGIN SOLUTION: hopper, continued: the walk (P V[t] and S[t+1] on the tensor cores, the softmax of S between)
+  // The walk, for each consumer warpgroup (its 64 rows; each warp its 16, thread rows `row` and row + 8). Given above:
+  // Q's tile at q_base, tile j's K and V buffers at k_stage(j) and v_stage(j); K[0] and Q have landed, and the loop
+  // below waits for K[t+1] and V[t] before step t. Around every issue of products: turn_begin() before the
+  // wgmma_fence, turn_end(last) once the group is committed (the ping-pong turns; last = the very last issue).
+  // After the wgmma_wait that retires a group reading a K or V buffer: release(k_empty(j)) or release(v_empty(j)),
+  // which lets the producer refill it (a buffer never released leaves the producer, and the block, waiting for
+  // ever). fence_regs(x) (hopper.cuh) before registers a pending wgmma writes or reads
+  // are touched. Tiles that cross N or the diagonal (row kv0 + kBc - 1 > wrow) take the masked softmax.
+  // BEGIN SOLUTION: hopper, continued: the walk's first tile (O, m, l zeroed; S[0] = Q K[0]ᵀ, its softmax, P packed)
   float o_acc[D / 2];
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) o_acc[i] = 0.0f;
@@ -916,10 +936,13 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
   else
     tc::online_softmax<kBc, false>(s, m, l, alpha, row, 0, n, causal, c);
   tc::pack_p<T, kBc>(pa, s);
+  // END SOLUTION
 
   // Iteration t: P V[t] and S[t+1] on the tensor cores, the softmax of S[t+1] on the CUDA cores meanwhile. The
   // last tile (P V only) is peeled off, so that no branch separates the wgmma of one stage.
   for (int t = 0; t + 1 < tiles; ++t) {
+    // Given: the instructors' variants (FA12_WG_TMA=0: cp.async copies; FA12_WG_PRODUCER=0: every thread refills
+    // the buffers after a block barrier), then the waits for K[t+1] and V[t] on their full barriers.
     if constexpr (!kTma) {
       tc::cp_async_wait<kStages - 2>();  // group t+1: V[t] and K[t+1]
       fence_proxy_async();               // (cp.async writes -> wgmma's async-proxy reads)
@@ -936,6 +959,7 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
       mbar_wait(v_bar(t), (t / kStages) & 1);
     }
 
+    // BEGIN SOLUTION: hopper, continued: step t (S[t+1] and P V[t] issued together, S[t+1]'s softmax meanwhile)
     fence_regs(pa);
     fence_regs(o_acc);
     turn_begin();
@@ -970,7 +994,9 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
     fence_regs(pa);
     tc::rescale<D>(o_acc, alpha);
     tc::pack_p<T, kBc>(pa, s);
+    // END SOLUTION
   }
+  // Given: V[tiles-1] has landed.
   if constexpr (kTma) {
     mbar_wait(v_bar(tiles - 1), ((tiles - 1) / kStages) & 1);
   } else {
@@ -978,6 +1004,7 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
     fence_proxy_async();
     __syncthreads();
   }
+  // BEGIN SOLUTION: hopper, continued: the last P V, then the epilogue (O / l and lse; O staged through shared memory)
   fence_regs(pa);
   fence_regs(o_acc);
   turn_begin();
@@ -988,8 +1015,6 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
   wgmma_wait<0>();
   fence_regs(o_acc);
 
-  // END SOLUTION
-  // BEGIN SOLUTION: hopper, continued: the epilogue (lse, O staged through shared memory) and launch<T, D>
   float lse_v[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -1006,11 +1031,15 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
   T* const stage = reinterpret_cast<T*>(sbase + S::kQ + wg * S::kQWarpgroup) + 16 * warp * D;
   tc::store_rows<T, D, true>(stage, o_acc, o + st.o.start(bh, heads), st.o.row, lse + static_cast<size_t>(bh) * n,
                              wrow, n, lse_v);
+  // END SOLUTION
 #else
   __trap();  // only the sm_90a image has this kernel; the launcher never picks it elsewhere
 #endif
 }
 
+// Given: flash_wgmma_kernel<T, D, kBc> on batch · heads · ceil(n / Shape<D>::kBr) blocks of Shape<D>::kBlockThreads
+// with Smem<D, kBc>::kBytes of dynamic shared memory, its three TMA maps made from the tensors' strides (a tensor
+// that cannot have one takes the mma.sync kernel instead); returns the first error.
 template <typename T, int D, int kBc>
 cudaError_t launch_bc(const T* q, const T* k, const T* v, T* o, float* lse, int batch, int heads, int n,
                       const course::AttentionStrides& st, bool causal, cudaStream_t stream) {
@@ -1041,7 +1070,6 @@ cudaError_t launch(const T* q, const T* k, const T* v, T* o, float* lse, int bat
 }
 
 }  // namespace hopper
-// END SOLUTION
 
 // q, k, v, o: [B, H, N, d] with the head strides in `st` (views of bigger tensors are fine; columns contiguous).
 template <typename T>

@@ -11,7 +11,9 @@ Writes <kernel>-terminal.svg/.png, <kernel>-watch.svg/.png and <kernel>-map.png 
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -41,7 +43,7 @@ def load_result(path: Path) -> ExerciseResult:
 
 
 def svg(lines_or_render, title: str) -> str:
-    console = Console(record=True, width=WIDTH, force_terminal=True, color_system="truecolor", file=open("/dev/null", "w"))
+    console = Console(record=True, width=WIDTH, force_terminal=True, color_system="truecolor", file=io.StringIO())
     lines_or_render(console)
     return console.export_svg(title=title)
 
@@ -51,7 +53,6 @@ def png(svg_path: Path, png_path: Path, chromium: str) -> str | None:
     if not Path(chromium).exists():
         return f"no Chromium at {chromium}: {png_path.name} not written"
     head = svg_path.read_text()[:400]
-    import re
     m = re.search(r'viewBox="0 0 ([\d.]+) ([\d.]+)"', head)
     w, h = (int(float(m.group(1))) + 1, int(float(m.group(2))) + 1) if m else (1200, 800)
     with tempfile.TemporaryDirectory() as profile:

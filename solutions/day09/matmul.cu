@@ -1,5 +1,7 @@
 // Day 09: an optimized CUDA-core matmul, c[M, N] = a[M, K] @ b[K, N] (row-major), fp32 accumulation, for float,
 // __half and __nv_bfloat16 storage. The fp32 version is measured against cuBLAS's SGEMM (TF32 off).
+// Two graded steps share this file: 09c (op matmul_pipelined) is changes 1 to 9 below with one whole tile per block
+// (`kernel`); 09d (op matmul) adds change 10, stream-K for the last wave (`streamk_kernel`, launched after it).
 //
 // Changes vs day 08's matmul_2d (128 x 128 block tile, 8 x 8 outputs per thread, scalar everything), each
 // measured on an H200 at 4096^3 fp32 against cuBLAS in the same run (measured/NOTES.md has the table):

@@ -235,13 +235,13 @@ __device__ __forceinline__ void pack_p(uint32_t (&pa)[kCols / 4], const float (&
 }
 // END SOLUTION
 
-// Given (the epilogue's store, the same as day 11's through shared memory): writes this warp's 16 rows of O and
-// their lse. Expects o in the accumulator layout (D columns, already divided by l), lse[2] = the lse of this
-// thread's rows (row0 + lane / 4 and + 8, the same in the 4 lanes of a quad), and `stage` = 16 · D elements of
-// shared memory that only this warp uses (the kernels pass the warp's own rows of the Q tile, dead by then). Each
-// lane writes its pairs into a [16][D] staging tile, chunks swizzled as in swz so the writes do not conflict, then
-// the warp copies the tile out 16 bytes per lane (kVec; 2-byte stores otherwise) to out + r · ld for rows r < n;
-// lane 0 of each quad writes the lse of rows < n to lse_out.
+// Given (the epilogue's store, through a per-warp patch of shared memory as in day 11's WMMA epilogue): writes this
+// warp's 16 rows of O and their lse. Expects o in the accumulator layout (D columns, already divided by l),
+// lse[2] = the lse of this thread's rows (row0 + lane / 4 and + 8, the same in the 4 lanes of a quad), and `stage`
+// = 16 · D elements of shared memory that only this warp uses (the kernels pass the warp's own rows of the Q tile,
+// dead by then). Each lane writes its pairs into a [16][D] staging tile (chunk c of row r at c ^ (r % 8), Concept
+// 6's swizzle, so the writes do not conflict), then the warp copies the tile out 16 bytes per lane (kVec; 2-byte
+// stores otherwise) to out + r · ld for rows r < n; lane 0 of each quad writes the lse of rows < n to lse_out.
 template <typename T, int D, bool kVec>
 __device__ __forceinline__ void store_rows(T* stage, const float (&o)[D / 2], T* out, long long ld, float* lse_out,
                                            int row0, int n, const float (&lse)[2]) {

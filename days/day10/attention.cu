@@ -161,7 +161,14 @@ struct Smem {
 // for d = 128 (it keeps more shared-memory loads in flight); capped, it fits without spilling. d = 64 leaves
 // room in shared memory for four blocks, but three would cap registers at 80, and ptxas then spills.
 // The scalar-load instances (unaligned tensors, the rare case) get no cap: at d = 128 they spill under 128.
+// Only where two blocks can be resident and ptxas fits 128 without spilling: sm_80 and sm_90. A GPU with 99 KiB of
+// shared memory a block (sm_86, sm_89, sm_120) holds one block of either size; on sm_100 and sm_120 ptxas spills
+// under the cap. There the kernel is compiled uncapped.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 800 && __CUDA_ARCH__ != 900
+constexpr int kMinBlocks = 1;
+#else
 constexpr int kMinBlocks = 2;
+#endif
 
 // Given: the tile loaders both FlashAttention kernels use (day 05's 4-wide accesses, day 09's split of a tile's
 // loads from its shared-memory stores). kChunk: dot-product terms per partial sum (see the header).

@@ -270,7 +270,7 @@ constexpr int kMinBlocks = 2;
 
 // Given: the tile loaders both FlashAttention kernels use (day 05's 4-wide accesses, day 09's split of a tile's
 // loads from its shared-memory stores). kChunk: dot-product terms per partial sum (see the header).
-constexpr int kChunk = 32;  // dot-product terms per partial sum, as in naive::scores_kernel (see the header)
+[[maybe_unused]] constexpr int kChunk = 32;  // dot-product terms per partial sum, as in naive::scores_kernel (see the header)
 
 // Two 16-bit values in one 32-bit word <-> float2 (day 05's helpers). memcpy reinterprets the bits for free.
 __device__ __forceinline__ float2 pair_to_float2(uint32_t w, __half) {

@@ -12,6 +12,10 @@ already in --out is not checked again (--again does), so a run cut off by a time
 --budget-s stops starting new checks after that many seconds and prints the table of what is done. Builds go into
 --state (default: --out/state), kept between runs.
 
+The GPU suite keeps its own known-wrong checks' results for this table (the same arguments and seed): with
+GRADER_KEEP_RESULTS=DIR, tests/gpu/test_days_gpu.py copies each into DIR as <day>-<name>.json, and
+`error_maps.py --out DIR --budget-s 1` then makes the table and pictures from them, checking nothing again.
+
     python3 scripts/error_maps.py --out maps/ --rederive     # no GPU: the detectors and the choice of map run again
 
 --rederive checks nothing: it runs the detectors of this tree again on the cell grids the kept results recorded, and

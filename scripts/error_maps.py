@@ -14,7 +14,7 @@ already in --out is not checked again (--again does), so a run cut off by a time
 
 The GPU suite keeps its own known-wrong checks' results for this table (the same arguments and seed): with
 GRADER_KEEP_RESULTS=DIR, tests/gpu/test_days_gpu.py copies each into DIR as <day>-<name>.json, and
-`error_maps.py --out DIR --budget-s 1` then makes the table and pictures from them, checking nothing again.
+`error_maps.py --out DIR --rederive` then makes the table and pictures from them, checking nothing again.
 
     python3 scripts/error_maps.py --out maps/ --rederive     # no GPU: the detectors and the choice of map run again
 

@@ -155,7 +155,7 @@ __device__ __forceinline__ int swz(int row, int chunk) {
 // Helpers shared by both kernels.
 namespace tc {
 
-// The PTX wrappers you wrote on day 11, from common/ptx.cuh (the same ones the backward days use).
+// The PTX wrappers day 11 gave you, from common/ptx.cuh (the same ones the backward days use).
 using ptx::cp_async16;
 using ptx::cp_async_commit;
 using ptx::cp_async_wait;

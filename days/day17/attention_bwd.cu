@@ -99,8 +99,16 @@ struct KvSmem {  // the dK/dV walk, in floats: k, v tiles (owned, padded), q, dO
 // Each thread computes a small tile of every product so that one shared-memory read feeds several FMAs (one read
 // per FMA made the walk bound by shared memory, not arithmetic): S and dP for 1 key x 4 queries (the 4 queries'
 // q and dO values of one column are one float4, the same for the whole warp), dK and dV for 2 keys x D/8 columns.
+// On sm_86 and sm_89 (shared memory for one such block an SM) ptxas, not told that one block is all an SM holds,
+// fits the d = 64 two-pass walk into 64 registers for occupancy it cannot have, and spills: there the bounds say
+// one block. sm_80 and sm_90 keep their plain bounds (and their code).
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 890)
+#define FA17_DKDV_BOUNDS __launch_bounds__(kThreads, 1)
+#else
+#define FA17_DKDV_BOUNDS __launch_bounds__(kThreads)
+#endif
 template <typename T, int D, bool kAtomicDq>
-__global__ void __launch_bounds__(kThreads)
+__global__ void FA17_DKDV_BOUNDS
     dkdv_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                 const float* __restrict__ lse, const T* __restrict__ dout, const float* __restrict__ delta,
                 T* __restrict__ dk, T* __restrict__ dv, float* __restrict__ dq_acc, int n, float scale, bool causal) {

@@ -6,6 +6,12 @@ from __future__ import annotations
 import shutil
 import subprocess
 
+# The GPUs a class has, by compute capability, and the shared memory one block of each may opt in to
+# (cudaDevAttrMaxSharedMemoryPerBlockOptin; the CUDA C++ Programming Guide's table of technical specifications per
+# compute capability): T4; A100; RTX 30xx and A10; RTX 40xx and L4; H100; B200; RTX 50xx. CI's compile matrix
+# (tests/test_compile_matrix.py) compiles every kernel for those the course grades on (min_capability and newer).
+SMEM_OPTIN_KIB = {"7.5": 64, "8.0": 163, "8.6": 99, "8.9": 99, "9.0": 227, "10.0": 227, "12.0": 99}
+
 
 def capability_here() -> tuple[int, int] | None:
     """The first GPU's compute capability from nvidia-smi (no torch import: `grader list` stays fast), or None

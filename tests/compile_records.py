@@ -497,3 +497,96 @@ def compile_sources(sources: list[Path], include_dirs: list[Path], extra_flags: 
         reports.append(cc.CompileReport(**got, cached=how == "recorded"))
         hows.append((reports[-1].file, how))
     return reports
+
+
+# ------------------------------------------------------------------------------------------ the compile matrix
+# ptxas's report for the image each class GPU runs (grader/gpu_support.py CLASS_GPUS), beside the compile check's
+# sm_80 and sm_90 above: tests/test_compile_matrix.py and scripts/compile_matrix.py.
+
+def image(extra_flags: list[str], cc: str) -> tuple[str, str] | None:
+    """(the image a GPU of compute capability cc ("8.6") runs of an exercise built with extra_flags, as the
+    `-gencode` that makes ptxas compile it for that GPU), or None where nothing in the build runs there. An exercise
+    that lists no `-gencode` is built for the GPU at hand (PyTorch's native arch); one whose list is the whole build
+    (days 11, 12, 20) runs the driver's choice from it: SASS of exactly this GPU (sm_90a on an H100), else SASS of
+    its major and an older minor (sm_80 on any sm_8x), else the newest PTX not newer than the GPU, compiled by the
+    driver: `code=sm_<cc>` of that PTX is what ptxas gives the driver's JIT here."""
+    from grader.check.build import _GENCODE
+
+    want = int(cc.replace(".", ""))
+    listed = [(f, m) for f in extra_flags if (m := _GENCODE.match(f))]
+    if not listed:
+        return f"-gencode=arch=compute_{want},code=sm_{want}"
+    sass = sorted((int(m["cc"]), f) for f, m in listed if m["kind"] == "sm"
+                  and int(m["cc"]) // 10 == want // 10 and int(m["cc"]) <= want)
+    if sass:
+        return sass[-1][1]
+    ptx = sorted(int(m["cc"]) for f, m in listed if m["kind"] == "compute" and int(m["cc"]) <= want)
+    return f"-gencode=arch=compute_{ptx[-1]},code=sm_{want}" if ptx else None
+
+
+def image_arch(gencode: str) -> str:
+    """The arch ptxas names the image's kernels by ("sm_80", "sm_90a")."""
+    return gencode.rpartition("code=")[2]
+
+
+def compile_images(src: Path, include_dirs: list, flags: list, gencodes: list, depfile: Path | None) -> dict:
+    """One nvcc run that compiles src for every image in gencodes: what a compile report holds (the compile
+    check's flags, its own images left out)."""
+    # imported by name, so that code_closure follows each into the record's key
+    from grader.check.build import BASE_CUDA_FLAGS, TORCH_CUDA_DEFINES, parse_diagnostics
+    from grader.check.compile_check import _depfile_flags, _run_compiler, demangle, nvcc_path, parse_ptxas
+    from grader.paths import relative_path
+
+    rel = relative_path(src, ROOT)
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [nvcc_path() or "nvcc", "-c", str(src), "-o", str(Path(tmp) / "k.o"), *BASE_CUDA_FLAGS,
+               *TORCH_CUDA_DEFINES, *[f"-I{d}" for d in include_dirs], "-Xptxas", "-v", *flags, *gencodes,
+               *_depfile_flags(depfile)]
+        code, log = _run_compiler(cmd, None)
+        log = log.replace(tmp, "@tmp")  # a failure's words, the same in every run
+    if code is None:
+        return {"file": rel, "ok": False, "tool": "nvcc", "note": "nvcc did not finish", "diagnostics": [],
+                "kernels": []}
+    kernels = parse_ptxas(log)
+    names = demangle(sorted({k.function for k in kernels}))
+    errors = [line for line in log.splitlines() if "error" in line]
+    return {"file": rel, "ok": code == 0, "tool": "nvcc",
+            "note": "" if code == 0 else f"nvcc exited with {code}: " + "\n".join(errors)[-3000:],
+            "diagnostics": [str(d) for d in parse_diagnostics(log, ROOT)],
+            "kernels": [{**k.__dict__, "function": names.get(k.function, k.function)} for k in kernels]}
+
+
+def class_matrix(source: Path, include_dirs: list[Path], extra_flags: list[str], archs: list[str],
+                 hows: list | None = None) -> list[dict]:
+    """For each compute capability in archs: {"arch": "8.6", "image": its -gencode or None, "ok", "note",
+    "kernels"} of the .cu source. The images the compile check builds (sm_80, sm_90 and the exercise's own
+    list) come from its report (compile_sources, recorded); the others from one nvcc run with them all, recorded
+    in the same way (result())."""
+    from grader.check import compile_check as cc
+
+    hows = [] if hows is None else hows
+    (check,) = compile_sources([source], include_dirs, extra_flags, hows)
+    checked = {image_arch(g) for g in [f"code=sm_{a}" for a in cc.ARCHS] + extra_flags if "code=sm_" in g}
+    images = {a: image(extra_flags, a) for a in archs}
+    rest = sorted({g for g in images.values() if g and image_arch(g) not in checked})
+    rest_report = None
+    if rest:
+        flags = [f for f in extra_flags if not f.startswith("-gencode")]
+
+        def produce(depfile):
+            r = compile_images(source, include_dirs, flags, rest, depfile)
+            return r, r["note"] != "nvcc did not finish"
+
+        unit = Unit("nvcc", source, list(include_dirs), [*flags, *rest, *(_path_id(d, source) for d in include_dirs)],
+                    (*code_closure(compile_images), "class_matrix"), produce)
+        rest_report, how = result(unit)
+        hows.append((rest_report["file"] + " (" + " ".join(image_arch(g) for g in rest) + ")", how))
+    out = []
+    for a, g in images.items():
+        if g is None:
+            out.append({"arch": a, "image": None, "ok": True, "note": "", "kernels": []})
+            continue
+        rep = check.as_dict() if image_arch(g) in checked else rest_report
+        out.append({"arch": a, "image": g, "ok": rep["ok"], "note": rep["note"],
+                    "kernels": [k for k in rep["kernels"] if k["arch"] == image_arch(g)]})
+    return out

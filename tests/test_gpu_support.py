@@ -124,3 +124,19 @@ def test_doctor_without_a_gpu_names_the_steps_that_need_one_generation(monkeypat
     out = " ".join(capsys.readouterr().out.split())
     assert "steps no GPU here; on a GPU of compute capability 8.0 or newer every step is graded, except " \
            "day11.matmul_wgmma_async, day11.matmul_wgmma, day11.matmul_cute" in out, out
+
+
+def test_doctor_reads_the_course_once(monkeypatch, capsys):
+    """Its course line and its steps line share one read of course.yaml (the course is the slowest thing doctor
+    reads)."""
+    import argparse
+
+    import grader.course
+    from grader.commands import checking
+
+    reads = []
+    real = grader.course.load_course
+    monkeypatch.setattr(grader.course, "load_course", lambda p, *a, **k: reads.append(p) or real(p, *a, **k))
+    checking.cmd_doctor(argparse.Namespace(course=str(ROOT / "course.yaml")))
+    assert len(reads) == 1, reads
+    assert "course" in capsys.readouterr().out

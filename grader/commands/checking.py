@@ -214,7 +214,11 @@ def cmd_doctor(args) -> int:
 
     from grader.check.slurm_settings import doctor as slurm_doctor
 
-    cs = checks() + [_course_check(args)] + _steps_check(args) + slurm_doctor(args.course)
+    try:  # read once: the course line and the steps line both use it
+        loaded = _load(args)
+    except GraderError as e:
+        loaded = e
+    cs = checks() + [_course_check(args, loaded)] + _steps_check(loaded) + slurm_doctor(args.course)
     for c in cs:
         mark = "[green]✓[/]" if c.ok else "[yellow]![/]" if c.ok is None else "[red]✗[/]"
         console.print(f"{mark} {c.name:<11} {c.detail}")
@@ -224,16 +228,16 @@ def cmd_doctor(args) -> int:
     return ENV if blocking else 0
 
 
-def _steps_check(args) -> list:
-    """doctor's line on which of the course's steps this GPU grades (none without a GPU or a readable course)."""
+def _steps_check(loaded) -> list:
+    """doctor's line on which of the course's steps this GPU grades (none without a GPU or a readable course).
+    loaded: _load's (root, path, course), or the error it raised."""
     from grader import gpu_support
     from grader.doctor import Check
 
-    cap = gpu_support.capability_here()
-    try:
-        _, _, course = _load(args)
-    except GraderError:  # the course line above already says what is wrong with it
+    if isinstance(loaded, GraderError):  # the course line above already says what is wrong with it
         return []
+    _, _, course = loaded
+    cap = gpu_support.capability_here()
     if cap is None:  # no GPU here: which steps need one generation, for the student choosing a GPU
         limited = [f"{d.id}.{e.name}" for d in course.days if d.status == "ready" for e in gpu_support.limited_steps(d)]
         return [Check("steps", True, f"no GPU here; on a GPU of compute capability {course.min_capability} or newer "
@@ -251,22 +255,22 @@ def doctor_gpu_name() -> str | None:
     return out.splitlines()[0].strip() if out else None
 
 
-def _course_check(args):
+def _course_check(args, loaded):
     """doctor's line on the course: course.yaml found and valid (a check needs it), broken (a problem), or none here
     (a warning: doctor still checks the machine)."""
     from pathlib import Path
 
     from grader.doctor import Check
 
-    try:
-        _, path, course = _load(args)
-    except GraderError as e:
+    if isinstance(loaded, GraderError):
+        e = loaded
         here = Path.cwd().resolve()
         if not args.course and not any((d / "course.yaml").is_symlink() or (d / "course.yaml").exists()
                                        for d in (here, *here.parents)):
             return Check("course", None, "no course.yaml in this folder or any parent: run `grader doctor` inside the "
                                          "course repository (or pass --course PATH) to check the course too")
         return Check("course", False, f"{e}")
+    _, path, course = loaded
     ready = sum(d.status == "ready" for d in course.days)
     from grader.authoring import semester
 

@@ -182,3 +182,81 @@ def reach(roots: set[str], by_name: dict[str, list[Block]]) -> list[Block]:
                 reached[id(b)] = b
                 todo += [(u, b) for u in b.uses]
     return list(reached.values())
+
+
+# -- which placeholders of a stub an op needs ------------------------------------------------------------------------
+def _label_names(label: str) -> set[str]:
+    """The names a placeholder's label gives (`launch<T, D>(...)`, `row_max/row_sum`, `kWarpSize = 32`): an
+    identifier that reads as code (an underscore, a capital inside it, or `(`, `<`, `=` after it), not prose."""
+    names = set()
+    for m in re.finditer(r"\b([A-Za-z_]\w*)(\s*[(<=])?", label):
+        word, after = m.group(1), m.group(2)
+        if len(word) > 1 and word not in _KEYWORDS and (after or "_" in word or re.search(r"[a-z][A-Z]", word)):
+            names.add(word)
+    return names
+
+
+def _namespaces(text: str) -> list[tuple[str, ...]]:
+    """The namespace each line is in (index 0: line 1), named namespaces only."""
+    out, depth, stack = [], 0, []  # stack: (name, depth inside it)
+    for raw in text.splitlines():
+        s = _strip(raw)
+        if m := re.match(r"\s*(?:inline\s+)?namespace\b\s*(\w*)[^;{]*\{", s):
+            stack.append((m.group(1), depth + 1))
+        out.append(tuple(n for n, _ in stack if n))
+        depth += s.count("{") - s.count("}")
+        while stack and depth < stack[-1][1]:
+            stack.pop()
+    return out
+
+
+def placeholders_for(files: dict[str, str], op: str, placeholder: str, headers: dict[str, str] | None = None,
+                     step: str | None = None) -> tuple[list[str], list[str], list[str]] | None:
+    """("file:line" of each placeholder the op reaches, those of the others, those of the optional Hopper walk), in
+    file order, for the C++ files given (name -> text); None where none of them registers the op (then every
+    placeholder may be its). A placeholder in a
+    definition belongs to it, and its label's names count as that definition's uses (`launch<T, 64> of
+    online_kernel`); one outside any definition stands for the names its label gives. Over-approximate, as reach().
+    headers: the include folders' files (name -> text), read for their definitions only. step: the exercise's step
+    (`20b`): a placeholder labelled `(step 20a) ...` is that step's alone, whatever reaches it (the steps of one
+    kernel differ by what a template switches on, which no reading of names tells apart)."""
+    cpp = {n: t for n, t in files.items() if n.endswith(CPP)}
+    roots = set().union(*(registration(t, op) for t in cpp.values())) if cpp else set()
+    if not roots:
+        return None
+    by_name: dict[str, list[Block]] = {}
+    spots: list[tuple[str, Block, str]] = []
+    for name, text in (headers or {}).items():
+        for b in blocks_of(name, text) if name.endswith(CPP) else []:
+            for d in b.defines:
+                by_name.setdefault(d, []).append(b)
+    for name, text in cpp.items():
+        blocks = blocks_of(name, text)
+        ns = _namespaces(text)
+        for n, line in enumerate(text.splitlines(), 1):
+            if placeholder not in line:
+                continue
+            label = line.split(placeholder, 1)[1]
+            inside = next((b for b in blocks if b.first <= n <= b.last), None)
+            if inside is not None:
+                inside.uses |= _label_names(label)
+            else:
+                inside = Block(name, n, n, defines=_label_names(label), ns=ns[n - 1])
+                blocks.append(inside)
+            spots.append((f"{name}:{n}", inside, label))
+        for b in blocks:
+            for d in b.defines:
+                by_name.setdefault(d, []).append(b)
+    reached = {id(b) for b in reach(roots, by_name)}
+    mine, walks, in_walk = [], [], False
+    for _, b, label in spots:
+        text = label.lstrip(" :")
+        tagged = re.match(r"\(step (\d+[a-z])\b", text)
+        # the optional Hopper walk's holes (scripts/hole_table.py's rule) are no graded step's
+        walk = bool(re.match(r"optional\b.{0,30}\bhopper\b", text, re.I)) or (
+            in_walk and bool(re.match(r"\w*hopper\w*, continued", text, re.I)))
+        in_walk = in_walk or walk
+        walks.append(walk)
+        mine.append(False if walk else tagged.group(1) == step if tagged and step else id(b) in reached)
+    return ([s for (s, _, _), m in zip(spots, mine) if m], [s for (s, _, _), m in zip(spots, mine) if not m],
+            [s for (s, _, _), w in zip(spots, walks) if w])

@@ -60,9 +60,9 @@ def placeholders(src_dir: Path, sources: list[str], root: Path) -> list[str]:
 
 
 def placeholders_by_step(src_dir: Path, day, ex, root: Path) -> tuple[list[str], list[str]]:
-    """The stub's placeholders in ex's sources, as (this step's, other steps'): a placeholder is another step's only
-    where another exercise of the day reaches it (grader/holes.py) and this one does not; one that none reaches (its
-    users are still placeholders themselves) stays this step's. Both in file order; nothing is left out."""
+    """The stub's placeholders in ex's sources, as (those this step's code reaches, the rest) (grader/holes.py): the
+    rest are other steps' places, the optional Hopper walk's, or ones this step needs through code that is itself
+    still a placeholder (its kernel's body, say). Both in file order; nothing is left out."""
     from grader.holes import placeholders_for
     from grader.paths import PLACEHOLDER
 
@@ -76,25 +76,17 @@ def placeholders_by_step(src_dir: Path, day, ex, root: Path) -> tuple[list[str],
         except OSError:
             return ""
 
-    reached: dict[str, set[str]] = {}
-    walk: set[str] = set()  # the optional Hopper walk's: no graded step's
-    for k, other in enumerate(day.exercises):
-        files = {s: read(src_dir / s) for s in other.sources}
-        headers = {f"{i}/{h.name}": read(h) for i in other.include_dirs
-                   for h in sorted((root / i).glob("*")) if h.is_file()}
-        found = placeholders_for(files, other.op or other.name, PLACEHOLDER, headers, f"{int(day.id[3:])}{chr(97 + k)}")
-        if found is not None:
-            reached[other.name] = set(found[0])
-            walk |= set(found[2])
-    mine_found = reached.get(ex.name)
-    if mine_found is None:  # no reading of this exercise (a Python route): every placeholder may be its
+    k = next(i for i, e in enumerate(day.exercises) if e.name == ex.name)
+    files = {s: read(src_dir / s) for s in ex.sources}
+    headers = {f"{i}/{h.name}": read(h) for i in ex.include_dirs for h in sorted((root / i).glob("*")) if h.is_file()}
+    found = placeholders_for(files, ex.op or ex.name, PLACEHOLDER, headers, f"{int(day.id[3:])}{chr(97 + k)}")
+    if found is None:  # no reading of this exercise (a Python route): every placeholder may be its
         return spots, []
-    rel = {s: s.split(":")[0].rsplit("/", 1)[-1] + ":" + s.rsplit(":", 1)[1] for s in spots}  # file:line as read
-    theirs = set().union(*(v for name, v in reached.items() if name != ex.name)) if len(reached) > 1 else set()
-    others = [s for s in spots if (rel[s] in theirs or rel[s] in walk) and rel[s] not in mine_found]
-    if len(others) == len(spots):  # none left for this step: the reading is wrong somewhere, so list them all
+    reached = set(found[0])
+    mine = [s for s in spots if s.split(":")[0].rsplit("/", 1)[-1] + ":" + s.rsplit(":", 1)[1] in reached]
+    if not mine:  # nothing reached (the entry point itself is a placeholder): list them all
         return spots, []
-    return [s for s in spots if s not in others], others
+    return mine, [s for s in spots if s not in mine]
 
 
 def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, seeds: tuple[int, ...],

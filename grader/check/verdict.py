@@ -125,10 +125,10 @@ def missing_compiler(res: ExerciseResult, message: str) -> ExerciseResult:
 def note_placeholders(res: ExerciseResult, spots: list[str], placeholder: str, others: int = 0) -> ExerciseResult:
     """Where the stub's placeholder still stands: beside NOT IMPLEMENTED, and beside a compile-only verdict, which a
     stub left as released gets as finished code does (it compiles), so that it alone says the work is not done.
-    spots: this step's places first; others: how many more stand in code only the day's other steps need."""
+    spots: the places this step's code reaches; others: how many more stand elsewhere in its files."""
     shown = ", ".join(spots[:3]) + (f" and {len(spots) - 3} more" if len(spots) > 3 else "")
     if others:
-        shown += f"; {others} more in code only the day's other steps need"
+        shown += f"; {others} more that this step's code does not reach (yet)"
     if res.status == Status.NOT_IMPLEMENTED and spots:
         res.message += f" ({placeholder} still at {shown})"
     elif res.status == Status.NO_GPU and spots:

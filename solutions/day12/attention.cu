@@ -1039,7 +1039,8 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
 
 // Given: flash_wgmma_kernel<T, D, kBc> on batch · heads · ceil(n / Shape<D>::kBr) blocks of Shape<D>::kBlockThreads
 // with Smem<D, kBc>::kBytes of dynamic shared memory, its three TMA maps made from the tensors' strides (a tensor
-// that cannot have one takes the mma.sync kernel instead); returns the first error.
+// that cannot have one takes the mma.sync kernel instead, as aligned: call it for 16-byte-aligned rows only);
+// returns the first error.
 template <typename T, int D, int kBc>
 cudaError_t launch_bc(const T* q, const T* k, const T* v, T* o, float* lse, int batch, int heads, int n,
                       const course::AttentionStrides& st, bool causal, cudaStream_t stream) {
@@ -1081,7 +1082,9 @@ cudaError_t flash_attention_mma_forward(const T* q, const T* k, const T* v, T* o
   } else {
     if (batch == 0 || heads == 0 || n == 0) return cudaSuccess;
     cudaError_t err = cudaSuccess;
-    // Contract: any other d: cudaErrorInvalidValue; take the wgmma kernel only where it is available.
+    // Contract: any other d: cudaErrorInvalidValue; take the wgmma kernel (hopper::launch) only if you wrote the
+    // optional walk, the rows are 16-byte aligned and the GPU runs it; otherwise mma::launch (an empty walk never
+    // frees a buffer, so the given producer would wait forever).
     // BEGIN SOLUTION: err = the launch for d = 64 or 128 (aligned = every row of q, k, v, o 16-byte aligned)
     // cp.async and the 16-byte stores need 16-byte aligned rows: the start pointers and every stride decide.
     const bool aligned = ((reinterpret_cast<uintptr_t>(q) | reinterpret_cast<uintptr_t>(k) |

@@ -153,9 +153,9 @@ using ptx::quad_max;
 using ptx::quad_sum;
 using ptx::smem_addr;
 
-// Contract: quad reductions give the same bits in all 4 lanes; online_softmax works on an m16n8 accumulator
-// tile (mask, m, l, p, alpha); rescale multiplies each row of an O tile by its alpha; pack_p turns p into P V's A
-// fragments.
+// Contract (the given quad_max/quad_sum leave the same bits in all 4 lanes): online_softmax works on an m16n8
+// accumulator tile (mask, m, l, p, alpha); rescale multiplies each row of an O tile by its alpha; pack_p turns p
+// into P V's A fragments.
 // YOUR CODE HERE: online_softmax, rescale, pack_p (the warp-level pieces both kernels share)
 
 // Given (the epilogue's store, through a per-warp patch of shared memory as in day 11's WMMA epilogue): writes this
@@ -333,8 +333,9 @@ cudaError_t launch(const T* q, const T* k, const T* v, T* o, float* lse, int bh,
 // Optional (Concept 8): the same outputs (o, lse) as flash_mma_kernel, with both products on wgmma. Given: the
 // block's shape and shared memory, the kernel's set-up (TMA copies counted in by mbarriers, day 11's kernel 3b,
 // and the instructors' FlashAttention-3 schedule: a producer warpgroup, ping-pong turns, three consumers at d = 64,
-// 176-key tiles), the launchers and the sm_90a guard. Yours, in three holes: the two products (issue_s, issue_pv),
-// the walk that overlaps the softmax of S[t+1] with P V[t], and the last P V with the epilogue. Choose this kernel
+// 176-key tiles), the launchers and the sm_90a guard. Yours, in four holes: the two products (issue_s, issue_pv),
+// the walk's first tile, each of its steps (the softmax of S[t+1] overlapped with P V[t]), and the last P V with
+// the epilogue. Choose this kernel
 // at run time only where the sm_90a image runs (hopper::available(), in flash_attention_mma_forward).
 namespace hopper {
 

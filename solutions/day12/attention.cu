@@ -168,9 +168,9 @@ using ptx::quad_max;
 using ptx::quad_sum;
 using ptx::smem_addr;
 
-// Contract: quad reductions give the same bits in all 4 lanes; online_softmax works on an m16n8 accumulator
-// tile (mask, m, l, p, alpha); rescale multiplies each row of an O tile by its alpha; pack_p turns p into P V's A
-// fragments.
+// Contract (the given quad_max/quad_sum leave the same bits in all 4 lanes): online_softmax works on an m16n8
+// accumulator tile (mask, m, l, p, alpha); rescale multiplies each row of an O tile by its alpha; pack_p turns p
+// into P V's A fragments.
 // BEGIN SOLUTION: online_softmax, rescale, pack_p (the warp-level pieces both kernels share)
 // Online softmax on one S tile held in the m16n8 accumulator layout: s[4·j + e] for 8-column tile j, e = 0, 1 on
 // row `row` and e = 2, 3 on row + 8, columns col0 + 8·j + 2·(lane % 4) + (e % 2). Masks (if kMask) keys >= n and,
@@ -657,8 +657,9 @@ cudaError_t launch(const T* q, const T* k, const T* v, T* o, float* lse, int bh,
 // Optional (Concept 8): the same outputs (o, lse) as flash_mma_kernel, with both products on wgmma. Given: the
 // block's shape and shared memory, the kernel's set-up (TMA copies counted in by mbarriers, day 11's kernel 3b,
 // and the instructors' FlashAttention-3 schedule: a producer warpgroup, ping-pong turns, three consumers at d = 64,
-// 176-key tiles), the launchers and the sm_90a guard. Yours, in three holes: the two products (issue_s, issue_pv),
-// the walk that overlaps the softmax of S[t+1] with P V[t], and the last P V with the epilogue. Choose this kernel
+// 176-key tiles), the launchers and the sm_90a guard. Yours, in four holes: the two products (issue_s, issue_pv),
+// the walk's first tile, each of its steps (the softmax of S[t+1] overlapped with P V[t]), and the last P V with
+// the epilogue. Choose this kernel
 // at run time only where the sm_90a image runs (hopper::available(), in flash_attention_mma_forward).
 namespace hopper {
 

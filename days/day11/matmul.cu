@@ -98,7 +98,7 @@ static_assert(FM * 16 == WM && FN * 16 == WN && BK % 16 == 0, "warp tiles are wh
 static_assert(LDA % 8 == 0 && LDB % 8 == 0, "WMMA's ldm for 16-bit types is a multiple of 8 elements");
 
 // Contract: kVec means one 16-byte load (aligned, all 8 in or all out); otherwise 8 guarded scalar loads.
-// YOUR CODE HERE: a helper for the kernel: 8 elements of a row (src) into shared memory (dst), zeros past `valid`
+// YOUR CODE HERE: load_chunk<T, kVec>(dst, src, valid): 8 elements of a row into shared memory, zeros past valid
 
 template <typename T, bool kVec>
 __global__ void __launch_bounds__(kThreads, 2)

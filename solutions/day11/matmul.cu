@@ -98,7 +98,7 @@ static_assert(FM * 16 == WM && FN * 16 == WN && BK % 16 == 0, "warp tiles are wh
 static_assert(LDA % 8 == 0 && LDB % 8 == 0, "WMMA's ldm for 16-bit types is a multiple of 8 elements");
 
 // Contract: kVec means one 16-byte load (aligned, all 8 in or all out); otherwise 8 guarded scalar loads.
-// BEGIN SOLUTION: a helper for the kernel: 8 elements of a row (src) into shared memory (dst), zeros past `valid`
+// BEGIN SOLUTION: load_chunk<T, kVec>(dst, src, valid): 8 elements of a row into shared memory, zeros past valid
 // One 16-byte vector of the tile, or 8 guarded scalar loads (zeros outside the matrix), into shared memory.
 template <typename T, bool kVec>
 __device__ __forceinline__ void load_chunk(T* dst, const T* src, int valid) {

@@ -337,10 +337,295 @@ __global__ void __launch_bounds__(256) round_kernel(const float* __restrict__ sr
   // YOUR CODE HERE: (step 20c) dst[i] = scale · src[i] rounded to T, grid-stride
 }
 
-// YOUR CODE HERE: optional, for Hopper: the key-tile walk on wgmma, tried first by your launcher: constants, Smem, issue_*
-// YOUR CODE HERE: hopper_bwd, continued: the wgmma kernel's signature, set-up and prologue (TMA of K, V, the first tiles)
+// The optional Hopper walk's schedule (given code reads them; the defaults are the instructors' schedule, each knob
+// turns one of its steps off).
+#ifndef FA20_WG_DQ_BULK
+#define FA20_WG_DQ_BULK 1  // 0: the wgmma walk's dQ by each thread's float2 atomics instead of one bulk reduce-add a tile
+#endif
+#ifndef FA20_WG_PRODUCER
+#define FA20_WG_PRODUCER 1  // 0: thread 0 of the consumers issues the wgmma walk's copies and all threads load lse and D
+#endif
+#ifndef FA20_WG_KV_REGS
+#define FA20_WG_KV_REGS 1  // 0: Sᵀ and dPᵀ read K and V from shared memory at d = 64 too, as at d = 128
+#endif
+#ifndef FA20_WG_DQ_STORER
+#define FA20_WG_DQ_STORER 1  // 0: at d = 128 too the consumers issue the bulk dQ reduce and meet twice a step
+#endif
+
+// ---------------------------------------------------------------------------------------------------------------
+// Hopper (sm_90a): the key-tile walk on wgmma, chosen at run time as day 12 chooses its forward (a 9.0 GPU running
+// the sm_90a image, 16-byte aligned tensors, a driver with TMA); everything else takes the mma.sync walk above.
+// ---------------------------------------------------------------------------------------------------------------
+// Optional (0 points): dK, dV and the atomic version's dQ as dkdv_kernel makes them, every product on wgmma. Given:
+// the constants and the instructors' schedule behind the FA20_WG_* knobs (a producer warpgroup, K and V from
+// registers at d = 64, dQ by bulk reduce-adds and a storer warp at d = 128), the shared memory, the kernel's
+// signature and set-up (TMA copies counted in by mbarriers, as day 12's wgmma kernel), the stores of dK and dV,
+// launch<T, D> and the sm_90a guard. Yours, in three holes: the wgmma products (issue_scores, issue_scores_rs,
+// issue_grad), the walk over query tiles, and the call of hopper_bwd::launch in backward().
+namespace hopper_bwd {
+
+using namespace hopper;  // common/hopper.cuh
+
+// Producer warpgroup (FA20_WG_PRODUCER), as day 12's forward: a third warpgroup, last, issues every TMA copy and
+// loads lse and D, each stage once the consumers' "empty" mbarrier says their products are done with it, so neither
+// rides on a consumer's step. It keeps 24 registers and gives the rest to the two consumer warpgroups (240 each:
+// enough with the bulk dQ; the atomics' d = 128 walk, FA20_WG_DQ_BULK=0, needs more and ptxas spills it).
+constexpr bool kProducer = FA20_WG_PRODUCER;
+constexpr int kConsumers = 256;  // two warpgroups, each owning 64 of the block's keys
+constexpr int kThreads = kConsumers + (kProducer ? 128 : 0);
+constexpr int kProducerRegs = 24, kConsumerRegs = 240;  // setmaxnreg: multiples of 8
+static_assert(!kProducer || 128 * kProducerRegs + kConsumers * kConsumerRegs <= hopper::launch_registers(kThreads),
+              "the block's launch registers hold them");
+// The atomic version's dQ: each thread's float2 atomics (0), or the tile staged in shared memory and added into
+// dq_acc by one bulk reduce-add per query tile, issued by thread 0 and waited for only before its buffer is reused.
+constexpr bool kDqBulk = FA20_WG_DQ_BULK;
+constexpr int kBc = 128;
+constexpr int kBr = 64;
+
+// FA20_WG_KV_REGS (d = 64): Sᵀ = K Qᵀ and dPᵀ = V dOᵀ take K and V, fixed for the whole walk, from registers (each
+// warp's 16 rows, loaded once by ldmatrix) instead of shared memory. The walk's wgmma read their operands from shared
+// memory at about the rate it delivers them (Sᵀ, dPᵀ and dQ have both operands there, every product at n = 64), so
+// the two A operands are a sixth of the step's shared-memory traffic; at d = 128 the 64 registers they need are not
+// there.
+template <int D>
+constexpr bool kKvRegs = FA20_WG_KV_REGS && D == 64;
+
+// FA20_WG_DQ_STORER (with the producer and the bulk dQ), as FlashAttention-3's storer warp: the consumers write a
+// step's dQ tile into its staging buffer and arrive on that buffer's "full" mbarrier; a warp of the producer
+// warpgroup waits on it, issues the bulk reduce-add, and once the engine has read the buffer arrives on its
+// "empty" mbarrier, which the consumers wait on two steps later, before writing it again. dSᵀ gets two buffers, so
+// the barrier that says both warpgroups' dSᵀ are in (sync 1) also says both are done with the other buffer's dQ
+// product of the step before: the end-of-step barrier (sync 2), where both warpgroups met every step, goes.
+// d = 128 only: there it measured 1-3% faster, at d = 64 0-2% slower (H200, measured/NOTES.md).
+template <int D>
+constexpr bool kDqStorer = FA20_WG_DQ_STORER && D == 128 && kProducer && kDqBulk;
+
+// Shared memory, bytes from a 1024-aligned base, every tile in the 128-byte-swizzled column-block layout
+// (hopper.cuh): K, V [kBc][D]; Q, dO [2][kBr][D]; dSᵀ [kBc][kBr] (one column block; two with FA20_WG_DQ_STORER);
+// lse·log2 e and D [2][kBr] floats each; mbarriers for K, V, Q[2], dO[2], with the producer the stages' "empty" [2],
+// and with the storer dQ's "full" [2] and "empty" [2].
+template <int D>
+struct Smem {
+  static constexpr int kK = 0;
+  static constexpr int kV = kK + kBc * D * 2;
+  static constexpr int kQTile = kBr * D * 2;
+  static constexpr int kQ = kV + kBc * D * 2;
+  static constexpr int kDO = kQ + 2 * kQTile;
+  static constexpr int kDS = kDO + 2 * kQTile;
+  static constexpr int kDSTile = kBc * kBr * 2;
+  static constexpr int kL = kDS + kDSTile * (kDqStorer<D> ? 2 : 1);
+  static constexpr int kDl = kL + 2 * kBr * 4;
+  // FA20_WG_DQ_BULK: two fp32 [kBr][D] dQ tiles, row-major as dq_acc is, so one bulk reduce adds a whole tile.
+  static constexpr int kDQ = kDl + 2 * kBr * 4;
+  static constexpr int kDQTile = kBr * D * 4;
+  static constexpr int kBar = kDQ + (kDqBulk ? 2 * kDQTile : 0);
+  static constexpr int kBars = 6 + (kProducer ? 2 : 0) + (kDqStorer<D> ? 4 : 0);  // + dQ's full [2] and empty [2]
+  static constexpr size_t kBytes = kBar + 8 * kBars + 1024;  // + room to align: 210 KiB (d = 128), 114 KiB (d = 64)
+  static_assert(kBytes <= 227 * 1024, "the tiles must fit in an H100/H200 SM's shared memory");
+};
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// Contract: each issues its wgmma without committing or waiting (the caller fences, commits and waits).
+// issue_scores and issue_scores_rs write d[64 keys x 64 queries] = A Bᵀ over D (the first k-step overwrites d), A
+// this warpgroup's 64 rows of K or V, from shared memory or from registers; issue_grad adds a 64-key x D tile into
+// acc, its A (Pᵀ or dSᵀ) packed in registers, its B the query tile of dO or Q. Tiles are in the 128-byte-swizzled
+// column-block layout above: [rows][64] blocks of 128-byte rows, K's and V's blocks kBc·128 bytes apart, Q's and
+// dO's kBr·128. desc_sw128, wgmma_ss and wgmma_rs are hopper.cuh's (day 11).
+// YOUR CODE HERE: optional, for Hopper: the wgmma products (issue_scores, issue_scores_rs, issue_grad)
+#endif
+
+// Given: the kernel's signature, set-up and prologue (the TMA copies of K, V and the first query tiles).
+// One block per (batch·head, tile of kBc keys); warpgroup wg owns keys k0 + 64·wg ... Per query tile: Sᵀ and dPᵀ on
+// wgmma (both operands from shared memory), P and dS on the CUDA cores, dV += Pᵀ dO and dK += dSᵀ Q on wgmma with
+// Pᵀ, dSᵀ from registers; kAtomic: dSᵀ also to shared memory, and dQ_tile = dS K (both operands MN-major) added
+// into dq_acc with float2 atomics. Tiles arrive by TMA, Q and dO two query tiles ahead (issued by thread 0, or with
+// FA20_WG_PRODUCER by a third warpgroup, which also loads lse and D: 384 threads).
+template <typename T, int D, bool kAtomic>
+__global__ void __launch_bounds__(kThreads, 1)
+    dkdv_wgmma_kernel(const float* __restrict__ lse, const float* __restrict__ delta, T* __restrict__ dk,
+                      T* __restrict__ dv, float* __restrict__ dq_acc, int n, int heads, int k_tiles, bool causal,
+                      float c, float scale, const __grid_constant__ CUtensorMap tm_q,
+                      const __grid_constant__ CUtensorMap tm_k, const __grid_constant__ CUtensorMap tm_v,
+                      const __grid_constant__ CUtensorMap tm_do) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using S = Smem<D>;
+  extern __shared__ uint4 smem_raw[];
+  const uint32_t raw = ptx::smem_addr(smem_raw);
+  const uint32_t base = (raw + 1023) & ~1023u;
+  unsigned char* const sbase = reinterpret_cast<unsigned char*>(smem_raw) + (base - raw);
+  float* const Ls = reinterpret_cast<float*>(sbase + S::kL);
+  float* const Dls = reinterpret_cast<float*>(sbase + S::kDl);
+
+  const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = ptx::lane_id();
+  const int bh = blockIdx.x / k_tiles;
+  const Head hd{bh % heads, bh / heads};  // TMA's coordinates of this head
+  const int k0 = (blockIdx.x % k_tiles) * kBc;
+  const int kw = k0 + 64 * wg;  // this warpgroup's first key
+  const int i_begin = causal ? k0 / kBr : 0;
+  const int i_end = (n + kBr - 1) / kBr;
+  const float* const lseh = lse + static_cast<size_t>(bh) * n;
+  const float* const deltah = delta + static_cast<size_t>(bh) * n;
+  const uint32_t bar_k = base + S::kBar, bar_v = bar_k + 8;
+  auto bar_q = [&](int st) { return bar_k + 16 + 8 * st; };
+  auto bar_do = [&](int st) { return bar_k + 32 + 8 * st; };
+  auto q_at = [&](int st) { return base + S::kQ + st * S::kQTile; };
+  auto do_at = [&](int st) { return base + S::kDO + st * S::kQTile; };
+  auto ds_at = [&](int st) { return S::kDS + (kDqStorer<D> ? st * S::kDSTile : 0); };  // bytes from base
+  auto fetch_q = [&](int i) {  // thread 0 (or the producer's): Q and dO of query tile i into stage (i - i_begin) % 2
+    const int st = (i - i_begin) & 1;
+    tma_tile<D, kBr>(q_at(st), &tm_q, i * kBr, hd, bar_q(st));
+    tma_tile<D, kBr>(do_at(st), &tm_do, i * kBr, hd, bar_do(st));
+  };
+  // lse·log2 e and D of query tile i (+inf and 0 past N), by the threads whose r = 0 .. kBr-1 (threadIdx.x, or
+  // the producer's first 64).
+  auto fetch_ld = [&](int i, int r) {
+    const int st = (i - i_begin) & 1, q = i * kBr + r;
+    if (r < kBr) {
+      Ls[st * kBr + r] = q < n ? lseh[q] * kLog2e : INFINITY;
+      Dls[st * kBr + r] = q < n ? deltah[q] : 0.0f;
+    }
+  };
+  // Producer: stage st is free again once the 256 consumer threads have arrived on its "empty" barrier, after the
+  // products of the step that read it; the producer waits for the phase of the stage's previous use u - 1.
+  [[maybe_unused]] auto bar_empty = [&](int st) { return bar_k + 48 + 8 * st; };
+  [[maybe_unused]] auto bar_dq_full = [&](int st) { return bar_k + 64 + 8 * st; };  // FA20_WG_DQ_STORER
+  [[maybe_unused]] auto bar_dq_empty = [&](int st) { return bar_k + 80 + 8 * st; };
+  // The consumers' barriers over the walk's shared tiles: the whole block, or with the producer (gone by then)
+  // named barrier id over the 256 consumer threads: 1 (dSᵀ in), 2 (end of a step).
+  auto consumers_sync = [&](int id) {
+    if constexpr (kProducer)
+      named_sync(id, kConsumers);
+    else
+      __syncthreads();
+  };
+
+  if constexpr (kProducer) {
+    // Q's full barrier also counts the 64 plain arrivals of the lse/D writers (release: their stores are seen by
+    // the consumers' wait), besides the TMA thread's arrive.expect_tx (that thread, r = 0, arrives twice).
+    if (threadIdx.x == 0) {
+      for (int b = 0; b < S::kBars; ++b)
+        mbar_init(bar_k + 8 * b, b >= 10 ? 1 : b >= 6 ? kConsumers : (b == 2 || b == 3) ? 1 + kBr : 1);
+      mbar_init_fence();
+    }
+    __syncthreads();  // barriers initialised before anyone waits on them: the block's last barrier
+    if (threadIdx.x >= kConsumers) {
+      setmaxnreg_dec<kProducerRegs>();
+      const int r = threadIdx.x - kConsumers;
+      if (r < kBr) {  // K and V once, then each query tile's Q, dO (thread r = 0), lse and D, stage by stage
+        if (r == 0) {
+          tma_tile<D, kBc>(base + S::kK, &tm_k, k0, hd, bar_k);
+          tma_tile<D, kBc>(base + S::kV, &tm_v, k0, hd, bar_v);
+        }
+        for (int i = i_begin; i < i_end; ++i) {
+          const int st = (i - i_begin) & 1, u = (i - i_begin) >> 1;
+          if (u >= 1) mbar_wait(bar_empty(st), (u + 1) & 1);  // lse and D are overwritten too: every writer waits
+          if (r == 0) fetch_q(i);
+          fetch_ld(i, r);
+          mbar_arrive(bar_q(st));
+        }
+      } else if (kDqStorer<D> && kAtomic && r == kBr) {  // the storer: each step's dQ tile into dq_acc, in step order
+        for (int i = i_begin; i < i_end; ++i) {
+          const int st = (i - i_begin) & 1, u = (i - i_begin) >> 1, q0 = i * kBr;
+          mbar_wait(bar_dq_full(st), u & 1);
+          bulk_reduce_add_f32(dq_acc + (static_cast<size_t>(bh) * n + q0) * D, base + S::kDQ + st * S::kDQTile,
+                              static_cast<uint32_t>(min(kBr, n - q0) * D * 4));
+          bulk_wait_read<0>();  // read out: the consumers may write the buffer again
+          mbar_arrive(bar_dq_empty(st));
+        }
+        bulk_wait<0>();  // the last tiles are added before the block ends
+      }
+      return;  // nothing below waits for this warpgroup
+    }
+    setmaxnreg_inc<kConsumerRegs>();
+  } else {
+    if (threadIdx.x == 0) {
+      for (int b = 0; b < 6; ++b) mbar_init(bar_k + 8 * b, 1);
+      mbar_init_fence();
+    }
+    if (i_begin < i_end) fetch_ld(i_begin, threadIdx.x);
+    __syncthreads();  // barriers initialised, tile i_begin's lse and D stored
+    if (threadIdx.x == 0) {
+      tma_tile<D, kBc>(base + S::kK, &tm_k, k0, hd, bar_k);
+      tma_tile<D, kBc>(base + S::kV, &tm_v, k0, hd, bar_v);
+      if (i_begin < i_end) fetch_q(i_begin);
+      if (i_begin + 1 < i_end) fetch_q(i_begin + 1);
+    }
+  }
+  mbar_wait(bar_k, 0);
+  mbar_wait(bar_v, 0);
+
+  float dk_acc[D / 2], dv_acc[D / 2];
+#pragma unroll
+  for (int x = 0; x < D / 2; ++x) dk_acc[x] = dv_acc[x] = 0.0f;
+  const int key_lo = kw + 16 * warp + lane / 4;  // this thread's keys: key_lo and key_lo + 8
+  const uint32_t k_wg = base + S::kK + wg * 64 * 128, v_wg = base + S::kV + wg * 64 * 128;
+  // kKvRegs: this warp's 16 rows of K and V as A fragments (row-major tiles, 128-byte swizzle: chunk c of row r at
+  // c ^ (r % 8)); lanes 0-15 address rows 0-15 at chunk 2 kk, lanes 16-31 the same rows at chunk 2 kk + 1.
+  [[maybe_unused]] uint32_t kf[kKvRegs<D> ? D / 16 : 1][4], vf[kKvRegs<D> ? D / 16 : 1][4];
+  if constexpr (kKvRegs<D>) {
+    const int row = 16 * warp + lane % 16;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const uint32_t at = row * 128 + (((2 * kk + lane / 16) ^ (row & 7)) << 4);
+      ptx::ldmatrix_x4(kf[kk], k_wg + at);
+      ptx::ldmatrix_x4(vf[kk], v_wg + at);
+    }
+  }
+
+  // The walk, for each consumer warpgroup (its 64 keys; thread keys key_lo and key_lo + 8). Given above: K and V
+  // have landed (k_wg, v_wg: this warpgroup's rows; kf, vf with kKvRegs<D>); query tile i's Q and dO arrive in
+  // stage st = (i - i_begin) % 2 (q_at(st), do_at(st); wait on bar_q(st), bar_do(st), phase ((i - i_begin) / 2) % 2),
+  // its lse·log2 e and D in Ls, Dls + st·kBr. Without the producer, the consumers fetch: fetch_ld(i + 1) before the
+  // waits, fetch_q(i + 2) by thread 0 after the step's last barrier. With the producer: every consumer thread
+  // mbar_arrive(bar_empty(st)) once the step's products are done with the stage (a stage never released leaves the
+  // producer, and the block, waiting for ever). kAtomic: dSᵀ into ds_at(st), the dS K product after
+  // consumers_sync(1), its tile by float2 atomics or (kDqBulk) staged at S::kDQ for bulk_reduce_add_f32 (issued by
+  // thread 0 after consumers_sync(2), or by the storer: bar_dq_full, bar_dq_empty). fence_regs(x) (hopper.cuh)
+  // before registers a pending wgmma writes or reads are touched.
   // YOUR CODE HERE: hopper_bwd, continued: the walk over query tiles (Sᵀ, dPᵀ, P, dS; dV, dK, and dQ when kAtomic)
-  // YOUR CODE HERE: hopper_bwd, continued: the stores of dK and dV, and launch<T, D> (false where the walk cannot run)
+  if (kAtomic && kDqBulk && !kDqStorer<D> && threadIdx.x == 0) bulk_wait<0>();  // the last tiles are added before the end
+
+  // Given: dK = scale · Σ dSᵀ Q and dV; keys past N are not stored.
+#pragma unroll
+  for (int t = 0; t < D / 8; ++t)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int key = key_lo + 8 * h;
+      if (key >= n) continue;
+      const size_t at = (static_cast<size_t>(bh) * n + key) * D + 8 * t + 2 * (lane % 4);
+      store_pair<T, true>(dk + at, scale * dk_acc[4 * t + 2 * h], scale * dk_acc[4 * t + 2 * h + 1]);
+      store_pair<T, true>(dv + at, dv_acc[4 * t + 2 * h], dv_acc[4 * t + 2 * h + 1]);
+    }
+#else
+  __trap();  // only the sm_90a image has this kernel; the launcher never picks it elsewhere
+#endif
+}
+
+// Given: the walk on wgmma when this GPU and these tensors allow it (dkdv_wgmma_kernel<T, D, atomic> on
+// bh · ⌈n / kBc⌉ blocks of kThreads with Smem<D>::kBytes, four TMA maps from the tensors' strides); false (nothing
+// launched) otherwise; *err: the launch's error.
+template <typename T, int D>
+bool launch(const T* q, const T* k, const T* v, const T* dout, const float* lse, const float* delta, T* dk, T* dv,
+            float* dq_acc, int batch, int heads, int n, const course::AttentionStrides& st, bool causal, bool atomic,
+            float c, float scale, cudaStream_t stream, cudaError_t* err) {
+  if (!available()) return false;
+  CUtensorMap tm_q{}, tm_k{}, tm_v{}, tm_do{};
+  if (!(make_map(&tm_q, q, st.q, batch, heads, n, D, kBr) && make_map(&tm_do, dout, st.dout, batch, heads, n, D, kBr) &&
+        make_map(&tm_k, k, st.k, batch, heads, n, D, kBc) && make_map(&tm_v, v, st.v, batch, heads, n, D, kBc)))
+    return false;
+  const int bh = batch * heads;
+  const int k_tiles = (n + kBc - 1) / kBc;
+  auto kernel = atomic ? dkdv_wgmma_kernel<T, D, true> : dkdv_wgmma_kernel<T, D, false>;
+  *err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Smem<D>::kBytes));
+  if (*err == cudaSuccess) {
+    kernel<<<bh * k_tiles, kThreads, Smem<D>::kBytes, stream>>>(lse, delta, dk, dv, dq_acc, n, heads, k_tiles, causal,
+                                                                c, scale, tm_q, tm_k, tm_v, tm_do);
+    *err = cudaGetLastError();
+  }
+  return true;
+}
+
+}  // namespace hopper_bwd
 
 template <typename Kernel>
 cudaError_t allow_smem(Kernel kernel, size_t bytes) {
@@ -365,7 +650,7 @@ cudaError_t backward(const T* q, const T* k, const T* v, const T* o, const float
   // The key-tile walk: on wgmma where the GPU, the image and the tensors allow it (the optional Hopper holes), else
   // on mma.sync.
   bool wgmma = false;
-  // YOUR CODE HERE: hopper_bwd, continued: try the wgmma walk first, when kVec and FA20_HOPPER: wgmma = hopper_bwd::launch<T, D>(…), false (nothing launched) where it cannot run; return any error it sets
+  // YOUR CODE HERE: hopper_bwd, continued: try the wgmma walk first, when kVec: wgmma = hopper_bwd::launch<T, D>(…), false (nothing launched) where it cannot run; return any error it sets
   if (!wgmma) {
     // YOUR CODE HERE: (step 20a) dkdv_kernel<T, D, kVec, atomic> on bh · ⌈n / kBc⌉ blocks of KvCfg<D>::kThreads with KvCfg<D>::kBytes of shared memory (allow_smem first), dq_acc passed only when atomic; return any error
   }

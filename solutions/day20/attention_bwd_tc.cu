@@ -510,10 +510,14 @@ __global__ void __launch_bounds__(256) round_kernel(const float* __restrict__ sr
   // END SOLUTION
 }
 
-// BEGIN SOLUTION: optional, for Hopper: the key-tile walk on wgmma, tried first by your launcher: constants, Smem, issue_*
+// BEGIN INSTRUCTOR ONLY
+// Read only by the solution's own call of the wgmma walk (the stub's hole does not need it), for the timings.
 #ifndef FA20_HOPPER
 #define FA20_HOPPER 1  // 0: never take the wgmma walk (to time the mma.sync walk on a Hopper GPU)
 #endif
+// END INSTRUCTOR ONLY
+// The optional Hopper walk's schedule (given code reads them; the defaults are the instructors' schedule, each knob
+// turns one of its steps off).
 #ifndef FA20_WG_DQ_BULK
 #define FA20_WG_DQ_BULK 1  // 0: the wgmma walk's dQ by each thread's float2 atomics instead of one bulk reduce-add a tile
 #endif
@@ -531,6 +535,12 @@ __global__ void __launch_bounds__(256) round_kernel(const float* __restrict__ sr
 // Hopper (sm_90a): the key-tile walk on wgmma, chosen at run time as day 12 chooses its forward (a 9.0 GPU running
 // the sm_90a image, 16-byte aligned tensors, a driver with TMA); everything else takes the mma.sync walk above.
 // ---------------------------------------------------------------------------------------------------------------
+// Optional (0 points): dK, dV and the atomic version's dQ as dkdv_kernel makes them, every product on wgmma. Given:
+// the constants and the instructors' schedule behind the FA20_WG_* knobs (a producer warpgroup, K and V from
+// registers at d = 64, dQ by bulk reduce-adds and a storer warp at d = 128), the shared memory, the kernel's
+// signature and set-up (TMA copies counted in by mbarriers, as day 12's wgmma kernel), the stores of dK and dV,
+// launch<T, D> and the sm_90a guard. Yours, in three holes: the wgmma products (issue_scores, issue_scores_rs,
+// issue_grad), the walk over query tiles, and the call of hopper_bwd::launch in backward().
 namespace hopper_bwd {
 
 using namespace hopper;  // common/hopper.cuh
@@ -594,6 +604,13 @@ struct Smem {
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// Contract: each issues its wgmma without committing or waiting (the caller fences, commits and waits).
+// issue_scores and issue_scores_rs write d[64 keys x 64 queries] = A Bᵀ over D (the first k-step overwrites d), A
+// this warpgroup's 64 rows of K or V, from shared memory or from registers; issue_grad adds a 64-key x D tile into
+// acc, its A (Pᵀ or dSᵀ) packed in registers, its B the query tile of dO or Q. Tiles are in the 128-byte-swizzled
+// column-block layout above: [rows][64] blocks of 128-byte rows, K's and V's blocks kBc·128 bytes apart, Q's and
+// dO's kBr·128. desc_sw128, wgmma_ss and wgmma_rs are hopper.cuh's (day 11).
+// BEGIN SOLUTION: optional, for Hopper: the wgmma products (issue_scores, issue_scores_rs, issue_grad)
 // The 64 x 64 score tile of this warpgroup, d[64 keys x 64 queries] = A B over D, both operands K-major: A = its 64
 // rows of K (or V), B = the query tile of Q (or dO).
 template <typename T, int D>
@@ -630,10 +647,10 @@ __device__ __forceinline__ void issue_grad(float (&acc)[D / 2], const uint32_t (
 #pragma unroll
   for (int j = 0; j < kBr / 16; ++j) wgmma_rs<T, D>(acc, a + 4 * j, desc_sw128(b_base + j * 16 * 128, kBr * 128, 1024));
 }
+// END SOLUTION
 #endif
 
-// END SOLUTION
-// BEGIN SOLUTION: hopper_bwd, continued: the wgmma kernel's signature, set-up and prologue (TMA of K, V, the first tiles)
+// Given: the kernel's signature, set-up and prologue (the TMA copies of K, V and the first query tiles).
 // One block per (batch·head, tile of kBc keys); warpgroup wg owns keys k0 + 64·wg ... Per query tile: Sᵀ and dPᵀ on
 // wgmma (both operands from shared memory), P and dS on the CUDA cores, dV += Pᵀ dO and dK += dSᵀ Q on wgmma with
 // Pᵀ, dSᵀ from registers; kAtomic: dSᵀ also to shared memory, and dQ_tile = dS K (both operands MN-major) added
@@ -771,7 +788,16 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   }
 
-  // END SOLUTION
+  // The walk, for each consumer warpgroup (its 64 keys; thread keys key_lo and key_lo + 8). Given above: K and V
+  // have landed (k_wg, v_wg: this warpgroup's rows; kf, vf with kKvRegs<D>); query tile i's Q and dO arrive in
+  // stage st = (i - i_begin) % 2 (q_at(st), do_at(st); wait on bar_q(st), bar_do(st), phase ((i - i_begin) / 2) % 2),
+  // its lse·log2 e and D in Ls, Dls + st·kBr. Without the producer, the consumers fetch: fetch_ld(i + 1) before the
+  // waits, fetch_q(i + 2) by thread 0 after the step's last barrier. With the producer: every consumer thread
+  // mbar_arrive(bar_empty(st)) once the step's products are done with the stage (a stage never released leaves the
+  // producer, and the block, waiting for ever). kAtomic: dSᵀ into ds_at(st), the dS K product after
+  // consumers_sync(1), its tile by float2 atomics or (kDqBulk) staged at S::kDQ for bulk_reduce_add_f32 (issued by
+  // thread 0 after consumers_sync(2), or by the storer: bar_dq_full, bar_dq_empty). fence_regs(x) (hopper.cuh)
+  // before registers a pending wgmma writes or reads are touched.
   // BEGIN SOLUTION: hopper_bwd, continued: the walk over query tiles (Sᵀ, dPᵀ, P, dS; dV, dK, and dQ when kAtomic)
   for (int i = i_begin; i < i_end; ++i) {
     const int st = (i - i_begin) & 1, q0 = i * kBr;
@@ -902,11 +928,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       bulk_reduce_add_f32(dq_acc + (static_cast<size_t>(bh) * n + q0) * D, base + S::kDQ + st * S::kDQTile,
                           static_cast<uint32_t>(min(kBr, n - q0) * D * 4));
   }
+  // END SOLUTION
   if (kAtomic && kDqBulk && !kDqStorer<D> && threadIdx.x == 0) bulk_wait<0>();  // the last tiles are added before the end
 
-  // END SOLUTION
-  // BEGIN SOLUTION: hopper_bwd, continued: the stores of dK and dV, and launch<T, D> (false where the walk cannot run)
-  // dK = scale · Σ dSᵀ Q and dV; keys past N are not stored.
+  // Given: dK = scale · Σ dSᵀ Q and dV; keys past N are not stored.
 #pragma unroll
   for (int t = 0; t < D / 8; ++t)
 #pragma unroll
@@ -922,7 +947,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-// The walk on wgmma when this GPU and these tensors allow it; false (nothing launched) otherwise.
+// Given: the walk on wgmma when this GPU and these tensors allow it (dkdv_wgmma_kernel<T, D, atomic> on
+// bh · ⌈n / kBc⌉ blocks of kThreads with Smem<D>::kBytes, four TMA maps from the tensors' strides); false (nothing
+// launched) otherwise; *err: the launch's error.
 template <typename T, int D>
 bool launch(const T* q, const T* k, const T* v, const T* dout, const float* lse, const float* delta, T* dk, T* dv,
             float* dq_acc, int batch, int heads, int n, const course::AttentionStrides& st, bool causal, bool atomic,
@@ -945,7 +972,6 @@ bool launch(const T* q, const T* k, const T* v, const T* dout, const float* lse,
 }
 
 }  // namespace hopper_bwd
-// END SOLUTION
 
 template <typename Kernel>
 cudaError_t allow_smem(Kernel kernel, size_t bytes) {
@@ -973,7 +999,7 @@ cudaError_t backward(const T* q, const T* k, const T* v, const T* o, const float
   // The key-tile walk: on wgmma where the GPU, the image and the tensors allow it (the optional Hopper holes), else
   // on mma.sync.
   bool wgmma = false;
-  // BEGIN SOLUTION: hopper_bwd, continued: try the wgmma walk first, when kVec and FA20_HOPPER: wgmma = hopper_bwd::launch<T, D>(…), false (nothing launched) where it cannot run; return any error it sets
+  // BEGIN SOLUTION: hopper_bwd, continued: try the wgmma walk first, when kVec: wgmma = hopper_bwd::launch<T, D>(…), false (nothing launched) where it cannot run; return any error it sets
   wgmma = kVec && FA20_HOPPER &&
           hopper_bwd::launch<T, D>(q, k, v, dout, lse, delta, dk, dv, dq_acc, batch, heads, n, st, causal, atomic, c,
                                    scale, stream, &err);

@@ -650,7 +650,7 @@ cudaError_t backward(const T* q, const T* k, const T* v, const T* o, const float
   // The key-tile walk: on wgmma where the GPU, the image and the tensors allow it (the optional Hopper holes), else
   // on mma.sync.
   bool wgmma = false;
-  // YOUR CODE HERE: hopper_bwd, continued: try the wgmma walk first, when kVec: wgmma = hopper_bwd::launch<T, D>(…), false (nothing launched) where it cannot run; return any error it sets
+  // YOUR CODE HERE: hopper_bwd, continued: try the wgmma walk first, when kVec and only once your walk is written (an empty walk leaves the given producer waiting for ever): wgmma = hopper_bwd::launch<T, D>(…), false (nothing launched) where it cannot run; return any error it sets
   if (!wgmma) {
     // YOUR CODE HERE: (step 20a) dkdv_kernel<T, D, kVec, atomic> on bh · ⌈n / kBc⌉ blocks of KvCfg<D>::kThreads with KvCfg<D>::kBytes of shared memory (allow_smem first), dq_acc passed only when atomic; return any error
   }

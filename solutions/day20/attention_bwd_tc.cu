@@ -999,7 +999,7 @@ cudaError_t backward(const T* q, const T* k, const T* v, const T* o, const float
   // The key-tile walk: on wgmma where the GPU, the image and the tensors allow it (the optional Hopper holes), else
   // on mma.sync.
   bool wgmma = false;
-  // BEGIN SOLUTION: hopper_bwd, continued: try the wgmma walk first, when kVec: wgmma = hopper_bwd::launch<T, D>(…), false (nothing launched) where it cannot run; return any error it sets
+  // BEGIN SOLUTION: hopper_bwd, continued: try the wgmma walk first, when kVec and only once your walk is written (an empty walk leaves the given producer waiting for ever): wgmma = hopper_bwd::launch<T, D>(…), false (nothing launched) where it cannot run; return any error it sets
   wgmma = kVec && FA20_HOPPER &&
           hopper_bwd::launch<T, D>(q, k, v, dout, lse, delta, dk, dv, dq_acc, batch, heads, n, st, causal, atomic, c,
                                    scale, stream, &err);

@@ -54,3 +54,12 @@ def test_the_verdict_names_this_steps_places_and_counts_the_others():
                                            status=Status.NOT_IMPLEMENTED, message="not implemented yet"),
                             ["days/day20/a.cu:1", "days/day20/a.cu:2"], "YOUR CODE HERE", others=5)
     assert res.message.endswith("a.cu:1, days/day20/a.cu:2; 5 more that this step's code does not reach (yet))")
+
+
+def test_a_source_the_reading_cannot_follow_keeps_every_place_and_the_verdict(tmp_path):
+    # unbalanced braces and a macro continued past the end of the file: the order of a message, never a crash
+    day = COURSE.day("day03")
+    (tmp_path / "softmax.cu").write_text("#define X \\\n}}} namespace { // YOUR CODE HERE: a\n// YOUR CODE HERE: b\n#define Y \\")
+    (tmp_path / "bindings.cpp").write_text('m.def("softmax", &f(((')
+    mine, others = placeholders_by_step(tmp_path, day, day.exercises[0], ROOT)
+    assert len(mine) + len(others) == 2 and mine

@@ -99,7 +99,35 @@ __global__ void __launch_bounds__(kTile* kTile)
                   float scale, bool causal) {
   // Contract: d in chunks of 32 through __shared__ Qs[32][32], Ks[32][33] (zeros past n or d), a partial sum
   // per chunk; a tile wholly above the diagonal is all -inf, no arithmetic; only i < n && j < n are stored.
-  // YOUR CODE HERE: s[bh][i][j] = scale · q[bh][i]·k[bh][j], or -inf if causal and j > i; i from y, j from x
+  // Given: day 07's tiled product again (Q K^T through 32 x 32 shared tiles), not the day's lesson: read it for the
+  // layout of S that your softmax_kernel walks (row i of head bh at s + (bh · n + i) · n).
+  __shared__ float Qs[kTile][kTile];      // Qs[i][c]: query rows of this tile, columns c0 .. c0+31
+  __shared__ float Ks[kTile][kTile + 1];  // Ks[j][c]: key rows; +1 so that Ks[tx][c] over tx hits 32 banks
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int i0 = blockIdx.y * kTile, j0 = blockIdx.x * kTile;
+  const int i = i0 + ty, j = j0 + tx;
+  float* srow = s + (static_cast<size_t>(blockIdx.z) * n + i) * n;
+  if (causal && j0 > i0 + kTile - 1) {  // the whole tile is above the diagonal (the same for the whole block)
+    if (i < n && j < n) srow[j] = -INFINITY;
+    return;
+  }
+  const size_t head = static_cast<size_t>(blockIdx.z) * n * d;
+  const T* qh = q + head;
+  const T* kh = k + head;
+  float acc = 0.0f;
+  for (int c0 = 0; c0 < d; c0 += kTile) {
+    // Both tiles are read along rows (threadIdx.x along d): coalesced.
+    const bool c_ok = c0 + tx < d;
+    Qs[ty][tx] = (i0 + ty < n && c_ok) ? to_float(qh[static_cast<size_t>(i0 + ty) * d + c0 + tx]) : 0.0f;
+    Ks[ty][tx] = (j0 + ty < n && c_ok) ? to_float(kh[static_cast<size_t>(j0 + ty) * d + c0 + tx]) : 0.0f;
+    __syncthreads();
+    float part = 0.0f;  // each chunk of 32 terms summed on its own, then added: see the header
+#pragma unroll
+    for (int c = 0; c < kTile; ++c) part = fmaf(Qs[ty][c], Ks[tx][c], part);  // Qs: broadcast, Ks: 32 banks
+    acc += part;
+    __syncthreads();
+  }
+  if (i < n && j < n) srow[j] = (causal && j > i) ? -INFINITY : acc * scale;
 }
 
 // (b) In place, one block per row of s (n values): p = exp(s - m) / l, and lse[row] = m + log(l).
@@ -116,7 +144,27 @@ __global__ void __launch_bounds__(kTile* kTile)
     pv_kernel(const float* __restrict__ p, const T* __restrict__ v, T* __restrict__ o, int n, int d, bool causal) {
   // Contract: 32 x 32 shared tiles of P (fp32) and V (converted on load), zeros past n and d; causal may stop
   // after key tile blockIdx.y (P is 0 beyond); every thread reaches the barriers; store if i < n && c < d.
-  // YOUR CODE HERE: o[bh][i][c] = Σ_j p[bh][i][j] · v[bh][j][c] for i = blockIdx.y · 32 + ty, c = blockIdx.x · 32 + tx
+  // Given: day 07's tiled product again (P V through 32 x 32 shared tiles), not the day's lesson: it reads the P
+  // your softmax_kernel leaves in place of S, and writes o.
+  __shared__ float Ps[kTile][kTile];  // Ps[i][j]: rows of P
+  __shared__ float Vs[kTile][kTile];  // Vs[j][c]: rows of V
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int i = blockIdx.y * kTile + ty, c = blockIdx.x * kTile + tx;
+  const size_t head = static_cast<size_t>(blockIdx.z) * n;
+  const float* ph = p + head * n;
+  const T* vh = v + head * d;
+  // Causal: the key tiles past the block's last row hold only zeros of P; adding 0 · v changes nothing.
+  const int end = causal ? min(n, static_cast<int>(blockIdx.y + 1) * kTile) : n;
+  float acc = 0.0f;
+  for (int j0 = 0; j0 < end; j0 += kTile) {
+    Ps[ty][tx] = (i < n && j0 + tx < n) ? ph[static_cast<size_t>(i) * n + j0 + tx] : 0.0f;
+    Vs[ty][tx] = (j0 + ty < n && c < d) ? to_float(vh[static_cast<size_t>(j0 + ty) * d + c]) : 0.0f;
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < kTile; ++j) acc = fmaf(Ps[ty][j], Vs[j][tx], acc);  // Ps: broadcast, Vs: 32 banks
+    __syncthreads();
+  }
+  if (i < n && c < d) o[(head + i) * d + c] = from_float<T>(acc);
 }
 
 }  // namespace naive
@@ -305,7 +353,25 @@ using Kernel = void (*)(const T*, const T*, const T*, T*, float*, int, int, bool
 // Contract: vec_kernel (kVec = true) only if q, k, v and o all start on a 4-element boundary, else scalar_kernel;
 // smem_bytes of dynamic shared memory (over 48 KiB: cudaFuncSetAttribute first); bh · ceil(n / 64) blocks of
 // kThreads; qscale = log2(e) / sqrt(D); return the error.
-// YOUR CODE HERE: launch<T, D>(scalar_kernel, vec_kernel, smem_bytes, q, k, v, o, lse, bh, n, causal, stream)
+// Given: plumbing, not the day's lesson (steps 10b and 10c share it). Your kernels receive qscale, not 1 / sqrt(d).
+template <typename T, int D>
+cudaError_t launch(Kernel<T> scalar_kernel, Kernel<T> vec_kernel, size_t smem_bytes, const T* q, const T* k,
+                   const T* v, T* o, float* lse, int bh, int n, bool causal, cudaStream_t stream) {
+  // The vector path moves 4 elements per access: 16 bytes for fp32, 8 for fp16/bf16. D is a multiple of 4 and
+  // every tile starts on a row, so only the base pointers decide.
+  constexpr uintptr_t kAlign = 4 * sizeof(T);
+  const bool vec = ((reinterpret_cast<uintptr_t>(q) | reinterpret_cast<uintptr_t>(k) |
+                     reinterpret_cast<uintptr_t>(v) | reinterpret_cast<uintptr_t>(o)) % kAlign) == 0;
+  const Kernel<T> kernel = vec ? vec_kernel : scalar_kernel;
+  // Over 48 KiB of shared memory per block must be asked for explicitly (once per kernel would do; it is cheap).
+  const cudaError_t err =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes));
+  if (err != cudaSuccess) return err;
+  const int q_tiles = (n + kBr - 1) / kBr;
+  const float qscale = 1.4426950408889634f / sqrtf(static_cast<float>(D));  // log2(e) / sqrt(d)
+  kernel<<<bh * q_tiles, kThreads, smem_bytes, stream>>>(q, k, v, o, lse, n, q_tiles, causal, qscale);
+  return cudaGetLastError();
+}
 
 }  // namespace flash
 
@@ -314,7 +380,17 @@ cudaError_t flash_attention_online_forward(const T* q, const T* k, const T* v, T
                                            int heads, int n, int d, bool causal, cudaStream_t stream) {
   if (batch == 0 || heads == 0 || n == 0) return cudaSuccess;
   cudaError_t err = cudaSuccess;
-  // YOUR CODE HERE: err = launch<T, 64> or launch<T, 128> of online_kernel (bh = batch · heads) by d; any other d: cudaErrorInvalidValue
+  // Given: plumbing, not the step's lesson: the instance of online_kernel for d = 64 or 128, through launch above.
+  const int bh = batch * heads;
+  if (d == 64) {
+    err = flash::launch<T, 64>(flash::online_kernel<T, 64, false>, flash::online_kernel<T, 64, true>,
+                               flash::OnlineSmem<64>::kBytes, q, k, v, o, lse, bh, n, causal, stream);
+  } else if (d == 128) {
+    err = flash::launch<T, 128>(flash::online_kernel<T, 128, false>, flash::online_kernel<T, 128, true>,
+                                flash::OnlineSmem<128>::kBytes, q, k, v, o, lse, bh, n, causal, stream);
+  } else {
+    err = cudaErrorInvalidValue;  // no instance for this head dim (the bindings reject it first)
+  }
   return err;
 }
 
@@ -323,7 +399,17 @@ cudaError_t flash_attention_forward(const T* q, const T* k, const T* v, T* o, fl
                                     int n, int d, bool causal, cudaStream_t stream) {
   if (batch == 0 || heads == 0 || n == 0) return cudaSuccess;
   cudaError_t err = cudaSuccess;
-  // YOUR CODE HERE: err = launch<T, 64> or launch<T, 128> of flash_kernel (bh = batch · heads) by d; any other d: cudaErrorInvalidValue
+  // Given: plumbing, not the step's lesson: the instance of flash_kernel for d = 64 or 128, through launch above.
+  const int bh = batch * heads;
+  if (d == 64) {
+    err = flash::launch<T, 64>(flash::flash_kernel<T, 64, false>, flash::flash_kernel<T, 64, true>,
+                               flash::Smem<64>::kBytes, q, k, v, o, lse, bh, n, causal, stream);
+  } else if (d == 128) {
+    err = flash::launch<T, 128>(flash::flash_kernel<T, 128, false>, flash::flash_kernel<T, 128, true>,
+                                flash::Smem<128>::kBytes, q, k, v, o, lse, bh, n, causal, stream);
+  } else {
+    err = cudaErrorInvalidValue;  // no instance for this head dim (the bindings reject it first)
+  }
   return err;
 }
 

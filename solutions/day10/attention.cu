@@ -128,7 +128,8 @@ __global__ void __launch_bounds__(kTile* kTile)
                   float scale, bool causal) {
   // Contract: d in chunks of 32 through __shared__ Qs[32][32], Ks[32][33] (zeros past n or d), a partial sum
   // per chunk; a tile wholly above the diagonal is all -inf, no arithmetic; only i < n && j < n are stored.
-  // BEGIN SOLUTION: s[bh][i][j] = scale · q[bh][i]·k[bh][j], or -inf if causal and j > i; i from y, j from x
+  // Given: day 07's tiled product again (Q K^T through 32 x 32 shared tiles), not the day's lesson: read it for the
+  // layout of S that your softmax_kernel walks (row i of head bh at s + (bh · n + i) · n).
   __shared__ float Qs[kTile][kTile];      // Qs[i][c]: query rows of this tile, columns c0 .. c0+31
   __shared__ float Ks[kTile][kTile + 1];  // Ks[j][c]: key rows; +1 so that Ks[tx][c] over tx hits 32 banks
   const int tx = threadIdx.x, ty = threadIdx.y;
@@ -156,7 +157,6 @@ __global__ void __launch_bounds__(kTile* kTile)
     __syncthreads();
   }
   if (i < n && j < n) srow[j] = (causal && j > i) ? -INFINITY : acc * scale;
-  // END SOLUTION
 }
 
 // (b) In place, one block per row of s (n values): p = exp(s - m) / l, and lse[row] = m + log(l).
@@ -182,7 +182,8 @@ __global__ void __launch_bounds__(kTile* kTile)
     pv_kernel(const float* __restrict__ p, const T* __restrict__ v, T* __restrict__ o, int n, int d, bool causal) {
   // Contract: 32 x 32 shared tiles of P (fp32) and V (converted on load), zeros past n and d; causal may stop
   // after key tile blockIdx.y (P is 0 beyond); every thread reaches the barriers; store if i < n && c < d.
-  // BEGIN SOLUTION: o[bh][i][c] = Σ_j p[bh][i][j] · v[bh][j][c] for i = blockIdx.y · 32 + ty, c = blockIdx.x · 32 + tx
+  // Given: day 07's tiled product again (P V through 32 x 32 shared tiles), not the day's lesson: it reads the P
+  // your softmax_kernel leaves in place of S, and writes o.
   __shared__ float Ps[kTile][kTile];  // Ps[i][j]: rows of P
   __shared__ float Vs[kTile][kTile];  // Vs[j][c]: rows of V
   const int tx = threadIdx.x, ty = threadIdx.y;
@@ -202,7 +203,6 @@ __global__ void __launch_bounds__(kTile* kTile)
     __syncthreads();
   }
   if (i < n && c < d) o[(head + i) * d + c] = from_float<T>(acc);
-  // END SOLUTION
 }
 
 }  // namespace naive
@@ -692,7 +692,7 @@ using Kernel = void (*)(const T*, const T*, const T*, T*, float*, int, int, bool
 // Contract: vec_kernel (kVec = true) only if q, k, v and o all start on a 4-element boundary, else scalar_kernel;
 // smem_bytes of dynamic shared memory (over 48 KiB: cudaFuncSetAttribute first); bh · ceil(n / 64) blocks of
 // kThreads; qscale = log2(e) / sqrt(D); return the error.
-// BEGIN SOLUTION: launch<T, D>(scalar_kernel, vec_kernel, smem_bytes, q, k, v, o, lse, bh, n, causal, stream)
+// Given: plumbing, not the day's lesson (steps 10b and 10c share it). Your kernels receive qscale, not 1 / sqrt(d).
 template <typename T, int D>
 cudaError_t launch(Kernel<T> scalar_kernel, Kernel<T> vec_kernel, size_t smem_bytes, const T* q, const T* k,
                    const T* v, T* o, float* lse, int bh, int n, bool causal, cudaStream_t stream) {
@@ -711,7 +711,6 @@ cudaError_t launch(Kernel<T> scalar_kernel, Kernel<T> vec_kernel, size_t smem_by
   kernel<<<bh * q_tiles, kThreads, smem_bytes, stream>>>(q, k, v, o, lse, n, q_tiles, causal, qscale);
   return cudaGetLastError();
 }
-// END SOLUTION
 
 }  // namespace flash
 
@@ -720,7 +719,7 @@ cudaError_t flash_attention_online_forward(const T* q, const T* k, const T* v, T
                                            int heads, int n, int d, bool causal, cudaStream_t stream) {
   if (batch == 0 || heads == 0 || n == 0) return cudaSuccess;
   cudaError_t err = cudaSuccess;
-  // BEGIN SOLUTION: err = launch<T, 64> or launch<T, 128> of online_kernel (bh = batch · heads) by d; any other d: cudaErrorInvalidValue
+  // Given: plumbing, not the step's lesson: the instance of online_kernel for d = 64 or 128, through launch above.
   const int bh = batch * heads;
   if (d == 64) {
     err = flash::launch<T, 64>(flash::online_kernel<T, 64, false>, flash::online_kernel<T, 64, true>,
@@ -731,7 +730,6 @@ cudaError_t flash_attention_online_forward(const T* q, const T* k, const T* v, T
   } else {
     err = cudaErrorInvalidValue;  // no instance for this head dim (the bindings reject it first)
   }
-  // END SOLUTION
   return err;
 }
 
@@ -740,7 +738,7 @@ cudaError_t flash_attention_forward(const T* q, const T* k, const T* v, T* o, fl
                                     int n, int d, bool causal, cudaStream_t stream) {
   if (batch == 0 || heads == 0 || n == 0) return cudaSuccess;
   cudaError_t err = cudaSuccess;
-  // BEGIN SOLUTION: err = launch<T, 64> or launch<T, 128> of flash_kernel (bh = batch · heads) by d; any other d: cudaErrorInvalidValue
+  // Given: plumbing, not the step's lesson: the instance of flash_kernel for d = 64 or 128, through launch above.
   const int bh = batch * heads;
   if (d == 64) {
     err = flash::launch<T, 64>(flash::flash_kernel<T, 64, false>, flash::flash_kernel<T, 64, true>,
@@ -751,7 +749,6 @@ cudaError_t flash_attention_forward(const T* q, const T* k, const T* v, T* o, fl
   } else {
     err = cudaErrorInvalidValue;  // no instance for this head dim (the bindings reject it first)
   }
-  // END SOLUTION
   return err;
 }
 

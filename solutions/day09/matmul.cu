@@ -1,7 +1,8 @@
 // Day 09: an optimized CUDA-core matmul, c[M, N] = a[M, K] @ b[K, N] (row-major), fp32 accumulation, for float,
 // __half and __nv_bfloat16 storage. The fp32 version is measured against cuBLAS's SGEMM (TF32 off).
 // Two graded steps share this file: 09c (op matmul_pipelined) is changes 1 to 9 below with one whole tile per block
-// (`kernel`); 09d (op matmul) adds change 10, stream-K for the last wave (`streamk_kernel`, launched after it).
+// (`kernel`); 09d (op matmul, an extra step) adds change 10, stream-K for the last wave (`streamk_kernel`, launched
+// after it).
 //
 // Changes vs day 08's matmul_2d (128 x 128 block tile, 8 x 8 outputs per thread, scalar everything), each
 // measured on an H200 at 4096^3 fp32 against cuBLAS in the same run (measured/NOTES.md has the table):
@@ -110,8 +111,7 @@ namespace sgemm {
 #ifndef SGEMM_PDL
 #define SGEMM_PDL 1  // sm_90: the stream-K kernel's blocks may start while the whole-tile kernel's last blocks run
 #endif
-// BEGIN INSTRUCTOR ONLY
-// Knobs of the solution's own code (the stub's holes do not use them), for the sweeps.
+// Knobs of the given main loop (step 09c's stage loop), for the sweeps.
 #ifndef SGEMM_STASH_K
 #define SGEMM_STASH_K (SGEMM_BK * 3 / 4)  // fp32: the k step at which the next A tile goes to shared memory
 #endif
@@ -124,7 +124,6 @@ namespace sgemm {
 #ifndef SGEMM_SK_DOWN
 #define SGEMM_SK_DOWN 1  // the stream-K kernel walks K downwards (see mainloop)
 #endif
-// END INSTRUCTOR ONLY
 constexpr int BK = SGEMM_BK;
 constexpr int TMB = SGEMM_TMB, TNB = SGEMM_TNB, TM = 4 * TMB, TN = 4 * TNB;  // outputs per thread: TM x TN
 constexpr int LM = SGEMM_LM, LN = 32 / LM;                                     // lane grid inside a warp
@@ -144,8 +143,10 @@ struct Loads {
   static_assert(A_PER_THREAD >= 1 && B_PER_THREAD >= 1, "tile too small for the block");
 };
 
-// Optional, in namespace sgemm: only your own code uses what goes here.
-// BEGIN SOLUTION: (step 09c) device helpers for `kernel` below (e.g. cp.async, uint4 element access, 4-wide stores)
+// Yours, in namespace sgemm, for the bodies you write in gemm_block below (the reference's names; only your code
+// calls them): a 16-byte cp.async global -> shared that writes zeros when out of range, and element e of a loaded
+// vector as float.
+// BEGIN SOLUTION: (step 09c) device helpers for your fetch/stash bodies: cp_async16(smem, gmem, ok) (16 bytes by cp.async, zeros when !ok), element<T>(raw, e)
 // 16 bytes global -> shared without passing through registers (sm_80+); zeros instead when !ok.
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool ok) {
   const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
@@ -156,7 +157,9 @@ template <typename T, typename Raw>
 __device__ __forceinline__ float element(const Raw& raw, int e) {
   return to_float(reinterpret_cast<const T*>(&raw)[e]);
 }
+// END SOLUTION
 
+// Given (step 09c): plumbing of the given epilogue (store_c below), not the step's lesson.
 // Four consecutive outputs of a row: one 16-byte (float) or 8-byte (half) store.
 template <typename T>
 __device__ __forceinline__ void store4(T* p, float x, float y, float z, float w) {
@@ -167,8 +170,6 @@ __device__ __forceinline__ void store4(T* p, float x, float y, float z, float w)
     *reinterpret_cast<uint2*>(p) = *reinterpret_cast<const uint2*>(v);
   }
 }
-
-// END SOLUTION
 
 // Given (step 09c): two of the instructors' tuning choices, each measured in their sweeps. Call them or write your
 // own.
@@ -227,9 +228,12 @@ __device__ __forceinline__ int sk_owner(long long x, long long total, int blocks
   return static_cast<int>(((x + 1) * blocks - 1) / total);
 }
 
-// BEGIN SOLUTION: (step 09c) optional, as the reference does it: gemm_block<T, kVec, kSplit>, its setup and `mainloop`
-// The work of one block, for both kernels below: kSplit = false, output tile blockIdx.x whole; kSplit = true
-// (step 09d), stream-K block blockIdx.x of `sk`.
+// Given (step 09c), but for four bodies that are yours: gemm_block, the work of one block for both kernels below
+// (kSplit = false, output tile blockIdx.x whole; kSplit = true, step 09d, stream-K block blockIdx.x of `sk`): its
+// set-up, `mainloop` with its stage loop and fragments, and the epilogue `store_c`. The stage loop calls your
+// fetch_a, fetch_b, stash_a and stash_b where change 4 needs them: fetch_a(next tile) at the top, stash_a(s ^ 1)
+// three quarters of the way through the K-tile, fetch_b(next, s ^ 1) at the top (fp32 vectors: cp.async) or after
+// stash_a (otherwise: registers), stash_b(s ^ 1) before the barrier.
 template <typename T, bool kVec, bool kSplit>
 __device__ __forceinline__ void gemm_block(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M,
                                            int N, int K, const StreamK& sk,
@@ -267,13 +271,16 @@ __device__ __forceinline__ void gemm_block(const T* __restrict__ a, const T* __r
     const T* pb = b + static_cast<size_t>(k_base + b_r) * N + n0 + b_n;
     const bool b_col_ok = n0 + b_n < N;
     auto fetch_a = [&](int k0) {
+      // BEGIN SOLUTION: (step 09c) fetch_a(k0): ra[i] = this thread's vector i of A's K-tile at k0 (rows a_r + i · A_STEP of m0, column a_k; pa points there at k0 = 0), zeros past M or k_end
 #pragma unroll
       for (int i = 0; i < L::A_PER_THREAD; ++i) {
         const bool ok = m0 + a_r + i * A_STEP < M && k0 + a_k < k_end;
         ra[i] = ok ? __ldg(reinterpret_cast<const Raw*>(pa + static_cast<size_t>(i * A_STEP) * K + k0)) : Raw{};
       }
+      // END SOLUTION
     };
     auto fetch_b = [&](int k0, int s) {
+      // BEGIN SOLUTION: (step 09c) fetch_b(k0, s): B's K-tile at k0 (rows b_r + i · B_STEP, column b_n; pb at k0 = 0), zeros past N or k_end: kAsyncB, cp.async into Bs[s]; else into rb[i]
 #pragma unroll
       for (int i = 0; i < L::B_PER_THREAD; ++i) {
         const bool ok = b_col_ok && k0 + b_r + i * B_STEP < k_end;
@@ -283,14 +290,18 @@ __device__ __forceinline__ void gemm_block(const T* __restrict__ a, const T* __r
         else
           rb[i] = ok ? __ldg(reinterpret_cast<const Raw*>(src)) : Raw{};
       }
+      // END SOLUTION
     };
     auto stash_a = [&](int s) {
+      // BEGIN SOLUTION: (step 09c) stash_a(s): ra into stage s of As, transposed (As[s][k][m]) and converted to float
 #pragma unroll
       for (int i = 0; i < L::A_PER_THREAD; ++i)
 #pragma unroll
         for (int e = 0; e < VEC; ++e) As[s][a_k + e][a_r + i * A_STEP] = element<T>(ra[i], e);  // the transpose
+      // END SOLUTION
     };
     auto stash_b = [&](int s) {
+      // BEGIN SOLUTION: (step 09c) stash_b(s): stage s of Bs complete as far as this thread goes: kAsyncB, its cp.asyncs landed; else rb converted into Bs[s][k][n]
       if constexpr (kAsyncB) {
         asm volatile("cp.async.wait_all;\n" ::);  // this thread's copies have landed; the barrier does the rest
       } else {
@@ -308,6 +319,7 @@ __device__ __forceinline__ void gemm_block(const T* __restrict__ a, const T* __r
           }
         }
       }
+      // END SOLUTION
     };
     // This thread's values of A (rows am + ...) and B (columns bn + ...) at step k of stage s.
     auto load_frags = [&](int s, int k, float* fa, float* fb) {
@@ -358,8 +370,6 @@ __device__ __forceinline__ void gemm_block(const T* __restrict__ a, const T* __r
     }
   };
 
-  // END SOLUTION
-  // BEGIN SOLUTION: (step 09c) gemm_block, continued: the guarded 4-wide epilogue `store_c(m0, n0)`
   // Output element (r, col .. col + 3) of C from v[0..3], guarded at the edges.
   auto put4 = [&](int r, int col, const float* v) {
     if (r >= M) return;
@@ -381,7 +391,6 @@ __device__ __forceinline__ void gemm_block(const T* __restrict__ a, const T* __r
 #pragma unroll
       for (int h = 0; h < TNB; ++h) put4(row_of(m0, i), col_of(n0, h), &acc[i][h * 4]);
   };
-  // END SOLUTION
   // BEGIN SOLUTION: (step 09d) gemm_block, continued, kSplit: stream-K's `fixup`, then this block's segments
   __shared__ int last_arrival;  // stream-K: this block is the last of a tile's blocks to finish
   __shared__ long long work[2];  // stream-K: this block's current and end positions (below)
@@ -486,7 +495,6 @@ __device__ __forceinline__ void gemm_block(const T* __restrict__ a, const T* __r
     }
   }
   // END SOLUTION
-  // BEGIN SOLUTION: (step 09c) gemm_block, continued, !kSplit: the whole tile blockIdx.x (`tile_origin`), and its end
   if constexpr (!kSplit) {  // one whole tile per block: tile blockIdx.x
     int m0, n0;
     tile_origin(blockIdx.x, gm, gn, m0, n0);
@@ -494,7 +502,6 @@ __device__ __forceinline__ void gemm_block(const T* __restrict__ a, const T* __r
     store_c(m0, n0);
   }
 }
-// END SOLUTION
 
 // Step 09c: the whole tiles, one per block (all of C, or the first sk.dp_blocks tiles in step 09d).
 template <typename T, bool kVec>
@@ -513,7 +520,7 @@ __global__ void __launch_bounds__(kThreads, kVec ? SGEMM_MIN_BLOCKS : 1)
 #endif
   // Contract: As[s][k][m] holds A transposed (padded rows), Bs[s][k][n] B, two stages; values past M, N or K
   // are zeros; kVec: 16-byte loads and 4-wide stores, else one element per load; fp32 acc, stores guarded.
-  // BEGIN SOLUTION: (step 09c) the BM x BN tile of C for blockIdx.x (1-D grid, swizzled by `tile_origin`)
+  // BEGIN SOLUTION: (step 09c) the BM x BN tile of C for blockIdx.x: call gemm_block<T, kVec, false> once its four bodies are written
   gemm_block<T, kVec, false>(a, b, c, M, N, K, StreamK{}, As, Bs);
   // END SOLUTION
 }
@@ -558,7 +565,8 @@ constexpr int kMinSkIters = 8;  // K-tiles per stream-K block at least (fewer: t
 constexpr int kSegCost = SGEMM_SK_SEG_COST;  // K-tiles' worth of time per segment: prologue and partial sum
 constexpr int kSkWorth = SGEMM_SK_WORTH;     // stream-K when its tail costs at most this % of a whole-tile wave
 
-int major_version(int device) {  // compute capability (the runtime keeps it: no cache needed)
+// (maybe_unused here and on `plan`: in the stub, `launch`'s only caller, matmul_forward, is a hole)
+[[maybe_unused]] int major_version(int device) {  // compute capability (the runtime keeps it: no cache needed)
   int v = 0;
   if (cudaDeviceGetAttribute(&v, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) (void)cudaGetLastError();
   return v;
@@ -615,7 +623,7 @@ Workspace workspace(int device, cudaStream_t stream, size_t counters, size_t par
 
 // The stream-K plan for `tiles` output tiles of `iters` K-tiles each: `wave` whole-tile blocks run at once, and
 // `sk_slots` stream-K blocks.
-sgemm::StreamK plan(int tiles, int iters, int wave, int sk_slots, int device, cudaStream_t stream) {
+[[maybe_unused]] sgemm::StreamK plan(int tiles, int iters, int wave, int sk_slots, int device, cudaStream_t stream) {
   sgemm::StreamK sk;
   if (wave <= 0 || sk_slots <= 0 || iters < kMinSkIters || SGEMM_STREAMK == 0) return sk;
   const int rem = tiles % wave;  // tiles in the last, partial wave
@@ -706,12 +714,16 @@ cudaError_t matmul_pipelined_forward(const T* a, const T* b, T* c, int M, int N,
   return cudaGetLastError();
 }
 
-// Step 09d (op matmul): given. The instance use_vectors picks, launched by `launch` above: the whole tiles, then, in
-// fp32 where the plan says so, the last wave by stream-K.
+// Step 09d (op matmul, extra credit): the instance use_vectors picks, launched by the given `launch` above: the whole
+// tiles, then, in fp32 where the plan says so, the last wave by stream-K. A hole of its own, so that an untouched
+// 09d launches nothing (not implemented, which does not fail the day) rather than 09c's whole tiles without a tail.
 template <typename T>
 cudaError_t matmul_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
+  // BEGIN SOLUTION: (step 09d) return launch<T, use_vectors(...)>(a, b, c, M, N, K, stream), once your stream-K holes are written
   if (use_vectors(a, b, c, N, K)) return launch<T, true>(a, b, c, M, N, K, stream);
   return launch<T, false>(a, b, c, M, N, K, stream);
+  // END SOLUTION
+  return cudaSuccess;
 }
 
 template cudaError_t matmul_pipelined_forward<float>(const float*, const float*, float*, int, int, int, cudaStream_t);

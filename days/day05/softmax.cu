@@ -309,9 +309,25 @@ __global__ void __launch_bounds__(kMaxThreads)
 template <typename T>
 cudaError_t softmax_regs_forward(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return cudaSuccess;
-  // Contract: warp kernel in blocks of kWarpRowsPerBlock warps (one row each, ceil-divided grid); block kernels get
-  // ceil(cols / kVals) threads rounded up to whole warps; x and y misaligned differently take 05a's scalar path.
-  // YOUR CODE HERE: 05b: launch the kernel the table above picks, on `stream`
+  // Given: plumbing, not 05b's lesson (that is the register tile and the two kernels above). It launches the table
+  // above on `stream`: the warp kernel in blocks of kWarpRowsPerBlock warps (one row each, ceil-divided grid, so
+  // the last block may hold warps past the last row), the block kernel with ceil(cols / kVals) threads rounded up
+  // to whole warps, and your 05a kernel for x and y misaligned differently (vec false) and for rows too long for
+  // registers (vec true). Errors of the launch come back through cudaGetLastError below.
+  const bool same_alignment = reinterpret_cast<uintptr_t>(x) % 16 == reinterpret_cast<uintptr_t>(y) % 16;
+  if (!same_alignment) {
+    softmax_vec_kernel<T><<<rows, kVecThreads, 0, stream>>>(x, y, cols, false);
+  } else if (cols <= kWarpSize * kVals) {
+    const int blocks = (rows - 1) / kWarpRowsPerBlock + 1;
+    softmax_warp_kernel<T, kVals><<<blocks, kWarpRowsPerBlock * kWarpSize, 0, stream>>>(x, y, rows, cols);
+  } else if (cols <= kMaxThreads * kVals) {
+    // An unaligned row has at most floor(cols / kN) full vectors and fewer than 2 kN edge elements, so
+    // ceil(cols / kVals) threads always hold it.
+    const int threads = ((cols - 1) / kVals / kWarpSize + 1) * kWarpSize;
+    softmax_block_kernel<T, kVals><<<rows, threads, 0, stream>>>(x, y, cols);
+  } else {
+    softmax_vec_kernel<T><<<rows, kVecThreads, 0, stream>>>(x, y, cols, true);
+  }
   return cudaGetLastError();
 }
 
@@ -398,9 +414,23 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
 template <typename T>
 cudaError_t launch_split(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
   cudaError_t err = cudaSuccess;
-  // Contract: everything on `stream`; cudaFreeAsync the workspace even when a launch failed; return the
-  // first error (err), else cudaSuccess.
-  // YOUR CODE HERE: 05c: float2 workspace[rows · ceil(cols / kChunk)] (cudaMallocAsync), kernel A, kernel B, free
+  // Given: plumbing, not 05c's lesson (that is the two kernels above). A grid of rows · nchunks blocks of
+  // kSplitThreads, nchunks = ceil(cols / kChunk), for both kernels; partials is a float2[rows · nchunks] from
+  // cudaMallocAsync, written by kernel A (one state per block) and read by kernel B, then cudaFreeAsync'd, even when
+  // a launch failed. Everything on `stream`; returns the first error, else cudaSuccess.
+  const int nchunks = (cols - 1) / kChunk + 1;
+  const int blocks = rows * nchunks;  // only used when rows < SM count, so this is small
+  float2* partials = nullptr;
+  err = cudaMallocAsync(reinterpret_cast<void**>(&partials), sizeof(float2) * static_cast<size_t>(blocks), stream);
+  if (err != cudaSuccess) return err;
+  softmax_split_stats_kernel<T, kVals><<<blocks, kSplitThreads, 0, stream>>>(x, partials, cols, nchunks);
+  err = cudaGetLastError();
+  if (err == cudaSuccess) {
+    softmax_split_write_kernel<T, kVals><<<blocks, kSplitThreads, 0, stream>>>(x, y, partials, cols, nchunks);
+    err = cudaGetLastError();
+  }
+  const cudaError_t free_err = cudaFreeAsync(partials, stream);  // freed after B has run, in stream order
+  if (err == cudaSuccess) err = free_err;
   return err;
 }
 
@@ -431,9 +461,38 @@ bool launch_packed(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
 template <typename T>
 cudaError_t softmax_forward(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return cudaSuccess;
-  // Contract: x and y misaligned differently must take 05a's kernel with vec = false; block kernels get
-  // ceil(cols / kVals) threads rounded up to whole warps.
-  // YOUR CODE HERE: 05c: launch the kernel the dispatch table above picks, on `stream` (split rows: launch_split)
+  // Given: plumbing, not 05c's lesson (that is the packed kernel and the split kernels above). It launches the
+  // table above on `stream`, first match wins: 05b's warp kernel (8, 16 or 32 values per lane) and block kernel on
+  // the grids of 05b's launcher, launch_split when rows are long (cols > kChunk) and too few to fill the GPU (rows
+  // < the SM count), launch_packed for the 16-bit rows it fits, and 05a's kernel for x and y misaligned
+  // differently (vec false) and for the longest rows (vec true).
+  int sms = 0;
+  const cudaError_t err = current_sm_count(&sms);
+  if (err != cudaSuccess) return err;
+  const bool same_alignment = reinterpret_cast<uintptr_t>(x) % 16 == reinterpret_cast<uintptr_t>(y) % 16;
+  const int warp_blocks = (rows - 1) / kWarpRowsPerBlock + 1;
+  const int warp_threads = kWarpRowsPerBlock * kWarpSize;
+
+  if (!same_alignment) {
+    softmax_vec_kernel<T><<<rows, kVecThreads, 0, stream>>>(x, y, cols, false);
+  } else if (cols <= kWarpSize * 8) {
+    softmax_warp_kernel<T, 8><<<warp_blocks, warp_threads, 0, stream>>>(x, y, rows, cols);
+  } else if (cols <= kWarpSize * 16) {
+    softmax_warp_kernel<T, 16><<<warp_blocks, warp_threads, 0, stream>>>(x, y, rows, cols);
+  } else if (cols <= kWarpSize * 32) {
+    softmax_warp_kernel<T, 32><<<warp_blocks, warp_threads, 0, stream>>>(x, y, rows, cols);
+  } else if (cols > kChunk && rows < sms) {
+    return launch_split<T>(x, y, rows, cols, stream);
+  } else if (launch_packed(x, y, rows, cols, stream)) {
+    // 16-bit rows of up to 65536 values: done (launch_packed returns false for fp32 or longer rows).
+  } else if (cols <= kMaxThreads * kVals) {
+    // Enough threads for ceil(cols / 32) values each, rounded up to whole warps. An unaligned row has at most
+    // floor(cols / kN) full vectors and fewer than 2 kN edge elements, so it always fits too.
+    const int threads = ((cols - 1) / kVals / kWarpSize + 1) * kWarpSize;
+    softmax_block_kernel<T, kVals><<<rows, threads, 0, stream>>>(x, y, cols);
+  } else {
+    softmax_vec_kernel<T><<<rows, kVecThreads, 0, stream>>>(x, y, cols, true);
+  }
   return cudaGetLastError();
 }
 

@@ -31,7 +31,7 @@
 #include <cstring>
 #include <map>     // INSTRUCTOR ONLY
 #include <mutex>   // INSTRUCTOR ONLY
-#include <type_traits>  // INSTRUCTOR ONLY
+#include <type_traits>
 #include <utility>  // INSTRUCTOR ONLY
 
 constexpr int kWarpSize = 32;
@@ -530,11 +530,12 @@ __device__ __forceinline__ uint32_t pair_max(uint32_t a, uint32_t b, __nv_bfloat
   return w;
 }
 
-// BEGIN INSTRUCTOR ONLY
-// The packed kernel's three phases, shared with the packed one pass of split rows (below). Thread t of nt holds the
-// vectors t, t + nt, ... of the span sp of x (a row, or a chunk of one) as raw 16-byte vectors, and at most one
-// edge element (has_edge: t < sp.head + sp.tail; as a float, -inf where it has none). kLast: x is read and y
-// written for the last time (streaming).
+// Given: the packed kernel's three phases (load, max and sum, store), read and called by your packed kernel. They are
+// 05c's packed-pairs idea written out (the max on pairs, one FFMA and one MUFU.EX2 per exp, 1/S folded in); your part
+// is the kernel that calls them around the block reduction. They are also shared with the instructors' one pass of
+// split rows (below). Thread t of nt holds the vectors t, t + nt, ... of the span sp of x (a row, or a chunk of one)
+// as raw 16-byte vectors, and at most one edge element (has_edge: t < sp.head + sp.tail; as a float, -inf where it
+// has none). kLast: x is read and y written for the last time (streaming).
 template <typename T, int kVecs, bool kLast>
 __device__ __forceinline__ float packed_load(uint4 (&raw)[kVecs], const T* x, const Span& sp, int t, int nt,
                                              bool has_edge) {
@@ -638,7 +639,6 @@ __device__ __forceinline__ void packed_store(const uint4 (&raw)[kVecs], float ed
     y[edge_index<T>(sp, t)] = from_float<T>(kExpOnce<T> ? edge * f : exp_over_pow2(edge, c) * zero_if_empty);
 }
 
-// END INSTRUCTOR ONLY
 template <typename T, int kVecs>
 __global__ void __launch_bounds__(kMaxThreads)
     softmax_block_packed_kernel(const T* __restrict__ x, T* __restrict__ y, int cols) {

@@ -88,6 +88,38 @@ namespace sgemm {
 #ifndef SGEMM_AS_PAD
 #define SGEMM_AS_PAD 4  // floats of padding per row of the transposed A tile
 #endif
+// The instructors' knobs (the defaults are the timed solution), read by the solution's code for the sweeps; a
+// published solution builds with them as they are.
+#ifndef SGEMM_STASH_K
+#define SGEMM_STASH_K (SGEMM_BK * 3 / 4)  // fp32: the k step at which the next A tile goes to shared memory
+#endif
+#ifndef SGEMM_ORDER
+#define SGEMM_ORDER 2  // rows per group in the FMA loop's serpentine order; 0 = plain row by row
+#endif
+#ifndef SGEMM_STASH_K16
+#define SGEMM_STASH_K16 (SGEMM_BK * 3 / 4)  // fp16/bf16: the k step at which A is stored and B fetched
+#endif
+#ifndef SGEMM_GROUP
+#define SGEMM_GROUP 8  // block-rows per swizzle group
+#endif
+#ifndef SGEMM_B_EARLY
+#define SGEMM_B_EARLY 1  // fp32: issue B's cp.async at the top of the step instead of at STASH_K
+#endif
+#ifndef SGEMM_STREAMK
+#define SGEMM_STREAMK 1  // the last partial wave by stream-K: 0 never, 1 when the cost model says so, 2 always
+#endif
+#ifndef SGEMM_SK_SEG_COST
+#define SGEMM_SK_SEG_COST 2  // stream-K: a segment's prologue and partial sum, in K-tiles of time
+#endif
+#ifndef SGEMM_SK_WORTH
+#define SGEMM_SK_WORTH 95  // stream-K when the tail costs at most this % of a wave of whole tiles
+#endif
+#ifndef SGEMM_SK_DOWN
+#define SGEMM_SK_DOWN 1  // the stream-K kernel walks K downwards (see mainloop)
+#endif
+#ifndef SGEMM_PDL
+#define SGEMM_PDL 1  // sm_90: the stream-K kernel's blocks may start while the whole-tile kernel's last blocks run
+#endif
 constexpr int BK = SGEMM_BK;
 constexpr int TMB = SGEMM_TMB, TNB = SGEMM_TNB, TM = 4 * TMB, TN = 4 * TNB;  // outputs per thread: TM x TN
 constexpr int LM = SGEMM_LM, LN = 32 / LM;                                     // lane grid inside a warp

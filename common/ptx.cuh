@@ -1,7 +1,6 @@
 // ptx.cuh: the tensor-core building blocks of the attention kernels, provided from day 12 on (days 12 and 20
-// include it instead of copying). Day 11 asks the student to write the same wrappers, so this file holds day 11's
-// answers: it reaches a student repository once day 11's solution is published (course.yaml's `answers:`). CUDA
-// headers only.
+// include it instead of copying). Day 11 gives the student the same wrappers, defined in its matmul.cu to be read,
+// not written: this file answers none of day 11's holes. CUDA headers only.
 //
 //   smem_addr             generic pointer -> 32-bit shared-memory address (what ldmatrix and cp.async take)
 //   cp_async16            16 bytes global -> shared, asynchronous; invalid = write zeros, read nothing

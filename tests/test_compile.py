@@ -5,6 +5,7 @@ from the compiler otherwise; every run recompiles a sample of the records and fa
 (tests/compile_records.py). The tests of the compile-only check itself, at the end, always run the compiler."""
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -47,6 +48,39 @@ def test_compiles_for_sm80_and_sm90_without_spills(day, ex, where, request):
                 assert k["spill_stores"] == 0 and k["spill_loads"] == 0, (r.file, k)
         warnings = [d for d in r.diagnostics if ": warning:" in d]
         assert not warnings, warnings
+
+
+def _published():
+    """Each exercise of a day whose solution has instructor-only lines: what `grader publish` hands the class differs
+    from what the test above compiles."""
+    from grader.course import load_course
+
+    course = load_course(ROOT / "course.yaml")
+    for day in course.days:
+        folder = ROOT / "solutions" / day.id
+        if day.status == "ready" and any("INSTRUCTOR ONLY" in f.read_text(errors="replace")
+                                         for f in folder.glob("*") if f.is_file()):
+            for ex in day.exercises:
+                yield pytest.param(day.id, ex, id=f"published-{day.id}-{ex.name}")
+
+
+@needs_nvcc
+@pytest.mark.parametrize("day, ex", list(_published()))
+def test_published_solution_builds_without_its_instructor_only_lines(day, ex, tmp_path, request):
+    """The published solution is the solution less its instructor-only lines; it must still build by itself (day
+    05's packed kernel once called helpers that only an instructor-only region defined, so the class's copy failed
+    to compile)."""
+    from grader.authoring.publish import solution_files
+    from grader.course import load_course
+
+    for rel, entry in solution_files(ROOT, load_course(ROOT / "course.yaml").day(day)).items():
+        dest = tmp_path / Path(rel).relative_to("solutions")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(entry.data)
+    reports = _compile([tmp_path / day / s for s in ex.sources], [ROOT / i for i in ex.include_dirs],
+                       ex.extra_cuda_cflags, request)
+    for r in reports:
+        assert r.ok, f"published {r.file}: {r.note}\n" + "\n".join(r.diagnostics) + r.log[-3000:]
 
 
 # ptxas's "Potential Performance Loss: wgmma.mma_async instructions are serialized" (C7510 to C7515) makes each wgmma

@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 constexpr int kWarpSize = 32;
 constexpr int kMaxThreads = 1024;
@@ -309,9 +310,25 @@ __global__ void __launch_bounds__(kMaxThreads)
 template <typename T>
 cudaError_t softmax_regs_forward(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return cudaSuccess;
-  // Contract: warp kernel in blocks of kWarpRowsPerBlock warps (one row each, ceil-divided grid); block kernels get
-  // ceil(cols / kVals) threads rounded up to whole warps; x and y misaligned differently take 05a's scalar path.
-  // YOUR CODE HERE: 05b: launch the kernel the table above picks, on `stream`
+  // Given: plumbing, not 05b's lesson (that is the register tile and the two kernels above). It launches the table
+  // above on `stream`: the warp kernel in blocks of kWarpRowsPerBlock warps (one row each, ceil-divided grid, so
+  // the last block may hold warps past the last row), the block kernel with ceil(cols / kVals) threads rounded up
+  // to whole warps, and your 05a kernel for x and y misaligned differently (vec false) and for rows too long for
+  // registers (vec true). Errors of the launch come back through cudaGetLastError below.
+  const bool same_alignment = reinterpret_cast<uintptr_t>(x) % 16 == reinterpret_cast<uintptr_t>(y) % 16;
+  if (!same_alignment) {
+    softmax_vec_kernel<T><<<rows, kVecThreads, 0, stream>>>(x, y, cols, false);
+  } else if (cols <= kWarpSize * kVals) {
+    const int blocks = (rows - 1) / kWarpRowsPerBlock + 1;
+    softmax_warp_kernel<T, kVals><<<blocks, kWarpRowsPerBlock * kWarpSize, 0, stream>>>(x, y, rows, cols);
+  } else if (cols <= kMaxThreads * kVals) {
+    // An unaligned row has at most floor(cols / kN) full vectors and fewer than 2 kN edge elements, so
+    // ceil(cols / kVals) threads always hold it.
+    const int threads = ((cols - 1) / kVals / kWarpSize + 1) * kWarpSize;
+    softmax_block_kernel<T, kVals><<<rows, threads, 0, stream>>>(x, y, cols);
+  } else {
+    softmax_vec_kernel<T><<<rows, kVecThreads, 0, stream>>>(x, y, cols, true);
+  }
   return cudaGetLastError();
 }
 
@@ -360,6 +377,115 @@ __device__ __forceinline__ uint32_t pair_max(uint32_t a, uint32_t b, __nv_bfloat
   return w;
 }
 
+// Given: the packed kernel's three phases (load, max and sum, store), read and called by your packed kernel. They are
+// 05c's packed-pairs idea written out (the max on pairs, one FFMA and one MUFU.EX2 per exp, 1/S folded in); your part
+// is the kernel that calls them around the block reduction. They are also shared with the instructors' one pass of
+// split rows (below). Thread t of nt holds the vectors t, t + nt, ... of the span sp of x (a row, or a chunk of one)
+// as raw 16-byte vectors, and at most one edge element (has_edge: t < sp.head + sp.tail; as a float, -inf where it
+// has none). kLast: x is read and y written for the last time (streaming).
+template <typename T, int kVecs, bool kLast>
+__device__ __forceinline__ float packed_load(uint4 (&raw)[kVecs], const T* x, const Span& sp, int t, int nt,
+                                             bool has_edge) {
+  constexpr int kN = Vec<T>::kN;
+#pragma unroll
+  for (int k = 0; k < kVecs; ++k) {
+    const int j = t + k * nt;
+    raw[k] = (j < sp.nvec) ? load16<kLast>(x + sp.head + static_cast<size_t>(j) * kN) : make_uint4(0, 0, 0, 0);
+  }
+  return has_edge ? to_float(x[edge_index<T>(sp, t)]) : -INFINITY;
+}
+
+// SOFTMAX_EXP_ONCE (a knob, not yet timed: measured/NOTES.md), bf16 rows only: packed_max_sum leaves each of the
+// thread's values as 2^15 e^(v - m) in raw, m being the thread's own max, as fp16 pairs (and the edge element's in
+// edge, as a float); packed_store multiplies them by 2^-15 e^(m - M) / S where it took a second exp: one MUFU op a
+// value instead of two. The 2^15 (the largest power of two whose e^0 fp16 holds) keeps e in fp16's normal range
+// down to e = 1.9e-9; there storing it costs fp16's u = 2^-11 relative, an eighth of the bf16 output's own
+// rounding; below, 2^-40 absolute. An fp16 row would round twice at its output's own u, up to 2u: a simulation of
+// the rounding put the worst case at 0.61 of day 05's fp16 tolerance (0.32 with two exps), so fp16 keeps two.
+#ifndef SOFTMAX_EXP_ONCE
+#define SOFTMAX_EXP_ONCE 0
+#endif
+template <typename T>
+constexpr bool kExpOnce = SOFTMAX_EXP_ONCE && std::is_same_v<T, __nv_bfloat16>;
+constexpr int kKeptShift = 15;  // the kept exps are e^(v - m) · 2^kKeptShift
+constexpr float kKeptLog2 = kKeptShift, kKeptInv = 1.0f / (1 << kKeptShift);
+
+// This thread's max m, on packed pairs (the two halves of the last pair compared in fp32), and s = the sum of
+// e^(v - m) = 2^(v log2e - m log2e) over its values. A thread that saw only -inf uses 0 as the reference.
+template <typename T, int kVecs>
+__device__ __forceinline__ void packed_max_sum(uint4 (&raw)[kVecs], float& edge, const Span& sp, int t, int nt,
+                                               float& m, float& s) {
+  constexpr int kN = Vec<T>::kN;
+  m = edge;
+  if (t < sp.nvec) {  // vector k = 0 exists, so pairs can start from it
+    uint32_t pm = raw[0].x;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      if (t + k * nt < sp.nvec) {
+        pm = pair_max(pair_max(pm, raw[k].x, T{}), pair_max(raw[k].y, raw[k].z, T{}), T{});
+        pm = pair_max(pm, raw[k].w, T{});
+      }
+    }
+    const float2 f = pair_to_float2(pm, T{});
+    m = fmaxf(m, fmaxf(f.x, f.y));
+  }
+  float v[kN];
+  // With SOFTMAX_EXP_ONCE the reference is 2^-15 lower (one rounding), so the kept exps are 2^15 e^(v - m)
+  const float m2 = (m == -INFINITY) ? (kExpOnce<T> ? -kKeptLog2 : 0.0f)
+                                    : (kExpOnce<T> ? fmaf(m, kLog2e, -kKeptLog2) : log2_of_exp(m));
+  s = exp_over_pow2(edge, m2);  // edge = -inf (no edge element) gives 0
+  if constexpr (kExpOnce<T>) edge = s;
+#pragma unroll
+  for (int k = 0; k < kVecs; ++k) {
+    if (t + k * nt < sp.nvec) {
+      unpack16<T>(raw[k], v);
+#pragma unroll
+      for (int i = 0; i < kN; ++i) {
+        v[i] = exp_over_pow2(v[i], m2);
+        s += v[i];
+      }
+      if constexpr (kExpOnce<T>) raw[k] = pack16<__half>(v, 1.0f);
+    }
+  }
+  if constexpr (kExpOnce<T>) s *= kKeptInv;  // exact: the sum relative to m, as without the knob
+}
+
+// y = e^(v - M) / S = 2^(v log2e - (M log2e + log2 S)) for the thread's values, with the row's (M, S). A row of
+// nothing but -inf gets 0s, as elsewhere. With SOFTMAX_EXP_ONCE, raw and edge hold 2^15 e^(v - m) for the thread's
+// max m (packed_max_sum), and y = 2^15 e^(v - m) · 2^-15 e^(m - M) / S.
+template <typename T, int kVecs, bool kLast>
+__device__ __forceinline__ void packed_store(const uint4 (&raw)[kVecs], float edge, T* y, const Span& sp, int t,
+                                             int nt, bool has_edge, float M, float S, [[maybe_unused]] float m) {
+  constexpr int kN = Vec<T>::kN;
+  const bool empty = (M == -INFINITY);
+  // Without the knob y = 2^(v log2e - c); with it y = kept · f (m - M is exact or nearly: both near the row's
+  // values; m = -inf, a thread of only -inf, gives f = 0).
+  const float c = empty ? 0.0f : log2_of_exp(M) + __log2f(S);
+  const float zero_if_empty = empty ? 0.0f : 1.0f;
+  [[maybe_unused]] const float f =
+      kExpOnce<T> && !empty ? ex2_approx(fmaf(m - M, kLog2e, -(__log2f(S) + kKeptLog2))) : 0.0f;
+  float v[kN];
+#pragma unroll
+  for (int k = 0; k < kVecs; ++k) {
+    const int j = t + k * nt;
+    if (j < sp.nvec) {
+      uint4 out;
+      if constexpr (kExpOnce<T>) {
+        unpack16<__half>(raw[k], v);
+        out = pack16<T>(v, f);
+      } else {
+        unpack16<T>(raw[k], v);
+#pragma unroll
+        for (int i = 0; i < kN; ++i) v[i] = exp_over_pow2(v[i], c);
+        out = pack16<T>(v, zero_if_empty);
+      }
+      store16<kLast>(y + sp.head + static_cast<size_t>(j) * kN, out);
+    }
+  }
+  if (has_edge)
+    y[edge_index<T>(sp, t)] = from_float<T>(kExpOnce<T> ? edge * f : exp_over_pow2(edge, c) * zero_if_empty);
+}
+
 template <typename T, int kVecs>
 __global__ void __launch_bounds__(kMaxThreads)
     softmax_block_packed_kernel(const T* __restrict__ x, T* __restrict__ y, int cols) {
@@ -398,9 +524,23 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
 template <typename T>
 cudaError_t launch_split(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
   cudaError_t err = cudaSuccess;
-  // Contract: everything on `stream`; cudaFreeAsync the workspace even when a launch failed; return the
-  // first error (err), else cudaSuccess.
-  // YOUR CODE HERE: 05c: float2 workspace[rows · ceil(cols / kChunk)] (cudaMallocAsync), kernel A, kernel B, free
+  // Given: plumbing, not 05c's lesson (that is the two kernels above). A grid of rows · nchunks blocks of
+  // kSplitThreads, nchunks = ceil(cols / kChunk), for both kernels; partials is a float2[rows · nchunks] from
+  // cudaMallocAsync, written by kernel A (one state per block) and read by kernel B, then cudaFreeAsync'd, even when
+  // a launch failed. Everything on `stream`; returns the first error, else cudaSuccess.
+  const int nchunks = (cols - 1) / kChunk + 1;
+  const int blocks = rows * nchunks;  // only used when rows < SM count, so this is small
+  float2* partials = nullptr;
+  err = cudaMallocAsync(reinterpret_cast<void**>(&partials), sizeof(float2) * static_cast<size_t>(blocks), stream);
+  if (err != cudaSuccess) return err;
+  softmax_split_stats_kernel<T, kVals><<<blocks, kSplitThreads, 0, stream>>>(x, partials, cols, nchunks);
+  err = cudaGetLastError();
+  if (err == cudaSuccess) {
+    softmax_split_write_kernel<T, kVals><<<blocks, kSplitThreads, 0, stream>>>(x, y, partials, cols, nchunks);
+    err = cudaGetLastError();
+  }
+  const cudaError_t free_err = cudaFreeAsync(partials, stream);  // freed after B has run, in stream order
+  if (err == cudaSuccess) err = free_err;
   return err;
 }
 
@@ -431,9 +571,38 @@ bool launch_packed(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
 template <typename T>
 cudaError_t softmax_forward(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return cudaSuccess;
-  // Contract: x and y misaligned differently must take 05a's kernel with vec = false; block kernels get
-  // ceil(cols / kVals) threads rounded up to whole warps.
-  // YOUR CODE HERE: 05c: launch the kernel the dispatch table above picks, on `stream` (split rows: launch_split)
+  // Given: plumbing, not 05c's lesson (that is the packed kernel and the split kernels above). It launches the
+  // table above on `stream`, first match wins: 05b's warp kernel (8, 16 or 32 values per lane) and block kernel on
+  // the grids of 05b's launcher, launch_split when rows are long (cols > kChunk) and too few to fill the GPU (rows
+  // < the SM count), launch_packed for the 16-bit rows it fits, and 05a's kernel for x and y misaligned
+  // differently (vec false) and for the longest rows (vec true).
+  int sms = 0;
+  const cudaError_t err = current_sm_count(&sms);
+  if (err != cudaSuccess) return err;
+  const bool same_alignment = reinterpret_cast<uintptr_t>(x) % 16 == reinterpret_cast<uintptr_t>(y) % 16;
+  const int warp_blocks = (rows - 1) / kWarpRowsPerBlock + 1;
+  const int warp_threads = kWarpRowsPerBlock * kWarpSize;
+
+  if (!same_alignment) {
+    softmax_vec_kernel<T><<<rows, kVecThreads, 0, stream>>>(x, y, cols, false);
+  } else if (cols <= kWarpSize * 8) {
+    softmax_warp_kernel<T, 8><<<warp_blocks, warp_threads, 0, stream>>>(x, y, rows, cols);
+  } else if (cols <= kWarpSize * 16) {
+    softmax_warp_kernel<T, 16><<<warp_blocks, warp_threads, 0, stream>>>(x, y, rows, cols);
+  } else if (cols <= kWarpSize * 32) {
+    softmax_warp_kernel<T, 32><<<warp_blocks, warp_threads, 0, stream>>>(x, y, rows, cols);
+  } else if (cols > kChunk && rows < sms) {
+    return launch_split<T>(x, y, rows, cols, stream);
+  } else if (launch_packed(x, y, rows, cols, stream)) {
+    // 16-bit rows of up to 65536 values: done (launch_packed returns false for fp32 or longer rows).
+  } else if (cols <= kMaxThreads * kVals) {
+    // Enough threads for ceil(cols / 32) values each, rounded up to whole warps. An unaligned row has at most
+    // floor(cols / kN) full vectors and fewer than 2 kN edge elements, so it always fits too.
+    const int threads = ((cols - 1) / kVals / kWarpSize + 1) * kWarpSize;
+    softmax_block_kernel<T, kVals><<<rows, threads, 0, stream>>>(x, y, cols);
+  } else {
+    softmax_vec_kernel<T><<<rows, kVecThreads, 0, stream>>>(x, y, cols, true);
+  }
   return cudaGetLastError();
 }
 

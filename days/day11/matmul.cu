@@ -98,7 +98,10 @@ static_assert(FM * 16 == WM && FN * 16 == WN && BK % 16 == 0, "warp tiles are wh
 static_assert(LDA % 8 == 0 && LDB % 8 == 0, "WMMA's ldm for 16-bit types is a multiple of 8 elements");
 
 // Contract: kVec means one 16-byte load (aligned, all 8 in or all out); otherwise 8 guarded scalar loads.
-// YOUR CODE HERE: load_chunk<T, kVec>(dst, src, valid): 8 elements of a row into shared memory, zeros past valid
+template <typename T, bool kVec>
+__device__ __forceinline__ void load_chunk(T* dst, const T* src, int valid) {
+  // YOUR CODE HERE: load_chunk<T, kVec>(dst, src, valid): 8 elements of a row into shared memory, zeros past valid
+}
 
 template <typename T, bool kVec>
 __global__ void __launch_bounds__(kThreads, 2)
@@ -107,10 +110,80 @@ __global__ void __launch_bounds__(kThreads, 2)
   __shared__ __align__(32) T As[BM][LDA];
   __shared__ __align__(32) T Bs[BK][LDB];
   __shared__ __align__(32) float Cs[WARPS_M * WARPS_N][16][16];  // per-warp patch for the epilogue
-  // Contract: per BK step all threads fill As[BM][LDA], Bs[BK][LDB] in 8-element chunks (zeros outside A, B),
-  // barrier, BK / 16 mma_sync steps, barrier; fp32 accumulators; epilogue through this warp's Cs[warp]
-  // patch, rounded to T, stores guarded by M and N.
-  // YOUR CODE HERE: C tile (blockIdx.y · BM, blockIdx.x · BN); warp w: its WM x WN patch as FM x FN wmma fragments
+  // Given, to read and run, not to write: WMMA is the tensor cores' C++ API, met before step 11b's PTX, and the
+  // later steps keep only its load_chunk (step 11a's holes: load_chunk above, which this calls, and the launcher).
+  // C tile (blockIdx.y · BM, blockIdx.x · BN); warp w computes its WM x WN patch as FM x FN wmma fragments. Per BK
+  // step all threads fill As[BM][LDA], Bs[BK][LDB] in 8-element chunks with load_chunk (zeros outside A, B),
+  // barrier, BK / 16 mma_sync steps, barrier; fp32 accumulators; epilogue through this warp's Cs[warp] patch,
+  // rounded to T, stores guarded by M and N.
+  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
+
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[FM][FN];
+#pragma unroll
+  for (int i = 0; i < FM; ++i)
+#pragma unroll
+    for (int j = 0; j < FN; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
+
+  for (int k0 = 0; k0 < K; k0 += BK) {
+    // A tile: BM rows of BK/8 chunks; B tile: BK rows of BN/8 chunks. A chunk is 8 consecutive elements of a row.
+#pragma unroll
+    for (int q = tid; q < BM * BK / 8; q += kThreads) {
+      const int r = q / (BK / 8), col = q % (BK / 8) * 8;
+      const int row = m0 + r, k = k0 + col;
+      const int valid = row < M ? min(8, K - k) : 0;
+      load_chunk<T, kVec>(&As[r][col], a + static_cast<size_t>(row) * K + k, valid);
+    }
+#pragma unroll
+    for (int q = tid; q < BK * BN / 8; q += kThreads) {
+      const int r = q / (BN / 8), col = q % (BN / 8) * 8;
+      const int k = k0 + r, n = n0 + col;
+      const int valid = k < K ? min(8, N - n) : 0;
+      load_chunk<T, kVec>(&Bs[r][col], b + static_cast<size_t>(k) * N + n, valid);
+    }
+    __syncthreads();
+#pragma unroll 1  // (unrolled, nvcc hoists the next step's fragments: over 128 registers, spills)
+    for (int kk = 0; kk < BK; kk += 16) {
+      // The B fragments of this k step, then one A fragment at a time (fewer live registers).
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> fb[FN];
+#pragma unroll
+      for (int j = 0; j < FN; ++j) wmma::load_matrix_sync(fb[j], &Bs[kk][wn + 16 * j], LDB);
+#pragma unroll
+      for (int i = 0; i < FM; ++i) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
+        wmma::load_matrix_sync(fa, &As[wm + 16 * i][kk], LDA);
+#pragma unroll
+        for (int j = 0; j < FN; ++j) wmma::mma_sync(acc[i][j], fa, fb[j], acc[i][j]);
+      }
+    }
+    __syncthreads();  // everyone is done with this tile before the next one overwrites it
+  }
+
+  // Epilogue: fragment -> this warp's fp32 patch -> T in global memory. Lane l writes row l/2, 8 columns.
+  float(*patch)[16] = Cs[warp];
+  const int pr = lane / 2, pc = lane % 2 * 8;
+#pragma unroll
+  for (int i = 0; i < FM; ++i)
+#pragma unroll
+    for (int j = 0; j < FN; ++j) {
+      wmma::store_matrix_sync(&patch[0][0], acc[i][j], 16, wmma::mem_row_major);
+      __syncwarp();
+      const int row = m0 + wm + 16 * i + pr, col = n0 + wn + 16 * j + pc;
+      if (row < M) {
+        T* dst = c + static_cast<size_t>(row) * N + col;
+        const float* v = &patch[pr][pc];
+        if (kVec && col < N) {  // N % 8 == 0: all 8 columns or none
+          *reinterpret_cast<uint4*>(dst) = make_uint4(pack2<T>(v[0], v[1]), pack2<T>(v[2], v[3]),
+                                                      pack2<T>(v[4], v[5]), pack2<T>(v[6], v[7]));
+        } else if (!kVec) {
+#pragma unroll
+          for (int e = 0; e < 8; ++e)
+            if (col + e < N) dst[e] = from_float<T>(v[e]);
+        }
+      }
+      __syncwarp();  // the patch is overwritten by the next fragment
+    }
 }
 
 }  // namespace wmma_gemm
@@ -142,6 +215,9 @@ namespace mma_gemm {
 #endif
 #ifndef TC_MIN_BLOCKS
 #define TC_MIN_BLOCKS 2
+#endif
+#ifndef TC_GROUP
+#define TC_GROUP 8  // block-rows per group of kernel 2's block swizzle (given code)
 #endif
 constexpr int BM = TC_BM, BN = TC_BN, BK = TC_BK, STAGES = TC_STAGES;
 constexpr int WARPS_M = TC_WARPS_M, WARPS_N = TC_WARPS_N;
@@ -255,7 +331,83 @@ __global__ void __launch_bounds__(kThreads, TC_MIN_BLOCKS)
   // Contract: stage s of smem = A tile [BM][BK], then B tile [BK][BN], 16-byte chunks swizzled; kAsync:
   // cp.async, else guarded loads; zeros past M, N, K; no cp.async in flight at exit; fp32 accumulators,
   // stores rounded to T and guarded by M and N (kAsync: two columns per 4-byte store).
-  // YOUR CODE HERE: C tile of blockIdx.x (1-D grid, block-swizzled): STAGES-deep pipeline, ldmatrix, mma_16816
+  // Given: the block swizzle (day 09's), the set-up, 11b's k steps at a_offset and b_offset, and the pipeline of
+  // day 09's double buffer with STAGES stages: STAGES - 1 K-tiles in flight, one commit per iteration, wait_group
+  // STAGES - 2 then one barrier per K-tile, the stages rotated. Step 11c's lesson is the swizzle: yours are swizzle
+  // (above), load_tile, a_offset and b_offset, and 11b's epilogue again.
+  // Block swizzle: groups of TC_GROUP block-rows, walked column by column.
+  const int gm = (M + BM - 1) / BM, gn = (N + BN - 1) / BN;
+  const int per_group = TC_GROUP * gn;
+  const int group = blockIdx.x / per_group, first = group * TC_GROUP;
+  const int rows_in_group = min(gm - first, TC_GROUP);
+  const int in_group = blockIdx.x % per_group;
+  const int m0 = (first + in_group % rows_in_group) * BM;
+  const int n0 = (in_group / rows_in_group) * BN;
+
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
+  T* const tiles = reinterpret_cast<T*>(smem);
+  const uint32_t tiles_addr = smem_addr(smem);
+
+  // Copies K-tile kt into stage s. Thread tid moves chunks tid, tid + kThreads, ... of each tile.
+  auto load_tile = [&](int kt, int s) {
+    // YOUR CODE HERE: K-tile kt into stage s: A [BM][BK], then B [BK][BN], chunk ch of row r at swizzle<CPR>(r, ch); kAsync: cp_async16 (zeros past M, N, K), else your guarded load
+  };
+
+  // This lane's ldmatrix row addresses (bytes from the stage's A or B tile) for k step kk and fragment 0; the
+  // swizzle of A rows does not change by adding 16 rows, so fragment i is + 16·i rows.
+  //   A, x4: lanes 0-15 rows 0-15 at k 0-7, lanes 16-31 rows 0-15 at k 8-15 -> a0 a1 a2 a3.
+  //   B, x4.trans: lanes 0-7 k 0-7, 8-15 k 8-15 at n 0-7; lanes 16-23, 24-31 the same at n 8-15 -> b0 b1 of two
+  //   n8 fragments.
+  auto a_offset = [&](int kk) {
+    // YOUR CODE HERE: return the byte offset from the stage of this lane's A row for ldmatrix_x4 (k step kk, fragment 0), swizzled
+  };
+  auto b_offset = [&](int kk, int jp) {
+    // YOUR CODE HERE: return the byte offset from the stage of this lane's B row for ldmatrix_x4_trans (k step kk, fragments 2jp and 2jp + 1), swizzled; B follows A's BM x BK tile
+  };
+
+  float acc[MI][NJ][4] = {};
+  const int tiles_k = (K + BK - 1) / BK;
+  // Prologue: STAGES - 1 tiles in flight. Every iteration commits one group (possibly empty), so that
+  // "wait until at most STAGES - 2 groups are pending" always means "tile kt has landed".
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < tiles_k) load_tile(s, s);
+    cp_async_commit();
+  }
+  int read_stage = 0, write_stage = STAGES - 1;
+  for (int kt = 0; kt < tiles_k; ++kt) {
+    cp_async_wait<STAGES - 2>();  // this thread's copies of tile kt are in shared memory
+    __syncthreads();              // ... and everyone's; everyone is also done with tile kt - 1 (write_stage)
+    if (kt + STAGES - 1 < tiles_k) load_tile(kt + STAGES - 1, write_stage);
+    cp_async_commit();
+
+    const uint32_t stage = tiles_addr + read_stage * kStageElems * 2;
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 16) {
+      uint32_t af[MI][4], bfrag[NJ][2];
+#pragma unroll
+      for (int i = 0; i < MI; ++i) ldmatrix_x4(af[i], stage + a_offset(kk) + i * 16 * BK * 2);
+#pragma unroll
+      for (int jp = 0; jp < NJ / 2; ++jp) {
+        uint32_t r[4];
+        ldmatrix_x4_trans(r, stage + b_offset(kk, jp));
+        bfrag[2 * jp][0] = r[0];
+        bfrag[2 * jp][1] = r[1];
+        bfrag[2 * jp + 1][0] = r[2];
+        bfrag[2 * jp + 1][1] = r[3];
+      }
+#pragma unroll
+      for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < NJ; ++j) mma_16816<T>(acc[i][j], af[i], bfrag[j]);
+    }
+    read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
+    write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
+  }
+  cp_async_wait<0>();  // nothing may be in flight into shared memory when the block exits
+
+  // YOUR CODE HERE: 11b's epilogue again, from acc (kAsync: two columns per 4-byte store)
 }
 
 // YOUR CODE HERE: launch<T, kAsync>: ask once for kSmemBytes of dynamic shared memory; a 1-D grid of tiles

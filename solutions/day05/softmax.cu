@@ -31,7 +31,7 @@
 #include <cstring>
 #include <map>     // INSTRUCTOR ONLY
 #include <mutex>   // INSTRUCTOR ONLY
-#include <type_traits>  // INSTRUCTOR ONLY
+#include <type_traits>
 #include <utility>  // INSTRUCTOR ONLY
 
 constexpr int kWarpSize = 32;
@@ -463,9 +463,11 @@ __global__ void __launch_bounds__(kMaxThreads)
 template <typename T>
 cudaError_t softmax_regs_forward(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return cudaSuccess;
-  // Contract: warp kernel in blocks of kWarpRowsPerBlock warps (one row each, ceil-divided grid); block kernels get
-  // ceil(cols / kVals) threads rounded up to whole warps; x and y misaligned differently take 05a's scalar path.
-  // BEGIN SOLUTION: 05b: launch the kernel the table above picks, on `stream`
+  // Given: plumbing, not 05b's lesson (that is the register tile and the two kernels above). It launches the table
+  // above on `stream`: the warp kernel in blocks of kWarpRowsPerBlock warps (one row each, ceil-divided grid, so
+  // the last block may hold warps past the last row), the block kernel with ceil(cols / kVals) threads rounded up
+  // to whole warps, and your 05a kernel for x and y misaligned differently (vec false) and for rows too long for
+  // registers (vec true). Errors of the launch come back through cudaGetLastError below.
   const bool same_alignment = reinterpret_cast<uintptr_t>(x) % 16 == reinterpret_cast<uintptr_t>(y) % 16;
   if (!same_alignment) {
     softmax_vec_kernel<T><<<rows, kVecThreads, 0, stream>>>(x, y, cols, false);
@@ -480,7 +482,6 @@ cudaError_t softmax_regs_forward(const T* x, T* y, int rows, int cols, cudaStrea
   } else {
     softmax_vec_kernel<T><<<rows, kVecThreads, 0, stream>>>(x, y, cols, true);
   }
-  // END SOLUTION
   return cudaGetLastError();
 }
 
@@ -529,11 +530,12 @@ __device__ __forceinline__ uint32_t pair_max(uint32_t a, uint32_t b, __nv_bfloat
   return w;
 }
 
-// BEGIN INSTRUCTOR ONLY
-// The packed kernel's three phases, shared with the packed one pass of split rows (below). Thread t of nt holds the
-// vectors t, t + nt, ... of the span sp of x (a row, or a chunk of one) as raw 16-byte vectors, and at most one
-// edge element (has_edge: t < sp.head + sp.tail; as a float, -inf where it has none). kLast: x is read and y
-// written for the last time (streaming).
+// Given: the packed kernel's three phases (load, max and sum, store), read and called by your packed kernel. They are
+// 05c's packed-pairs idea written out (the max on pairs, one FFMA and one MUFU.EX2 per exp, 1/S folded in); your part
+// is the kernel that calls them around the block reduction. They are also shared with the instructors' one pass of
+// split rows (below). Thread t of nt holds the vectors t, t + nt, ... of the span sp of x (a row, or a chunk of one)
+// as raw 16-byte vectors, and at most one edge element (has_edge: t < sp.head + sp.tail; as a float, -inf where it
+// has none). kLast: x is read and y written for the last time (streaming).
 template <typename T, int kVecs, bool kLast>
 __device__ __forceinline__ float packed_load(uint4 (&raw)[kVecs], const T* x, const Span& sp, int t, int nt,
                                              bool has_edge) {
@@ -637,7 +639,6 @@ __device__ __forceinline__ void packed_store(const uint4 (&raw)[kVecs], float ed
     y[edge_index<T>(sp, t)] = from_float<T>(kExpOnce<T> ? edge * f : exp_over_pow2(edge, c) * zero_if_empty);
 }
 
-// END INSTRUCTOR ONLY
 template <typename T, int kVecs>
 __global__ void __launch_bounds__(kMaxThreads)
     softmax_block_packed_kernel(const T* __restrict__ x, T* __restrict__ y, int cols) {
@@ -1094,9 +1095,10 @@ cudaError_t launch_split_onepass(const T* x, T* y, int rows, int cols, int sms, 
 template <typename T>
 cudaError_t launch_split(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
   cudaError_t err = cudaSuccess;
-  // Contract: everything on `stream`; cudaFreeAsync the workspace even when a launch failed; return the
-  // first error (err), else cudaSuccess.
-  // BEGIN SOLUTION: 05c: float2 workspace[rows · ceil(cols / kChunk)] (cudaMallocAsync), kernel A, kernel B, free
+  // Given: plumbing, not 05c's lesson (that is the two kernels above). A grid of rows · nchunks blocks of
+  // kSplitThreads, nchunks = ceil(cols / kChunk), for both kernels; partials is a float2[rows · nchunks] from
+  // cudaMallocAsync, written by kernel A (one state per block) and read by kernel B, then cudaFreeAsync'd, even when
+  // a launch failed. Everything on `stream`; returns the first error, else cudaSuccess.
   const int nchunks = (cols - 1) / kChunk + 1;
   const int blocks = rows * nchunks;  // only used when rows < SM count, so this is small
   float2* partials = nullptr;
@@ -1110,7 +1112,6 @@ cudaError_t launch_split(const T* x, T* y, int rows, int cols, cudaStream_t stre
   }
   const cudaError_t free_err = cudaFreeAsync(partials, stream);  // freed after B has run, in stream order
   if (err == cudaSuccess) err = free_err;
-  // END SOLUTION
   return err;
 }
 
@@ -1142,9 +1143,11 @@ bool launch_packed(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
 template <typename T>
 cudaError_t softmax_forward(const T* x, T* y, int rows, int cols, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return cudaSuccess;
-  // Contract: x and y misaligned differently must take 05a's kernel with vec = false; block kernels get
-  // ceil(cols / kVals) threads rounded up to whole warps.
-  // BEGIN SOLUTION: 05c: launch the kernel the dispatch table above picks, on `stream` (split rows: launch_split)
+  // Given: plumbing, not 05c's lesson (that is the packed kernel and the split kernels above). It launches the
+  // table above on `stream`, first match wins: 05b's warp kernel (8, 16 or 32 values per lane) and block kernel on
+  // the grids of 05b's launcher, launch_split when rows are long (cols > kChunk) and too few to fill the GPU (rows
+  // < the SM count), launch_packed for the 16-bit rows it fits, and 05a's kernel for x and y misaligned
+  // differently (vec false) and for the longest rows (vec true).
   int sms = 0;
   const cudaError_t err = current_sm_count(&sms);
   if (err != cudaSuccess) return err;
@@ -1161,6 +1164,7 @@ cudaError_t softmax_forward(const T* x, T* y, int rows, int cols, cudaStream_t s
   } else if (cols <= kWarpSize * 32) {
     softmax_warp_kernel<T, 32><<<warp_blocks, warp_threads, 0, stream>>>(x, y, rows, cols);
   } else if (cols > kChunk && rows < sms) {
+    // BEGIN INSTRUCTOR ONLY
     // 16-bit rows by the packed one pass (SOFTMAX_ONEPASS_PACKED): in fp32 tiles they were slower in one pass than
     // by kernels A and B, kept as raw vectors faster (measured/NOTES.md).
     if constexpr (SOFTMAX_ONEPASS && (sizeof(T) == 4 || SOFTMAX_ONEPASS_PACKED)) {
@@ -1168,6 +1172,7 @@ cudaError_t softmax_forward(const T* x, T* y, int rows, int cols, cudaStream_t s
       const cudaError_t e = launch_split_onepass<T>(x, y, rows, cols, sms, stream, &launched);
       if (e != cudaSuccess || launched) return e;
     }
+    // END INSTRUCTOR ONLY
     return launch_split<T>(x, y, rows, cols, stream);
   } else if (launch_packed(x, y, rows, cols, stream)) {
     // 16-bit rows of up to 65536 values: done (launch_packed returns false for fp32 or longer rows).
@@ -1179,7 +1184,6 @@ cudaError_t softmax_forward(const T* x, T* y, int rows, int cols, cudaStream_t s
   } else {
     softmax_vec_kernel<T><<<rows, kVecThreads, 0, stream>>>(x, y, cols, true);
   }
-  // END SOLUTION
   return cudaGetLastError();
 }
 

@@ -98,18 +98,18 @@ static_assert(FM * 16 == WM && FN * 16 == WN && BK % 16 == 0, "warp tiles are wh
 static_assert(LDA % 8 == 0 && LDB % 8 == 0, "WMMA's ldm for 16-bit types is a multiple of 8 elements");
 
 // Contract: kVec means one 16-byte load (aligned, all 8 in or all out); otherwise 8 guarded scalar loads.
-// BEGIN SOLUTION: load_chunk<T, kVec>(dst, src, valid): 8 elements of a row into shared memory, zeros past valid
-// One 16-byte vector of the tile, or 8 guarded scalar loads (zeros outside the matrix), into shared memory.
 template <typename T, bool kVec>
 __device__ __forceinline__ void load_chunk(T* dst, const T* src, int valid) {
+  // BEGIN SOLUTION: load_chunk<T, kVec>(dst, src, valid): 8 elements of a row into shared memory, zeros past valid
+  // One 16-byte vector of the tile, or 8 guarded scalar loads (zeros outside the matrix), into shared memory.
   if constexpr (kVec) {
     *reinterpret_cast<uint4*>(dst) = valid > 0 ? __ldg(reinterpret_cast<const uint4*>(src)) : make_uint4(0, 0, 0, 0);
   } else {
 #pragma unroll
     for (int e = 0; e < 8; ++e) dst[e] = e < valid ? src[e] : T{};
   }
+  // END SOLUTION
 }
-// END SOLUTION
 
 template <typename T, bool kVec>
 __global__ void __launch_bounds__(kThreads, 2)
@@ -118,10 +118,12 @@ __global__ void __launch_bounds__(kThreads, 2)
   __shared__ __align__(32) T As[BM][LDA];
   __shared__ __align__(32) T Bs[BK][LDB];
   __shared__ __align__(32) float Cs[WARPS_M * WARPS_N][16][16];  // per-warp patch for the epilogue
-  // Contract: per BK step all threads fill As[BM][LDA], Bs[BK][LDB] in 8-element chunks (zeros outside A, B),
-  // barrier, BK / 16 mma_sync steps, barrier; fp32 accumulators; epilogue through this warp's Cs[warp]
-  // patch, rounded to T, stores guarded by M and N.
-  // BEGIN SOLUTION: C tile (blockIdx.y · BM, blockIdx.x · BN); warp w: its WM x WN patch as FM x FN wmma fragments
+  // Given, to read and run, not to write: WMMA is the tensor cores' C++ API, met before step 11b's PTX, and the
+  // later steps keep only its load_chunk (step 11a's holes: load_chunk above, which this calls, and the launcher).
+  // C tile (blockIdx.y · BM, blockIdx.x · BN); warp w computes its WM x WN patch as FM x FN wmma fragments. Per BK
+  // step all threads fill As[BM][LDA], Bs[BK][LDB] in 8-element chunks with load_chunk (zeros outside A, B),
+  // barrier, BK / 16 mma_sync steps, barrier; fp32 accumulators; epilogue through this warp's Cs[warp] patch,
+  // rounded to T, stores guarded by M and N.
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
@@ -190,7 +192,6 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
       __syncwarp();  // the patch is overwritten by the next fragment
     }
-  // END SOLUTION
 }
 
 }  // namespace wmma_gemm
@@ -223,12 +224,9 @@ namespace mma_gemm {
 #ifndef TC_MIN_BLOCKS
 #define TC_MIN_BLOCKS 2
 #endif
-// BEGIN INSTRUCTOR ONLY
-// Knobs of the solution's own code (the stub's holes do not use them), for the sweeps.
 #ifndef TC_GROUP
-#define TC_GROUP 8  // block-rows per swizzle group
+#define TC_GROUP 8  // block-rows per group of kernel 2's block swizzle (given code)
 #endif
-// END INSTRUCTOR ONLY
 constexpr int BM = TC_BM, BN = TC_BN, BK = TC_BK, STAGES = TC_STAGES;
 constexpr int WARPS_M = TC_WARPS_M, WARPS_N = TC_WARPS_N;
 constexpr int kThreads = 32 * WARPS_M * WARPS_N;
@@ -439,7 +437,10 @@ __global__ void __launch_bounds__(kThreads, TC_MIN_BLOCKS)
   // Contract: stage s of smem = A tile [BM][BK], then B tile [BK][BN], 16-byte chunks swizzled; kAsync:
   // cp.async, else guarded loads; zeros past M, N, K; no cp.async in flight at exit; fp32 accumulators,
   // stores rounded to T and guarded by M and N (kAsync: two columns per 4-byte store).
-  // BEGIN SOLUTION: C tile of blockIdx.x (1-D grid, block-swizzled): STAGES-deep pipeline, ldmatrix, mma_16816
+  // Given: the block swizzle (day 09's), the set-up, 11b's k steps at a_offset and b_offset, and the pipeline of
+  // day 09's double buffer with STAGES stages: STAGES - 1 K-tiles in flight, one commit per iteration, wait_group
+  // STAGES - 2 then one barrier per K-tile, the stages rotated. Step 11c's lesson is the swizzle: yours are swizzle
+  // (above), load_tile, a_offset and b_offset, and 11b's epilogue again.
   // Block swizzle: groups of TC_GROUP block-rows, walked column by column.
   const int gm = (M + BM - 1) / BM, gn = (N + BN - 1) / BN;
   const int per_group = TC_GROUP * gn;
@@ -456,6 +457,7 @@ __global__ void __launch_bounds__(kThreads, TC_MIN_BLOCKS)
 
   // Copies K-tile kt into stage s. Thread tid moves chunks tid, tid + kThreads, ... of each tile.
   auto load_tile = [&](int kt, int s) {
+    // BEGIN SOLUTION: K-tile kt into stage s: A [BM][BK], then B [BK][BN], chunk ch of row r at swizzle<CPR>(r, ch); kAsync: cp_async16 (zeros past M, N, K), else your guarded load
     const int k0 = kt * BK;
     T* const sa = tiles + s * kStageElems;
     T* const sb = sa + BM * BK;
@@ -487,6 +489,7 @@ __global__ void __launch_bounds__(kThreads, TC_MIN_BLOCKS)
         *reinterpret_cast<uint4*>(dst) = load8_guarded(reinterpret_cast<const unsigned short*>(src), valid);
       }
     }
+    // END SOLUTION
   };
 
   // This lane's ldmatrix row addresses (bytes from the stage's A or B tile) for k step kk and fragment 0; the
@@ -495,12 +498,16 @@ __global__ void __launch_bounds__(kThreads, TC_MIN_BLOCKS)
   //   B, x4.trans: lanes 0-7 k 0-7, 8-15 k 8-15 at n 0-7; lanes 16-23, 24-31 the same at n 8-15 -> b0 b1 of two
   //   n8 fragments.
   auto a_offset = [&](int kk) {
+    // BEGIN SOLUTION: return the byte offset from the stage of this lane's A row for ldmatrix_x4 (k step kk, fragment 0), swizzled
     const int row = wm + (lane & 15), ch = kk / 8 + (lane >> 4);
     return (row * BK + swizzle<A_CPR>(row, ch) * 8) * 2;
+    // END SOLUTION
   };
   auto b_offset = [&](int kk, int jp) {
+    // BEGIN SOLUTION: return the byte offset from the stage of this lane's B row for ldmatrix_x4_trans (k step kk, fragments 2jp and 2jp + 1), swizzled; B follows A's BM x BK tile
     const int row = kk + (lane & 7) + ((lane >> 3) & 1) * 8, ch = (wn + 16 * jp) / 8 + (lane >> 4);
     return (BM * BK + row * BN + swizzle<B_CPR>(row, ch) * 8) * 2;
+    // END SOLUTION
   };
 
   float acc[MI][NJ][4] = {};
@@ -544,6 +551,7 @@ __global__ void __launch_bounds__(kThreads, TC_MIN_BLOCKS)
   }
   cp_async_wait<0>();  // nothing may be in flight into shared memory when the block exits
 
+  // BEGIN SOLUTION: 11b's epilogue again, from acc (kAsync: two columns per 4-byte store)
   // Epilogue straight from the accumulator fragments: c0 c1 at (g, 2t), c2 c3 at (g + 8, 2t).
   const int g = lane >> 2, t = lane & 3;
 #pragma unroll

@@ -169,9 +169,9 @@ using ptx::quad_sum;
 using ptx::smem_addr;
 
 // Contract (the given quad_max/quad_sum leave the same bits in all 4 lanes): online_softmax works on an m16n8
-// accumulator tile (mask, m, l, p, alpha); rescale multiplies each row of an O tile by its alpha; pack_p turns p
-// into P V's A fragments.
-// BEGIN SOLUTION: online_softmax, rescale, pack_p (the warp-level pieces both kernels share)
+// accumulator tile (mask, m, l, p, alpha; its alpha is what the given rescale below takes); pack_p, after
+// rescale, turns p into P V's A fragments.
+// BEGIN SOLUTION: online_softmax on one m16n8 S tile (mask, m, l, p, alpha: the softmax both kernels share)
 // Online softmax on one S tile held in the m16n8 accumulator layout: s[4·j + e] for 8-column tile j, e = 0, 1 on
 // row `row` and e = 2, 3 on row + 8, columns col0 + 8·j + 2·(lane % 4) + (e % 2). Masks (if kMask) keys >= n and,
 // if causal, keys > row; updates the running max m[2] (raw score units) and this thread's share of the sum l[2];
@@ -218,14 +218,20 @@ __device__ __forceinline__ void online_softmax(float (&s)[kCols / 2], float (&m)
   l[0] = fmaf(l[0], alpha[0], sum[0]);
   l[1] = fmaf(l[1], alpha[1], sum[1]);
 }
+// END SOLUTION
 
-// O tile rows (accumulator layout) times the rows' alphas.
+// Given (fragment re-indexing, not the day's lesson): O tile rows (accumulator layout) times the rows' alphas.
+// Expects o = kCols / 2 accumulators of one thread, o[4j + e] on row lane / 4 for e = 0, 1 and row + 8 for e = 2,
+// 3 (Concept 2's C fragment), and alpha[2] = those two rows' factors, as online_softmax returns them.
 template <int kCols>
 __device__ __forceinline__ void rescale(float (&o)[kCols / 2], const float (&alpha)[2]) {
 #pragma unroll
   for (int i = 0; i < kCols / 2; ++i) o[i] *= alpha[(i >> 1) & 1];
 }
 
+// Contract: pack_p<T, kCols>(pa, s) rounds p (accumulator layout) to T, two values to a 32-bit register, so that
+// pa holds P V's A fragments (Concept 3); no shuffle and no shared memory.
+// BEGIN SOLUTION: pack_p<T, kCols>(pa, s): p in the accumulator layout into P V's A fragments, 16-bit pairs
 // p (accumulator layout, kCols columns) -> 16-bit pairs: reg 2j = row, tile j; reg 2j+1 = row + 8, tile j. The A
 // fragment for keys 16·t .. 16·t+15 is then regs 4t .. 4t+3.
 template <typename T, int kCols>
@@ -493,10 +499,11 @@ struct Smem {
   static_assert((kLd / 8) % 2 == 1, "an odd number of 16-byte chunks per row: 8 rows start in 8 slots");
 };
 
-// Contract: all kThreads threads; rows >= rows_valid become zeros; row r of the tile at dst + r · (D + 8);
-// kVec: one 16-byte load and store per chunk, consecutive threads on consecutive chunks of a row (coalesced);
-// !kVec: 2-byte loads and stores (tensors not 16-byte aligned). The caller places the barriers.
-// BEGIN SOLUTION: load_rows<T, D, kRows, kVec>(dst, src, rows_valid): kRows x D rows of src into padded dst
+// Given (day 07's tile load again, 16 bytes at a time, into rows padded as in day 11's kernel 1): kRows x D rows
+// of src (row r at src + r · D) into dst, row r at dst + r · (D + 8). Called by all kThreads threads; rows >=
+// rows_valid become zeros; kVec: one 16-byte load and store per chunk, consecutive threads on consecutive chunks
+// of a row (coalesced); !kVec: 2-byte loads and stores (tensors not 16-byte aligned). The caller places the
+// barriers.
 template <typename T, int D, int kRows, bool kVec>
 __device__ __forceinline__ void load_rows(T* dst, const T* src, int rows_valid) {
   constexpr int kLd = D + 8, kChunks = kRows * D / 8;
@@ -516,7 +523,6 @@ __device__ __forceinline__ void load_rows(T* dst, const T* src, int rows_valid) 
     }
   }
 }
-// END SOLUTION
 
 // One block per (batch·head, tile of 128 query rows), heaviest causal tiles first, as in flash_mma_kernel:
 // blockIdx.x = bh · q_tiles + (q_tiles - 1 - tile). c = log2(e)/sqrt(D), scale = 1/sqrt(D).
@@ -659,8 +665,14 @@ cudaError_t launch(const T* q, const T* k, const T* v, T* o, float* lse, int bh,
 // and the instructors' FlashAttention-3 schedule: a producer warpgroup, ping-pong turns, three consumers at d = 64,
 // 176-key tiles), the launchers and the sm_90a guard. Yours, in four holes: the two products (issue_s, issue_pv),
 // the walk's first tile, each of its steps (the softmax of S[t+1] overlapped with P V[t]), and the last P V with
-// the epilogue. Choose this kernel
-// at run time only where the sm_90a image runs (hopper::available(), in flash_attention_mma_forward).
+// the epilogue.
+// The walk's switch, FA12_HOPPER: 0 keeps every GPU on flash_mma_kernel; 1 lets the given
+// flash_attention_mma_forward take this kernel where the sm_90a image runs (hopper::available()) and every row is
+// 16-byte aligned. Set it to 1 once the four holes are written, not before: an empty walk never frees a buffer,
+// so the given producer would wait forever. A -DFA12_HOPPER=0 or =1 flag overrides the line below.
+#ifndef FA12_HOPPER
+#define FA12_HOPPER 0
+#endif
 namespace hopper {
 
 constexpr int kThreads = 256;  // two warpgroups (without the producer)
@@ -785,7 +797,8 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
   extern __shared__ uint4 smem_raw[];
   const uint32_t raw = tc::smem_addr(smem_raw);
   const uint32_t base = (raw + 1023) & ~1023u;
-  unsigned char* const sbase = reinterpret_cast<unsigned char*>(smem_raw) + (base - raw);
+  // sbase and row are read only in the walk's holes: [[maybe_unused]] keeps the stub's build free of warnings.
+  [[maybe_unused]] unsigned char* const sbase = reinterpret_cast<unsigned char*>(smem_raw) + (base - raw);
 
   const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
   const int bh = blockIdx.x / q_tiles;
@@ -798,7 +811,7 @@ __global__ void __launch_bounds__(Shape<D>::kBlockThreads, 1)
   const int kv_end = causal ? min(n, q0 + Sh::kBr) : n;
   const int tiles = (kv_end + kBc - 1) / kBc;
   const int wrow = q0 + 64 * wg + 16 * warp;  // this warp's first query row
-  const int row = wrow + lane / 4;            // this thread's rows: row and row + 8
+  [[maybe_unused]] const int row = wrow + lane / 4;  // this thread's rows: row and row + 8
   const uint32_t q_base = base + S::kQ + wg * S::kQWarpgroup;
   const T* const safe = qh + q0 * st.q.row;  // a row that exists
   // Tile j of K or V lives in buffer j % kStages; its barrier (TMA path) completes once per use of that buffer, so
@@ -1083,10 +1096,10 @@ cudaError_t flash_attention_mma_forward(const T* q, const T* k, const T* v, T* o
   } else {
     if (batch == 0 || heads == 0 || n == 0) return cudaSuccess;
     cudaError_t err = cudaSuccess;
-    // Contract: any other d: cudaErrorInvalidValue; take the wgmma kernel (hopper::launch) only if you wrote the
-    // optional walk, the rows are 16-byte aligned and the GPU runs it; otherwise mma::launch (an empty walk never
-    // frees a buffer, so the given producer would wait forever).
-    // BEGIN SOLUTION: err = the launch for d = 64 or 128 (aligned = every row of q, k, v, o 16-byte aligned)
+    // Given (plumbing, as the launches of days 10 and 11): the 16-byte alignment test (start pointers and every
+    // stride) picks the cp.async instance; d = 64 or 128 go to mma::launch, or to the wgmma kernel
+    // (hopper::launch) where FA12_HOPPER is 1 (see the Hopper walk), the rows are aligned and the GPU runs the
+    // sm_90a image; any other d: cudaErrorInvalidValue.
     // cp.async and the 16-byte stores need 16-byte aligned rows: the start pointers and every stride decide.
     const bool aligned = ((reinterpret_cast<uintptr_t>(q) | reinterpret_cast<uintptr_t>(k) |
                            reinterpret_cast<uintptr_t>(v) | reinterpret_cast<uintptr_t>(o)) % 16) == 0 &&
@@ -1101,7 +1114,6 @@ cudaError_t flash_attention_mma_forward(const T* q, const T* k, const T* v, T* o
     } else {
       err = cudaErrorInvalidValue;  // no instance for this head dim (the bindings reject it first)
     }
-    // END SOLUTION
     return err;
   }
 }

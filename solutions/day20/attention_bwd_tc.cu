@@ -510,12 +510,10 @@ __global__ void __launch_bounds__(256) round_kernel(const float* __restrict__ sr
   // END SOLUTION
 }
 
-// BEGIN INSTRUCTOR ONLY
-// Read only by the solution's own call of the wgmma walk (the stub's hole does not need it), for the timings.
+// The instructors' switch for the timings, read by the solution's call of the wgmma walk (your call need not read it).
 #ifndef FA20_HOPPER
 #define FA20_HOPPER 1  // 0: never take the wgmma walk (to time the mma.sync walk on a Hopper GPU)
 #endif
-// END INSTRUCTOR ONLY
 // The optional Hopper walk's schedule (given code reads them; the defaults are the instructors' schedule, each knob
 // turns one of its steps off).
 #ifndef FA20_WG_DQ_BULK

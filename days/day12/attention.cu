@@ -292,30 +292,10 @@ struct Smem {
   static_assert((kLd / 8) % 2 == 1, "an odd number of 16-byte chunks per row: 8 rows start in 8 slots");
 };
 
-// Given (day 07's tile load again, 16 bytes at a time, into rows padded as in day 11's kernel 1): kRows x D rows
-// of src (row r at src + r · D) into dst, row r at dst + r · (D + 8). Called by all kThreads threads; rows >=
-// rows_valid become zeros; kVec: one 16-byte load and store per chunk, consecutive threads on consecutive chunks
-// of a row (coalesced); !kVec: 2-byte loads and stores (tensors not 16-byte aligned). The caller places the
-// barriers.
-template <typename T, int D, int kRows, bool kVec>
-__device__ __forceinline__ void load_rows(T* dst, const T* src, int rows_valid) {
-  constexpr int kLd = D + 8, kChunks = kRows * D / 8;
-  static_assert(kChunks % kThreads == 0, "whole steps");
-#pragma unroll
-  for (int e = threadIdx.x; e < kChunks; e += kThreads) {
-    const int r = e / (D / 8), ch = e % (D / 8);
-    const bool ok = r < rows_valid;
-    if constexpr (kVec) {
-      *reinterpret_cast<uint4*>(dst + r * kLd + ch * 8) =
-          ok ? *reinterpret_cast<const uint4*>(src + r * D + ch * 8) : make_uint4(0, 0, 0, 0);
-    } else {
-      const uint16_t* s16 = reinterpret_cast<const uint16_t*>(src) + r * D + ch * 8;
-      uint16_t* d16 = reinterpret_cast<uint16_t*>(dst + r * kLd + ch * 8);
-#pragma unroll
-      for (int x = 0; x < 8; ++x) d16[x] = ok ? s16[x] : uint16_t{0};
-    }
-  }
-}
+// Contract: all kThreads threads; rows >= rows_valid become zeros; row r of the tile at dst + r · (D + 8);
+// kVec: one 16-byte load and store per chunk, consecutive threads on consecutive chunks of a row (coalesced);
+// !kVec: 2-byte loads and stores (tensors not 16-byte aligned). The caller places the barriers.
+// YOUR CODE HERE: load_rows<T, D, kRows, kVec>(dst, src, rows_valid): kRows x D rows of src into padded dst
 
 // One block per (batch·head, tile of 128 query rows), heaviest causal tiles first, as in flash_mma_kernel:
 // blockIdx.x = bh · q_tiles + (q_tiles - 1 - tile). c = log2(e)/sqrt(D), scale = 1/sqrt(D).

@@ -499,11 +499,10 @@ struct Smem {
   static_assert((kLd / 8) % 2 == 1, "an odd number of 16-byte chunks per row: 8 rows start in 8 slots");
 };
 
-// Given (day 07's tile load again, 16 bytes at a time, into rows padded as in day 11's kernel 1): kRows x D rows
-// of src (row r at src + r · D) into dst, row r at dst + r · (D + 8). Called by all kThreads threads; rows >=
-// rows_valid become zeros; kVec: one 16-byte load and store per chunk, consecutive threads on consecutive chunks
-// of a row (coalesced); !kVec: 2-byte loads and stores (tensors not 16-byte aligned). The caller places the
-// barriers.
+// Contract: all kThreads threads; rows >= rows_valid become zeros; row r of the tile at dst + r · (D + 8);
+// kVec: one 16-byte load and store per chunk, consecutive threads on consecutive chunks of a row (coalesced);
+// !kVec: 2-byte loads and stores (tensors not 16-byte aligned). The caller places the barriers.
+// BEGIN SOLUTION: load_rows<T, D, kRows, kVec>(dst, src, rows_valid): kRows x D rows of src into padded dst
 template <typename T, int D, int kRows, bool kVec>
 __device__ __forceinline__ void load_rows(T* dst, const T* src, int rows_valid) {
   constexpr int kLd = D + 8, kChunks = kRows * D / 8;
@@ -523,6 +522,7 @@ __device__ __forceinline__ void load_rows(T* dst, const T* src, int rows_valid) 
     }
   }
 }
+// END SOLUTION
 
 // One block per (batch·head, tile of 128 query rows), heaviest causal tiles first, as in flash_mma_kernel:
 // blockIdx.x = bh · q_tiles + (q_tiles - 1 - tile). c = log2(e)/sqrt(D), scale = 1/sqrt(D).

@@ -561,7 +561,7 @@ __device__ __forceinline__ float packed_load(uint4 (&raw)[kVecs], const T* x, co
 template <typename T>
 constexpr bool kExpOnce = SOFTMAX_EXP_ONCE && std::is_same_v<T, __nv_bfloat16>;
 constexpr int kKeptShift = 15;  // the kept exps are e^(v - m) · 2^kKeptShift
-constexpr float kKeptLog2 = kKeptShift, kKeptInv = 1.0f / (1 << kKeptShift);
+[[maybe_unused]] constexpr float kKeptLog2 = kKeptShift, kKeptInv = 1.0f / (1 << kKeptShift);
 
 // This thread's max m, on packed pairs (the two halves of the last pair compared in fp32), and s = the sum of
 // e^(v - m) = 2^(v log2e - m log2e) over its values. A thread that saw only -inf uses 0 as the reference.

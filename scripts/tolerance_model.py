@@ -605,7 +605,7 @@ def main(argv=None) -> int:
                     print(f"{order:5s} {d:5s} {kind:6s} ratio {r:6.3f} ({where})", flush=True)
         return 0
     if a.what == "matmul":
-        ex_cc, ex_tc = _exercise(course, "day09.matmul"), _exercise(course, "day11.matmul_mma")
+        ex_cc, ex_tc = _exercise(course, "day09.matmul_pipelined"), _exercise(course, "day11.matmul_mma")
         shapes = given or [c.shape for c in ex_cc.correctness]
         for d in dtypes:
             for order, ex in (("fma", ex_cc), ("splitk4", ex_cc), ("tc", ex_tc)):

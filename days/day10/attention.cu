@@ -13,6 +13,13 @@
 //   Memory: the scratch is 4·N² bytes per head (1 GiB for B·H = 16 at N = 4096), written twice and read three
 //   times, 20·N² bytes of traffic per head next to 4·N²·d FLOPs; its size is what stops long sequences first.
 //
+// The FlashAttention-2 forward comes in two steps. 10b, flash_attention_online (online_kernel): the loop over key
+// tiles with the online softmax below, S and P in a shared-memory tile, each thread a 4 x 4 tile of S and 4 rows
+// of O (day 08's register tile), the softmax one thread per row through shared memory, the loads where they are
+// needed. 10c, flash_attention (flash_kernel), changes only the softmax and the loads: each row's softmax by its
+// 16 owners in registers (half-warp shuffles, no round trip), V's loads issued before it, at most 128 registers
+// so that two blocks share an SM at d = 128, and the heaviest causal tiles first.
+//
 // Kernel 2, flash_attention: FlashAttention-2's forward pass on CUDA cores. Changes vs the naive version:
 //   - One block per (batch, head, tile of Br = 64 query rows). The Q tile stays in shared memory while the block
 //     walks the keys in tiles of Bc = 64 rows of K and V; S = Q Kᵀ for the tile pair lives in registers (4 x 4
@@ -92,7 +99,35 @@ __global__ void __launch_bounds__(kTile* kTile)
                   float scale, bool causal) {
   // Contract: d in chunks of 32 through __shared__ Qs[32][32], Ks[32][33] (zeros past n or d), a partial sum
   // per chunk; a tile wholly above the diagonal is all -inf, no arithmetic; only i < n && j < n are stored.
-  // YOUR CODE HERE: s[bh][i][j] = scale · q[bh][i]·k[bh][j], or -inf if causal and j > i; i from y, j from x
+  // Given: day 07's tiled product again (Q K^T through 32 x 32 shared tiles), not the day's lesson: read it for the
+  // layout of S that your softmax_kernel walks (row i of head bh at s + (bh · n + i) · n).
+  __shared__ float Qs[kTile][kTile];      // Qs[i][c]: query rows of this tile, columns c0 .. c0+31
+  __shared__ float Ks[kTile][kTile + 1];  // Ks[j][c]: key rows; +1 so that Ks[tx][c] over tx hits 32 banks
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int i0 = blockIdx.y * kTile, j0 = blockIdx.x * kTile;
+  const int i = i0 + ty, j = j0 + tx;
+  float* srow = s + (static_cast<size_t>(blockIdx.z) * n + i) * n;
+  if (causal && j0 > i0 + kTile - 1) {  // the whole tile is above the diagonal (the same for the whole block)
+    if (i < n && j < n) srow[j] = -INFINITY;
+    return;
+  }
+  const size_t head = static_cast<size_t>(blockIdx.z) * n * d;
+  const T* qh = q + head;
+  const T* kh = k + head;
+  float acc = 0.0f;
+  for (int c0 = 0; c0 < d; c0 += kTile) {
+    // Both tiles are read along rows (threadIdx.x along d): coalesced.
+    const bool c_ok = c0 + tx < d;
+    Qs[ty][tx] = (i0 + ty < n && c_ok) ? to_float(qh[static_cast<size_t>(i0 + ty) * d + c0 + tx]) : 0.0f;
+    Ks[ty][tx] = (j0 + ty < n && c_ok) ? to_float(kh[static_cast<size_t>(j0 + ty) * d + c0 + tx]) : 0.0f;
+    __syncthreads();
+    float part = 0.0f;  // each chunk of 32 terms summed on its own, then added: see the header
+#pragma unroll
+    for (int c = 0; c < kTile; ++c) part = fmaf(Qs[ty][c], Ks[tx][c], part);  // Qs: broadcast, Ks: 32 banks
+    acc += part;
+    __syncthreads();
+  }
+  if (i < n && j < n) srow[j] = (causal && j > i) ? -INFINITY : acc * scale;
 }
 
 // (b) In place, one block per row of s (n values): p = exp(s - m) / l, and lse[row] = m + log(l).
@@ -109,7 +144,27 @@ __global__ void __launch_bounds__(kTile* kTile)
     pv_kernel(const float* __restrict__ p, const T* __restrict__ v, T* __restrict__ o, int n, int d, bool causal) {
   // Contract: 32 x 32 shared tiles of P (fp32) and V (converted on load), zeros past n and d; causal may stop
   // after key tile blockIdx.y (P is 0 beyond); every thread reaches the barriers; store if i < n && c < d.
-  // YOUR CODE HERE: o[bh][i][c] = Σ_j p[bh][i][j] · v[bh][j][c] for i = blockIdx.y · 32 + ty, c = blockIdx.x · 32 + tx
+  // Given: day 07's tiled product again (P V through 32 x 32 shared tiles), not the day's lesson: it reads the P
+  // your softmax_kernel leaves in place of S, and writes o.
+  __shared__ float Ps[kTile][kTile];  // Ps[i][j]: rows of P
+  __shared__ float Vs[kTile][kTile];  // Vs[j][c]: rows of V
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int i = blockIdx.y * kTile + ty, c = blockIdx.x * kTile + tx;
+  const size_t head = static_cast<size_t>(blockIdx.z) * n;
+  const float* ph = p + head * n;
+  const T* vh = v + head * d;
+  // Causal: the key tiles past the block's last row hold only zeros of P; adding 0 · v changes nothing.
+  const int end = causal ? min(n, static_cast<int>(blockIdx.y + 1) * kTile) : n;
+  float acc = 0.0f;
+  for (int j0 = 0; j0 < end; j0 += kTile) {
+    Ps[ty][tx] = (i < n && j0 + tx < n) ? ph[static_cast<size_t>(i) * n + j0 + tx] : 0.0f;
+    Vs[ty][tx] = (j0 + ty < n && c < d) ? to_float(vh[static_cast<size_t>(j0 + ty) * d + c]) : 0.0f;
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < kTile; ++j) acc = fmaf(Ps[ty][j], Vs[j][tx], acc);  // Ps: broadcast, Vs: 32 banks
+    __syncthreads();
+  }
+  if (i < n && c < d) o[(head + i) * d + c] = from_float<T>(acc);
 }
 
 }  // namespace naive
@@ -163,8 +218,122 @@ constexpr int kMinBlocks = 1;
 constexpr int kMinBlocks = 2;
 #endif
 
-// Only your own kernel uses them; a half-warp reduction must leave the same bits in all 16 lanes.
-// YOUR CODE HERE: optional helpers for flash_kernel (e.g. load4/store4, fetch_tile/stash_tile, row_max/row_sum)
+// Given: the tile loaders both FlashAttention kernels use (day 05's 4-wide accesses, day 09's split of a tile's
+// loads from its shared-memory stores). kChunk: dot-product terms per partial sum (see the header).
+[[maybe_unused]] constexpr int kChunk = 32;  // dot-product terms per partial sum, as in naive::scores_kernel (see the header)
+
+// Two 16-bit values in one 32-bit word <-> float2 (day 05's helpers). memcpy reinterprets the bits for free.
+__device__ __forceinline__ float2 pair_to_float2(uint32_t w, __half) {
+  __half2 h;
+  memcpy(&h, &w, sizeof(h));
+  return __half22float2(h);
+}
+__device__ __forceinline__ float2 pair_to_float2(uint32_t w, __nv_bfloat16) {
+  __nv_bfloat162 h;
+  memcpy(&h, &w, sizeof(h));
+  return __bfloat1622float2(h);
+}
+__device__ __forceinline__ uint32_t float2_to_pair(float a, float b, __half) {
+  const __half2 h = __floats2half2_rn(a, b);  // a in the low half: the lower address
+  uint32_t w;
+  memcpy(&w, &h, sizeof(w));
+  return w;
+}
+__device__ __forceinline__ uint32_t float2_to_pair(float a, float b, __nv_bfloat16) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+  uint32_t w;
+  memcpy(&w, &h, sizeof(w));
+  return w;
+}
+
+// Four consecutive elements -> a float4, and back. kVec: one 16-byte (fp32) or 8-byte (fp16/bf16) access, which
+// needs p aligned to 4 elements; otherwise four scalar accesses.
+template <typename T, bool kVec>
+__device__ __forceinline__ float4 load4(const T* p) {
+  if constexpr (kVec && std::is_same_v<T, float>) {
+    return __ldg(reinterpret_cast<const float4*>(p));
+  } else if constexpr (kVec) {
+    const uint2 w = __ldg(reinterpret_cast<const uint2*>(p));
+    const float2 lo = pair_to_float2(w.x, T{}), hi = pair_to_float2(w.y, T{});
+    return make_float4(lo.x, lo.y, hi.x, hi.y);
+  } else {
+    return make_float4(to_float(p[0]), to_float(p[1]), to_float(p[2]), to_float(p[3]));
+  }
+}
+
+template <typename T, bool kVec>
+__device__ __forceinline__ void store4(T* p, float x, float y, float z, float w) {
+  if constexpr (kVec && std::is_same_v<T, float>) {
+    *reinterpret_cast<float4*>(p) = make_float4(x, y, z, w);
+  } else if constexpr (kVec) {
+    *reinterpret_cast<uint2*>(p) = make_uint2(float2_to_pair(x, y, T{}), float2_to_pair(z, w, T{}));
+  } else {
+    p[0] = from_float<T>(x);
+    p[1] = from_float<T>(y);
+    p[2] = from_float<T>(z);
+    p[3] = from_float<T>(w);
+  }
+}
+
+// A 64-row tile of a [n, D] matrix, rows r0 .. r0+63 (src points at row r0; rows >= n read as zeros), moved in
+// groups of four elements: thread t takes groups t, t + 256, ... Consecutive threads take consecutive groups of
+// one row, so the global loads are coalesced and the shared-memory stores conflict-free. Split in two so that
+// the loads can be issued early and stored later.
+template <int D>
+struct TileIo {
+  static constexpr int kGroups = kBc * D / 4 / kThreads;  // 4 (d = 64) or 8 (d = 128) per thread
+};
+
+template <typename T, int D, bool kVec>
+__device__ __forceinline__ void fetch_tile(const T* src, int rows, float4 (&r)[TileIo<D>::kGroups]) {
+#pragma unroll
+  for (int g = 0; g < TileIo<D>::kGroups; ++g) {
+    const int e = (threadIdx.x + g * kThreads) * 4;  // element index in the tile, row-major
+    r[g] = (e / D < rows) ? load4<T, kVec>(src + e) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
+}
+
+template <int D>
+__device__ __forceinline__ void stash_tile(float* tile, const float4 (&r)[TileIo<D>::kGroups], float mul) {
+#pragma unroll
+  for (int g = 0; g < TileIo<D>::kGroups; ++g) {
+    const int e = (threadIdx.x + g * kThreads) * 4;
+    *reinterpret_cast<float4*>(tile + (e / D) * Smem<D>::kStride + e % D) =
+        make_float4(r[g].x * mul, r[g].y * mul, r[g].z * mul, r[g].w * mul);
+  }
+}
+
+__device__ __forceinline__ float component(const float4& v, int c) {
+  return c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w;  // c is a compile-time constant after unrolling
+}
+
+// Kernel 2a (10b), online_kernel: the FlashAttention-2 loop of flash_kernel below, in its plainest form. Same block
+// (64 query rows, 256 threads), same tiles and the same S and O layout per thread; the softmax goes through shared
+// memory: S is written to the P tile, one thread per row turns its 64 scores into p and updates the row's m and l,
+// and every thread reads its rows' α back. OnlineSmem<D>: Smem<D> followed by m, l and α for the tile's 64 rows.
+template <int D>
+struct OnlineSmem {
+  static constexpr int kM = Smem<D>::kP + kBr * kPStride;
+  static constexpr int kL = kM + kBr;
+  static constexpr int kAlpha = kL + kBr;
+  static constexpr size_t kBytes = sizeof(float) * (kAlpha + kBr);
+};
+
+// One block per (batch·head, query tile); blockIdx.x = bh · q_tiles + tile. qscale = log2(e)/sqrt(D). No register
+// cap: at d = 128 this kernel wants about 160 registers, so one block per SM (flash_kernel fits two).
+template <typename T, int D, bool kVec>
+__global__ void __launch_bounds__(kThreads, 1)
+    online_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,
+                  float* __restrict__ lse, int n, int q_tiles, bool causal, float qscale) {
+  // Contract: bh = blockIdx.x / q_tiles, tile blockIdx.x % q_tiles; dynamic shared memory laid out as
+  // OnlineSmem<D> (fp32); Q times qscale (fetch_tile/stash_tile), so scores and m are in log2 units; each dot
+  // product summed in chunks of kChunk terms; causal: stop at the tile holding the last query row; o = O~ / l
+  // rounded to T, lse = m·ln 2 + ln l; rows >= n are not written.
+  // YOUR CODE HERE: o rows q0 .. q0 + 63 of head bh and their lse: the online softmax through shared memory
+}
+
+// Only flash_kernel uses them; a half-warp reduction must leave the same bits in all 16 lanes.
+// YOUR CODE HERE: optional helpers for flash_kernel (e.g. row_max/row_sum: butterflies over a row's half-warp)
 
 // One block per (batch·head, query tile); blockIdx.x = bh · q_tiles + (q_tiles - 1 - tile). qscale = log2(e)/sqrt(D).
 template <typename T, int D, bool kVec>
@@ -177,18 +346,70 @@ __global__ void __launch_bounds__(kThreads, kVec ? kMinBlocks : 1)
   // YOUR CODE HERE: o rows q0 .. q0 + 63 of head bh and their lse: FlashAttention-2 over the key tiles (see the header)
 }
 
-// Contract: kVec only if q, k, v and o all start on a 4-element boundary; Smem<D>::kBytes of dynamic
-// shared memory (over 48 KiB: cudaFuncSetAttribute first); qscale = log2(e) / sqrt(D); return the error.
-// YOUR CODE HERE: launch<T, D>(q, k, v, o, lse, bh, n, causal, stream): flash_kernel on bh · ceil(n / 64) blocks
+// Both kernels' type, for the launcher they share.
+template <typename T>
+using Kernel = void (*)(const T*, const T*, const T*, T*, float*, int, int, bool, float);
+
+// Contract: vec_kernel (kVec = true) only if q, k, v and o all start on a 4-element boundary, else scalar_kernel;
+// smem_bytes of dynamic shared memory (over 48 KiB: cudaFuncSetAttribute first); bh · ceil(n / 64) blocks of
+// kThreads; qscale = log2(e) / sqrt(D); return the error.
+// Given: plumbing, not the day's lesson (steps 10b and 10c share it). Your kernels receive qscale, not 1 / sqrt(d).
+template <typename T, int D>
+cudaError_t launch(Kernel<T> scalar_kernel, Kernel<T> vec_kernel, size_t smem_bytes, const T* q, const T* k,
+                   const T* v, T* o, float* lse, int bh, int n, bool causal, cudaStream_t stream) {
+  // The vector path moves 4 elements per access: 16 bytes for fp32, 8 for fp16/bf16. D is a multiple of 4 and
+  // every tile starts on a row, so only the base pointers decide.
+  constexpr uintptr_t kAlign = 4 * sizeof(T);
+  const bool vec = ((reinterpret_cast<uintptr_t>(q) | reinterpret_cast<uintptr_t>(k) |
+                     reinterpret_cast<uintptr_t>(v) | reinterpret_cast<uintptr_t>(o)) % kAlign) == 0;
+  const Kernel<T> kernel = vec ? vec_kernel : scalar_kernel;
+  // Over 48 KiB of shared memory per block must be asked for explicitly (once per kernel would do; it is cheap).
+  const cudaError_t err =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes));
+  if (err != cudaSuccess) return err;
+  const int q_tiles = (n + kBr - 1) / kBr;
+  const float qscale = 1.4426950408889634f / sqrtf(static_cast<float>(D));  // log2(e) / sqrt(d)
+  kernel<<<bh * q_tiles, kThreads, smem_bytes, stream>>>(q, k, v, o, lse, n, q_tiles, causal, qscale);
+  return cudaGetLastError();
+}
 
 }  // namespace flash
+
+template <typename T>
+cudaError_t flash_attention_online_forward(const T* q, const T* k, const T* v, T* o, float* lse, int batch,
+                                           int heads, int n, int d, bool causal, cudaStream_t stream) {
+  if (batch == 0 || heads == 0 || n == 0) return cudaSuccess;
+  cudaError_t err = cudaSuccess;
+  // Given: plumbing, not the step's lesson: the instance of online_kernel for d = 64 or 128, through launch above.
+  const int bh = batch * heads;
+  if (d == 64) {
+    err = flash::launch<T, 64>(flash::online_kernel<T, 64, false>, flash::online_kernel<T, 64, true>,
+                               flash::OnlineSmem<64>::kBytes, q, k, v, o, lse, bh, n, causal, stream);
+  } else if (d == 128) {
+    err = flash::launch<T, 128>(flash::online_kernel<T, 128, false>, flash::online_kernel<T, 128, true>,
+                                flash::OnlineSmem<128>::kBytes, q, k, v, o, lse, bh, n, causal, stream);
+  } else {
+    err = cudaErrorInvalidValue;  // no instance for this head dim (the bindings reject it first)
+  }
+  return err;
+}
 
 template <typename T>
 cudaError_t flash_attention_forward(const T* q, const T* k, const T* v, T* o, float* lse, int batch, int heads,
                                     int n, int d, bool causal, cudaStream_t stream) {
   if (batch == 0 || heads == 0 || n == 0) return cudaSuccess;
   cudaError_t err = cudaSuccess;
-  // YOUR CODE HERE: err = launch<T, 64> or launch<T, 128> (bh = batch · heads) by d; any other d: cudaErrorInvalidValue
+  // Given: plumbing, not the step's lesson: the instance of flash_kernel for d = 64 or 128, through launch above.
+  const int bh = batch * heads;
+  if (d == 64) {
+    err = flash::launch<T, 64>(flash::flash_kernel<T, 64, false>, flash::flash_kernel<T, 64, true>,
+                               flash::Smem<64>::kBytes, q, k, v, o, lse, bh, n, causal, stream);
+  } else if (d == 128) {
+    err = flash::launch<T, 128>(flash::flash_kernel<T, 128, false>, flash::flash_kernel<T, 128, true>,
+                                flash::Smem<128>::kBytes, q, k, v, o, lse, bh, n, causal, stream);
+  } else {
+    err = cudaErrorInvalidValue;  // no instance for this head dim (the bindings reject it first)
+  }
   return err;
 }
 
@@ -200,6 +421,13 @@ template cudaError_t attention_naive_forward<__half>(const __half*, const __half
 template cudaError_t attention_naive_forward<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*,
                                                             const __nv_bfloat16*, __nv_bfloat16*, float*, float*,
                                                             int, int, int, int, bool, cudaStream_t);
+template cudaError_t flash_attention_online_forward<float>(const float*, const float*, const float*, float*, float*,
+                                                           int, int, int, int, bool, cudaStream_t);
+template cudaError_t flash_attention_online_forward<__half>(const __half*, const __half*, const __half*, __half*,
+                                                            float*, int, int, int, int, bool, cudaStream_t);
+template cudaError_t flash_attention_online_forward<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*,
+                                                                   const __nv_bfloat16*, __nv_bfloat16*, float*,
+                                                                   int, int, int, int, bool, cudaStream_t);
 template cudaError_t flash_attention_forward<float>(const float*, const float*, const float*, float*, float*, int,
                                                     int, int, int, bool, cudaStream_t);
 template cudaError_t flash_attention_forward<__half>(const __half*, const __half*, const __half*, __half*, float*,

@@ -1,5 +1,8 @@
 // Day 09: an optimized CUDA-core matmul, c[M, N] = a[M, K] @ b[K, N] (row-major), fp32 accumulation, for float,
 // __half and __nv_bfloat16 storage. The fp32 version is measured against cuBLAS's SGEMM (TF32 off).
+// Two graded steps share this file: 09c (op matmul_pipelined) is changes 1 to 9 below with one whole tile per block
+// (`kernel`); 09d (op matmul, an extra step) adds change 10, stream-K for the last wave (`streamk_kernel`, launched
+// after it).
 //
 // Changes vs day 08's matmul_2d (128 x 128 block tile, 8 x 8 outputs per thread, scalar everything), each
 // measured on an H200 at 4096^3 fp32 against cuBLAS in the same run (measured/NOTES.md has the table):
@@ -88,22 +91,13 @@ namespace sgemm {
 #ifndef SGEMM_AS_PAD
 #define SGEMM_AS_PAD 4  // floats of padding per row of the transposed A tile
 #endif
-// The instructors' knobs (the defaults are the timed solution), read by the solution's code for the sweeps; a
-// published solution builds with them as they are.
-#ifndef SGEMM_STASH_K
-#define SGEMM_STASH_K (SGEMM_BK * 3 / 4)  // fp32: the k step at which the next A tile goes to shared memory
-#endif
+// Knobs of the given code below: the FMA order and the block swizzle (step 09c), the stream-K plan and its launch
+// (step 09d).
 #ifndef SGEMM_ORDER
 #define SGEMM_ORDER 2  // rows per group in the FMA loop's serpentine order; 0 = plain row by row
 #endif
-#ifndef SGEMM_STASH_K16
-#define SGEMM_STASH_K16 (SGEMM_BK * 3 / 4)  // fp16/bf16: the k step at which A is stored and B fetched
-#endif
 #ifndef SGEMM_GROUP
 #define SGEMM_GROUP 8  // block-rows per swizzle group
-#endif
-#ifndef SGEMM_B_EARLY
-#define SGEMM_B_EARLY 1  // fp32: issue B's cp.async at the top of the step instead of at STASH_K
 #endif
 #ifndef SGEMM_STREAMK
 #define SGEMM_STREAMK 1  // the last partial wave by stream-K: 0 never, 1 when the cost model says so, 2 always
@@ -114,11 +108,21 @@ namespace sgemm {
 #ifndef SGEMM_SK_WORTH
 #define SGEMM_SK_WORTH 95  // stream-K when the tail costs at most this % of a wave of whole tiles
 #endif
-#ifndef SGEMM_SK_DOWN
-#define SGEMM_SK_DOWN 1  // the stream-K kernel walks K downwards (see mainloop)
-#endif
 #ifndef SGEMM_PDL
 #define SGEMM_PDL 1  // sm_90: the stream-K kernel's blocks may start while the whole-tile kernel's last blocks run
+#endif
+// Knobs of the given main loop (step 09c's stage loop), for the sweeps.
+#ifndef SGEMM_STASH_K
+#define SGEMM_STASH_K (SGEMM_BK * 3 / 4)  // fp32: the k step at which the next A tile goes to shared memory
+#endif
+#ifndef SGEMM_STASH_K16
+#define SGEMM_STASH_K16 (SGEMM_BK * 3 / 4)  // fp16/bf16: the k step at which A is stored and B fetched
+#endif
+#ifndef SGEMM_B_EARLY
+#define SGEMM_B_EARLY 1  // fp32: issue B's cp.async at the top of the step instead of at STASH_K
+#endif
+#ifndef SGEMM_SK_DOWN
+#define SGEMM_SK_DOWN 1  // the stream-K kernel walks K downwards (see mainloop)
 #endif
 constexpr int BK = SGEMM_BK;
 constexpr int TMB = SGEMM_TMB, TNB = SGEMM_TNB, TM = 4 * TMB, TN = 4 * TNB;  // outputs per thread: TM x TN
@@ -139,22 +143,10 @@ struct Loads {
   static_assert(A_PER_THREAD >= 1 && B_PER_THREAD >= 1, "tile too small for the block");
 };
 
-// Optional, in namespace sgemm: only your own code uses what goes here; for change 10, a stream-K kernel
-// too (launched after `kernel` on the same stream).
-// BEGIN SOLUTION: device helpers for `kernel` below (e.g. cp.async, uint4 element access, 4-wide stores)
-// Stream-K (change 10): `kernel` computes the first dp_blocks tiles, one whole tile per block. The sk_tiles tiles
-// after those (the last, partial wave) go to `streamk_kernel`, split along K: their K-tiles, laid end to end, are
-// cut into sk_blocks equal ranges, one per block. The blocks that share a tile leave their partial sums in
-// `partials`; the last of them to finish adds them up (in a fixed order, so the result does not depend on who
-// came last) and writes the tile.
-struct StreamK {
-  int dp_blocks = 0;
-  int sk_blocks = 0;
-  int sk_tiles = 0;
-  float* partials = nullptr;  // BM x BN floats per (block, tile) pair: sk_blocks + sk_tiles of them
-  int* arrivals = nullptr;    // per stream-K tile: how many of its blocks are done (zero between launches)
-};
-
+// Yours, in namespace sgemm, for the bodies you write in gemm_block below (the reference's names; only your code
+// calls them): a 16-byte cp.async global -> shared that writes zeros when out of range, and element e of a loaded
+// vector as float.
+// BEGIN SOLUTION: (step 09c) device helpers for your fetch/stash bodies: cp_async16(smem, gmem, ok) (16 bytes by cp.async, zeros when !ok), element<T>(raw, e)
 // 16 bytes global -> shared without passing through registers (sm_80+); zeros instead when !ok.
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool ok) {
   const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
@@ -165,7 +157,9 @@ template <typename T, typename Raw>
 __device__ __forceinline__ float element(const Raw& raw, int e) {
   return to_float(reinterpret_cast<const T*>(&raw)[e]);
 }
+// END SOLUTION
 
+// Given (step 09c): plumbing of the given epilogue (store_c below), not the step's lesson.
 // Four consecutive outputs of a row: one 16-byte (float) or 8-byte (half) store.
 template <typename T>
 __device__ __forceinline__ void store4(T* p, float x, float y, float z, float w) {
@@ -177,16 +171,69 @@ __device__ __forceinline__ void store4(T* p, float x, float y, float z, float w)
   }
 }
 
+// Given (step 09c): two of the instructors' tuning choices, each measured in their sweeps. Call them or write your
+// own.
+// One k step of the outer product, acc[i][j] += fa[i] * fb[j] for every i < TM, j < TN, in the order measured
+// fastest (change 9): two rows at a time walk the columns, the next two walk back, so each FFMA shares an operand
+// register with the one before it and the hardware's operand reuse cache serves it (88% -> 94% of cuBLAS).
+__device__ __forceinline__ void outer_product(float (&acc)[TM][TN], const float (&fa)[TM], const float (&fb)[TN]) {
+#if SGEMM_ORDER > 0
+#pragma unroll
+  for (int i0 = 0; i0 < TM; i0 += SGEMM_ORDER)
+#pragma unroll
+    for (int jj = 0; jj < TN; ++jj) {
+      const int j = ((i0 / SGEMM_ORDER) & 1) ? TN - 1 - jj : jj;
+#pragma unroll
+      for (int i = i0; i < i0 + SGEMM_ORDER; ++i) acc[i][j] = fmaf(fa[i], fb[j], acc[i][j]);
+    }
+#else
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(fa[i], fb[j], acc[i][j]);  // the outer product
+#endif
+}
+
+// The block swizzle (change 7): where tile t of a gm x gn grid of output tiles starts, (m0, n0) in elements of C.
+// Consecutive t walk down a group of SGEMM_GROUP tile rows, then one tile column right, so the blocks that run at
+// the same time share tiles of A and B in L2. Every t < gm * gn gets a distinct tile.
+__device__ __forceinline__ void tile_origin(int t, int gm, int gn, int& m0, int& n0) {
+  constexpr int kGroup = SGEMM_GROUP;
+  const int per_group = kGroup * gn;
+  const int group = t / per_group, first_row = group * kGroup;
+  const int rows_in_group = min(gm - first_row, kGroup);
+  const int in_group = t % per_group;
+  m0 = (first_row + in_group % rows_in_group) * BM;
+  n0 = (in_group / rows_in_group) * BN;
+}
+
+// Given (step 09d): the plan of stream-K (change 10), made by the host code at the end of this file. `kernel`
+// computes the first dp_blocks tiles, one whole tile per block. The sk_tiles tiles after those (the last, partial
+// wave) go to `streamk_kernel`, split along K: their K-tiles, laid end to end (tile u's K-tiles 0 .. iters - 1,
+// then tile u + 1's), are cut into sk_blocks equal ranges, block j's [j * total / sk_blocks, (j + 1) * total /
+// sk_blocks) with total = sk_tiles * iters. The blocks that share a tile leave their partial sums in `partials`;
+// the last of them to finish adds them up (in a fixed order, so the result does not depend on who came last) and
+// writes the tile.
+struct StreamK {
+  int dp_blocks = 0;
+  int sk_blocks = 0;
+  int sk_tiles = 0;
+  float* partials = nullptr;  // BM x BN floats per (block, tile) pair: sk_blocks + sk_tiles of them
+  int* arrivals = nullptr;    // per stream-K tile: how many of its blocks are done (zero between launches)
+};
+
 // The stream-K block that owns K-tile x of the stream-K part (x counted from its start), when `total` K-tiles
 // are cut into `blocks` ranges [j * total / blocks, (j + 1) * total / blocks).
 __device__ __forceinline__ int sk_owner(long long x, long long total, int blocks) {
   return static_cast<int>(((x + 1) * blocks - 1) / total);
 }
 
-// END SOLUTION
-// BEGIN SOLUTION: optional, as the reference does it: gemm_block<T, kVec, kSplit>, its setup and `mainloop`
-// The work of one block, for both kernels below: kSplit = false, output tile blockIdx.x whole; kSplit = true,
-// stream-K block blockIdx.x of `sk`.
+// Given (step 09c), but for four bodies that are yours: gemm_block, the work of one block for both kernels below
+// (kSplit = false, output tile blockIdx.x whole; kSplit = true, step 09d, stream-K block blockIdx.x of `sk`): its
+// set-up, `mainloop` with its stage loop and fragments, and the epilogue `store_c`. The stage loop calls your
+// fetch_a, fetch_b, stash_a and stash_b where change 4 needs them: fetch_a(next tile) at the top, stash_a(s ^ 1)
+// three quarters of the way through the K-tile, fetch_b(next, s ^ 1) at the top (fp32 vectors: cp.async) or after
+// stash_a (otherwise: registers), stash_b(s ^ 1) before the barrier.
 template <typename T, bool kVec, bool kSplit>
 __device__ __forceinline__ void gemm_block(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M,
                                            int N, int K, const StreamK& sk,
@@ -194,8 +241,6 @@ __device__ __forceinline__ void gemm_block(const T* __restrict__ a, const T* __r
   using L = Loads<T, kVec>;
   using Raw = typename L::Raw;
   constexpr int VEC = L::VEC;
-  __shared__ int last_arrival;  // stream-K: this block is the last of a tile's blocks to finish
-  __shared__ long long work[2];  // stream-K: this block's current and end positions (below)
   const int gm = (M + BM - 1) / BM, gn = (N + BN - 1) / BN;
   const int iters = max(1, (K + BK - 1) / BK);  // K-tiles per output tile (K = 0: one tile of zeros)
 
@@ -226,13 +271,16 @@ __device__ __forceinline__ void gemm_block(const T* __restrict__ a, const T* __r
     const T* pb = b + static_cast<size_t>(k_base + b_r) * N + n0 + b_n;
     const bool b_col_ok = n0 + b_n < N;
     auto fetch_a = [&](int k0) {
+      // BEGIN SOLUTION: (step 09c) fetch_a(k0): ra[i] = this thread's vector i of A's K-tile at k0 (rows a_r + i · A_STEP of m0, column a_k; pa points there at k0 = 0), zeros past M or k_end
 #pragma unroll
       for (int i = 0; i < L::A_PER_THREAD; ++i) {
         const bool ok = m0 + a_r + i * A_STEP < M && k0 + a_k < k_end;
         ra[i] = ok ? __ldg(reinterpret_cast<const Raw*>(pa + static_cast<size_t>(i * A_STEP) * K + k0)) : Raw{};
       }
+      // END SOLUTION
     };
     auto fetch_b = [&](int k0, int s) {
+      // BEGIN SOLUTION: (step 09c) fetch_b(k0, s): B's K-tile at k0 (rows b_r + i · B_STEP, column b_n; pb at k0 = 0), zeros past N or k_end: kAsyncB, cp.async into Bs[s]; else into rb[i]
 #pragma unroll
       for (int i = 0; i < L::B_PER_THREAD; ++i) {
         const bool ok = b_col_ok && k0 + b_r + i * B_STEP < k_end;
@@ -242,14 +290,18 @@ __device__ __forceinline__ void gemm_block(const T* __restrict__ a, const T* __r
         else
           rb[i] = ok ? __ldg(reinterpret_cast<const Raw*>(src)) : Raw{};
       }
+      // END SOLUTION
     };
     auto stash_a = [&](int s) {
+      // BEGIN SOLUTION: (step 09c) stash_a(s): ra into stage s of As, transposed (As[s][k][m]) and converted to float
 #pragma unroll
       for (int i = 0; i < L::A_PER_THREAD; ++i)
 #pragma unroll
         for (int e = 0; e < VEC; ++e) As[s][a_k + e][a_r + i * A_STEP] = element<T>(ra[i], e);  // the transpose
+      // END SOLUTION
     };
     auto stash_b = [&](int s) {
+      // BEGIN SOLUTION: (step 09c) stash_b(s): stage s of Bs complete as far as this thread goes: kAsyncB, its cp.asyncs landed; else rb converted into Bs[s][k][n]
       if constexpr (kAsyncB) {
         asm volatile("cp.async.wait_all;\n" ::);  // this thread's copies have landed; the barrier does the rest
       } else {
@@ -267,6 +319,7 @@ __device__ __forceinline__ void gemm_block(const T* __restrict__ a, const T* __r
           }
         }
       }
+      // END SOLUTION
     };
     // This thread's values of A (rows am + ...) and B (columns bn + ...) at step k of stage s.
     auto load_frags = [&](int s, int k, float* fa, float* fb) {
@@ -310,33 +363,13 @@ __device__ __forceinline__ void gemm_block(const T* __restrict__ a, const T* __r
           if (!b_early) fetch_b(k_of(t + 1), s ^ 1);
         }
         load_frags(s, k, fa, fb);
-#if SGEMM_ORDER > 0
-        // The order of these 64 independent FMAs matters (measured: 88% -> 94% of cuBLAS). Two rows at a time
-        // walk the columns, the next two rows walk back: each FFMA then shares an operand register with the one
-        // before it, which the hardware's operand reuse cache serves, sparing register-file reads (and bank
-        // conflicts).
-#pragma unroll
-        for (int i0 = 0; i0 < TM; i0 += SGEMM_ORDER)
-#pragma unroll
-          for (int jj = 0; jj < TN; ++jj) {
-            const int j = ((i0 / SGEMM_ORDER) & 1) ? TN - 1 - jj : jj;
-#pragma unroll
-            for (int i = i0; i < i0 + SGEMM_ORDER; ++i) acc[i][j] = fmaf(fa[i], fb[j], acc[i][j]);
-          }
-#else
-#pragma unroll
-        for (int i = 0; i < TM; ++i)
-#pragma unroll
-          for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(fa[i], fb[j], acc[i][j]);  // the outer product
-#endif
+        outer_product(acc, fa, fb);  // the order of these 64 independent FMAs matters (given above)
       }
       if (next) stash_b(s ^ 1);
       __syncthreads();
     }
   };
 
-  // END SOLUTION
-  // BEGIN SOLUTION: gemm_block, continued: the guarded 4-wide epilogue, stream-K's `fixup`, the swizzle `origin`
   // Output element (r, col .. col + 3) of C from v[0..3], guarded at the edges.
   auto put4 = [&](int r, int col, const float* v) {
     if (r >= M) return;
@@ -358,7 +391,9 @@ __device__ __forceinline__ void gemm_block(const T* __restrict__ a, const T* __r
 #pragma unroll
       for (int h = 0; h < TNB; ++h) put4(row_of(m0, i), col_of(n0, h), &acc[i][h * 4]);
   };
-
+  // BEGIN SOLUTION: (step 09d) gemm_block, continued, kSplit: stream-K's `fixup`, then this block's segments
+  __shared__ int last_arrival;  // stream-K: this block is the last of a tile's blocks to finish
+  __shared__ long long work[2];  // stream-K: this block's current and end positions (below)
   // Stream-K bookkeeping. The stream-K part is sk_total = sk_tiles * iters K-tiles long; block j covers
   // [j * sk_total / sk_blocks, (j + 1) * sk_total / sk_blocks). Recomputed where needed rather than held in
   // registers across the mainloop (see `work` below).
@@ -433,24 +468,7 @@ __device__ __forceinline__ void gemm_block(const T* __restrict__ a, const T* __r
     }
   };
 
-  // Block swizzle: tile t is at (m0, n0); groups of kGroup block-rows, walked column by column.
-  auto origin = [&](int t, int& m0, int& n0) {
-    constexpr int kGroup = SGEMM_GROUP;
-    const int per_group = kGroup * gn;
-    const int group = t / per_group, first_row = group * kGroup;
-    const int rows_in_group = min(gm - first_row, kGroup);
-    const int in_group = t % per_group;
-    m0 = (first_row + in_group % rows_in_group) * BM;
-    n0 = (in_group / rows_in_group) * BN;
-  };
-  // END SOLUTION
-  // BEGIN SOLUTION: gemm_block, continued: a whole tile or this block's stream-K segments; then `streamk_kernel`
-  if constexpr (!kSplit) {  // one whole tile per block: tile blockIdx.x
-    int m0, n0;
-    origin(blockIdx.x, m0, n0);
-    mainloop(m0, n0, 0, iters);
-    store_c(m0, n0);
-  } else {
+  if constexpr (kSplit) {
     // Stream-K block j = blockIdx.x: K-tiles [work[0], work[1]) of the stream-K part, one segment (a run of one
     // tile's K-tiles) at a time: one or two segments when a block covers less than a tile's worth. Block-uniform
     // values are kept in shared memory and re-read where needed: held in registers across the mainloop, they
@@ -466,21 +484,49 @@ __device__ __forceinline__ void gemm_block(const T* __restrict__ a, const T* __r
       };
       int u, kt0, kt1, m0, n0;
       segment(u, kt0, kt1);
-      origin(sk.dp_blocks + u, m0, n0);
+      tile_origin(sk.dp_blocks + u, gm, gn, m0, n0);
       mainloop(m0, n0, kt0, kt1);
       segment(u, kt0, kt1);
-      origin(sk.dp_blocks + u, m0, n0);
+      tile_origin(sk.dp_blocks + u, gm, gn, m0, n0);
       fixup(u, m0, n0);
       __syncthreads();  // every thread has read work[0]
       if (tid == 0) work[0] += kt1 - kt0;
       __syncthreads();
     }
   }
+  // END SOLUTION
+  if constexpr (!kSplit) {  // one whole tile per block: tile blockIdx.x
+    int m0, n0;
+    tile_origin(blockIdx.x, gm, gn, m0, n0);
+    mainloop(m0, n0, 0, iters);
+    store_c(m0, n0);
+  }
 }
 
-// The tail: stream-K blocks (launched after `kernel`, on the same stream).
-// sm_120's ptxas spills the fp32 instance under SGEMM_MIN_BLOCKS' cap: there it is compiled uncapped (not timed
-// on such a GPU).
+// Step 09c: the whole tiles, one per block (all of C, or the first sk.dp_blocks tiles in step 09d).
+template <typename T, bool kVec>
+__global__ void __launch_bounds__(kThreads, kVec ? SGEMM_MIN_BLOCKS : 1)
+    kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K) {
+  // (maybe_unused: in the stub, nothing reads these until the body is written)
+  using L = Loads<T, kVec>;
+  using Raw = typename L::Raw;
+  [[maybe_unused]] constexpr int VEC = L::VEC;
+  [[maybe_unused]] __shared__ __align__(16) float As[2][BK][BM + SGEMM_AS_PAD];  // transposed: As[s][k][m]
+  [[maybe_unused]] __shared__ __align__(16) float Bs[2][BK][BN];
+#if __CUDA_ARCH__ >= 900
+  // Given (step 09d): on sm_90 the stream-K kernel is launched as this grid's programmatic dependent; this lets it
+  // be scheduled now, so its blocks take the slots of our last blocks as they finish (a no-op without one).
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+  // Contract: As[s][k][m] holds A transposed (padded rows), Bs[s][k][n] B, two stages; values past M, N or K
+  // are zeros; kVec: 16-byte loads and 4-wide stores, else one element per load; fp32 acc, stores guarded.
+  // BEGIN SOLUTION: (step 09c) the BM x BN tile of C for blockIdx.x: call gemm_block<T, kVec, false> once its four bodies are written
+  gemm_block<T, kVec, false>(a, b, c, M, N, K, StreamK{}, As, Bs);
+  // END SOLUTION
+}
+
+// Step 09d: the tail, sk.sk_blocks stream-K blocks (launched after `kernel`, on the same stream). sm_120's ptxas
+// spills the fp32 instance under SGEMM_MIN_BLOCKS' cap: there it is compiled uncapped (not timed on such a GPU).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1200
 constexpr int kStreamKMinBlocks = 1;
 #else
@@ -490,40 +536,28 @@ template <typename T, bool kVec>
 __global__ void __launch_bounds__(kThreads, kVec ? kStreamKMinBlocks : 1)
     streamk_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K,
                    const StreamK sk) {
-  __shared__ __align__(16) float As[2][BK][BM + SGEMM_AS_PAD];
-  __shared__ __align__(16) float Bs[2][BK][BN];
+  [[maybe_unused]] __shared__ __align__(16) float As[2][BK][BM + SGEMM_AS_PAD];
+  [[maybe_unused]] __shared__ __align__(16) float Bs[2][BK][BN];
+  // Contract: block blockIdx.x computes its range of the stream-K part's K-tiles (see StreamK), one segment (a run
+  // of one tile's K-tiles) at a time, and takes part in the fixup of each tile it touched; As and Bs as in
+  // `kernel`. Return from here only at the end: the wait below must run in every block.
+  // BEGIN SOLUTION: (step 09d) stream-K block blockIdx.x of `sk`: its segments, each tile's partial sums and fixup
   gemm_block<T, kVec, true>(a, b, c, M, N, K, sk, As, Bs);
+  // END SOLUTION
 #if __CUDA_ARCH__ >= 900
-  // Launched as a programmatic dependent of `kernel`, this grid may run beside it; waiting for it before exiting
-  // makes our completion mean C is complete, for whatever the stream runs next.
+  // Given (step 09d): launched as a programmatic dependent of `kernel`, this grid may run beside it; waiting for it
+  // before exiting makes our completion mean C is complete, for whatever the stream runs next.
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
-}
-// END SOLUTION
-
-template <typename T, bool kVec>
-__global__ void __launch_bounds__(kThreads, kVec ? SGEMM_MIN_BLOCKS : 1)
-    kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K) {
-  using L = Loads<T, kVec>;
-  using Raw = typename L::Raw;
-  constexpr int VEC = L::VEC;
-  __shared__ __align__(16) float As[2][BK][BM + SGEMM_AS_PAD];  // transposed: As[s][k][m]
-  __shared__ __align__(16) float Bs[2][BK][BN];
-  // Contract: As[s][k][m] holds A transposed (padded rows), Bs[s][k][n] B, two stages; values past M, N or K
-  // are zeros; kVec: 16-byte loads and 4-wide stores, else one element per load; fp32 acc, stores guarded.
-  // BEGIN SOLUTION: the BM x BN tile of C for blockIdx.x (1-D grid, swizzled into a tile row and column)
-  (void)VEC;
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");  // the stream-K kernel may be scheduled now
-#endif
-  gemm_block<T, kVec, false>(a, b, c, M, N, K, StreamK{}, As, Bs);
-  // END SOLUTION
 }
 
 }  // namespace sgemm
 
 namespace {  // internal linkage: each build of this file keeps its own caches (scripts/sgemm_sweep.py loads several)
-// BEGIN SOLUTION: optional host helpers for the launch (occupancy queries, a stream-K workspace); statics stay private
+// Given (step 09d): the host side of stream-K, the instructors' tuned plan. `launch` below asks the runtime how
+// many blocks of each kernel fit on the GPU at once, decides whether the last wave is worth splitting (`plan`),
+// and launches `kernel` for the whole tiles, then `streamk_kernel` for the tail.
+//
 // Stream-K for the last wave. 1024 tiles of 128 x 128 (4096^3) on 132 SMs x 2 blocks are 3.88 waves: the last
 // one leaves 32 slots idle, and a shape with exactly 4 waves (4224 x 4096 x 4096) measured 98.5% of cuBLAS where
 // 4096^3 measured 94.3%. So the tiles of the last, partial wave are shared out along K over a full wave of blocks.
@@ -531,7 +565,8 @@ constexpr int kMinSkIters = 8;  // K-tiles per stream-K block at least (fewer: t
 constexpr int kSegCost = SGEMM_SK_SEG_COST;  // K-tiles' worth of time per segment: prologue and partial sum
 constexpr int kSkWorth = SGEMM_SK_WORTH;     // stream-K when its tail costs at most this % of a whole-tile wave
 
-int major_version(int device) {  // compute capability (the runtime keeps it: no cache needed)
+// (maybe_unused here and on `plan`: in the stub, `launch`'s only caller, matmul_forward, is a hole)
+[[maybe_unused]] int major_version(int device) {  // compute capability (the runtime keeps it: no cache needed)
   int v = 0;
   if (cudaDeviceGetAttribute(&v, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) (void)cudaGetLastError();
   return v;
@@ -588,7 +623,7 @@ Workspace workspace(int device, cudaStream_t stream, size_t counters, size_t par
 
 // The stream-K plan for `tiles` output tiles of `iters` K-tiles each: `wave` whole-tile blocks run at once, and
 // `sk_slots` stream-K blocks.
-sgemm::StreamK plan(int tiles, int iters, int wave, int sk_slots, int device, cudaStream_t stream) {
+[[maybe_unused]] sgemm::StreamK plan(int tiles, int iters, int wave, int sk_slots, int device, cudaStream_t stream) {
   sgemm::StreamK sk;
   if (wave <= 0 || sk_slots <= 0 || iters < kMinSkIters || SGEMM_STREAMK == 0) return sk;
   const int rem = tiles % wave;  // tiles in the last, partial wave
@@ -610,6 +645,8 @@ sgemm::StreamK plan(int tiles, int iters, int wave, int sk_slots, int device, cu
   return sk;
 }
 
+// C = A B by kernel<T, kVec> alone, or by kernel<T, kVec> on the first sk.dp_blocks tiles and streamk_kernel<T, kVec>
+// on the rest (fp32, when plan() splits), both on `stream`.
 template <typename T, bool kVec>
 cudaError_t launch(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
   using namespace sgemm;
@@ -648,24 +685,52 @@ cudaError_t launch(const T* a, const T* b, T* c, int M, int N, int K, cudaStream
   }
   return cudaGetLastError();
 }
-// END SOLUTION
-}  // namespace
 
+// Which instance may run: kernel<T, true> (16-byte loads, 4-wide stores) or kernel<T, false> (any shape, any offset).
 template <typename T>
-cudaError_t matmul_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
-  // Contract: kVec = true only when a, b and c are 16-byte aligned and K and N are multiples of
-  // 16 / sizeof(T) elements; otherwise kernel<T, false>, which works for any shape and offset.
-  // BEGIN SOLUTION: launch kernel<T, kVec>: a 1-D grid of ceil(M / BM) · ceil(N / BN) tiles, kThreads each, on `stream`
+bool use_vectors(const T* a, const T* b, const T* c, int N, int K) {
+  // Contract: true only when a, b and c are 16-byte aligned and K and N are multiples of 16 / sizeof(T) elements.
+  // BEGIN SOLUTION: (step 09c) the test, as 09a's
   // The 16-byte path needs whole vectors along K (rows of a) and N (rows of b and c) and aligned bases.
   constexpr int VEC = 16 / sizeof(T);
   const bool aligned = ((reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) |
                          reinterpret_cast<uintptr_t>(c)) % 16) == 0;
-  if (aligned && K % VEC == 0 && N % VEC == 0) return launch<T, true>(a, b, c, M, N, K, stream);
-  return launch<T, false>(a, b, c, M, N, K, stream);
+  return aligned && K % VEC == 0 && N % VEC == 0;
+  // END SOLUTION
+  return false;
+}
+}  // namespace
+
+// Step 09c (op matmul_pipelined): whole tiles only.
+template <typename T>
+cudaError_t matmul_pipelined_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
+  // BEGIN SOLUTION: (step 09c) launch sgemm::kernel<T, use_vectors(...)>: a 1-D grid of ceil(M / BM) · ceil(N / BN) tiles, kThreads each, on `stream`
+  const dim3 grid(((M + sgemm::BM - 1) / sgemm::BM) * ((N + sgemm::BN - 1) / sgemm::BN));
+  if (use_vectors(a, b, c, N, K))
+    sgemm::kernel<T, true><<<grid, sgemm::kThreads, 0, stream>>>(a, b, c, M, N, K);
+  else
+    sgemm::kernel<T, false><<<grid, sgemm::kThreads, 0, stream>>>(a, b, c, M, N, K);
   // END SOLUTION
   return cudaGetLastError();
 }
 
+// Step 09d (op matmul, extra credit): the instance use_vectors picks, launched by the given `launch` above: the whole
+// tiles, then, in fp32 where the plan says so, the last wave by stream-K. A hole of its own, so that an untouched
+// 09d launches nothing (not implemented, which does not fail the day) rather than 09c's whole tiles without a tail.
+template <typename T>
+cudaError_t matmul_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
+  // BEGIN SOLUTION: (step 09d) return launch<T, use_vectors(...)>(a, b, c, M, N, K, stream), once your stream-K holes are written
+  if (use_vectors(a, b, c, N, K)) return launch<T, true>(a, b, c, M, N, K, stream);
+  return launch<T, false>(a, b, c, M, N, K, stream);
+  // END SOLUTION
+  return cudaSuccess;
+}
+
+template cudaError_t matmul_pipelined_forward<float>(const float*, const float*, float*, int, int, int, cudaStream_t);
+template cudaError_t matmul_pipelined_forward<__half>(const __half*, const __half*, __half*, int, int, int,
+                                                      cudaStream_t);
+template cudaError_t matmul_pipelined_forward<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*,
+                                                             __nv_bfloat16*, int, int, int, cudaStream_t);
 template cudaError_t matmul_forward<float>(const float*, const float*, float*, int, int, int, cudaStream_t);
 template cudaError_t matmul_forward<__half>(const __half*, const __half*, __half*, int, int, int, cudaStream_t);
 template cudaError_t matmul_forward<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, int,

@@ -13,6 +13,13 @@
 //   Memory: the scratch is 4·N² bytes per head (1 GiB for B·H = 16 at N = 4096), written twice and read three
 //   times, 20·N² bytes of traffic per head next to 4·N²·d FLOPs; its size is what stops long sequences first.
 //
+// The FlashAttention-2 forward comes in two steps. 10b, flash_attention_online (online_kernel): the loop over key
+// tiles with the online softmax below, S and P in a shared-memory tile, each thread a 4 x 4 tile of S and 4 rows
+// of O (day 08's register tile), the softmax one thread per row through shared memory, the loads where they are
+// needed. 10c, flash_attention (flash_kernel), changes only the softmax and the loads: each row's softmax by its
+// 16 owners in registers (half-warp shuffles, no round trip), V's loads issued before it, at most 128 registers
+// so that two blocks share an SM at d = 128, and the heaviest causal tiles first.
+//
 // Kernel 2, flash_attention: FlashAttention-2's forward pass on CUDA cores. Changes vs the naive version:
 //   - One block per (batch, head, tile of Br = 64 query rows). The Q tile stays in shared memory while the block
 //     walks the keys in tiles of Bc = 64 rows of K and V; S = Q Kᵀ for the tile pair lives in registers (4 x 4
@@ -121,7 +128,8 @@ __global__ void __launch_bounds__(kTile* kTile)
                   float scale, bool causal) {
   // Contract: d in chunks of 32 through __shared__ Qs[32][32], Ks[32][33] (zeros past n or d), a partial sum
   // per chunk; a tile wholly above the diagonal is all -inf, no arithmetic; only i < n && j < n are stored.
-  // BEGIN SOLUTION: s[bh][i][j] = scale · q[bh][i]·k[bh][j], or -inf if causal and j > i; i from y, j from x
+  // Given: day 07's tiled product again (Q K^T through 32 x 32 shared tiles), not the day's lesson: read it for the
+  // layout of S that your softmax_kernel walks (row i of head bh at s + (bh · n + i) · n).
   __shared__ float Qs[kTile][kTile];      // Qs[i][c]: query rows of this tile, columns c0 .. c0+31
   __shared__ float Ks[kTile][kTile + 1];  // Ks[j][c]: key rows; +1 so that Ks[tx][c] over tx hits 32 banks
   const int tx = threadIdx.x, ty = threadIdx.y;
@@ -149,7 +157,6 @@ __global__ void __launch_bounds__(kTile* kTile)
     __syncthreads();
   }
   if (i < n && j < n) srow[j] = (causal && j > i) ? -INFINITY : acc * scale;
-  // END SOLUTION
 }
 
 // (b) In place, one block per row of s (n values): p = exp(s - m) / l, and lse[row] = m + log(l).
@@ -175,7 +182,8 @@ __global__ void __launch_bounds__(kTile* kTile)
     pv_kernel(const float* __restrict__ p, const T* __restrict__ v, T* __restrict__ o, int n, int d, bool causal) {
   // Contract: 32 x 32 shared tiles of P (fp32) and V (converted on load), zeros past n and d; causal may stop
   // after key tile blockIdx.y (P is 0 beyond); every thread reaches the barriers; store if i < n && c < d.
-  // BEGIN SOLUTION: o[bh][i][c] = Σ_j p[bh][i][j] · v[bh][j][c] for i = blockIdx.y · 32 + ty, c = blockIdx.x · 32 + tx
+  // Given: day 07's tiled product again (P V through 32 x 32 shared tiles), not the day's lesson: it reads the P
+  // your softmax_kernel leaves in place of S, and writes o.
   __shared__ float Ps[kTile][kTile];  // Ps[i][j]: rows of P
   __shared__ float Vs[kTile][kTile];  // Vs[j][c]: rows of V
   const int tx = threadIdx.x, ty = threadIdx.y;
@@ -195,7 +203,6 @@ __global__ void __launch_bounds__(kTile* kTile)
     __syncthreads();
   }
   if (i < n && c < d) o[(head + i) * d + c] = from_float<T>(acc);
-  // END SOLUTION
 }
 
 }  // namespace naive
@@ -261,9 +268,9 @@ constexpr int kMinBlocks = 1;
 constexpr int kMinBlocks = 2;
 #endif
 
-// Only your own kernel uses them; a half-warp reduction must leave the same bits in all 16 lanes.
-// BEGIN SOLUTION: optional helpers for flash_kernel (e.g. load4/store4, fetch_tile/stash_tile, row_max/row_sum)
-constexpr int kChunk = 32;  // dot-product terms per partial sum, as in naive::scores_kernel (see the header)
+// Given: the tile loaders both FlashAttention kernels use (day 05's 4-wide accesses, day 09's split of a tile's
+// loads from its shared-memory stores). kChunk: dot-product terms per partial sum (see the header).
+[[maybe_unused]] constexpr int kChunk = 32;  // dot-product terms per partial sum, as in naive::scores_kernel (see the header)
 
 // Two 16-bit values in one 32-bit word <-> float2 (day 05's helpers). memcpy reinterprets the bits for free.
 __device__ __forceinline__ float2 pair_to_float2(uint32_t w, __half) {
@@ -350,6 +357,158 @@ __device__ __forceinline__ float component(const float4& v, int c) {
   return c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w;  // c is a compile-time constant after unrolling
 }
 
+// Kernel 2a (10b), online_kernel: the FlashAttention-2 loop of flash_kernel below, in its plainest form. Same block
+// (64 query rows, 256 threads), same tiles and the same S and O layout per thread; the softmax goes through shared
+// memory: S is written to the P tile, one thread per row turns its 64 scores into p and updates the row's m and l,
+// and every thread reads its rows' α back. OnlineSmem<D>: Smem<D> followed by m, l and α for the tile's 64 rows.
+template <int D>
+struct OnlineSmem {
+  static constexpr int kM = Smem<D>::kP + kBr * kPStride;
+  static constexpr int kL = kM + kBr;
+  static constexpr int kAlpha = kL + kBr;
+  static constexpr size_t kBytes = sizeof(float) * (kAlpha + kBr);
+};
+
+// One block per (batch·head, query tile); blockIdx.x = bh · q_tiles + tile. qscale = log2(e)/sqrt(D). No register
+// cap: at d = 128 this kernel wants about 160 registers, so one block per SM (flash_kernel fits two).
+template <typename T, int D, bool kVec>
+__global__ void __launch_bounds__(kThreads, 1)
+    online_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,
+                  float* __restrict__ lse, int n, int q_tiles, bool causal, float qscale) {
+  // Contract: bh = blockIdx.x / q_tiles, tile blockIdx.x % q_tiles; dynamic shared memory laid out as
+  // OnlineSmem<D> (fp32); Q times qscale (fetch_tile/stash_tile), so scores and m are in log2 units; each dot
+  // product summed in chunks of kChunk terms; causal: stop at the tile holding the last query row; o = O~ / l
+  // rounded to T, lse = m·ln 2 + ln l; rows >= n are not written.
+  // BEGIN SOLUTION: o rows q0 .. q0 + 63 of head bh and their lse: the online softmax through shared memory
+  extern __shared__ float4 smem_raw[];
+  using S = Smem<D>;
+  using L = OnlineSmem<D>;
+  constexpr int kStride = S::kStride;
+  constexpr int kOCols = D / 16;  // O columns per thread: 4 in each 64-column half
+  float* smem = reinterpret_cast<float*>(smem_raw);
+  float* Qs = smem + S::kQ;
+  float* KVs = smem + S::kKV;
+  float* Ps = smem + S::kP;
+  float* row_m = smem + L::kM;
+  float* row_l = smem + L::kL;
+  float* row_alpha = smem + L::kAlpha;
+
+  const int bh = blockIdx.x / q_tiles;
+  const int q0 = (blockIdx.x % q_tiles) * kBr;
+  const size_t head = static_cast<size_t>(bh) * n * D;
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  const int r0 = ty * kRowsPerThread;  // this thread's rows: r0 .. r0+3; its S columns tx + 16·b
+
+  float4 staged[TileIo<D>::kGroups];
+  fetch_tile<T, D, kVec>(q + head + static_cast<size_t>(q0) * D, n - q0, staged);
+  stash_tile<D>(Qs, staged, qscale);
+  if (threadIdx.x < kBr) {
+    row_m[threadIdx.x] = -INFINITY;
+    row_l[threadIdx.x] = 0.0f;
+  }
+  float acc[kRowsPerThread][kOCols] = {};  // O~[r0 + a][4·tx + 64·h + c] is acc[a][4·h + c]
+
+  const int kv_end = causal ? min(n, q0 + kBr) : n;
+  for (int kv0 = 0; kv0 < kv_end; kv0 += kBc) {
+    const size_t kv_offset = head + static_cast<size_t>(kv0) * D;
+    fetch_tile<T, D, kVec>(k + kv_offset, n - kv0, staged);
+    stash_tile<D>(KVs, staged, 1.0f);
+    __syncthreads();  // K (and, the first time, Q and the row state) complete
+
+    // S = Q Kᵀ, 4 x 4 scores per thread (day 08's register tile), masked entries -inf, into the P tile.
+    float s[kRowsPerThread][kColsPerThread] = {};
+#pragma unroll 1
+    for (int x0 = 0; x0 < D; x0 += kChunk) {
+      float part[kRowsPerThread][kColsPerThread] = {};
+#pragma unroll 4
+      for (int x = x0; x < x0 + kChunk; ++x) {
+        float qx[kRowsPerThread], kx[kColsPerThread];
+#pragma unroll
+        for (int a = 0; a < kRowsPerThread; ++a) qx[a] = Qs[(r0 + a) * kStride + x];
+#pragma unroll
+        for (int b = 0; b < kColsPerThread; ++b) kx[b] = KVs[(tx + 16 * b) * kStride + x];
+#pragma unroll
+        for (int a = 0; a < kRowsPerThread; ++a)
+#pragma unroll
+          for (int b = 0; b < kColsPerThread; ++b) part[a][b] = fmaf(qx[a], kx[b], part[a][b]);
+      }
+#pragma unroll
+      for (int a = 0; a < kRowsPerThread; ++a)
+#pragma unroll
+        for (int b = 0; b < kColsPerThread; ++b) s[a][b] += part[a][b];
+    }
+#pragma unroll
+    for (int a = 0; a < kRowsPerThread; ++a)
+#pragma unroll
+      for (int b = 0; b < kColsPerThread; ++b) {
+        const int i = q0 + r0 + a, j = kv0 + tx + 16 * b;
+        Ps[(r0 + a) * kPStride + tx + 16 * b] = (j >= n || (causal && j > i)) ? -INFINITY : s[a][b];
+      }
+    __syncthreads();  // S complete; every read of K done
+
+    // The online softmax, one thread per row: p = exp2(s - m') in place, m, l and α in shared memory.
+    if (threadIdx.x < kBr) {
+      float* prow = Ps + threadIdx.x * kPStride;
+      float tile_max = -INFINITY;
+      for (int j = 0; j < kBc; ++j) tile_max = fmaxf(tile_max, prow[j]);
+      const float m_old = row_m[threadIdx.x];
+      const float m_new = fmaxf(m_old, tile_max);
+      const float ref = (m_new == -INFINITY) ? 0.0f : m_new;  // all masked so far: avoid -inf - -inf
+      float sum = 0.0f;
+      for (int j = 0; j < kBc; ++j) {
+        prow[j] = exp2f(prow[j] - ref);
+        sum += prow[j];
+      }
+      const float alpha = exp2f(m_old - ref);
+      row_m[threadIdx.x] = m_new;
+      row_l[threadIdx.x] = fmaf(row_l[threadIdx.x], alpha, sum);
+      row_alpha[threadIdx.x] = alpha;
+    }
+    fetch_tile<T, D, kVec>(v + kv_offset, n - kv0, staged);
+    stash_tile<D>(KVs, staged, 1.0f);
+    __syncthreads();  // P, α and V complete
+
+    // O~ = α·O~ + P V for this thread's 4 rows and D/16 columns.
+#pragma unroll
+    for (int a = 0; a < kRowsPerThread; ++a) {
+      const float alpha = row_alpha[r0 + a];
+#pragma unroll
+      for (int c = 0; c < kOCols; ++c) acc[a][c] *= alpha;
+    }
+#pragma unroll 1
+    for (int j = 0; j < kBc; ++j) {
+#pragma unroll
+      for (int h = 0; h < D / 64; ++h) {
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const float vj = KVs[j * kStride + 64 * h + 4 * tx + c];
+#pragma unroll
+          for (int a = 0; a < kRowsPerThread; ++a)
+            acc[a][4 * h + c] = fmaf(Ps[(r0 + a) * kPStride + j], vj, acc[a][4 * h + c]);
+        }
+      }
+    }
+    __syncthreads();  // P and V read by everyone before the next tile overwrites them
+  }
+
+  // O = O~ / l, lse = m·ln 2 + ln l (m is in log2 units).
+#pragma unroll
+  for (int a = 0; a < kRowsPerThread; ++a) {
+    const int i = q0 + r0 + a;
+    if (i >= n) continue;
+    const float inv_l = 1.0f / row_l[r0 + a];
+    T* orow = o + head + static_cast<size_t>(i) * D;
+#pragma unroll
+    for (int h = 0; h < D / 64; ++h)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) orow[64 * h + 4 * tx + c] = from_float<T>(acc[a][4 * h + c] * inv_l);
+    if (tx == 0) lse[static_cast<size_t>(bh) * n + i] = row_m[r0 + a] * 0.69314718055994531f + logf(row_l[r0 + a]);
+  }
+  // END SOLUTION
+}
+
+// Only flash_kernel uses them; a half-warp reduction must leave the same bits in all 16 lanes.
+// BEGIN SOLUTION: optional helpers for flash_kernel (e.g. row_max/row_sum: butterflies over a row's half-warp)
 // Max / sum over the 16 lanes that share a row (a half-warp). The butterfly leaves the same bits in all 16.
 __device__ __forceinline__ float row_max(float x) {
 #pragma unroll
@@ -526,46 +685,70 @@ __global__ void __launch_bounds__(kThreads, kVec ? kMinBlocks : 1)
   // END SOLUTION
 }
 
-// Contract: kVec only if q, k, v and o all start on a 4-element boundary; Smem<D>::kBytes of dynamic
-// shared memory (over 48 KiB: cudaFuncSetAttribute first); qscale = log2(e) / sqrt(D); return the error.
-// BEGIN SOLUTION: launch<T, D>(q, k, v, o, lse, bh, n, causal, stream): flash_kernel on bh · ceil(n / 64) blocks
+// Both kernels' type, for the launcher they share.
+template <typename T>
+using Kernel = void (*)(const T*, const T*, const T*, T*, float*, int, int, bool, float);
+
+// Contract: vec_kernel (kVec = true) only if q, k, v and o all start on a 4-element boundary, else scalar_kernel;
+// smem_bytes of dynamic shared memory (over 48 KiB: cudaFuncSetAttribute first); bh · ceil(n / 64) blocks of
+// kThreads; qscale = log2(e) / sqrt(D); return the error.
+// Given: plumbing, not the day's lesson (steps 10b and 10c share it). Your kernels receive qscale, not 1 / sqrt(d).
 template <typename T, int D>
-cudaError_t launch(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, bool causal,
-                   cudaStream_t stream) {
+cudaError_t launch(Kernel<T> scalar_kernel, Kernel<T> vec_kernel, size_t smem_bytes, const T* q, const T* k,
+                   const T* v, T* o, float* lse, int bh, int n, bool causal, cudaStream_t stream) {
   // The vector path moves 4 elements per access: 16 bytes for fp32, 8 for fp16/bf16. D is a multiple of 4 and
   // every tile starts on a row, so only the base pointers decide.
   constexpr uintptr_t kAlign = 4 * sizeof(T);
   const bool vec = ((reinterpret_cast<uintptr_t>(q) | reinterpret_cast<uintptr_t>(k) |
                      reinterpret_cast<uintptr_t>(v) | reinterpret_cast<uintptr_t>(o)) % kAlign) == 0;
-  auto kernel = vec ? flash_kernel<T, D, true> : flash_kernel<T, D, false>;
+  const Kernel<T> kernel = vec ? vec_kernel : scalar_kernel;
   // Over 48 KiB of shared memory per block must be asked for explicitly (once per kernel would do; it is cheap).
   const cudaError_t err =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Smem<D>::kBytes));
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes));
   if (err != cudaSuccess) return err;
   const int q_tiles = (n + kBr - 1) / kBr;
   const float qscale = 1.4426950408889634f / sqrtf(static_cast<float>(D));  // log2(e) / sqrt(d)
-  kernel<<<bh * q_tiles, kThreads, Smem<D>::kBytes, stream>>>(q, k, v, o, lse, n, q_tiles, causal, qscale);
+  kernel<<<bh * q_tiles, kThreads, smem_bytes, stream>>>(q, k, v, o, lse, n, q_tiles, causal, qscale);
   return cudaGetLastError();
 }
-// END SOLUTION
 
 }  // namespace flash
+
+template <typename T>
+cudaError_t flash_attention_online_forward(const T* q, const T* k, const T* v, T* o, float* lse, int batch,
+                                           int heads, int n, int d, bool causal, cudaStream_t stream) {
+  if (batch == 0 || heads == 0 || n == 0) return cudaSuccess;
+  cudaError_t err = cudaSuccess;
+  // Given: plumbing, not the step's lesson: the instance of online_kernel for d = 64 or 128, through launch above.
+  const int bh = batch * heads;
+  if (d == 64) {
+    err = flash::launch<T, 64>(flash::online_kernel<T, 64, false>, flash::online_kernel<T, 64, true>,
+                               flash::OnlineSmem<64>::kBytes, q, k, v, o, lse, bh, n, causal, stream);
+  } else if (d == 128) {
+    err = flash::launch<T, 128>(flash::online_kernel<T, 128, false>, flash::online_kernel<T, 128, true>,
+                                flash::OnlineSmem<128>::kBytes, q, k, v, o, lse, bh, n, causal, stream);
+  } else {
+    err = cudaErrorInvalidValue;  // no instance for this head dim (the bindings reject it first)
+  }
+  return err;
+}
 
 template <typename T>
 cudaError_t flash_attention_forward(const T* q, const T* k, const T* v, T* o, float* lse, int batch, int heads,
                                     int n, int d, bool causal, cudaStream_t stream) {
   if (batch == 0 || heads == 0 || n == 0) return cudaSuccess;
   cudaError_t err = cudaSuccess;
-  // BEGIN SOLUTION: err = launch<T, 64> or launch<T, 128> (bh = batch · heads) by d; any other d: cudaErrorInvalidValue
+  // Given: plumbing, not the step's lesson: the instance of flash_kernel for d = 64 or 128, through launch above.
   const int bh = batch * heads;
   if (d == 64) {
-    err = flash::launch<T, 64>(q, k, v, o, lse, bh, n, causal, stream);
+    err = flash::launch<T, 64>(flash::flash_kernel<T, 64, false>, flash::flash_kernel<T, 64, true>,
+                               flash::Smem<64>::kBytes, q, k, v, o, lse, bh, n, causal, stream);
   } else if (d == 128) {
-    err = flash::launch<T, 128>(q, k, v, o, lse, bh, n, causal, stream);
+    err = flash::launch<T, 128>(flash::flash_kernel<T, 128, false>, flash::flash_kernel<T, 128, true>,
+                                flash::Smem<128>::kBytes, q, k, v, o, lse, bh, n, causal, stream);
   } else {
     err = cudaErrorInvalidValue;  // no instance for this head dim (the bindings reject it first)
   }
-  // END SOLUTION
   return err;
 }
 
@@ -577,6 +760,13 @@ template cudaError_t attention_naive_forward<__half>(const __half*, const __half
 template cudaError_t attention_naive_forward<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*,
                                                             const __nv_bfloat16*, __nv_bfloat16*, float*, float*,
                                                             int, int, int, int, bool, cudaStream_t);
+template cudaError_t flash_attention_online_forward<float>(const float*, const float*, const float*, float*, float*,
+                                                           int, int, int, int, bool, cudaStream_t);
+template cudaError_t flash_attention_online_forward<__half>(const __half*, const __half*, const __half*, __half*,
+                                                            float*, int, int, int, int, bool, cudaStream_t);
+template cudaError_t flash_attention_online_forward<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*,
+                                                                   const __nv_bfloat16*, __nv_bfloat16*, float*,
+                                                                   int, int, int, int, bool, cudaStream_t);
 template cudaError_t flash_attention_forward<float>(const float*, const float*, const float*, float*, float*, int,
                                                     int, int, int, bool, cudaStream_t);
 template cudaError_t flash_attention_forward<__half>(const __half*, const __half*, const __half*, __half*, float*,

@@ -42,6 +42,12 @@ def apply(entry: dict, dest: Path) -> str | None:
         shutil.copytree(ROOT / "solutions" / used, folder)
     for edit in entry["edits"]:
         f = src / edit["file"]
+        if "copy_of" in edit:  # a new file of the day's folder, a copy of another (a build copies .cuh/.h headers
+            # beside its sources, never another day's .cu: the previous step's code goes in as a header)
+            if f.exists() or not (src / edit["copy_of"]).is_file():
+                return f"{edit['file']}: a copy must be a new file, of a file the solution has ({edit['copy_of']})"
+            f.write_text((src / edit["copy_of"]).read_text())
+            continue
         text = f.read_text()
         if text.count(edit["find"]) != 1:
             return f"{edit['file']}: the text to replace occurs {text.count(edit['find'])} times (must be once)"

@@ -8,6 +8,7 @@ from grader.check.build import (BuildError, arch_list, build_exercise, build_fol
                                 load_built, map_paths, parse_diagnostics, sync_sources, workspace)
 from grader.check.plan import plan
 from grader.paths import Paths
+from tests.conftest import ROOT, run_grader
 
 
 def test_diagnostics_point_into_the_students_file(root):
@@ -449,3 +450,25 @@ def test_used_files_of_earlier_days_build_from_the_folder_beside_and_key_the_bui
     with pytest.raises(BuildError) as e:
         build_key(ex, elsewhere, root, CAP)
     assert "day01/softmax.cu: file not found (this exercise also compiles your day01's softmax.cu" in e.value.log
+
+
+def test_an_include_of_a_file_the_build_does_not_copy_is_a_build_error_on_any_machine(tmp_path):
+    """`#include "matmul_steps.cu"` from 09c's matmul.cu compiled in place (the compile-only check once did) but
+    not in the build's copy, which holds the sources and the headers beside them: the GPU said "does not compile"
+    where the CPU had said it compiles. Now both refuse it first, at its line, saying what to do."""
+    src = tmp_path / "day09"
+    shutil.copytree(ROOT / "solutions" / "day09", src)
+    f = src / "matmul.cu"
+    f.write_text('#include "matmul_steps.cu"\n' + f.read_text())
+    r = run_grader("check", "day09", "--dir", str(src), "--exercise", "matmul_pipelined", state=tmp_path / "state")
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    assert "matmul.cu:1" in out and 'names a file that a build does not copy' in out and "matmul_steps.cuh" in out
+    assert "Traceback" not in out
+    (src / "matmul_steps.cuh").write_text((src / "matmul_steps.cu").read_text())  # a header is copied: no refusal
+    f.write_text(f.read_text().replace('#include "matmul_steps.cu"\n', '#include "matmul_steps.cuh"\n', 1))
+    from grader.check.build import uncopied_includes
+    from grader.course import load_course
+
+    ex = next(e for e in load_course(ROOT / "course.yaml").day("day09").exercises if e.name == "matmul_pipelined")
+    assert uncopied_includes(ex, src, tmp_path) == []

@@ -104,7 +104,7 @@ def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, 
     each: they are cheap, and any failure decides. session: a long-lived worker to run in (`grader watch`).
     prestarted: a worker started before planning (cmd_check), for the first run only; released after it.
     sandbox: the CheckSandbox (grader/check/sandboxed.py) the build, the workers and the compilers run in."""
-    from grader.check.build import source_paths
+    from grader.check.build import source_paths, uncopied_includes
     from grader.check.compile_check import (compile_python_kernels, compile_sources, defines_op, nvcc_missing,
                                             nvcc_path, source_problem)
     from grader.check.job import make_job
@@ -113,6 +113,7 @@ def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, 
     from grader.verdicts import Status
 
     problems = [p for s in ex.sources if (p := source_problem(src_dir / s, root))]
+    problems = problems or uncopied_includes(ex, src_dir, root)
     if problems:
         res = ExerciseResult(day.id, ex.name, variant, str(src_dir), None if ranked else seeds[0],
                              threshold=ex.threshold)

@@ -14,7 +14,7 @@
 //   05c softmax       the instructor's fastest: few but very long rows (64 x 262144) split across blocks (two
 //                     kernels and a small workspace), 16-bit rows kept as raw 16-byte vectors with packed max and
 //                     ex2.approx exps, warps sized to the row, and the dispatch table that picks among them all.
-//                     Timed against torch.softmax.
+//                     Timed against 05b.
 // Arithmetic is the same in all three: fp32 everywhere, the (m, s) "online" states of day 03 merged in a fixed
 // order, so every result is bit-for-bit deterministic.
 
@@ -231,7 +231,10 @@ template <typename T>
 __global__ void __launch_bounds__(kVecThreads, 1)
     softmax_vec_kernel(const T* __restrict__ x, T* __restrict__ y, int cols, bool vec) {
   // Contract: 16-byte loads when vec (head/tail as scalars), all-scalar when !vec; every thread reaches
-  // block_reduce_online; out-of-range vector slots are -inf.
+  // block_reduce_online; out-of-range vector slots are -inf. Pass 1 takes this thread's vectors in groups of 4
+  // (j, j + nt, j + 2·nt, j + 3·nt), the group's 4 loads issued before its exp_in_place so that they are in flight
+  // together (the lesson's pseudo-code for 05a): one vector at a time keeps a single load in flight per thread,
+  // and the step's bar was set with 4.
   // YOUR CODE HERE: 05a: y[blockIdx.x, :] = softmax of a row of any length (running (m, s), block merge, write)
 }
 

@@ -263,6 +263,8 @@ __device__ __forceinline__ void gemm_block(const T* __restrict__ a, const T* __r
       // YOUR CODE HERE: (step 09c) fetch_a(k0): ra[i] = this thread's vector i of A's K-tile at k0 (rows a_r + i · A_STEP of m0, column a_k; pa points there at k0 = 0), zeros past M or k_end
     };
     auto fetch_b = [&](int k0, int s) {
+      // Contract: a zero-filled cp.async (source size 0) reads nothing but still takes a global address that is
+      // valid: pass b, B's base pointer, there, since pb moved to a vector past N or k_end may point beyond B.
       // YOUR CODE HERE: (step 09c) fetch_b(k0, s): B's K-tile at k0 (rows b_r + i · B_STEP, column b_n; pb at k0 = 0), zeros past N or k_end: kAsyncB, cp.async into Bs[s]; else into rb[i]
     };
     auto stash_a = [&](int s) {
@@ -541,7 +543,7 @@ bool use_vectors(const T* a, const T* b, const T* c, int N, int K) {
 // Step 09c (op matmul_pipelined): whole tiles only.
 template <typename T>
 cudaError_t matmul_pipelined_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
-  // YOUR CODE HERE: (step 09c) launch sgemm::kernel<T, use_vectors(...)>: a 1-D grid of ceil(M / BM) · ceil(N / BN) tiles, kThreads each, on `stream`
+  // YOUR CODE HERE: (step 09c) launch sgemm::kernel<T, true> or <T, false>, whichever use_vectors(...) picks at run time: a 1-D grid of ceil(M / BM) · ceil(N / BN) tiles, kThreads each, on `stream`
   return cudaGetLastError();
 }
 
@@ -550,7 +552,7 @@ cudaError_t matmul_pipelined_forward(const T* a, const T* b, T* c, int M, int N,
 // 09d launches nothing (not implemented, which does not fail the day) rather than 09c's whole tiles without a tail.
 template <typename T>
 cudaError_t matmul_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
-  // YOUR CODE HERE: (step 09d) return launch<T, use_vectors(...)>(a, b, c, M, N, K, stream), once your stream-K holes are written
+  // YOUR CODE HERE: (step 09d) return launch<T, true> or launch<T, false>(a, b, c, M, N, K, stream), whichever use_vectors(...) picks at run time, once your stream-K holes are written
   return cudaSuccess;
 }
 

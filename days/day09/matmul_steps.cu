@@ -138,14 +138,14 @@ bool use_vectors(const T* a, const T* b, const T* c, int N, int K) {
 template <typename T>
 cudaError_t matmul_vec_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
   using namespace steps;
-  // YOUR CODE HERE: 09a: grid x covers N in steps of BN, y covers M in steps of BM; kThreads per block on `stream`; vec::kernel<T, use_vectors(...)>
+  // YOUR CODE HERE: 09a: grid x covers N in steps of BN, y covers M in steps of BM; kThreads per block on `stream`; vec::kernel<T, true> or <T, false>, whichever use_vectors(...) picks at run time
   return cudaGetLastError();
 }
 
 template <typename T>
 cudaError_t matmul_warptile_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
   using namespace steps;
-  // YOUR CODE HERE: 09b: the same grid as 09a; warptile::kernel<T, use_vectors(...)>
+  // YOUR CODE HERE: 09b: the same grid as 09a; warptile::kernel<T, true> or <T, false>, whichever use_vectors(...) picks at run time
   return cudaGetLastError();
 }
 

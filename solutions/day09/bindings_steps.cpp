@@ -1,5 +1,5 @@
 // Day 09 bindings for steps 09a and 09b: provided (see common/matmul_binding.h); the launcher templates are defined
-// in matmul_steps.cu. Step 09c (the op `matmul`) has its own, bindings.cpp.
+// in matmul_steps.cu. Steps 09c and 09d (the ops `matmul_pipelined` and `matmul`) have their own, bindings.cpp.
 #include "matmul_binding.h"
 
 template <typename T>

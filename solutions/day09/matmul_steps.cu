@@ -290,7 +290,7 @@ bool use_vectors(const T* a, const T* b, const T* c, int N, int K) {
 template <typename T>
 cudaError_t matmul_vec_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
   using namespace steps;
-  // BEGIN SOLUTION: 09a: grid x covers N in steps of BN, y covers M in steps of BM; kThreads per block on `stream`; vec::kernel<T, use_vectors(...)>
+  // BEGIN SOLUTION: 09a: grid x covers N in steps of BN, y covers M in steps of BM; kThreads per block on `stream`; vec::kernel<T, true> or <T, false>, whichever use_vectors(...) picks at run time
   const dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
   if (use_vectors(a, b, c, N, K))
     vec::kernel<T, true><<<grid, kThreads, 0, stream>>>(a, b, c, M, N, K);
@@ -303,7 +303,7 @@ cudaError_t matmul_vec_forward(const T* a, const T* b, T* c, int M, int N, int K
 template <typename T>
 cudaError_t matmul_warptile_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
   using namespace steps;
-  // BEGIN SOLUTION: 09b: the same grid as 09a; warptile::kernel<T, use_vectors(...)>
+  // BEGIN SOLUTION: 09b: the same grid as 09a; warptile::kernel<T, true> or <T, false>, whichever use_vectors(...) picks at run time
   const dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
   if (use_vectors(a, b, c, N, K))
     warptile::kernel<T, true><<<grid, kThreads, 0, stream>>>(a, b, c, M, N, K);

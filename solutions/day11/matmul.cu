@@ -97,7 +97,9 @@ constexpr int LDA = BK + PAD, LDB = BN + PAD;         // shared row lengths (ldm
 static_assert(FM * 16 == WM && FN * 16 == WN && BK % 16 == 0, "warp tiles are whole 16 x 16 x 16 fragments");
 static_assert(LDA % 8 == 0 && LDB % 8 == 0, "WMMA's ldm for 16-bit types is a multiple of 8 elements");
 
-// Contract: kVec means one 16-byte load (aligned, all 8 in or all out); otherwise 8 guarded scalar loads.
+// Contract: valid = how many of the 8 elements lie inside the matrix, unclamped: the given loops pass
+// min(8, K - k), which is negative past the edge; valid <= 0 means 8 zeros, valid >= 8 the whole chunk. kVec
+// means one 16-byte load (aligned, all 8 in or all out); otherwise 8 guarded scalar loads.
 template <typename T, bool kVec>
 __device__ __forceinline__ void load_chunk(T* dst, const T* src, int valid) {
   // BEGIN SOLUTION: load_chunk<T, kVec>(dst, src, valid): 8 elements of a row into shared memory, zeros past valid
@@ -497,13 +499,13 @@ __global__ void __launch_bounds__(kThreads, TC_MIN_BLOCKS)
   //   A, x4: lanes 0-15 rows 0-15 at k 0-7, lanes 16-31 rows 0-15 at k 8-15 -> a0 a1 a2 a3.
   //   B, x4.trans: lanes 0-7 k 0-7, 8-15 k 8-15 at n 0-7; lanes 16-23, 24-31 the same at n 8-15 -> b0 b1 of two
   //   n8 fragments.
-  auto a_offset = [&](int kk) {
-    // BEGIN SOLUTION: return the byte offset from the stage of this lane's A row for ldmatrix_x4 (k step kk, fragment 0), swizzled
+  auto a_offset = [&](int kk) -> int {
+    // BEGIN SOLUTION: return the byte offset from the stage of this lane's A row for ldmatrix_x4 (k step kk, fragment 0), swizzled as load_tile wrote it: swizzle<A_CPR>, A_CPR = 4, chunk ^ ((row / 2) % 4)
     const int row = wm + (lane & 15), ch = kk / 8 + (lane >> 4);
     return (row * BK + swizzle<A_CPR>(row, ch) * 8) * 2;
     // END SOLUTION
   };
-  auto b_offset = [&](int kk, int jp) {
+  auto b_offset = [&](int kk, int jp) -> int {
     // BEGIN SOLUTION: return the byte offset from the stage of this lane's B row for ldmatrix_x4_trans (k step kk, fragments 2jp and 2jp + 1), swizzled; B follows A's BM x BK tile
     const int row = kk + (lane & 7) + ((lane >> 3) & 1) * 8, ch = (wn + 16 * jp) / 8 + (lane >> 4);
     return (BM * BK + row * BN + swizzle<B_CPR>(row, ch) * 8) * 2;
@@ -576,7 +578,7 @@ __global__ void __launch_bounds__(kThreads, TC_MIN_BLOCKS)
   // END SOLUTION
 }
 
-// BEGIN SOLUTION: launch<T, kAsync>: ask once for kSmemBytes of dynamic shared memory; a 1-D grid of tiles
+// BEGIN SOLUTION: template <typename T, bool kAsync> static cudaError_t launch(a, b, c, M, N, K, stream): kSmemBytes of dynamic shared memory asked once per instance, by a function-local static set by cudaFuncSetAttribute(kernel<T, kAsync>, ...) (not a static in a generic lambda: both kernels of a T would share it); a 1-D grid of tiles
 // One launch of kernel<T, kAsync>. Over 48 KiB of dynamic shared memory must be asked for, once per kernel: the
 // function-local static is per instantiation of this template (a static in a generic lambda taking the kernel as
 // a function pointer would be shared by both kernels of a T: same pointer type). `static` gives the function

@@ -140,7 +140,9 @@ struct Smem {
 // Helpers shared by both kernels.
 namespace tc {
 
-// The PTX wrappers day 11 gave you, from common/ptx.cuh (the same ones the backward days use).
+// Day 11's PTX wrappers, from common/ptx.cuh (the same ones the backward days use). Two differ from day 11's
+// matmul.cu: mma16816<T>(d, a, b0, b1) takes pointers and B's two registers apart (day 11: mma_16816<T> on
+// arrays), and ex2, quad_max and quad_sum are new (days/day12/README.md lists every signature).
 using ptx::cp_async16;
 using ptx::cp_async_commit;
 using ptx::cp_async_wait;
@@ -153,10 +155,19 @@ using ptx::quad_max;
 using ptx::quad_sum;
 using ptx::smem_addr;
 
-// Contract (the given quad_max/quad_sum leave the same bits in all 4 lanes): online_softmax works on an m16n8
-// accumulator tile (mask, m, l, p, alpha; its alpha is what the given rescale below takes); pack_p, after
-// rescale, turns p into P V's A fragments.
-// YOUR CODE HERE: online_softmax on one m16n8 S tile (mask, m, l, p, alpha: the softmax both kernels share)
+// Contract (the given quad_max/quad_sum leave the same bits in all 4 lanes): online_softmax works on one warp's
+// S for a whole key tile, kCols keys = kCols / 8 m16n8 accumulator tiles, in this lane's two rows: s[4·j + e] for
+// 8-column tile j, e = 0, 1 on row `row` and e = 2, 3 on row + 8, columns col0 + 8·j + 2·(lane % 4) + (e % 2).
+// It masks (if kMask) keys >= n and, if causal, keys > row to -inf; updates the running max m[2] (raw score
+// units: the scale is folded into the exponent) and this lane's share of the sum l[2]; leaves p = 2^(s·c − m·c)
+// in s, and alpha[2] = 2^(m_old·c − m·c) for the two rows, what the given rescale below takes (0 while m_old is
+// -inf, never NaN). pack_p, after rescale, turns p into P V's A fragments. Both kernels (12a, 12b) call it.
+template <int kCols, bool kMask>
+__device__ __forceinline__ void online_softmax(float (&s)[kCols / 2], float (&m)[2], float (&l)[2],
+                                               float (&alpha)[2], int row, int col0, int n, bool causal,
+                                               float c) {
+  // YOUR CODE HERE: online_softmax<kCols, kMask>'s body: a key tile's kCols / 8 m16n8 S tiles, this lane's rows row and row + 8 (mask, m, l, p, alpha)
+}
 
 // Given (fragment re-indexing, not the day's lesson): O tile rows (accumulator layout) times the rows' alphas.
 // Expects o = kCols / 2 accumulators of one thread, o[4j + e] on row lane / 4 for e = 0, 1 and row + 8 for e = 2,
@@ -231,8 +242,9 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
                      float* __restrict__ lse, int n, int heads, course::AttentionStrides st, int q_tiles,
                      bool causal, float c, float scale) {
   // Contract: Q, K[2], V[2] in swizzled shared memory (Smem<D>), K/V tiles double-buffered by cp.async;
-  // S = Q Kᵀ and O~ += P V with ldmatrix + mma16816; online softmax in log2 units (scores times c);
-  // causal masking; o = O~ / l rounded to T, lse = m · scale + ln l; rows >= n not written.
+  // S = Q Kᵀ and O~ += P V with ldmatrix + mma16816; the online softmax with m in raw score units and the
+  // exponents in log2 units (p = 2^(s·c − m·c), tc::online_softmax); causal masking; o = O~ / l rounded to T,
+  // lse = m · scale + ln l; rows >= n not written.
   // YOUR CODE HERE: o rows q0 .. q0 + 127 of head bh and their lse; warp w owns rows q0 + 16w .. + 15, all in registers
 }
 
@@ -306,9 +318,9 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
                         float scale) {
   // Contract: Q, K, V in padded shared memory (Smem<D>), one K and one V tile at a time, each loaded by
   // load_rows between two barriers; S = Q Kᵀ and O~ += P V with ldmatrix + mma16816; the online softmax with
-  // tc::online_softmax, tc::rescale, tc::pack_p (scores times c, log2 units); causal: no key tile past the
-  // block's last row is loaded; o = O~ / l rounded to T and lse = m · scale + ln l through tc::store_rows;
-  // rows >= n not written.
+  // tc::online_softmax, tc::rescale, tc::pack_p (m in raw score units, p = 2^(s·c − m·c)); causal: no key tile
+  // past the block's last row is loaded; o = O~ / l rounded to T and lse = m · scale + ln l through
+  // tc::store_rows; rows >= n not written.
   // YOUR CODE HERE: o rows q0 .. q0 + 127 of head bh and their lse; warp w owns rows q0 + 16w .. + 15, in registers
 }
 

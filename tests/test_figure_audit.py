@@ -92,6 +92,13 @@ def test_the_audit_covers_the_lessons_it_says():
     assert found == ["1.5×", "3.2 TB/s"]
 
 
+def test_a_ratio_before_a_name_is_a_figure_and_a_shape_with_a_letter_is_not():
+    """"0.61× SDPA flash" was read as a shape ("× S", like "× N") and slipped past the audit; a single letter after ×
+    is a shape's dimension, a word is what the ratio is of."""
+    text = "0.61× SDPA flash; 2× B200; 128 × d and 64 × N tiles; 4096x4096"
+    assert [m.group(0) for m in audit.FIGURE.finditer(text)] == ["0.61×", "2×"]
+
+
 def test_every_lesson_is_audited():
     """A new day's lesson gets its measured/figures/dayNN.yaml (an empty list if every figure is a claim)."""
     assert set(audit.days()) <= set(AUDITED), f"not audited yet: {sorted(set(audit.days()) - set(AUDITED))}"

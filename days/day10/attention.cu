@@ -333,9 +333,77 @@ __global__ void __launch_bounds__(kThreads, 1)
   // Contract: bh = blockIdx.x / q_tiles, tile blockIdx.x % q_tiles; dynamic shared memory laid out as
   // OnlineSmem<D> (fp32); Q times qscale (fetch_tile/stash_tile), so scores and m are in log2 units; causal: stop
   // at the tile holding the last query row; o = O~ / l rounded to T, lse = m·ln 2 + ln l; rows >= n are not
-  // written. How each dot product is summed is yours: the reference sums it in chunks of kChunk terms (see the
-  // header), and one FMA chain per score passes the tolerance too.
-  // YOUR CODE HERE: o rows q0 .. q0 + 63 of head bh and their lse: the online softmax through shared memory
+  // written.
+  // Given: the walk's skeleton, not the step's lesson: the set-up, Q's tile loaded once, each row's m = -inf and
+  // l = 0 in shared memory, acc = 0, the loop over key tiles with its causal bound (Concept 5's tile skipping: no
+  // tile after the one holding the block's last query row), K and then V into the one shared buffer, and the
+  // barriers between the phases (K and V share the buffer: day 07's discipline). Step 10b's lesson is in the four
+  // bodies marked below, each with its contract: S into the P tile, the online softmax of each row, O~ = α·O~ + P V,
+  // and O and lse once the walk is over.
+  // (maybe_unused: in the stub, only the holes read kStride, tx, r0 and acc)
+  extern __shared__ float4 smem_raw[];
+  using S = Smem<D>;
+  using L = OnlineSmem<D>;
+  [[maybe_unused]] constexpr int kStride = S::kStride;
+  constexpr int kOCols = D / 16;  // O columns per thread: 4 in each 64-column half
+  float* smem = reinterpret_cast<float*>(smem_raw);
+  float* Qs = smem + S::kQ;
+  float* KVs = smem + S::kKV;
+  float* Ps = smem + S::kP;
+  float* row_m = smem + L::kM;
+  float* row_l = smem + L::kL;
+  float* row_alpha = smem + L::kAlpha;
+
+  const int bh = blockIdx.x / q_tiles;
+  const int q0 = (blockIdx.x % q_tiles) * kBr;
+  const size_t head = static_cast<size_t>(bh) * n * D;
+  [[maybe_unused]] const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  [[maybe_unused]] const int r0 = ty * kRowsPerThread;  // this thread's rows: r0 .. r0+3; its S columns tx + 16·b
+
+  float4 staged[TileIo<D>::kGroups];
+  fetch_tile<T, D, kVec>(q + head + static_cast<size_t>(q0) * D, n - q0, staged);
+  stash_tile<D>(Qs, staged, qscale);
+  if (threadIdx.x < kBr) {
+    row_m[threadIdx.x] = -INFINITY;
+    row_l[threadIdx.x] = 0.0f;
+  }
+  [[maybe_unused]] float acc[kRowsPerThread][kOCols] = {};  // O~[r0 + a][4·tx + 64·h + c] is acc[a][4·h + c]
+
+  const int kv_end = causal ? min(n, q0 + kBr) : n;
+  for (int kv0 = 0; kv0 < kv_end; kv0 += kBc) {
+    const size_t kv_offset = head + static_cast<size_t>(kv0) * D;
+    fetch_tile<T, D, kVec>(k + kv_offset, n - kv0, staged);
+    stash_tile<D>(KVs, staged, 1.0f);
+    __syncthreads();  // K (and, the first time, Q and the row state) complete
+
+    // Contract: S = Q Kᵀ for this thread's rows r0 + a and columns tx + 16·b (a, b = 0 .. 3: day 08's 4 x 4 register
+    // tile), from Qs and KVs (rows kStride floats apart), written to the P tile at Ps[(r0 + a)·kPStride + tx + 16·b];
+    // -inf where the key is masked: j >= n, or causal and j > i (i = q0 + r0 + a, j = kv0 + tx + 16·b). How each dot
+    // product is summed is yours: the reference sums it in chunks of kChunk terms (see the header), and one FMA chain
+    // per score passes the tolerance too. The barrier after it: S complete, every read of K done.
+    // YOUR CODE HERE: S = Q Kᵀ on day 08's 4 x 4 register tile, masked scores -inf, into the P tile
+    __syncthreads();  // S complete; every read of K done
+
+    // Contract: threads 0 .. 63, one row each (row threadIdx.x of the P tile, its 64 scores in log2 units): with m
+    // and l the row's state (row_m, row_l), m' = max(m, the tile's max) and α = exp2(m - m'), the scores become
+    // p = exp2(s - m') in place, and row_m = m', row_l = α·l + Σ p, row_alpha = α. The -inf guard: while m' = -inf
+    // (every key so far masked), 0 stands in for m' (Concept 5). The other threads skip it; the given barrier after
+    // V's load publishes p and α.
+    // YOUR CODE HERE: the online softmax, one thread per row: p = exp2(s - m') in place, m, l and α in shared memory
+    fetch_tile<T, D, kVec>(v + kv_offset, n - kv0, staged);
+    stash_tile<D>(KVs, staged, 1.0f);
+    __syncthreads();  // P, α and V complete
+
+    // Contract: acc[a][4·h + c] holds O~ of row r0 + a, column 64·h + 4·tx + c (c = 0 .. 3, h < D / 64): scale each
+    // row by its α (row_alpha), then add Σ_j p_j v_j over the tile's 64 keys, p from the P tile, V from KVs. The
+    // barrier after it: P and V read by everyone before the next tile's K overwrites them.
+    // YOUR CODE HERE: O~ = α·O~ + P V for this thread's 4 rows and D/16 columns
+    __syncthreads();  // P and V read by everyone before the next tile overwrites them
+  }
+
+  // Contract: after the walk, row_m and row_l hold each row's final m and l (the loop's last barrier published
+  // them); o rows q0 + r0 + a that are < n, from this thread's acc, rounded to T; lse once per row.
+  // YOUR CODE HERE: O = O~ / l, lse = m·ln 2 + ln l (m is in log2 units); rows >= n are not written
 }
 
 // Only flash_kernel uses them; a half-warp reduction must leave the same bits in all 16 lanes.

@@ -36,7 +36,7 @@ CLAIMS = [ROOT / "measured" / "claims.yaml", *sorted((ROOT / "measured" / "claim
 _NUM = r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?:\s*[–-]\s*\d[\d,]*(?:\.\d+)?)?"
 _UNIT = (r"(?:(?:TFLOP/s|GFLOP/s|FLOP/s|TB/s|GB/s|MB/s|TiB|GiB|MiB|KiB|TB|GB|MB|KB|ms|µs|μs|us|ns|cycles?|clocks?)"
          r"(?![A-Za-z])"  # "12 uses" is no figure
-         r"|(?:×|x)(?!\s*(?:\d|[A-Za-z](?![A-Za-z0-9_])|[(·/]))|%)")  # "16 × 64" and "4096x4096" are shapes, not ratios
+         r"|(?:×|x)(?!\s*(?:\d|[A-Za-z](?![A-Za-z_])|[(·/]))|%)")  # "16 × 64" and "4096x4096" are shapes, not ratios
 FIGURE = re.compile(rf"{_NUM}\s*{_UNIT}")
 BLOCK = re.compile(r"<!--\s*([\w.-]+):begin\s*-->.*?<!--\s*\1:end\s*-->", re.S)
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)

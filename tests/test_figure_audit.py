@@ -94,9 +94,9 @@ def test_the_audit_covers_the_lessons_it_says():
 
 def test_a_ratio_before_a_name_is_a_figure_and_a_shape_with_a_letter_is_not():
     """"0.61× SDPA flash" was read as a shape ("× S", like "× N") and slipped past the audit; a single letter after ×
-    is a shape's dimension, a word is what the ratio is of."""
-    text = "0.61× SDPA flash; 2× B200; 128 × d and 64 × N tiles; 4096x4096"
-    assert [m.group(0) for m in audit.FIGURE.finditer(text)] == ["0.61×", "2×"]
+    is a shape's dimension and a letter with digits a count's name (2 × H200), a word is what the ratio is of."""
+    text = "0.61× SDPA flash; 1.2× cuBLAS; 2 × H200; 128 × d and 64 × N tiles; 4096x4096"
+    assert [m.group(0) for m in audit.FIGURE.finditer(text)] == ["0.61×", "1.2×"]
 
 
 def test_every_lesson_is_audited():

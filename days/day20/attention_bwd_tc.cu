@@ -337,10 +337,6 @@ __global__ void __launch_bounds__(256) round_kernel(const float* __restrict__ sr
   // YOUR CODE HERE: (step 20c) dst[i] = scale · src[i] rounded to T, grid-stride
 }
 
-// The instructors' switch for the timings, read by the solution's call of the wgmma walk (your call need not read it).
-#ifndef FA20_HOPPER
-#define FA20_HOPPER 1  // 0: never take the wgmma walk (to time the mma.sync walk on a Hopper GPU)
-#endif
 // The optional Hopper walk's schedule (given code reads them; the defaults are the instructors' schedule, each knob
 // turns one of its steps off).
 #ifndef FA20_WG_DQ_BULK

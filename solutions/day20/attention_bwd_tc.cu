@@ -510,10 +510,6 @@ __global__ void __launch_bounds__(256) round_kernel(const float* __restrict__ sr
   // END SOLUTION
 }
 
-// The instructors' switch for the timings, read by the solution's call of the wgmma walk (your call need not read it).
-#ifndef FA20_HOPPER
-#define FA20_HOPPER 1  // 0: never take the wgmma walk (to time the mma.sync walk on a Hopper GPU)
-#endif
 // The optional Hopper walk's schedule (given code reads them; the defaults are the instructors' schedule, each knob
 // turns one of its steps off).
 #ifndef FA20_WG_DQ_BULK
@@ -998,6 +994,9 @@ cudaError_t backward(const T* q, const T* k, const T* v, const T* o, const float
   // on mma.sync.
   bool wgmma = false;
   // BEGIN SOLUTION: hopper_bwd, continued: try the wgmma walk first, when kVec and only once your walk is written (an empty walk leaves the given producer waiting for ever): wgmma = hopper_bwd::launch<T, D>(…), false (nothing launched) where it cannot run; return any error it sets
+#ifndef FA20_HOPPER  // the instructors' switch for the timings: 0 never takes the wgmma walk (the mma.sync walk on Hopper)
+#define FA20_HOPPER 1
+#endif
   wgmma = kVec && FA20_HOPPER &&
           hopper_bwd::launch<T, D>(q, k, v, dout, lse, delta, dk, dv, dq_acc, batch, heads, n, st, causal, atomic, c,
                                    scale, stream, &err);

@@ -467,7 +467,7 @@ def test_an_include_of_a_file_the_build_does_not_copy_is_a_build_error_on_any_ma
     assert "Traceback" not in out
     (src / "matmul_steps.cuh").write_text((src / "matmul_steps.cu").read_text())  # a header is copied: no refusal
     f.write_text(f.read_text().replace('#include "matmul_steps.cu"\n', '#include "matmul_steps.cuh"\n', 1))
-    from grader.check.build import uncopied_includes
+    from grader.check.compile_check import uncopied_includes
     from grader.course import load_course
 
     ex = next(e for e in load_course(ROOT / "course.yaml").day("day09").exercises if e.name == "matmul_pipelined")

@@ -274,35 +274,6 @@ def files_read(ex, src_dir: Path) -> list[tuple[str, Path, bool]]:
     return wanted
 
 
-_QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
-
-
-def uncopied_includes(ex, src_dir: Path, root: Path) -> list:
-    """A failed compile report for each `#include "name"` in what a build compiles (files_read) that names a file
-    beside it which the build's copy leaves out (a .cu or .cpp other than the exercise's sources): compiled in place,
-    as the compile-only check does, it would build; in the build's copy it is not there. Asked before any build, on
-    a GPU or without one, so both say the same."""
-    from grader.check.compile_check import CompileReport
-
-    copied = {name for name, _, _ in files_read(ex, src_dir)}
-    out = []
-    for name, path, _ in files_read(ex, src_dir):
-        if "/" in name or path.suffix == ".py" or not path.is_file():
-            continue
-        text = path.read_text(encoding="utf-8", errors="replace")
-        for m in _QUOTED_INCLUDE.finditer(text):
-            inc = m.group(1)
-            if inc in copied or "/" in inc or not (path.parent / inc).is_file():
-                continue
-            rel = relative_path(path, root)
-            line = text.count("\n", 0, m.start()) + 1
-            why = (f'#include "{inc}" names a file that a build does not copy: a build compiles a copy of this '
-                   f"exercise's sources ({', '.join(ex.sources)}) and the .h, .cuh and .hpp headers beside them. "
-                   f"Rename it to a header (e.g. {Path(inc).stem}.cuh) or move its code into a source")
-            out.append(CompileReport(rel, False, "-", [str(Diagnostic(rel, line, "error", why))], note=why))
-    return out
-
-
 def _read_files(ex, src_dir: Path, root: Path) -> dict[str, bytes]:
     """name -> bytes of what a build compiles from src_dir (files_read). Read once: the key and the copy that is
     compiled come from the same bytes."""

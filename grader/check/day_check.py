@@ -104,9 +104,9 @@ def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, 
     each: they are cheap, and any failure decides. session: a long-lived worker to run in (`grader watch`).
     prestarted: a worker started before planning (cmd_check), for the first run only; released after it.
     sandbox: the CheckSandbox (grader/check/sandboxed.py) the build, the workers and the compilers run in."""
-    from grader.check.build import source_paths, uncopied_includes
+    from grader.check.build import source_paths
     from grader.check.compile_check import (compile_python_kernels, compile_sources, defines_op, nvcc_missing,
-                                            nvcc_path, source_problem)
+                                            nvcc_path, source_problem, uncopied_includes)
     from grader.check.job import make_job
     from grader.check.runner import job_file, run_job
     from grader.check.verdict import ExerciseResult, compiled_only, missing_compiler, note_placeholders

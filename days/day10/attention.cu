@@ -93,8 +93,9 @@ constexpr int kSoftmaxThreads = 256;  // softmax kernel: one block per row
 [[maybe_unused]] constexpr int kWarpSize = 32;
 
 // Contract: online_merge keeps (-inf, 0) for two empty states (no NaN); after block_reduce_online every
-// thread holds the block's (m, s), merged in a fixed order; partials is __shared__ float2[blockDim.x / kWarpSize].
-// YOUR CODE HERE: online_merge and block_reduce_online (days 03 and 04), used by the kernels below
+// thread holds the block's (m, s), merged in a fixed order; partials is __shared__ float2[kSoftmaxThreads /
+// kWarpSize] in the softmax kernel (this block has 8 warps, not day 04's 32).
+// YOUR CODE HERE: online_merge, the warp merge and block_reduce_online (days 03 and 04), used by the kernels below
 
 // (a) s[bh][i][j] = scale · q[bh][i] · k[bh][j], or -inf where causal and j > i. Block (32, 32), one thread per
 // score; blockIdx = (key tile, query tile, batch·head).

@@ -93,8 +93,9 @@ constexpr int kSoftmaxThreads = 256;  // softmax kernel: one block per row
 [[maybe_unused]] constexpr int kWarpSize = 32;
 
 // Contract: online_merge keeps (-inf, 0) for two empty states (no NaN); after block_reduce_online every
-// thread holds the block's (m, s), merged in a fixed order; partials is __shared__ float2[blockDim.x / kWarpSize].
-// BEGIN SOLUTION: online_merge and block_reduce_online (days 03 and 04), used by the kernels below
+// thread holds the block's (m, s), merged in a fixed order; partials is __shared__ float2[kSoftmaxThreads /
+// kWarpSize] in the softmax kernel (this block has 8 warps, not day 04's 32).
+// BEGIN SOLUTION: online_merge, the warp merge and block_reduce_online (days 03 and 04), used by the kernels below
 // Day 03's online-softmax merge: (m, s) absorbs (m_other, s_other); -inf on both sides stays (-inf, 0).
 __device__ __forceinline__ void online_merge(float& m, float& s, float m_other, float s_other) {
   const float hi = fmaxf(m, m_other);

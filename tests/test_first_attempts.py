@@ -37,6 +37,16 @@ def test_a_stale_edit_is_reported_not_applied(tmp_path):
     assert "NO" in first_attempts.table([row])
 
 
+def test_a_copy_adds_a_new_file_and_never_overwrites_one(tmp_path):
+    day = ENTRIES[0]["day"]
+    name = ENTRIES[0]["edits"][0]["file"]
+    entry = {**ENTRIES[0], "edits": [{"file": "earlier.cuh", "copy_of": name}]}
+    assert first_attempts.apply(entry, tmp_path / "a") is None
+    assert (tmp_path / "a" / day / "earlier.cuh").read_text() == (tmp_path / "a" / day / name).read_text()
+    clash = {**ENTRIES[0], "edits": [{"file": name, "copy_of": name}]}
+    assert "must be a new file" in first_attempts.apply(clash, tmp_path / "b")
+
+
 @needs_nvcc
 @pytest.mark.skipif(has_gpu(), reason="the compile-only path; on a GPU the script times the attempt")
 def test_without_a_gpu_an_attempt_is_compiled_and_left_unjudged():

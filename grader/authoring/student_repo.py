@@ -24,7 +24,6 @@ import hashlib
 import json
 import os
 import posixpath
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date
@@ -32,6 +31,7 @@ from pathlib import Path
 
 from grader.authoring import copies, course_files, later_days, leaks, release, student_readme, syllabus
 from grader.authoring.course_text import student_course_yaml
+from grader.check.build import QUOTED_INCLUDE
 from grader.course import Course
 from grader.errors import GraderError
 
@@ -85,9 +85,6 @@ def hidden_paths(root: Path, course_file: Path, overlay: Path | None) -> set[str
     return out
 
 
-_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
-
-
 def _includes(root: Path, course_dir: str, course: Course, day_id: str) -> set[str]:
     """The names a day's solution files `#include "..."` (its own files, and the earlier days' files it uses) as
     students ever see them: without the instructor-only lines, which neither the stubs nor `grader publish` hand
@@ -97,7 +94,7 @@ def _includes(root: Path, course_dir: str, course: Course, day_id: str) -> set[s
     files += [base / u for ex in course.day(day_id).exercises for u in ex.uses]
     texts = [(f, t) for f in files if (t := _text(f)) is not None]
     return {m for f, t in texts
-            for m in _INCLUDE.findall(release.strip_instructor_only(t, f) if release.has_markers_syntax(f) else t)}
+            for m in QUOTED_INCLUDE.findall(release.strip_instructor_only(t, f) if release.has_markers_syntax(f) else t)}
 
 
 @dataclass(frozen=True)
@@ -228,7 +225,7 @@ def held_back(root: Path, course_dir: str, course: Course, days: list[str], publ
             for d in days for rel, best in sorted(found_by_day.get(d, {}).items()) for hd, m in sorted(best.items())]
     shared = {p: t for p, t in files.items() if _owner(p) is None}
     shared.update({p: "" for p in kept_out if p not in shared})
-    graph = {p: [r for n in _INCLUDE.findall(t) for r in _resolve(n, p, shared) if r != p]
+    graph = {p: [r for n in QUOTED_INCLUDE.findall(t) for r in _resolve(n, p, shared) if r != p]
              for p, t in shared.items() if copies.language(p) == "c"}
     for d in days:
         start = [r for n in sorted(_includes(root, course_dir, course, d)) for r in _resolve(n, f"days/{d}/x", shared)]

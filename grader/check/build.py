@@ -39,6 +39,8 @@ BASE_CUDA_FLAGS = ["-O3", "-std=c++17", "-lineinfo"]
 CXX_FLAGS = ["-O3"]
 # Headers beside the sources are copied with them (and key the build): `#include "helpers.cuh"` must find them.
 HEADER_SUFFIXES = (".h", ".cuh", ".hpp")
+# A quoted include (the name it gives): the course's sources find their headers and shared files by these.
+QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 LIB_SUFFIX = ".so"
 USED_MARKER = ".grader-used"  # touched on every use of a keyed build (its mtime: when it was last used)
 

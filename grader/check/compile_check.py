@@ -14,7 +14,8 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from grader.check.build import BASE_CUDA_FLAGS, TORCH_CUDA_DEFINES, Diagnostic, files_read, parse_diagnostics
+from grader.check.build import (BASE_CUDA_FLAGS, QUOTED_INCLUDE, TORCH_CUDA_DEFINES, Diagnostic, files_read,
+                                parse_diagnostics)
 from grader.paths import Paths, relative_path
 from grader.verdicts import MISSING_FILE
 
@@ -421,21 +422,19 @@ def _cached(src: Path, include_dirs: list[Path], extra_cuda_flags: list[str], ro
     return report
 
 
-_QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
-
-
 def uncopied_includes(ex, src_dir: Path, root: Path) -> list:
     """A failed compile report for each `#include "name"` in what a build compiles (files_read) that names a file
     beside it which the build's copy leaves out (a .cu or .cpp other than the exercise's sources): compiled in place,
     as the compile-only check does, it would build; in the build's copy it is not there. Asked before any build, on
     a GPU or without one, so both say the same."""
-    copied = {name for name, _, _ in files_read(ex, src_dir)}
+    read = files_read(ex, src_dir)
+    copied = {name for name, _, _ in read}
     out = []
-    for name, path, _ in files_read(ex, src_dir):
+    for name, path, _ in read:
         if "/" in name or path.suffix == ".py" or not path.is_file():
             continue
         text = path.read_text(encoding="utf-8", errors="replace")
-        for m in _QUOTED_INCLUDE.finditer(text):
+        for m in QUOTED_INCLUDE.finditer(text):
             inc = m.group(1)
             if inc in copied or "/" in inc or not (path.parent / inc).is_file():
                 continue

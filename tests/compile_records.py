@@ -530,30 +530,14 @@ def image_arch(gencode: str) -> str:
 
 
 def compile_images(src: Path, include_dirs: list, flags: list, gencodes: list, depfile: Path | None) -> dict:
-    """One nvcc run that compiles src for every image in gencodes: what a compile report holds (the compile
-    check's flags, its own images left out)."""
-    # imported by name, so that code_closure follows each into the record's key
-    from grader.check.build import BASE_CUDA_FLAGS, TORCH_CUDA_DEFINES, parse_diagnostics
-    from grader.check.compile_check import _depfile_flags, _run_compiler, demangle, nvcc_path, parse_ptxas
-    from grader.paths import relative_path
+    """One nvcc run that compiles src for every image in gencodes (the compile check's compile_cuda, its own images
+    left out): what a compile report holds."""
+    from grader.check.compile_check import compile_cuda  # imported by name: code_closure follows it into the key
 
-    rel = relative_path(src, ROOT)
-    with tempfile.TemporaryDirectory() as tmp:
-        cmd = [nvcc_path() or "nvcc", "-c", str(src), "-o", str(Path(tmp) / "k.o"), *BASE_CUDA_FLAGS,
-               *TORCH_CUDA_DEFINES, *[f"-I{d}" for d in include_dirs], "-Xptxas", "-v", *flags, *gencodes,
-               *_depfile_flags(depfile)]
-        code, log = _run_compiler(cmd, None)
-        log = log.replace(tmp, "@tmp")  # a failure's words, the same in every run
-    if code is None:
-        return {"file": rel, "ok": False, "tool": "nvcc", "note": "nvcc did not finish", "diagnostics": [],
-                "kernels": []}
-    kernels = parse_ptxas(log)
-    names = demangle(sorted({k.function for k in kernels}))
-    errors = [line for line in log.splitlines() if "error" in line]
-    return {"file": rel, "ok": code == 0, "tool": "nvcc",
-            "note": "" if code == 0 else f"nvcc exited with {code}: " + "\n".join(errors)[-3000:],
-            "diagnostics": [str(d) for d in parse_diagnostics(log, ROOT)],
-            "kernels": [{**k.__dict__, "function": names.get(k.function, k.function)} for k in kernels]}
+    r = compile_cuda(src, include_dirs, flags, ROOT, depfile=depfile, gencodes=gencodes)
+    note = r.note or ("" if r.ok else "nvcc failed: " + "\n".join(r.diagnostics)[-3000:])
+    return {"file": r.file, "ok": r.ok, "tool": "nvcc", "note": note, "diagnostics": r.diagnostics,
+            "kernels": r.kernels}
 
 
 def class_matrix(source: Path, include_dirs: list[Path], extra_flags: list[str], archs: list[str],
@@ -575,7 +559,7 @@ def class_matrix(source: Path, include_dirs: list[Path], extra_flags: list[str],
 
         def produce(depfile):
             r = compile_images(source, include_dirs, flags, rest, depfile)
-            return r, r["note"] != "nvcc did not finish"
+            return r, not r["note"].startswith("nvcc did not finish")
 
         unit = Unit("nvcc", source, list(include_dirs), [*flags, *rest, *(_path_id(d, source) for d in include_dirs)],
                     (*code_closure(compile_images), "class_matrix"), produce)

@@ -128,9 +128,11 @@ def _run_compiler(cmd: list[str], timeout_s: float | None, prefix: list[str] = (
 
 
 def compile_cuda(src: Path, include_dirs: list[Path], extra_flags: list[str], root: Path,
-                 timeout_s: float | None = None, sandbox=None, depfile: Path | None = None) -> CompileReport:
+                 timeout_s: float | None = None, sandbox=None, depfile: Path | None = None,
+                 gencodes: list[str] | None = None) -> CompileReport:
     """depfile: where nvcc writes every file the compile read (make's format), for a caller that keys the report
-    by them (tests/compile_records.py)."""
+    by them (tests/compile_records.py). gencodes: the images to build instead of sm_80 and sm_90 (the compile
+    matrix's class GPUs)."""
     nvcc = nvcc_path()
     rel = relative_path(src, root)
     if nvcc is None:
@@ -138,7 +140,8 @@ def compile_cuda(src: Path, include_dirs: list[Path], extra_flags: list[str], ro
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [nvcc, "-c", str(src), "-o", str(Path(tmp) / "k.o"), *BASE_CUDA_FLAGS, *TORCH_CUDA_DEFINES,
                *[f"-I{d}" for d in include_dirs], "-Xptxas", "-v", *extra_flags,
-               *[f"-gencode=arch=compute_{a},code=sm_{a}" for a in ARCHS], *_depfile_flags(depfile)]
+               *(gencodes if gencodes is not None else [f"-gencode=arch=compute_{a},code=sm_{a}" for a in ARCHS]),
+               *_depfile_flags(depfile)]
         prefix = sandbox.compiler([src.parent, *include_dirs], Path(tmp)) if sandbox is not None else []
         code, log = _run_compiler(cmd, timeout_s, prefix)
     if code is None:

@@ -255,6 +255,15 @@ def load_script(path: Path):
     return mod
 
 
+def socket_dir(tmp_path):
+    """A short private folder for the sockets (a Unix socket's path holds at most 107 bytes; pytest's tmp_path under
+    xdist comes near that), linked from tmp_path so that the test finds its workers by it."""
+    run = Path(tempfile.mkdtemp(prefix="gr-", dir="/tmp"))
+    os.chmod(run, 0o700)
+    (tmp_path / "run").symlink_to(run)
+    return run
+
+
 def run_grader(*args, cwd=ROOT, timeout=900, state: Path | None = None, env: dict | None = None):
     """The grader as a user runs it: a separate process, output captured. state: its $GRADER_STATE, where not
     this worker's own (SHARED_STATE); env: variables set on top of this process's."""

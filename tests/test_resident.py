@@ -8,30 +8,19 @@ import re
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
-from pathlib import Path
 
 import pytest
 
 from grader.check import resident
 from grader.check.day_check import WORKER
-from tests.conftest import ROOT, needs_nvcc, run_grader
-
-
-def _run_dir(tmp_path):
-    """A short private folder for the sockets (a Unix socket's path holds at most 107 bytes; pytest's tmp_path under
-    xdist comes near that), linked from tmp_path so that the test finds its workers by it."""
-    run = Path(tempfile.mkdtemp(prefix="gr-", dir="/tmp"))
-    os.chmod(run, 0o700)
-    (tmp_path / "run").symlink_to(run)
-    return run
+from tests.conftest import ROOT, needs_nvcc, run_grader, socket_dir
 
 
 def _env(tmp_path, idle="60"):
     run = tmp_path / "run"
     if not run.exists():
-        run = _run_dir(tmp_path)
+        run = socket_dir(tmp_path)
     return {"GRADER_RESIDENT": "1", "GRADER_RESIDENT_IDLE_S": idle, "XDG_RUNTIME_DIR": str(run),
             "GRADER_STATE": str(tmp_path / "state")}
 

@@ -12,8 +12,7 @@ import time
 import pytest
 import yaml
 
-from tests.conftest import ROOT, run_grader
-from tests.test_resident import _run_dir
+from tests.conftest import ROOT, run_grader, socket_dir
 
 pytestmark = pytest.mark.gpu
 
@@ -24,7 +23,7 @@ BUGS = {b["name"]: b for b in yaml.safe_load((ROOT / "tests" / "known_wrong.yaml
 def warm(tmp_path):
     # a short folder for the sockets: under xdist's tmp_path the socket's path passed 107 bytes from worker gw10 on
     # (H100 suite, 2026-12-06), and the check then ran without a warm worker, as it should, failing this test
-    run = _run_dir(tmp_path)
+    run = socket_dir(tmp_path)
     env = {"GRADER_RESIDENT": "1", "GRADER_RESIDENT_IDLE_S": "120", "XDG_RUNTIME_DIR": str(run),
            "GRADER_STATE": str(tmp_path / "state")}
     yield env

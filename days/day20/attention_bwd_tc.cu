@@ -20,6 +20,8 @@
 //     structure: each warp owns 16 queries, K and V tiles double-buffered) that recomputes S, P, dP and dS and
 //     accumulates dQ = dS K in registers (dS packed is the A fragment). Two more N²·d products (7 instead of 5).
 //   - Q, dO, lse and D of query tile i+1 are fetched (cp.async) while tile i is computed; two barriers per step.
+//   - The walk's tiles are chosen by the GPU's shared memory (smem_optin_bytes): where 161 KiB a block is not there
+//     (d = 128 on sm_86, sm_89, sm_120), 64 keys on 4 warps with one buffer of Q and dO (80 KiB).
 //
 // Changes for Hopper (optional, sm_90a; chosen at run time for aligned 16-bit tensors, else the walk above runs):
 //   - The key-tile walk on wgmma: two warpgroups, 64 keys each, a block of 128 keys; K and V loaded once by TMA,
@@ -44,6 +46,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "device_cache.h"  // smem_optin_bytes: the launcher's tiles by the GPU's shared memory
 #include "float_convert.cuh"  // to_float(v), from_float<T>(v)
 #include "head_strides.h"  // course::AttentionStrides: where each tensor's rows lie (the op takes views)
 #include "hopper.cuh"  // wgmma, TMA, mbarriers and the sm_90a probe (day 12's forward uses the same)
@@ -54,22 +57,29 @@ namespace fa2_tc {
 
 using ptx::swz;
 
-// The key-tile walk: kBc keys per block, query tiles of kBr rows, 8 warps. Each product gives every warp a 2-D
-// tile of its output (32 x 32 of Sᵀ and dPᵀ, 32 keys x D/2 of dK and dV, 32 queries x D/4 of dQ), so the operands
-// a warp reads from shared memory are shared by twice as many mma as with a 16-row strip per warp.
-template <int D>
+// The key-tile walk: kBc keys per block, query tiles of kBr rows. Each product gives every warp a 2-D tile of its
+// output (32 x 32 of Sᵀ and dPᵀ, 32 keys x D/2 of dK and dV, 32 queries x D/4 of dQ), so the operands a warp reads
+// from shared memory are shared by twice as many mma as with a 16-row strip per warp. The launcher picks the
+// configuration by the GPU's shared memory: 128 keys on 8 warps, Q and dO double-buffered (97 KiB at d = 64, 161
+// KiB at d = 128: an A100 or a Hopper part), else (kSmall: sm_86, sm_89, sm_120 at d = 128, 99 KiB a block) 64
+// keys on 4 warps with one buffer of Q and dO (80 KiB), the same warp tiles.
+template <int D, bool kSmall = false>
 struct KvCfg {
-  static constexpr int kWarps = 8;
-  static constexpr int kBc = 128;
+  static constexpr int kWarps = kSmall ? 4 : 8;
+  static constexpr int kBc = kSmall ? 64 : 128;
   static constexpr int kBr = 64;
+  static constexpr int kStages = kSmall ? 1 : 2;  // buffers of Q, dO, lse and D
   static constexpr int kThreads = 32 * kWarps;
-  // Shared memory (16-bit elements, then floats): K, V [kBc][D]; Q, dO [2][kBr][D]; Pᵀ, dSᵀ [kBc][kBr]; then
-  // lse·log2 e and D [2][kBr] each.
-  static constexpr int kK = 0, kV = kK + kBc * D, kQ = kV + kBc * D, kDO = kQ + 2 * kBr * D, kP = kDO + 2 * kBr * D;
+  // Shared memory (16-bit elements, then floats): K, V [kBc][D]; Q, dO [kStages][kBr][D]; Pᵀ, dSᵀ [kBc][kBr]; then
+  // lse·log2 e and D [kStages][kBr] each.
+  static constexpr int kK = 0, kV = kK + kBc * D, kQ = kV + kBc * D, kDO = kQ + kStages * kBr * D;
+  static constexpr int kP = kDO + kStages * kBr * D;
   static constexpr int kDS = kP + kBc * kBr;
   static constexpr int kHalfs = kDS + kBc * kBr;
-  static constexpr size_t kBytes = 2 * static_cast<size_t>(kHalfs) + 4 * sizeof(float) * kBr;
+  static constexpr size_t kBytes = 2 * static_cast<size_t>(kHalfs) + 2 * kStages * sizeof(float) * kBr;
 };
+// The small walk fits the smallest opt-in of a GPU the course grades on (99 KiB a block: sm_86, sm_89, sm_120).
+static_assert(KvCfg<64, true>::kBytes <= 99 * 1024 && KvCfg<128, true>::kBytes <= 99 * 1024, "small walk over 99 KiB");
 
 // The query-tile walk for dQ: kWarps warps x 16 queries, key tiles of kBc rows, double-buffered.
 template <int D>
@@ -191,9 +201,10 @@ __global__ void __launch_bounds__(256) prep_kernel(const T* __restrict__ o, cons
 // (fp32, [B·H, N, D]) with atomics: several key tiles add into the same rows. dSᵀ is in shared memory (swizzled,
 // kBc keys x kBr queries), K as the walk loaded it. Warp (wq2, wd2) owns queries 32·wq2 .. of the tile and columns
 // wd2·D/4 ..; head: the offset of this head's rows in dq_acc.
-template <typename T, int D>
+template <typename T, int D, bool kSmall>
 __device__ __forceinline__ void add_dq_tile(const T* DSs, const T* Ks, float* dq_acc, size_t head, int q0, int n,
                                             int wq2, int wd2, int lane) {
+  constexpr int kBc = KvCfg<D, kSmall>::kBc, kBr = KvCfg<D, kSmall>::kBr;
   // YOUR CODE HERE: (step 20c) 16 queries at a time: dq = dS K by warp_mma (dS read from dSᵀ, A stored [k][m]), then float2 atomics under `#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900`, two scalar ones otherwise (course.yaml also builds sm_80, where a float2 atomicAdd does not compile)
 }
 
@@ -201,16 +212,16 @@ __device__ __forceinline__ void add_dq_tile(const T* DSs, const T* Ks, float* dq
 // with a causal mask it sees the most query tiles). kAtomic: also adds dQ's pieces into dq_acc. Head bh = b · heads
 // + h of q starts at q + st.q.start(bh, heads), its rows st.q.row apart (k, v, dout likewise); lse, delta, dk, dv
 // and dq_acc are contiguous (head bh at bh · n rows).
-template <typename T, int D, bool kVec, bool kAtomic>
-__global__ void __launch_bounds__(KvCfg<D>::kThreads, 1)
+template <typename T, int D, bool kVec, bool kAtomic, bool kSmall>
+__global__ void __launch_bounds__(KvCfg<D, kSmall>::kThreads, 1)
     dkdv_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                 const float* __restrict__ lse, const T* __restrict__ dout, const float* __restrict__ delta,
                 T* __restrict__ dk, T* __restrict__ dv, float* __restrict__ dq_acc, int n, int heads,
                 course::AttentionStrides st, int k_tiles, bool causal, float c, float scale) {
   // Given: the walk of days 16-17, on 16-bit tiles (K and V once; Q, dO, lse and D of the next query tile fetched
   // while this one is computed). Yours: the products and the elementwise steps inside it, and the stores.
-  using Cfg = KvCfg<D>;
-  constexpr int kBc = Cfg::kBc, kBr = Cfg::kBr, kThreads = Cfg::kThreads;
+  using Cfg = KvCfg<D, kSmall>;
+  constexpr int kBc = Cfg::kBc, kBr = Cfg::kBr, kThreads = Cfg::kThreads, kStages = Cfg::kStages;
   extern __shared__ uint4 smem_raw[];
   T* const Ks = reinterpret_cast<T*>(smem_raw) + Cfg::kK;
   T* const Vs = reinterpret_cast<T*>(smem_raw) + Cfg::kV;
@@ -218,8 +229,8 @@ __global__ void __launch_bounds__(KvCfg<D>::kThreads, 1)
   T* const DOs = reinterpret_cast<T*>(smem_raw) + Cfg::kDO;
   T* const Ps = reinterpret_cast<T*>(smem_raw) + Cfg::kP;
   T* const DSs = reinterpret_cast<T*>(smem_raw) + Cfg::kDS;
-  float* const Ls = reinterpret_cast<float*>(reinterpret_cast<T*>(smem_raw) + Cfg::kHalfs);  // [2][kBr]
-  float* const Ds = Ls + 2 * kBr;                                                             // [2][kBr]
+  float* const Ls = reinterpret_cast<float*>(reinterpret_cast<T*>(smem_raw) + Cfg::kHalfs);  // [kStages][kBr]
+  float* const Ds = Ls + kStages * kBr;                                                       // [kStages][kBr]
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int bh = blockIdx.x / k_tiles;
@@ -232,8 +243,9 @@ __global__ void __launch_bounds__(KvCfg<D>::kThreads, 1)
   const int i_begin = causal ? k0 / kBr : 0;  // query tiles before this one see none of the block's keys
   const int i_end = (n + kBr - 1) / kBr;
   // Warp tiles: Sᵀ/dPᵀ keys 32·ws .. (of the block's) x queries 32·wq ..; dK/dV keys 32·ws .. x columns wd·D/2 ..;
-  // dQ queries 32·wq2 .. x columns wd2·D/4 ...
-  const int ws = warp % 4, wq = warp / 4, wd = warp / 4, wq2 = warp % 2, wd2 = warp / 2;
+  // dQ queries 32·wq2 .. x columns wd2·D/4 .. (4 warps: each takes two column quarters, wd2 and wd2 + 2).
+  constexpr int kKeyGroups = kBc / 32;
+  const int ws = warp % kKeyGroups, wq = warp / kKeyGroups, wd = warp / kKeyGroups, wq2 = warp % 2, wd2 = warp / 2;
 
   auto fetch = [&](int i, int buf) {  // Q, dO, lse·log2 e, D of query tile i into buffer buf
     const int q0 = i * kBr;
@@ -255,11 +267,16 @@ __global__ void __launch_bounds__(KvCfg<D>::kThreads, 1)
   float dk_acc[2 * kNTd * 4] = {}, dv_acc[2 * kNTd * 4] = {};  // 32 keys x D/2, accumulator layout
 
   for (int i = i_begin; i < i_end; ++i) {
-    const int buf = (i - i_begin) & 1;
+    const int buf = kStages == 2 ? (i - i_begin) & 1 : 0;
     const int q0 = i * kBr;
+    if (kStages == 1 && i > i_begin) {  // one buffer: tile i comes in once every warp is done with tile i-1
+      __syncthreads();
+      fetch(i, 0);
+      ptx::cp_async_commit();
+    }
     ptx::cp_async_wait<0>();
     __syncthreads();  // tile i is in for every thread; every warp is done with tile i-1, its Pᵀ and dSᵀ
-    if (i + 1 < i_end) fetch(i + 1, buf ^ 1);
+    if (kStages == 2 && i + 1 < i_end) fetch(i + 1, buf ^ 1);
     ptx::cp_async_commit();
     const T* const Qt = Qs + buf * kBr * D;
     const T* const DOt = DOs + buf * kBr * D;
@@ -294,10 +311,14 @@ __global__ void __launch_bounds__(KvCfg<D>::kThreads, 1)
     }
     __syncthreads();  // Pᵀ and dSᵀ complete
 
+    // Step 20c: this tile's dQ pieces first (on 4 warps each warp takes two warps' columns). Before dV and dK rather
+    // than after: at d = 128 the accumulators hold nearly every register, and this order spills nowhere.
+    if constexpr (kAtomic)
+      for (int part = 0; part < 8 / Cfg::kWarps; ++part)
+        add_dq_tile<T, D, kSmall>(DSs, Ks, dq_acc, head, q0, n, wq2, wd2 + part * Cfg::kWarps / 2, lane);
     // 32 keys x D/2 per warp (rows 32·ws .., columns wd·D/2 ..), the reduction over the tile's queries.
     // YOUR CODE HERE: (step 20a) dV += Pᵀ dO (warp_mma, Pᵀ from Ps, dO stored [query][column])
     // YOUR CODE HERE: (step 20b) dK += dSᵀ Q, as dV
-    if constexpr (kAtomic) add_dq_tile<T, D>(DSs, Ks, dq_acc, head, q0, n, wq2, wd2, lane);  // step 20c
   }
   ptx::cp_async_wait<0>();
 
@@ -608,7 +629,9 @@ template <typename T, int D>
 bool launch(const T* q, const T* k, const T* v, const T* dout, const float* lse, const float* delta, T* dk, T* dv,
             float* dq_acc, int batch, int heads, int n, const course::AttentionStrides& st, bool causal, bool atomic,
             float c, float scale, cudaStream_t stream, cudaError_t* err) {
-  if (!available()) return false;
+  int optin = 0;  // the walk's shared memory, by the GPU's limit (GRADER_SMEM_OPTIN_KIB may lower it: device_cache.h)
+  if (!available() || smem_optin_bytes(&optin) != cudaSuccess || static_cast<size_t>(optin) < Smem<D>::kBytes)
+    return false;
   CUtensorMap tm_q{}, tm_k{}, tm_v{}, tm_do{};
   if (!(make_map(&tm_q, q, st.q, batch, heads, n, D, kBr) && make_map(&tm_do, dout, st.dout, batch, heads, n, D, kBr) &&
         make_map(&tm_k, k, st.k, batch, heads, n, D, kBc) && make_map(&tm_v, v, st.v, batch, heads, n, D, kBc)))
@@ -632,6 +655,17 @@ cudaError_t allow_smem(Kernel kernel, size_t bytes) {
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
 }
 
+// The key-tile walk on mma.sync in configuration KvCfg<D, kSmall> (backward() picks it by the GPU's shared memory).
+template <typename T, int D, bool kVec, bool kSmall>
+cudaError_t launch_walk(const T* q, const T* k, const T* v, const float* lse, const T* dout, const float* delta, T* dk,
+                        T* dv, float* dq_acc, int bh, int heads, int n, const course::AttentionStrides& st,
+                        bool causal, bool atomic, float c, float scale, cudaStream_t stream) {
+  using Cfg = KvCfg<D, kSmall>;
+  [[maybe_unused]] cudaError_t err = cudaSuccess;
+  // YOUR CODE HERE: (step 20a) dkdv_kernel<T, D, kVec, atomic, kSmall> on bh · ⌈n / Cfg::kBc⌉ blocks of Cfg::kThreads with Cfg::kBytes of shared memory (allow_smem first; return its error), dq_acc passed only when atomic
+  return cudaGetLastError();
+}
+
 // How dq is made: not at all (steps 20a and 20b: dV, then dK), by the walk's atomics then rounded (20c), or by
 // the query-tile walk (20d).
 enum class DqBy { kNone, kAtomics, kQueryWalk };
@@ -651,8 +685,15 @@ cudaError_t backward(const T* q, const T* k, const T* v, const T* o, const float
   // on mma.sync.
   bool wgmma = false;
   // YOUR CODE HERE: hopper_bwd, continued: try the wgmma walk first, when kVec and only once your walk is written (an empty walk leaves the given producer waiting for ever): wgmma = hopper_bwd::launch<T, D>(…), false (nothing launched) where it cannot run; return any error it sets
-  if (!wgmma) {
-    // YOUR CODE HERE: (step 20a) dkdv_kernel<T, D, kVec, atomic> on bh · ⌈n / kBc⌉ blocks of KvCfg<D>::kThreads with KvCfg<D>::kBytes of shared memory (allow_smem first), dq_acc passed only when atomic; return any error
+  if (!wgmma) {  // 128 keys a block where the GPU's shared memory holds that walk, else 64 (KvCfg)
+    int optin = 0;
+    if ((err = smem_optin_bytes(&optin)) != cudaSuccess) return err;
+    err = static_cast<size_t>(optin) >= KvCfg<D>::kBytes
+              ? launch_walk<T, D, kVec, false>(q, k, v, lse, dout, delta, dk, dv, dq_acc, bh, heads, n, st, causal,
+                                               atomic, c, scale, stream)
+              : launch_walk<T, D, kVec, true>(q, k, v, lse, dout, delta, dk, dv, dq_acc, bh, heads, n, st, causal,
+                                              atomic, c, scale, stream);
+    if (err != cudaSuccess) return err;
   }
   if (dq_by == DqBy::kAtomics) {
     // YOUR CODE HERE: (step 20c) round_kernel over the rows · D sums of dq_acc into dq (times scale), 256 threads a block, at most 65535 · 8 blocks (it strides)

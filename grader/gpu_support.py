@@ -3,8 +3,11 @@
 so, never graded on another path. `grader list` and `grader doctor` say it before a check does."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+
+from grader.errors import GraderError
 
 # The GPUs a class has, by compute capability, and the shared memory one block of each may opt in to
 # (cudaDevAttrMaxSharedMemoryPerBlockOptin; the CUDA C++ Programming Guide's table of technical specifications per
@@ -13,9 +16,54 @@ import subprocess
 SMEM_OPTIN_KIB = {"7.5": 64, "8.0": 163, "8.6": 99, "8.9": 99, "9.0": 227, "10.0": 227, "12.0": 99}
 
 
+# An instructors' run of another class GPU's rules on the GPU at hand (the GPU suite on an H100): GRADER_SIMULATE_GPU=8.6
+# makes `grader` grade and skip as an sm_86 GPU would, the launchers see that GPU's shared-memory opt-in
+# (GRADER_SMEM_OPTIN_KIB, common/device_cache.h) and no Hopper path (common/hopper.cuh). The kernels still run at
+# this GPU's speed: the verdicts say which code paths hold, not how fast that GPU is.
+SIMULATE_ENV = "GRADER_SIMULATE_GPU"
+SMEM_ENV = "GRADER_SMEM_OPTIN_KIB"
+
+
+class SimulationError(GraderError):
+    """GRADER_SIMULATE_GPU names no class GPU."""
+
+
+def simulated() -> tuple[int, int] | None:
+    """The capability GRADER_SIMULATE_GPU names, or None when unset; SimulationError for a value not in the table."""
+    value = os.environ.get(SIMULATE_ENV, "").strip()
+    if not value:
+        return None
+    if value not in SMEM_OPTIN_KIB:
+        raise SimulationError(f"{SIMULATE_ENV}={value!r} names no GPU the course knows: use one of "
+                              f"{', '.join(SMEM_OPTIN_KIB)} (a compute capability), or unset it")
+    major, minor = value.split(".")
+    return int(major), int(minor)
+
+
+def simulation_words(cap: tuple[int, int]) -> str:
+    """How a GPU line says it: "simulating sm_86 (99 KiB a block, no Hopper paths)"."""
+    key = f"{cap[0]}.{cap[1]}"
+    hopper = "Hopper paths on" if key == "9.0" else "no Hopper paths"
+    return f"simulating sm_{cap[0]}{cap[1]} ({SMEM_OPTIN_KIB[key]} KiB a block, {hopper})"
+
+
+def simulate(cap: tuple[int, int]) -> str:
+    """Sets this process's environment for the launchers it loads (their shared-memory opt-in, lowered to the
+    simulated GPU's) and returns simulation_words(cap)."""
+    os.environ[SMEM_ENV] = str(SMEM_OPTIN_KIB[f"{cap[0]}.{cap[1]}"])
+    return simulation_words(cap)
+
+
 def capability_here() -> tuple[int, int] | None:
     """The first GPU's compute capability from nvidia-smi (no torch import: `grader list` stays fast), or None
-    without a driver or GPU."""
+    without a driver or GPU; the simulated one where GRADER_SIMULATE_GPU names one and a GPU is there."""
+    real = _capability_from_smi()
+    if real is not None and (sim := simulated()) is not None:
+        return sim
+    return real
+
+
+def _capability_from_smi() -> tuple[int, int] | None:
     if not shutil.which("nvidia-smi"):
         return None
     try:

@@ -140,3 +140,48 @@ def test_doctor_reads_the_course_once(monkeypatch, capsys):
     checking.cmd_doctor(argparse.Namespace(course=str(ROOT / "course.yaml")))
     assert len(reads) == 1, reads
     assert "course" in capsys.readouterr().out
+
+
+# -- another class GPU's rules on this one (GRADER_SIMULATE_GPU: the GPU suite's simulated classes on an H100) ----
+def test_a_simulated_gpu_is_graded_and_skipped_as_that_gpu(monkeypatch):
+    monkeypatch.setattr(gpu_support, "_capability_from_smi", lambda: (9, 0))
+    monkeypatch.delenv(gpu_support.SIMULATE_ENV, raising=False)
+    assert gpu_support.capability_here() == (9, 0)
+    monkeypatch.setenv(gpu_support.SIMULATE_ENV, "8.6")
+    assert gpu_support.capability_here() == (8, 6)
+    assert gpu_support.not_graded(COURSE.day("day11"), gpu_support.capability_here())  # the Hopper track skipped
+    monkeypatch.setattr(gpu_support, "_capability_from_smi", lambda: None)
+    assert gpu_support.capability_here() is None  # no GPU: nothing to simulate on
+
+
+def test_simulating_lowers_the_launchers_shared_memory_and_says_so(monkeypatch):
+    monkeypatch.delenv(gpu_support.SMEM_ENV, raising=False)
+    assert gpu_support.simulate((8, 6)) == "simulating sm_86 (99 KiB a block, no Hopper paths)"
+    import os
+
+    assert os.environ[gpu_support.SMEM_ENV] == "99"
+    assert gpu_support.simulate((8, 0)) == "simulating sm_80 (163 KiB a block, no Hopper paths)"
+    assert os.environ[gpu_support.SMEM_ENV] == "163"
+
+
+@pytest.mark.parametrize("value", ["7.0", "sm_86", "86", "ampere"])
+def test_a_simulated_gpu_the_course_does_not_know_is_a_clear_error(monkeypatch, capsys, value):
+    monkeypatch.setattr(gpu_support, "_capability_from_smi", lambda: (9, 0))
+    monkeypatch.setenv(gpu_support.SIMULATE_ENV, value)
+    assert cli.main(["--course", str(ROOT / "course.yaml"), "list"]) == 2
+    out = capsys.readouterr()
+    err = " ".join((out.out + out.err).split())
+    assert f"GRADER_SIMULATE_GPU='{value}' names no GPU the course knows: use one of 7.5, 8.0, 8.6" in err, err
+    assert "Traceback" not in err
+
+
+def test_doctor_names_the_simulated_gpu(monkeypatch, capsys):
+    from grader.commands import checking
+
+    monkeypatch.setattr(gpu_support, "_capability_from_smi", lambda: (9, 0))
+    monkeypatch.setattr(checking, "doctor_gpu_name", lambda: "NVIDIA H100 80GB HBM3")
+    monkeypatch.setenv(gpu_support.SIMULATE_ENV, "8.0")
+    cli.main(["--course", str(ROOT / "course.yaml"), "doctor"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "this GPU (NVIDIA H100 80GB HBM3, simulating sm_80 (163 KiB a block, no Hopper paths), sm_80) grades " \
+           "every step except day11.matmul_wgmma_async" in out, out

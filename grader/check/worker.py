@@ -28,6 +28,7 @@ from pathlib import Path
 
 from grader.check import attribution, ranks
 from grader.check.build import BuildError, MissingPackage, build_exercise
+from grader import gpu_support
 from grader.gpu_support import below_course_minimum
 from grader.check.compare import compare, poison, same_bits
 from grader.check.job import Job, Target
@@ -379,12 +380,18 @@ def run(job: Job, emit: Emitter, *, start: int = 0, had_failure: bool = False, o
             emit("no_gpu", torch=torch.__version__, cuda=torch.version.cuda)
             return 0
         props = torch.cuda.get_device_properties(0)
-        cap = torch.cuda.get_device_capability(0)
-        why = below_course_minimum(cap, job.min_capability, props.name) or capability_shortfall(ex, cap, props.name)
+        cap, name = torch.cuda.get_device_capability(0), props.name
+        try:  # another class GPU's rules on this one (an instructors' run): graded and skipped as that GPU would
+            if (sim := gpu_support.simulated()) is not None:
+                cap, name = sim, f"{props.name}, {gpu_support.simulate(sim)}"
+        except gpu_support.SimulationError as e:
+            emit("env_error", message=str(e))
+            return 2
+        why = below_course_minimum(cap, job.min_capability, name) or capability_shortfall(ex, cap, name)
         if why:
             emit("skipped", message=f"{job.target.day}.{ex.name} {why}")
             return 0
-        gpu = props.name if ex.processes == 1 else f"{ex.processes} x {props.name}"
+        gpu = name if ex.processes == 1 else f"{ex.processes} x {name}"
         emit("info", gpu=gpu, capability=f"{cap[0]}.{cap[1]}", sms=props.multi_processor_count,
              torch=torch.__version__, cuda=torch.version.cuda, driver=driver_version(), seed=job.seed)
     else:

@@ -237,13 +237,18 @@ def _steps_check(loaded) -> list:
     if isinstance(loaded, GraderError):  # the course line above already says what is wrong with it
         return []
     _, _, course = loaded
-    cap = gpu_support.capability_here()
+    try:
+        cap = gpu_support.capability_here()
+    except gpu_support.SimulationError as e:
+        return [Check("steps", False, str(e))]
     if cap is None:  # no GPU here: which steps need one generation, for the student choosing a GPU
         limited = [f"{d.id}.{e.name}" for d in course.days if d.status == "ready" for e in gpu_support.limited_steps(d)]
         return [Check("steps", True, f"no GPU here; on a GPU of compute capability {course.min_capability} or newer "
                       "every step is graded, except " + ", ".join(limited) + " (graded on their own GPU generation "
                       "only)")] if limited else []
     gpu = (doctor_gpu_name() or "this GPU")
+    if gpu_support.simulated() is not None:
+        gpu = f"{gpu}, {gpu_support.simulation_words(cap)}"
     ok, detail = gpu_support.doctor_detail(course, cap, gpu)
     return [Check("steps", ok, detail)]
 

@@ -24,7 +24,8 @@
 # DEADLINE_S (start no new `grader check` after this many seconds), WATCH (e.g. "day03": scripts/watch_bench.py on that
 # day; its table into $OUT, its logs into logs.tar.gz), README_FIGURES=1 (scripts/readme_figures.py on this GPU: its
 # rows into $OUT/readme-figures.json; here, `scripts/readme_figures.py --merge` that file), ATTEMPTS (e.g. "day02 day05":
-# the natural first attempts of tests/first_attempts.yaml against their bars, scripts/first_attempts.py),
+# the natural first attempts of tests/first_attempts.yaml against their bars, scripts/first_attempts.py), SIMULATE
+# (e.g. "8.6 8.0": each day checked again as that class GPU would grade it, below; SIM_DAYS, SIMULATE_S),
 # EDGE (e.g. "gemm softmax": scripts/edge_bench.py's parts, the solutions against the libraries outside the grader) and
 # EDGE_DEFINES (e.g. "day05:SOFTMAX_CLUSTER=1 day11:TC_WG_CLUSTER=1": each also built with those knobs and timed on
 # its day's part, for at most EDGE_DEFINE_S seconds (default 300: a knob that hangs costs no more); the tables into
@@ -86,6 +87,7 @@ skip install || python3 -m pip install -q --no-deps --no-build-isolation -e . >"
 command -v bwrap >/dev/null || { [ -x .whl/bin/bwrap ] && export PATH="$PWD/.whl/bin:$PATH"; }
 python3 -m grader doctor | tee "$LOG/doctor.txt"
 days=${DAYS:-$(python3 -c "from grader.course import load_course; print(' '.join(d.id for d in load_course(__import__('pathlib').Path('course.yaml')).days if d.status == 'ready'))")}
+all_days=$days  # SIMULATE's default, kept when SKIP has checks
 
 skip build || { echo "== build times"; python3 scripts/build_times.py "$LOG" 2>&1 | tee "$LOG/build_times.txt"; }
 # The GPU suite in parallel: builds are keyed by content, so workers share them (PYTEST_N workers, default one per CPU core: the suite is bound by compiling).
@@ -155,6 +157,18 @@ for d in $days; do
   if [ -n "${DEADLINE_S:-}" ] && [ "$SECONDS" -ge "$DEADLINE_S" ]; then echo "== $d: skipped (DEADLINE_S)"; continue; fi
   echo "== $d"; python3 -m grader check "$d" --solution --seed 1 --json "$LOG/$d.json" >"$LOG/$d.txt" 2>&1
   echo "exit $?" >>"$LOG/$d.txt"; tail -4 "$LOG/$d.txt"
+done
+# SIMULATE (e.g. "8.6 8.0"): every day of DAYS (SIM_DAYS, when set) checked again with another class GPU's rules on
+# this one (GRADER_SIMULATE_GPU, grader/gpu_support.py: that GPU's shared-memory opt-in to the launchers, no Hopper
+# paths, its steps skipped as there); the verdicts and speedups go to $OUT/results-sim-<cap>.json.
+for s in ${SIMULATE:-}; do
+  tag="sim-${s//./}"; mkdir -p "$LOG/$tag"; echo "== simulating sm_${s//./}"
+  for d in ${SIM_DAYS:-$all_days}; do
+    if [ -n "${DEADLINE_S:-}" ] && [ "$SECONDS" -ge "$DEADLINE_S" ]; then echo "== $d: skipped (DEADLINE_S)"; continue; fi
+    GRADER_SIMULATE_GPU=$s timeout "${SIMULATE_S:-300}" python3 -m grader check "$d" --solution --seed 1 \
+      --json "$LOG/$tag/$d.json" >"$LOG/$tag/$d.txt" 2>&1; echo "exit $?" >>"$LOG/$tag/$d.txt"; tail -3 "$LOG/$tag/$d.txt"
+  done
+  python3 scripts/summarize.py "$LOG/$tag" "$OUT/results-$tag.json" >"$LOG/$tag-table.txt" && cat "$LOG/$tag-table.txt"
 done
 # VARIANTS (e.g. "day20:FA20_HOPPER=0", or several macros "day05:SOFTMAX_CLUSTER=1,SOFTMAX_CLUSTER_THREADS=512"):
 # the day's solution checked again with those macros defined at the top of each of its .cu files (knobs the solution

@@ -21,7 +21,8 @@
 //     accumulates dQ = dS K in registers (dS packed is the A fragment). Two more N²·d products (7 instead of 5).
 //   - Q, dO, lse and D of query tile i+1 are fetched (cp.async) while tile i is computed; two barriers per step.
 //   - The walk's tiles are chosen by the GPU's shared memory (smem_optin_bytes): where 161 KiB a block is not there
-//     (d = 128 on sm_86, sm_89, sm_120), 64 keys on 4 warps with one buffer of Q and dO (80 KiB).
+//     (d = 128 on sm_86, sm_89, sm_120), 64 keys on 4 warps with one buffer of Q and dO (80.5 KiB; three barriers
+//     per step, the next tile fetched only once every warp is done with this one).
 //
 // Changes for Hopper (optional, sm_90a; chosen at run time for aligned 16-bit tensors, else the walk above runs):
 //   - The key-tile walk on wgmma: two warpgroups, 64 keys each, a block of 128 keys; K and V loaded once by TMA,
@@ -62,7 +63,7 @@ using ptx::swz;
 // from shared memory are shared by twice as many mma as with a 16-row strip per warp. The launcher picks the
 // configuration by the GPU's shared memory: 128 keys on 8 warps, Q and dO double-buffered (97 KiB at d = 64, 161
 // KiB at d = 128: an A100 or a Hopper part), else (kSmall: sm_86, sm_89, sm_120 at d = 128, 99 KiB a block) 64
-// keys on 4 warps with one buffer of Q and dO (80 KiB), the same warp tiles.
+// keys on 4 warps with one buffer of Q and dO (80.5 KiB), the same warp tiles.
 template <int D, bool kSmall = false>
 struct KvCfg {
   static constexpr int kWarps = kSmall ? 4 : 8;
@@ -1001,7 +1002,7 @@ cudaError_t launch_walk(const T* q, const T* k, const T* v, const float* lse, co
                         bool causal, bool atomic, float c, float scale, cudaStream_t stream) {
   using Cfg = KvCfg<D, kSmall>;
   [[maybe_unused]] cudaError_t err = cudaSuccess;
-  // BEGIN SOLUTION: (step 20a) dkdv_kernel<T, D, kVec, atomic, kSmall> on bh · ⌈n / Cfg::kBc⌉ blocks of Cfg::kThreads with Cfg::kBytes of shared memory (allow_smem first; return its error), dq_acc passed only when atomic
+  // BEGIN SOLUTION: (step 20a) dkdv_kernel<T, D, kVec, kAtomic, kSmall> (kAtomic: the runtime `atomic`, as a choice of two kernels) on bh · ⌈n / Cfg::kBc⌉ blocks of Cfg::kThreads with Cfg::kBytes of shared memory (allow_smem first; return its error), dq_acc passed only when atomic
   const int k_tiles = (n + Cfg::kBc - 1) / Cfg::kBc;
   auto kernel = atomic ? dkdv_kernel<T, D, kVec, true, kSmall> : dkdv_kernel<T, D, kVec, false, kSmall>;
   if ((err = allow_smem(kernel, Cfg::kBytes)) != cudaSuccess) return err;

@@ -35,10 +35,8 @@ inline cudaError_t per_device_value(DeviceCache& cache, Ask ask, int* value) {
 // H100 that way.
 inline cudaError_t smem_optin_bytes(int* bytes) {
   static DeviceCache cache;
-  const cudaError_t e = per_device_value(
-      cache, [](int dev, int* v) { return cudaDeviceGetAttribute(v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev); },
-      bytes);
-  if (e != cudaSuccess) return e;
+  auto ask = [](int dev, int* v) { return cudaDeviceGetAttribute(v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev); };
+  if (const cudaError_t err = per_device_value(cache, ask, bytes); err != cudaSuccess) return err;
   static const int cap_kib = [] {
     const char* s = std::getenv("GRADER_SMEM_OPTIN_KIB");
     return s != nullptr ? std::atoi(s) : 0;

@@ -197,6 +197,23 @@ def test_a_gencode_list_is_cut_to_the_image_this_gpu_runs():
     assert flags_for_gpu(["-DX=1"], (9, 0)) == ["-DX=1"]
 
 
+def test_a_simulated_older_gpu_builds_the_ptx_the_gpu_at_hand_compiles(monkeypatch):
+    """GRADER_SIMULATE_GPU=8.0 on an H100: sm_80 SASS would not run there, so the build is the list's compute_80 PTX
+    (what an A100's build compiles from the same source, __CUDA_ARCH__ 800), or the simulated GPU's PTX."""
+    from grader.check.build import flags_for_gpu
+
+    flags = ["-DX=1", "-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_80,code=compute_80",
+             "-gencode=arch=compute_90a,code=sm_90a"]
+    monkeypatch.setenv("GRADER_SIMULATE_GPU", "8.0")
+    assert flags_for_gpu(flags, (8, 0)) == ["-DX=1", "-gencode=arch=compute_80,code=compute_80"]
+    assert arch_list((8, 0)) == "8.0+PTX"
+    assert flags_for_gpu(["-DX=1", "-gencode=arch=compute_80,code=sm_80"], (8, 0)) == \
+        ["-DX=1", "-gencode=arch=compute_80,code=sm_80"]  # no PTX listed: kept as it is
+    monkeypatch.setenv("GRADER_SIMULATE_GPU", "9.0")  # Hopper on Hopper is the GPU itself
+    assert flags_for_gpu(flags, (9, 0)) == ["-DX=1", "-gencode=arch=compute_90a,code=sm_90a"]
+    assert arch_list((9, 0)) == "9.0"
+
+
 def test_exercises_with_one_recipe_share_one_build(tmp_path, monkeypatch):
     """Two exercises of a day that compile the same files with the same flags (day 11's steps): the first check
     builds, the second imports that module; other flags are another build."""

@@ -104,8 +104,20 @@ def parse_diagnostics(log: str, root: Path, folders: dict[Path, Path] | None = N
 
 
 def arch_list(capability: tuple[int, int]) -> str:
-    """TORCH_CUDA_ARCH_LIST for the GPU at hand only: faster builds than torch's every-arch default."""
-    return f"{capability[0]}.{capability[1]}"
+    """TORCH_CUDA_ARCH_LIST for the GPU at hand only: faster builds than torch's every-arch default. A simulated
+    older GPU (GRADER_SIMULATE_GPU) gets its PTX too: its SASS would not run on the GPU at hand, which compiles the
+    PTX, the code that GPU would run."""
+    arch = f"{capability[0]}.{capability[1]}"
+    return f"{arch}+PTX" if _simulating(capability) else arch
+
+
+def _simulating(capability: tuple[int, int]) -> bool:
+    """Whether this build is for a GPU simulated on another (grader/gpu_support.py) that runs without Hopper's
+    instructions (simulating 9.0 on a Hopper GPU is the GPU itself)."""
+    from grader.gpu_support import simulated
+
+    sim = simulated()
+    return sim is not None and tuple(capability) == sim and sim != (9, 0)
 
 
 _GENCODE = re.compile(r"^-gencode=arch=compute_\d+a?,code=(?P<kind>sm|compute)_(?P<cc>\d+)a?$")
@@ -118,6 +130,9 @@ def flags_for_gpu(flags: list[str], capability: tuple[int, int]) -> list[str]:
     list is kept whole (the driver runs compatible SASS or compiles the PTX)."""
     sass = f"sm_{capability[0]}{capability[1]}"
     gencodes = {f: m for f in flags if (m := _GENCODE.match(f))}
+    if _simulating(capability):  # the list's PTX alone: the GPU at hand compiles what the simulated one runs
+        ptx = {f for f, m in gencodes.items() if m["kind"] == "compute"}
+        return [f for f in flags if f not in gencodes or f in ptx] if ptx else list(flags)
     exact = {f for f, m in gencodes.items() if f"{m['kind']}_{m['cc']}" == sass}
     return [f for f in flags if f not in gencodes or f in exact] if exact else list(flags)
 

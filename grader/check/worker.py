@@ -383,6 +383,11 @@ def run(job: Job, emit: Emitter, *, start: int = 0, had_failure: bool = False, o
         cap, name = torch.cuda.get_device_capability(0), props.name
         try:  # another class GPU's rules on this one (an instructors' run): graded and skipped as that GPU would
             if (sim := gpu_support.simulated()) is not None:
+                if sim > tuple(cap):
+                    emit("env_error", message=f"{gpu_support.SIMULATE_ENV}={sim[0]}.{sim[1]} on a {cap[0]}.{cap[1]} GPU "
+                                              f"({props.name}): a GPU stands in only for an older one (the simulated "
+                                              "GPU's PTX must compile here); unset it or name an older GPU")
+                    return 2
                 cap, name = sim, f"{props.name}, {gpu_support.simulate(sim)}"
         except gpu_support.SimulationError as e:
             emit("env_error", message=str(e))

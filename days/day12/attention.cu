@@ -129,6 +129,7 @@ struct Smem {
   static constexpr int kK = kQ + kBr * D;
   static constexpr int kV = kK + 2 * kBc * D;
   static constexpr size_t kBytes = 2 * (kV + 2 * kBc * D);  // d = 64: 48 KiB; d = 128: 96 KiB
+  static_assert(kBytes <= 99 * 1024, "over the 99 KiB a block of sm_86, sm_89 and sm_120 (grader/gpu_support.py)");
 };
 
 // Contract: within a row the 16-byte chunks are permuted by row % 8, so 8 consecutive rows read at one
@@ -301,6 +302,7 @@ struct Smem {
   static constexpr int kK = kQ + kBr * kLd;
   static constexpr int kV = kK + kBc * kLd;
   static constexpr size_t kBytes = 2 * (kV + kBc * kLd);  // d = 64: 36 KiB; d = 128: 68 KiB
+  static_assert(kBytes <= 99 * 1024, "over the 99 KiB a block of sm_86, sm_89 and sm_120 (grader/gpu_support.py)");
   static_assert((kLd / 8) % 2 == 1, "an odd number of 16-byte chunks per row: 8 rows start in 8 slots");
 };
 

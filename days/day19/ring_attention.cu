@@ -58,6 +58,7 @@ struct Smem {
   static constexpr int kKV = kQ + kBr * kStride;
   static constexpr int kP = kKV + kBc * kStride;
   static constexpr size_t kBytes = sizeof(float) * (kP + kBr * kPStride);
+  static_assert(kBytes <= 99 * 1024, "over the 99 KiB a block of sm_86, sm_89 and sm_120 (grader/gpu_support.py)");
 };
 
 // -- one launch ---------------------------------------------------------------------------------------------------

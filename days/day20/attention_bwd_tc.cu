@@ -91,6 +91,7 @@ struct QCfg {
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kQ = 0, kDO = kQ + kBr * D, kK = kDO + kBr * D, kV = kK + 2 * kBc * D;
   static constexpr size_t kBytes = 2 * static_cast<size_t>(kV + 2 * kBc * D);
+  static_assert(kBytes <= 99 * 1024, "over the 99 KiB a block of sm_86, sm_89 and sm_120 (grader/gpu_support.py)");
 };
 
 constexpr float kLog2e = 1.4426950408889634f;  // log2(e): exponentials as ex2 (the given fetch scales lse by it)

@@ -257,6 +257,7 @@ struct Smem {
   static constexpr int kKV = kQ + kBr * kStride;
   static constexpr int kP = kKV + kBc * kStride;
   static constexpr size_t kBytes = sizeof(float) * (kP + kBr * kPStride);  // 51 KiB for d = 64, 83 KiB for 128
+  static_assert(kBytes <= 99 * 1024, "over the 99 KiB a block of sm_86, sm_89 and sm_120 (grader/gpu_support.py)");
 };
 
 // At most 128 registers per thread, so that two blocks (16 warps) share an SM. Left alone, ptxas takes about 160
@@ -371,6 +372,7 @@ struct OnlineSmem {
   static constexpr int kL = kM + kBr;
   static constexpr int kAlpha = kL + kBr;
   static constexpr size_t kBytes = sizeof(float) * (kAlpha + kBr);
+  static_assert(kBytes <= 99 * 1024, "over the 99 KiB a block of sm_86, sm_89 and sm_120 (grader/gpu_support.py)");
 };
 
 // One block per (batch·head, query tile); blockIdx.x = bh · q_tiles + tile. qscale = log2(e)/sqrt(D). No register

@@ -102,6 +102,7 @@ struct KvSmem {  // the dK/dV walk, in floats: k, v tiles (owned, padded), q, dO
   static constexpr int k = 0, v = k + kOwn * kStride, q = v + kOwn * kStride, dout = q + D * kTStride;
   static constexpr int p = dout + D * kTStride, ds = p + kStep * kOwn, lse = ds + kStep * kOwn, delta = lse + kStep;
   static constexpr int total = delta + kStep;
+  static_assert(sizeof(float) * total <= 99 * 1024, "over the 99 KiB a block of sm_86, sm_89 and sm_120 (grader/gpu_support.py)");
   static_assert(q % 4 == 0 && dout % 4 == 0, "float4 reads of the transposed q and dO columns");
 };
 
@@ -224,6 +225,7 @@ struct QSmem {  // the dQ walk, in floats: q, dO tiles (owned), k, v step tiles 
   static constexpr int q = 0, dout = q + kOwn * D, k = dout + kOwn * D, v = k + kStep * kStride;
   static constexpr int ds = v + kStep * kStride, lse = ds + kOwn * kStep, delta = lse + kOwn;
   static constexpr int total = delta + kOwn;
+  static_assert(sizeof(float) * total <= 99 * 1024, "over the 99 KiB a block of sm_86, sm_89 and sm_120 (grader/gpu_support.py)");
 };
 
 // (b) The second pass: one block per tile of kOwn queries walks the key tiles (causal: up to its last query) and

@@ -151,23 +151,23 @@ skip pytest || { echo "== GPU tests"; t0=$(date +%s); export GRADER_TEST_TIMES="
   python3 scripts/gpu_suite.py "$LOG/test_times.jsonl" --wall "$wall" --collected-ids "$LOG/collected.txt" "${model[@]}" --json "$OUT/gpu-suite.json" \
     --summary "$(summary "$LOG/pytest_gpu.txt" "$LOG/pytest_gpu_alone.txt")" >"$LOG/gpu_suite.txt" 2>&1; }
 skip sweep || { echo "== sgemm sweep"; timeout 400 python3 scripts/sgemm_sweep.py ${SWEEP_ARGS:-} 2>&1 | tee "$LOG/sgemm_sweep.txt" | grep -v "^ptxas\|^    "; }
+# One day's solution checked, its .json and .txt (with the exit code) into a folder: check_solution DAY FOLDER
+# SECONDS (0: no limit) [VAR=value ...] (the check's environment). DEADLINE_S: start no new check after this many
+# seconds of the script (a device call is limited to 10 min).
+check_solution() {
+  local d=$1 dir=$2 limit=$3; shift 3
+  if [ -n "${DEADLINE_S:-}" ] && [ "$SECONDS" -ge "$DEADLINE_S" ]; then echo "== $d: skipped (DEADLINE_S)"; return; fi
+  echo "== $d"; env "$@" timeout "$limit" python3 -m grader check "$d" --solution --seed 1 --json "$dir/$d.json" >"$dir/$d.txt" 2>&1
+  echo "exit $?" >>"$dir/$d.txt"; tail -4 "$dir/$d.txt"
+}
 skip checks && days=""
-for d in $days; do
-  # DEADLINE_S: start no new check after this many seconds of the script (a device call is limited to 10 min)
-  if [ -n "${DEADLINE_S:-}" ] && [ "$SECONDS" -ge "$DEADLINE_S" ]; then echo "== $d: skipped (DEADLINE_S)"; continue; fi
-  echo "== $d"; python3 -m grader check "$d" --solution --seed 1 --json "$LOG/$d.json" >"$LOG/$d.txt" 2>&1
-  echo "exit $?" >>"$LOG/$d.txt"; tail -4 "$LOG/$d.txt"
-done
+for d in $days; do check_solution "$d" "$LOG" 0; done
 # SIMULATE (e.g. "8.6 8.0"): every day of DAYS (SIM_DAYS, when set) checked again with another class GPU's rules on
 # this one (GRADER_SIMULATE_GPU, grader/gpu_support.py: that GPU's shared-memory opt-in to the launchers, no Hopper
 # paths, its steps skipped as there); the verdicts and speedups go to $OUT/results-sim-<cap>.json.
 for s in ${SIMULATE:-}; do
   tag="sim-${s//./}"; mkdir -p "$LOG/$tag"; echo "== simulating sm_${s//./}"
-  for d in ${SIM_DAYS:-$all_days}; do
-    if [ -n "${DEADLINE_S:-}" ] && [ "$SECONDS" -ge "$DEADLINE_S" ]; then echo "== $d: skipped (DEADLINE_S)"; continue; fi
-    GRADER_SIMULATE_GPU=$s timeout "${SIMULATE_S:-300}" python3 -m grader check "$d" --solution --seed 1 \
-      --json "$LOG/$tag/$d.json" >"$LOG/$tag/$d.txt" 2>&1; echo "exit $?" >>"$LOG/$tag/$d.txt"; tail -3 "$LOG/$tag/$d.txt"
-  done
+  for d in ${SIM_DAYS:-$all_days}; do check_solution "$d" "$LOG/$tag" "${SIMULATE_S:-300}" GRADER_SIMULATE_GPU="$s"; done
   python3 scripts/summarize.py "$LOG/$tag" "$OUT/results-$tag.json" >"$LOG/$tag-table.txt" && cat "$LOG/$tag-table.txt"
 done
 # VARIANTS (e.g. "day20:FA20_HOPPER=0", or several macros "day05:SOFTMAX_CLUSTER=1,SOFTMAX_CLUSTER_THREADS=512"):

@@ -96,13 +96,22 @@ def table(rows: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--day", nargs="*", help="only these days' attempts")
+    p.add_argument("--name", nargs="*", help="only the attempts of these names")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--json", type=Path, help="also write the rows here")
+    p.add_argument("--json", type=Path, help="also write the rows here (after each attempt, so a cut run keeps them)")
     a = p.parse_args(argv)
-    rows = [run(e, a.seed) for e in load(a.day)]
+    entries = [e for e in load(a.day) if not a.name or e["name"] in a.name]
+    if a.name and len(entries) < len(set(a.name)):
+        missing = sorted(set(a.name) - {e["name"] for e in entries})
+        print(f"no attempt named {', '.join(missing)} in {ATTEMPTS.name}", file=sys.stderr)
+        return 2
+    rows = []
+    for e in entries:
+        rows.append(run(e, a.seed))
+        print(f"{e['name']}: {rows[-1].get('verdict')} {rows[-1].get('speedup')}", flush=True)
+        if a.json:
+            a.json.write_text(json.dumps(rows, indent=1))
     print(table(rows))
-    if a.json:
-        a.json.write_text(json.dumps(rows, indent=1))
     return 1 if any(r["as_expected"] is False for r in rows) else 0
 
 

@@ -101,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path, help="also write the rows here (after each attempt, so a cut run keeps them)")
     a = p.parse_args(argv)
     entries = [e for e in load(a.day) if not a.name or e["name"] in a.name]
+    if a.name:  # in the order named: a device call cut short keeps the rows it ran first
+        entries.sort(key=lambda e: a.name.index(e["name"]))
     if a.name and len(entries) < len(set(a.name)):
         missing = sorted(set(a.name) - {e["name"] for e in entries})
         print(f"no attempt named {', '.join(missing)} in {ATTEMPTS.name}", file=sys.stderr)

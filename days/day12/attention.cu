@@ -224,6 +224,49 @@ __device__ __forceinline__ void store_rows(T* stage, const float (&o)[D / 2], T*
   }
 }
 
+
+// The walk's building blocks, written once in step 12a and called by both kernels (12a's padded tiles, 12b's
+// swizzled ones). A layout `off` is a callable: off(row, chunk) = the element offset of 16-byte chunk `chunk` of
+// row `row` in a tile (12a: row · (D + 8) + 8 · chunk; 12b: swz<D>(row, chunk)). Every lane of a warp calls them.
+
+// Contract: qf[kk] = this warp's A fragment of Q for k-step kk (rows 16·warp .. +15, columns 16·kk .. +15), one
+// ldmatrix.x4 each from the tile at Qs (Concept 4).
+template <typename T, int D, typename Off>
+__device__ __forceinline__ void load_q(uint32_t (&qf)[D / 16][4], const T* Qs, Off off) {
+  // YOUR CODE HERE: load_q<T, D>(qf, Qs, off): Q's A fragments for this warp's 16 rows, once per block
+}
+
+// Contract: s = Q Kᵀ for this warp's 16 rows and the kCols keys of the tile at Ks (accumulator layout: s[4·j + e]
+// as online_softmax reads it), from Q's fragments qf; s is overwritten, not added to.
+template <typename T, int D, int kCols, typename Off>
+__device__ __forceinline__ void scores(float (&s)[kCols / 2], const uint32_t (&qf)[D / 16][4], const T* Ks, Off off) {
+  // YOUR CODE HERE: scores<T, D, kCols>(s, qf, Ks, off): S = Q Kᵀ for one key tile, ldmatrix.x4 of K feeding mma16816
+}
+
+// Contract: the tile's softmax step: masks elementwise only where the tile (keys col0 .. col0 + kCols - 1) crosses
+// n or, causal, this warp's diagonal (rows first_row .. first_row + 15; `row` = this lane's first row), updates m
+// and l, rescales acc (D / 2 accumulators of O~) by alpha, and packs p into pa, P V's A fragments.
+template <typename T, int D, int kCols>
+__device__ __forceinline__ void softmax_step(float (&s)[kCols / 2], uint32_t (&pa)[kCols / 4], float (&acc)[D / 2],
+                                             float (&m)[2], float (&l)[2], int row, int first_row, int col0, int n,
+                                             bool causal, float c) {
+  // YOUR CODE HERE: softmax_step<T, D, kCols>(...): online_softmax (masked only where needed), rescale, pack_p
+}
+
+// Contract: acc += P V for this warp's 16 rows, the kCols keys of the tile at Vs and P's A fragments pa.
+template <typename T, int D, int kCols, typename Off>
+__device__ __forceinline__ void add_pv(float (&acc)[D / 2], const uint32_t (&pa)[kCols / 4], const T* Vs, Off off) {
+  // YOUR CODE HERE: add_pv<T, D, kCols>(acc, pa, Vs, off): O~ += P V for one key tile, ldmatrix.x4.trans of V
+}
+
+// Contract: the epilogue: o = O~ / l (l summed over the quad) and lse = m · scale + ln l for this warp's 16 rows,
+// written through store_rows (stage: 16 · D elements of this warp's own shared memory; rows >= n not written).
+template <typename T, int D, bool kVec>
+__device__ __forceinline__ void finish(float (&acc)[D / 2], const float (&m)[2], float (&l)[2], T* stage, T* out,
+                                       long long ld, float* lse_out, int first_row, int n, float scale) {
+  // YOUR CODE HERE: finish<T, D, kVec>(acc, m, l, stage, out, ld, lse_out, first_row, n, scale): O / l and lse, stored
+}
+
 }  // namespace tc
 
 namespace mma {
@@ -242,10 +285,10 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
     flash_mma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,
                      float* __restrict__ lse, int n, int heads, course::AttentionStrides st, int q_tiles,
                      bool causal, float c, float scale) {
-  // Contract: Q, K[2], V[2] in swizzled shared memory (Smem<D>), K/V tiles double-buffered by cp.async;
-  // S = Q Kᵀ and O~ += P V with ldmatrix + mma16816; the online softmax with m in raw score units and the
-  // exponents in log2 units (p = 2^(s·c − m·c), tc::online_softmax); causal masking; o = O~ / l rounded to T,
-  // lse = m · scale + ln l; rows >= n not written.
+  // Contract: Q, K[2], V[2] in swizzled shared memory (Smem<D>, swz), K/V tiles double-buffered by cp.async in
+  // separate commit groups (S = Q Kᵀ may start before V[t] has landed); the math is step 12a's, through the same
+  // tc:: building blocks (load_q, scores, softmax_step, add_pv, finish) with the swizzled layout; causal: no key
+  // tile past the block's last row is loaded; rows >= n not written.
   // YOUR CODE HERE: o rows q0 .. q0 + 127 of head bh and their lse; warp w owns rows q0 + 16w .. + 15, all in registers
 }
 
@@ -319,10 +362,10 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
                         T* __restrict__ o, float* __restrict__ lse, int n, int q_tiles, bool causal, float c,
                         float scale) {
   // Contract: Q, K, V in padded shared memory (Smem<D>), one K and one V tile at a time, each loaded by
-  // load_rows between two barriers; S = Q Kᵀ and O~ += P V with ldmatrix + mma16816; the online softmax with
-  // tc::online_softmax, tc::rescale, tc::pack_p (m in raw score units, p = 2^(s·c − m·c)); causal: no key tile
-  // past the block's last row is loaded; o = O~ / l rounded to T and lse = m · scale + ln l through
-  // tc::store_rows; rows >= n not written.
+  // load_rows between two barriers; per key tile, your tc:: building blocks (load_q once, then scores,
+  // softmax_step, add_pv; finish at the end) with the padded layout off(r, ch) = r · (D + 8) + 8 · ch; causal: no
+  // key tile past the block's last row is loaded, and a warp skips a tile entirely above its 16 rows; rows >= n
+  // not written.
   // YOUR CODE HERE: o rows q0 .. q0 + 127 of head bh and their lse; warp w owns rows q0 + 16w .. + 15, in registers
 }
 

@@ -285,6 +285,103 @@ __device__ __forceinline__ void store_rows(T* stage, const float (&o)[D / 2], T*
   }
 }
 
+
+// The walk's building blocks, written once in step 12a and called by both kernels (12a's padded tiles, 12b's
+// swizzled ones). A layout `off` is a callable: off(row, chunk) = the element offset of 16-byte chunk `chunk` of
+// row `row` in a tile (12a: row · (D + 8) + 8 · chunk; 12b: swz<D>(row, chunk)). Every lane of a warp calls them.
+
+// Contract: qf[kk] = this warp's A fragment of Q for k-step kk (rows 16·warp .. +15, columns 16·kk .. +15), one
+// ldmatrix.x4 each from the tile at Qs (Concept 4).
+template <typename T, int D, typename Off>
+__device__ __forceinline__ void load_q(uint32_t (&qf)[D / 16][4], const T* Qs, Off off) {
+  // BEGIN SOLUTION: load_q<T, D>(qf, Qs, off): Q's A fragments for this warp's 16 rows, once per block
+  // Lane t addresses row t % 16 of chunk 2kk + t / 16: rows 0-7 and 8-15 of chunk 2kk, then of chunk 2kk + 1.
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk)
+    ldmatrix_x4(qf[kk], smem_addr(Qs + off(16 * warp + lane % 16, 2 * kk + lane / 16)));
+  // END SOLUTION
+}
+
+// Contract: s = Q Kᵀ for this warp's 16 rows and the kCols keys of the tile at Ks (accumulator layout: s[4·j + e]
+// as online_softmax reads it), from Q's fragments qf; s is overwritten, not added to.
+template <typename T, int D, int kCols, typename Off>
+__device__ __forceinline__ void scores(float (&s)[kCols / 2], const uint32_t (&qf)[D / 16][4], const T* Ks, Off off) {
+  // BEGIN SOLUTION: scores<T, D, kCols>(s, qf, Ks, off): S = Q Kᵀ for one key tile, ldmatrix.x4 of K feeding mma16816
+  // Per k-step and 16 keys, one ldmatrix.x4 of K (keys 0-7 chunk 2kk, 0-7 chunk 2kk+1, 8-15 chunk 2kk, 8-15 chunk
+  // 2kk+1: the B fragments of two 8-key tiles) feeds two mma.
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int i = 0; i < kCols / 2; ++i) s[i] = 0.0f;
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk)
+#pragma unroll
+    for (int np = 0; np < kCols / 16; ++np) {
+      uint32_t b[4];
+      ldmatrix_x4(b, smem_addr(Ks + off(16 * np + lane % 8 + 8 * (lane / 16), 2 * kk + (lane / 8) % 2)));
+      mma16816<T>(s + 8 * np, qf[kk], b[0], b[1]);
+      mma16816<T>(s + 8 * np + 4, qf[kk], b[2], b[3]);
+    }
+  // END SOLUTION
+}
+
+// Contract: the tile's softmax step: masks elementwise only where the tile (keys col0 .. col0 + kCols - 1) crosses
+// n or, causal, this warp's diagonal (rows first_row .. first_row + 15; `row` = this lane's first row), updates m
+// and l, rescales acc (D / 2 accumulators of O~) by alpha, and packs p into pa, P V's A fragments.
+template <typename T, int D, int kCols>
+__device__ __forceinline__ void softmax_step(float (&s)[kCols / 2], uint32_t (&pa)[kCols / 4], float (&acc)[D / 2],
+                                             float (&m)[2], float (&l)[2], int row, int first_row, int col0, int n,
+                                             bool causal, float c) {
+  // BEGIN SOLUTION: softmax_step<T, D, kCols>(...): online_softmax (masked only where needed), rescale, pack_p
+  float alpha[2];
+  if (col0 + kCols > n || (causal && col0 + kCols - 1 > first_row))
+    online_softmax<kCols, true>(s, m, l, alpha, row, col0, n, causal, c);
+  else
+    online_softmax<kCols, false>(s, m, l, alpha, row, col0, n, causal, c);
+  rescale<D>(acc, alpha);
+  pack_p<T, kCols>(pa, s);
+  // END SOLUTION
+}
+
+// Contract: acc += P V for this warp's 16 rows, the kCols keys of the tile at Vs and P's A fragments pa.
+template <typename T, int D, int kCols, typename Off>
+__device__ __forceinline__ void add_pv(float (&acc)[D / 2], const uint32_t (&pa)[kCols / 4], const T* Vs, Off off) {
+  // BEGIN SOLUTION: add_pv<T, D, kCols>(acc, pa, Vs, off): O~ += P V for one key tile, ldmatrix.x4.trans of V
+  // Per 16 keys and 16 columns, one ldmatrix.x4.trans of V (keys 0-7 and 8-15 of chunk 2dp, then of chunk 2dp+1:
+  // the B fragments of two 8-column tiles) feeds two mma.
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int kk = 0; kk < kCols / 16; ++kk)
+#pragma unroll
+    for (int dp = 0; dp < D / 16; ++dp) {
+      uint32_t b[4];
+      ldmatrix_x4_trans(b, smem_addr(Vs + off(16 * kk + lane % 8 + 8 * ((lane / 8) % 2), 2 * dp + lane / 16)));
+      mma16816<T>(acc + 8 * dp, pa + 4 * kk, b[0], b[1]);
+      mma16816<T>(acc + 8 * dp + 4, pa + 4 * kk, b[2], b[3]);
+    }
+  // END SOLUTION
+}
+
+// Contract: the epilogue: o = O~ / l (l summed over the quad) and lse = m · scale + ln l for this warp's 16 rows,
+// written through store_rows (stage: 16 · D elements of this warp's own shared memory; rows >= n not written).
+template <typename T, int D, bool kVec>
+__device__ __forceinline__ void finish(float (&acc)[D / 2], const float (&m)[2], float (&l)[2], T* stage, T* out,
+                                       long long ld, float* lse_out, int first_row, int n, float scale) {
+  // BEGIN SOLUTION: finish<T, D, kVec>(acc, m, l, stage, out, ld, lse_out, first_row, n, scale): O / l and lse, stored
+  // l >= 1 for every row (its max term is 2^0).
+  float lse_v[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float lt = quad_sum(l[h]);
+    lse_v[h] = m[h] * scale + logf(lt);
+    l[h] = 1.0f / lt;
+  }
+#pragma unroll
+  for (int i = 0; i < D / 2; ++i) acc[i] *= l[(i >> 1) & 1];
+  store_rows<T, D, kVec>(stage, acc, out, ld, lse_out, first_row, n, lse_v);
+  // END SOLUTION
+}
+
 }  // namespace tc
 
 namespace mma {
@@ -325,17 +422,17 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
     flash_mma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,
                      float* __restrict__ lse, int n, int heads, course::AttentionStrides st, int q_tiles,
                      bool causal, float c, float scale) {
-  // Contract: Q, K[2], V[2] in swizzled shared memory (Smem<D>), K/V tiles double-buffered by cp.async;
-  // S = Q Kᵀ and O~ += P V with ldmatrix + mma16816; the online softmax with m in raw score units and the
-  // exponents in log2 units (p = 2^(s·c − m·c), tc::online_softmax); causal masking; o = O~ / l rounded to T,
-  // lse = m · scale + ln l; rows >= n not written.
+  // Contract: Q, K[2], V[2] in swizzled shared memory (Smem<D>, swz), K/V tiles double-buffered by cp.async in
+  // separate commit groups (S = Q Kᵀ may start before V[t] has landed); the math is step 12a's, through the same
+  // tc:: building blocks (load_q, scores, softmax_step, add_pv, finish) with the swizzled layout; causal: no key
+  // tile past the block's last row is loaded; rows >= n not written.
   // BEGIN SOLUTION: o rows q0 .. q0 + 127 of head bh and their lse; warp w owns rows q0 + 16w .. + 15, all in registers
   constexpr int kBc = Cfg<D>::kBc;
-  constexpr int kKSteps = D / 16;  // k-steps of Q Kᵀ
   extern __shared__ uint4 smem_raw[];
   T* const Qs = reinterpret_cast<T*>(smem_raw) + Smem<D>::kQ;
   T* const Ks = reinterpret_cast<T*>(smem_raw) + Smem<D>::kK;
   T* const Vs = reinterpret_cast<T*>(smem_raw) + Smem<D>::kV;
+  const auto off = [](int r, int ch) { return swz<D>(r, ch); };
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int bh = blockIdx.x / q_tiles;
@@ -347,6 +444,7 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
   const int wrow = q0 + 16 * warp;  // this warp's first query row
   const int row = wrow + lane / 4;  // this thread's rows: row and row + 8
 
+  // Three commit groups: Q, K[0], V[0].
   load_tile<T, D, kBr, kVec>(Qs, q + st.q.start(bh, heads) + q0 * st.q.row, st.q.row, n - q0);
   tc::cp_async_commit();
   load_tile<T, D, kBc, kVec>(Ks, kh, st.k.row, n);
@@ -355,13 +453,8 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
   tc::cp_async_commit();
   tc::cp_async_wait<2>();
   __syncthreads();  // Q complete
-
-  // Q's A fragments, once: k-step kk = rows 16·warp .. +15, columns 16·kk .. +15 (four 8 x 8 matrices: rows 0-7
-  // and 8-15 of chunk 2kk, then of chunk 2kk+1; lane t addresses row t % 16 of chunk 2kk + t / 16).
-  uint32_t qf[kKSteps][4];
-#pragma unroll
-  for (int kk = 0; kk < kKSteps; ++kk)
-    tc::ldmatrix_x4(qf[kk], tc::smem_addr(Qs + swz<D>(16 * warp + lane % 16, 2 * kk + lane / 16)));
+  uint32_t qf[D / 16][4];
+  tc::load_q<T, D>(qf, Qs, off);
 
   float acc[D / 2];  // O~: 16 rows x D per warp, accumulator layout
 #pragma unroll
@@ -370,8 +463,6 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
 
   for (int t = 0; t < tiles; ++t) {
     const int kv0 = t * kBc;
-    const T* Kt = Ks + (t & 1) * kBc * D;
-    const T* Vt = Vs + (t & 1) * kBc * D;
     tc::cp_async_wait<1>();  // K[t] landed (V[t] may still be in flight)
     __syncthreads();         // ... for every thread; and tile t-1 is done with the other buffers
     if (t + 1 < tiles)
@@ -384,26 +475,8 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
     float s[kBc / 2];
     uint32_t pa[kBc / 4];
     if (active) {
-      // S = Q Kᵀ: per k-step and 16 keys, one ldmatrix.x4 of K (keys 0-7 chunk 2kk, 0-7 chunk 2kk+1, 8-15 chunk
-      // 2kk, 8-15 chunk 2kk+1: the B fragments of two 8-key tiles) feeds two mma.
-#pragma unroll
-      for (int i = 0; i < kBc / 2; ++i) s[i] = 0.0f;
-#pragma unroll
-      for (int kk = 0; kk < kKSteps; ++kk)
-#pragma unroll
-        for (int np = 0; np < kBc / 16; ++np) {
-          uint32_t b[4];
-          tc::ldmatrix_x4(b, tc::smem_addr(Kt + swz<D>(16 * np + lane % 8 + 8 * (lane / 16), 2 * kk + (lane / 8) % 2)));
-          tc::mma16816<T>(s + 8 * np, qf[kk], b[0], b[1]);
-          tc::mma16816<T>(s + 8 * np + 4, qf[kk], b[2], b[3]);
-        }
-      float alpha[2];
-      if (kv0 + kBc > n || (causal && kv0 + kBc - 1 > wrow))
-        tc::online_softmax<kBc, true>(s, m, l, alpha, row, kv0, n, causal, c);
-      else
-        tc::online_softmax<kBc, false>(s, m, l, alpha, row, kv0, n, causal, c);
-      tc::rescale<D>(acc, alpha);
-      tc::pack_p<T, kBc>(pa, s);
+      tc::scores<T, D, kBc>(s, qf, Ks + (t & 1) * kBc * D, off);
+      tc::softmax_step<T, D, kBc>(s, pa, acc, m, l, row, wrow, kv0, n, causal, c);
     }
 
     tc::cp_async_wait<1>();  // V[t] landed
@@ -413,37 +486,13 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
                                  n - kv0 - kBc);
     tc::cp_async_commit();
 
-    if (active) {
-      // O~ += P V: per 16 keys and 16 columns, one ldmatrix.x4.trans of V (keys 0-7 and 8-15 of chunk 2dp, then
-      // of chunk 2dp+1: the B fragments of two 8-column tiles) feeds two mma.
-#pragma unroll
-      for (int kk = 0; kk < kBc / 16; ++kk)
-#pragma unroll
-        for (int dp = 0; dp < D / 16; ++dp) {
-          uint32_t b[4];
-          const int key = 16 * kk + lane % 8 + 8 * ((lane / 8) % 2);
-          tc::ldmatrix_x4_trans(b, tc::smem_addr(Vt + swz<D>(key, 2 * dp + lane / 16)));
-          tc::mma16816<T>(acc + 8 * dp, pa + 4 * kk, b[0], b[1]);
-          tc::mma16816<T>(acc + 8 * dp + 4, pa + 4 * kk, b[2], b[3]);
-        }
-    }
+    if (active) tc::add_pv<T, D, kBc>(acc, pa, Vs + (t & 1) * kBc * D, off);
   }
   tc::cp_async_wait<0>();  // nothing is in flight when the block exits (all groups are empty by now anyway)
 
-  // O = O~ / l; lse = m/sqrt(d) + ln l. l >= 1 for every row (its max term is 2^0).
-  float lse_v[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const float lt = tc::quad_sum(l[h]);
-    const float inv = 1.0f / lt;
-    lse_v[h] = m[h] * scale + logf(lt);
-    l[h] = inv;
-  }
-#pragma unroll
-  for (int i = 0; i < D / 2; ++i) acc[i] *= l[(i >> 1) & 1];
   // The warp's own 16 rows of the Q tile are dead (their fragments are in registers): the staging area.
-  tc::store_rows<T, D, kVec>(Qs + 16 * warp * D, acc, o + st.o.start(bh, heads), st.o.row,
-                             lse + static_cast<size_t>(bh) * n, wrow, n, lse_v);
+  tc::finish<T, D, kVec>(acc, m, l, Qs + 16 * warp * D, o + st.o.start(bh, heads), st.o.row,
+                         lse + static_cast<size_t>(bh) * n, wrow, n, scale);
   // END SOLUTION
 }
 
@@ -537,18 +586,18 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
                         T* __restrict__ o, float* __restrict__ lse, int n, int q_tiles, bool causal, float c,
                         float scale) {
   // Contract: Q, K, V in padded shared memory (Smem<D>), one K and one V tile at a time, each loaded by
-  // load_rows between two barriers; S = Q Kᵀ and O~ += P V with ldmatrix + mma16816; the online softmax with
-  // tc::online_softmax, tc::rescale, tc::pack_p (m in raw score units, p = 2^(s·c − m·c)); causal: no key tile
-  // past the block's last row is loaded; o = O~ / l rounded to T and lse = m · scale + ln l through
-  // tc::store_rows; rows >= n not written.
+  // load_rows between two barriers; per key tile, your tc:: building blocks (load_q once, then scores,
+  // softmax_step, add_pv; finish at the end) with the padded layout off(r, ch) = r · (D + 8) + 8 · ch; causal: no
+  // key tile past the block's last row is loaded, and a warp skips a tile entirely above its 16 rows; rows >= n
+  // not written.
   // BEGIN SOLUTION: o rows q0 .. q0 + 127 of head bh and their lse; warp w owns rows q0 + 16w .. + 15, in registers
   constexpr int kBc = Cfg<D>::kBc;
   constexpr int kLd = Smem<D>::kLd;
-  constexpr int kKSteps = D / 16;  // k-steps of Q Kᵀ
   extern __shared__ uint4 smem_raw[];
   T* const Qs = reinterpret_cast<T*>(smem_raw) + Smem<D>::kQ;
   T* const Ks = reinterpret_cast<T*>(smem_raw) + Smem<D>::kK;
   T* const Vs = reinterpret_cast<T*>(smem_raw) + Smem<D>::kV;
+  const auto off = [](int r, int ch) { return r * kLd + 8 * ch; };  // padded rows
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int bh = blockIdx.x / q_tiles;
@@ -560,12 +609,8 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
 
   load_rows<T, D, kBr, kVec>(Qs, q + head + static_cast<size_t>(q0) * D, n - q0);
   __syncthreads();
-  // Q's A fragments, once: k-step kk = rows 16·warp .. +15, columns 16·kk .. +15; lane t addresses row t % 16 at
-  // column 16·kk + 8·(t / 16).
-  uint32_t qf[kKSteps][4];
-#pragma unroll
-  for (int kk = 0; kk < kKSteps; ++kk)
-    tc::ldmatrix_x4(qf[kk], tc::smem_addr(Qs + (16 * warp + lane % 16) * kLd + 16 * kk + 8 * (lane / 16)));
+  uint32_t qf[D / 16][4];
+  tc::load_q<T, D>(qf, Qs, off);
 
   float acc[D / 2];  // O~: 16 rows x D per warp, accumulator layout
 #pragma unroll
@@ -578,59 +623,16 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
     load_rows<T, D, kBc, kVec>(Vs, v + head + static_cast<size_t>(key0) * D, n - key0);
     __syncthreads();  // ... and everyone's copies of this tile are in
     if (causal && key0 > first_row + 15) continue;  // the whole tile is above this warp's 16 rows
-
-    // S = Q Kᵀ: per k-step and 16 keys, one ldmatrix.x4 of K (keys 0-7 at k 0-7, keys 0-7 at k 8-15, keys 8-15 at
-    // k 0-7, keys 8-15 at k 8-15: the B fragments of two 8-key tiles) feeds two mma.
     float s[kBc / 2];
-#pragma unroll
-    for (int i = 0; i < kBc / 2; ++i) s[i] = 0.0f;
-#pragma unroll
-    for (int kk = 0; kk < kKSteps; ++kk)
-#pragma unroll
-      for (int np = 0; np < kBc / 16; ++np) {
-        uint32_t b[4];
-        const int key = 16 * np + lane % 8 + 8 * (lane / 16);
-        tc::ldmatrix_x4(b, tc::smem_addr(Ks + key * kLd + 16 * kk + 8 * ((lane / 8) % 2)));
-        tc::mma16816<T>(s + 8 * np, qf[kk], b[0], b[1]);
-        tc::mma16816<T>(s + 8 * np + 4, qf[kk], b[2], b[3]);
-      }
-    // The elementwise mask only where the tile crosses N or this warp's diagonal.
-    float alpha[2];
-    if (key0 + kBc > n || (causal && key0 + kBc - 1 > first_row))
-      tc::online_softmax<kBc, true>(s, m, l, alpha, row, key0, n, causal, c);
-    else
-      tc::online_softmax<kBc, false>(s, m, l, alpha, row, key0, n, causal, c);
-    tc::rescale<D>(acc, alpha);
     uint32_t pa[kBc / 4];
-    tc::pack_p<T, kBc>(pa, s);
-
-    // O~ += P V: per 16 keys and 16 columns, one ldmatrix.x4.trans of V (keys 0-7 and 8-15 at columns 0-7, then
-    // at columns 8-15: the B fragments of two 8-column tiles) feeds two mma.
-#pragma unroll
-    for (int kk = 0; kk < kBc / 16; ++kk)
-#pragma unroll
-      for (int dp = 0; dp < D / 16; ++dp) {
-        uint32_t b[4];
-        const int key = 16 * kk + lane % 8 + 8 * ((lane / 8) % 2);
-        tc::ldmatrix_x4_trans(b, tc::smem_addr(Vs + key * kLd + 16 * dp + 8 * (lane / 16)));
-        tc::mma16816<T>(acc + 8 * dp, pa + 4 * kk, b[0], b[1]);
-        tc::mma16816<T>(acc + 8 * dp + 4, pa + 4 * kk, b[2], b[3]);
-      }
+    tc::scores<T, D, kBc>(s, qf, Ks, off);
+    tc::softmax_step<T, D, kBc>(s, pa, acc, m, l, row, first_row, key0, n, causal, c);
+    tc::add_pv<T, D, kBc>(acc, pa, Vs, off);
   }
 
-  // O = O~ / l; lse = m/sqrt(d) + ln l. l >= 1 for every row (its max term is 2^0).
-  float lse_v[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const float lt = tc::quad_sum(l[h]);
-    lse_v[h] = m[h] * scale + logf(lt);
-    l[h] = 1.0f / lt;
-  }
-#pragma unroll
-  for (int i = 0; i < D / 2; ++i) acc[i] *= l[(i >> 1) & 1];
   // The warp's own 16 padded rows of Q are dead (their fragments are in registers): 16 · D elements of staging.
-  tc::store_rows<T, D, kVec>(Qs + 16 * warp * kLd, acc, o + head, D, lse + static_cast<size_t>(bh) * n, first_row,
-                             n, lse_v);
+  tc::finish<T, D, kVec>(acc, m, l, Qs + 16 * warp * kLd, o + head, D, lse + static_cast<size_t>(bh) * n,
+                         first_row, n, scale);
   // END SOLUTION
 }
 

@@ -305,6 +305,24 @@ constexpr int LDA = BK + PAD, LDB = BN + PAD;        // shared row lengths: 80 a
 static_assert((LDA / 8) % 2 == 1 && (LDB / 8) % 2 == 1, "an odd number of 16-byte chunks per row: 8 rows, 8 slots");
 static_assert(MI * 16 == WM && NJ * 8 == WN && NJ % 2 == 0 && BK % 16 == 0, "warp tiles are whole 16 x 16 steps");
 
+// Contract: one 16-wide k step of a warp's kMI x kNJ m16n8 accumulators: the kMI A fragments by ldmatrix_x4 at
+// a_addr(i), the kNJ B fragments in pairs by ldmatrix_x4_trans at b_addr(jp) (b0 b1 of fragments 2jp and 2jp + 1),
+// then the kMI x kNJ mma_16816 into acc. a_addr and b_addr return this lane's shared-window addresses (Concept 4),
+// so the same step reads 11b's padded tiles and 11c's swizzled stages. Both mma.sync kernels call it.
+template <typename T, int kMI, int kNJ, typename AAddr, typename BAddr>
+__device__ __forceinline__ void mma_k16(float (&acc)[kMI][kNJ][4], AAddr a_addr, BAddr b_addr) {
+  // YOUR CODE HERE: ldmatrix_x4 of each A fragment, ldmatrix_x4_trans of each B pair, then every mma_16816
+}
+
+// Contract: this warp's kMI x kNJ m16n8 accumulators (acc[i][j]: rows row0 + 16·i .. + 15, columns col0 + 8·j .. + 7,
+// Concept 3's C fragment) rounded to T into c (M x N, row-major), rows >= M and columns >= N not written; kVec
+// (N % 8 == 0, c 16-byte aligned): two columns per 4-byte store. Both mma.sync kernels (11b, 11c) end with it.
+template <typename T, bool kVec, int kMI, int kNJ>
+__device__ __forceinline__ void store_acc(T* __restrict__ c, const float (&acc)[kMI][kNJ][4], int row0, int col0,
+                                          int M, int N) {
+  // YOUR CODE HERE: the epilogue straight from the accumulators: c0 c1 at (g, 2t), c2 c3 at (g + 8, 2t) of each fragment
+}
+
 template <typename T, bool kVec>
 __global__ void __launch_bounds__(kThreads, 2)
     kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K) {
@@ -312,9 +330,36 @@ __global__ void __launch_bounds__(kThreads, 2)
   __shared__ __align__(128) T Bs[BK][LDB];
   // Contract: per BK step all threads fill As[BM][LDA], Bs[BK][LDB] in 8-element chunks with
   // wmma_gemm::load_chunk<T, kVec> (zeros outside A, B), barrier, BK / 16 steps of ldmatrix_x4 (A),
-  // ldmatrix_x4_trans (B) and mma_16816 on fp32 accumulators, barrier; epilogue from the accumulators,
-  // rounded to T, guarded by M and N (kVec: two columns per 4-byte store).
-  // YOUR CODE HERE: C tile (blockIdx.y · BM, blockIdx.x · BN); warp w: its 64 x 64 patch as MI x NJ m16n8 accumulators
+  // ldmatrix_x4_trans (B) and mma_16816 on fp32 accumulators, barrier; the epilogue is your store_acc (above).
+  // Given: the C tile (blockIdx.y · BM, blockIdx.x · BN), warp w's 64 x 64 patch (MI x NJ m16n8 accumulators)
+  // and kernel 1's loads through your load_chunk, between two barriers per BK step.
+  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
+  // YOUR CODE HERE: a_lane, b_lane: this lane's ldmatrix row addresses (shared window) in As and Bs for k step 0, fragment 0
+
+  float acc[MI][NJ][4] = {};
+  for (int k0 = 0; k0 < K; k0 += BK) {
+#pragma unroll
+    for (int q = tid; q < BM * BK / 8; q += kThreads) {
+      const int r = q / (BK / 8), col = q % (BK / 8) * 8;
+      const int row = m0 + r, k = k0 + col;
+      const int valid = row < M ? min(8, K - k) : 0;
+      wmma_gemm::load_chunk<T, kVec>(&As[r][col], a + static_cast<size_t>(row) * K + k, valid);
+    }
+#pragma unroll
+    for (int q = tid; q < BK * BN / 8; q += kThreads) {
+      const int r = q / (BN / 8), col = q % (BN / 8) * 8;
+      const int k = k0 + r, n = n0 + col;
+      const int valid = k < K ? min(8, N - n) : 0;
+      wmma_gemm::load_chunk<T, kVec>(&Bs[r][col], b + static_cast<size_t>(k) * N + n, valid);
+    }
+    __syncthreads();
+    // YOUR CODE HERE: BK / 16 k steps, each one mma_k16 at this lane's addresses of A's fragment i and B's pair jp
+    __syncthreads();  // everyone is done with this tile before the next one overwrites it
+  }
+
+  store_acc<T, kVec>(c, acc, m0 + wm, n0 + wn, M, N);
 }
 
 }  // namespace simple
@@ -325,7 +370,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 
 // Contract: swizzle maps logical 16-byte chunk `chunk` of `row` to its physical chunk so that 8 rows read
 // at one logical chunk hit 8 distinct 16-byte slots of a 128-byte line (CPR = 4, or CPR >= 8).
-// YOUR CODE HERE: swizzle<CPR>(row, chunk) and a guarded 8-element load (zeros past `valid`) for the kernel below
+// YOUR CODE HERE: swizzle<CPR>(row, chunk): the physical 16-byte chunk of logical chunk `chunk` in row `row`
 
 template <typename T, bool kAsync>
 __global__ void __launch_bounds__(kThreads, TC_MIN_BLOCKS)
@@ -334,10 +379,10 @@ __global__ void __launch_bounds__(kThreads, TC_MIN_BLOCKS)
   // Contract: stage s of smem = A tile [BM][BK], then B tile [BK][BN], 16-byte chunks swizzled; kAsync:
   // cp.async, else guarded loads; zeros past M, N, K; no cp.async in flight at exit; fp32 accumulators,
   // stores rounded to T and guarded by M and N (kAsync: two columns per 4-byte store).
-  // Given: the block swizzle (day 09's), the set-up, 11b's k steps at a_offset and b_offset, and the pipeline of
+  // Given: the block swizzle (day 09's), the set-up, 11b's mma_k16 at a_offset and b_offset, and the pipeline of
   // day 09's double buffer with STAGES stages: STAGES - 1 K-tiles in flight, one commit per iteration, wait_group
   // STAGES - 2 then one barrier per K-tile, the stages rotated. Step 11c's lesson is the swizzle: yours are swizzle
-  // (above), load_tile, a_offset and b_offset, and 11b's epilogue again.
+  // (above), load_tile, a_offset and b_offset; the epilogue is 11b's store_acc.
   // Block swizzle: groups of TC_GROUP block-rows, walked column by column.
   const int gm = (M + BM - 1) / BM, gn = (N + BN - 1) / BN;
   const int per_group = TC_GROUP * gn;
@@ -354,7 +399,7 @@ __global__ void __launch_bounds__(kThreads, TC_MIN_BLOCKS)
 
   // Copies K-tile kt into stage s. Thread tid moves chunks tid, tid + kThreads, ... of each tile.
   auto load_tile = [&](int kt, int s) {
-    // YOUR CODE HERE: K-tile kt into stage s: A [BM][BK], then B [BK][BN], chunk ch of row r at swizzle<CPR>(r, ch); kAsync: cp_async16 (zeros past M, N, K), else your guarded load
+    // YOUR CODE HERE: K-tile kt into stage s: A [BM][BK], then B [BK][BN], chunk ch of row r at swizzle<CPR>(r, ch); kAsync: cp_async16 (zeros past M, N, K), else 11a's load_chunk<T, false>
   };
 
   // This lane's ldmatrix row addresses (bytes from the stage's A or B tile) for k step kk and fragment 0; the
@@ -387,33 +432,32 @@ __global__ void __launch_bounds__(kThreads, TC_MIN_BLOCKS)
 
     const uint32_t stage = tiles_addr + read_stage * kStageElems * 2;
 #pragma unroll
-    for (int kk = 0; kk < BK; kk += 16) {
-      uint32_t af[MI][4], bfrag[NJ][2];
-#pragma unroll
-      for (int i = 0; i < MI; ++i) ldmatrix_x4(af[i], stage + a_offset(kk) + i * 16 * BK * 2);
-#pragma unroll
-      for (int jp = 0; jp < NJ / 2; ++jp) {
-        uint32_t r[4];
-        ldmatrix_x4_trans(r, stage + b_offset(kk, jp));
-        bfrag[2 * jp][0] = r[0];
-        bfrag[2 * jp][1] = r[1];
-        bfrag[2 * jp + 1][0] = r[2];
-        bfrag[2 * jp + 1][1] = r[3];
-      }
-#pragma unroll
-      for (int i = 0; i < MI; ++i)
-#pragma unroll
-        for (int j = 0; j < NJ; ++j) mma_16816<T>(acc[i][j], af[i], bfrag[j]);
-    }
+    for (int kk = 0; kk < BK; kk += 16)  // 11b's k step, at the swizzled offsets
+      simple::mma_k16<T>(acc, [&](int i) { return stage + a_offset(kk) + i * 16 * BK * 2; },
+                         [&](int jp) { return stage + b_offset(kk, jp); });
     read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
     write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
   }
   cp_async_wait<0>();  // nothing may be in flight into shared memory when the block exits
 
-  // YOUR CODE HERE: 11b's epilogue again, from acc (kAsync: two columns per 4-byte store)
+  simple::store_acc<T, kAsync>(c, acc, m0 + wm, n0 + wn, M, N);  // 11b's epilogue (the same warp tile)
 }
 
-// YOUR CODE HERE: template <typename T, bool kAsync> static cudaError_t launch(a, b, c, M, N, K, stream): kSmemBytes of dynamic shared memory asked once per instance, by a function-local static set by cudaFuncSetAttribute(kernel<T, kAsync>, ...) (not a static in a generic lambda: both kernels of a T would share it); a 1-D grid of tiles
+// Given (launch boilerplate, as on days 10 and 12):
+// One launch of kernel<T, kAsync>. Over 48 KiB of dynamic shared memory must be asked for, once per kernel: the
+// function-local static is per instantiation of this template (a static in a generic lambda taking the kernel as
+// a function pointer would be shared by both kernels of a T: same pointer type). `static` gives the function
+// internal linkage: a local static of an ordinary template is one object for the whole process (a "unique"
+// symbol), shared by every extension module that defines the same template, e.g. two builds of this file.
+template <typename T, bool kAsync>
+static cudaError_t launch(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
+  static const cudaError_t attr =
+      cudaFuncSetAttribute(kernel<T, kAsync>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  if (attr != cudaSuccess) return attr;
+  const dim3 grid(((M + BM - 1) / BM) * ((N + BN - 1) / BN));
+  kernel<T, kAsync><<<grid, kThreads, kSmemBytes, stream>>>(a, b, c, M, N, K);
+  return cudaGetLastError();
+}
 
 }  // namespace mma_gemm
 
@@ -424,7 +468,14 @@ template <typename T>
 cudaError_t matmul_wmma_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
   using namespace wmma_gemm;
   // Aligned: a, b and c 16-byte aligned and K and N multiples of 8 (whole 16-byte chunks).
-  // YOUR CODE HERE: grid (ceil(N / BN), ceil(M / BM)); kernel<T, true> only when aligned, else kernel<T, false>
+  // Given: grid (ceil(N / BN), ceil(M / BM)); kernel<T, true> only when aligned, else kernel<T, false>.
+  const dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
+  const bool aligned = ((reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) |
+                         reinterpret_cast<uintptr_t>(c)) % 16) == 0;
+  if (aligned && K % 8 == 0 && N % 8 == 0)
+    kernel<T, true><<<grid, kThreads, 0, stream>>>(a, b, c, M, N, K);
+  else
+    kernel<T, false><<<grid, kThreads, 0, stream>>>(a, b, c, M, N, K);
   return cudaGetLastError();
 }
 
@@ -432,7 +483,14 @@ template <typename T>
 cudaError_t matmul_mma_sync_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
   using namespace mma_gemm::simple;
   // Aligned, as for kernel 1: a, b and c 16-byte aligned and K and N multiples of 8 (whole 16-byte chunks).
-  // YOUR CODE HERE: grid (ceil(N / BN), ceil(M / BM)); kernel<T, true> only when aligned, else kernel<T, false>
+  // Given: grid (ceil(N / BN), ceil(M / BM)); kernel<T, true> only when aligned, else kernel<T, false>.
+  const dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
+  const bool aligned = ((reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) |
+                         reinterpret_cast<uintptr_t>(c)) % 16) == 0;
+  if (aligned && K % 8 == 0 && N % 8 == 0)
+    kernel<T, true><<<grid, kThreads, 0, stream>>>(a, b, c, M, N, K);
+  else
+    kernel<T, false><<<grid, kThreads, 0, stream>>>(a, b, c, M, N, K);
   return cudaGetLastError();
 }
 

@@ -313,6 +313,63 @@ constexpr int LDA = BK + PAD, LDB = BN + PAD;        // shared row lengths: 80 a
 static_assert((LDA / 8) % 2 == 1 && (LDB / 8) % 2 == 1, "an odd number of 16-byte chunks per row: 8 rows, 8 slots");
 static_assert(MI * 16 == WM && NJ * 8 == WN && NJ % 2 == 0 && BK % 16 == 0, "warp tiles are whole 16 x 16 steps");
 
+// Contract: one 16-wide k step of a warp's kMI x kNJ m16n8 accumulators: the kMI A fragments by ldmatrix_x4 at
+// a_addr(i), the kNJ B fragments in pairs by ldmatrix_x4_trans at b_addr(jp) (b0 b1 of fragments 2jp and 2jp + 1),
+// then the kMI x kNJ mma_16816 into acc. a_addr and b_addr return this lane's shared-window addresses (Concept 4),
+// so the same step reads 11b's padded tiles and 11c's swizzled stages. Both mma.sync kernels call it.
+template <typename T, int kMI, int kNJ, typename AAddr, typename BAddr>
+__device__ __forceinline__ void mma_k16(float (&acc)[kMI][kNJ][4], AAddr a_addr, BAddr b_addr) {
+  // BEGIN SOLUTION: ldmatrix_x4 of each A fragment, ldmatrix_x4_trans of each B pair, then every mma_16816
+  uint32_t af[kMI][4], bfrag[kNJ][2];
+#pragma unroll
+  for (int i = 0; i < kMI; ++i) ldmatrix_x4(af[i], a_addr(i));
+#pragma unroll
+  for (int jp = 0; jp < kNJ / 2; ++jp) {
+    uint32_t r[4];
+    ldmatrix_x4_trans(r, b_addr(jp));
+    bfrag[2 * jp][0] = r[0];
+    bfrag[2 * jp][1] = r[1];
+    bfrag[2 * jp + 1][0] = r[2];
+    bfrag[2 * jp + 1][1] = r[3];
+  }
+#pragma unroll
+  for (int i = 0; i < kMI; ++i)
+#pragma unroll
+    for (int j = 0; j < kNJ; ++j) mma_16816<T>(acc[i][j], af[i], bfrag[j]);
+  // END SOLUTION
+}
+
+// Contract: this warp's kMI x kNJ m16n8 accumulators (acc[i][j]: rows row0 + 16·i .. + 15, columns col0 + 8·j .. + 7,
+// Concept 3's C fragment) rounded to T into c (M x N, row-major), rows >= M and columns >= N not written; kVec
+// (N % 8 == 0, c 16-byte aligned): two columns per 4-byte store. Both mma.sync kernels (11b, 11c) end with it.
+template <typename T, bool kVec, int kMI, int kNJ>
+__device__ __forceinline__ void store_acc(T* __restrict__ c, const float (&acc)[kMI][kNJ][4], int row0, int col0,
+                                          int M, int N) {
+  // BEGIN SOLUTION: the epilogue straight from the accumulators: c0 c1 at (g, 2t), c2 c3 at (g + 8, 2t) of each fragment
+  const int lane = threadIdx.x % 32;
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int i = 0; i < kMI; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row0 + 16 * i + g + 8 * h;
+      if (row >= M) continue;
+      T* const crow = c + static_cast<size_t>(row) * N;
+#pragma unroll
+      for (int j = 0; j < kNJ; ++j) {
+        const int col = col0 + 8 * j + 2 * t;
+        const float x = acc[i][j][2 * h], y = acc[i][j][2 * h + 1];
+        if constexpr (kVec) {  // N % 8 == 0, c 16-byte aligned: both columns or neither, 4-byte aligned
+          if (col < N) *reinterpret_cast<uint32_t*>(crow + col) = pack2<T>(x, y);
+        } else {
+          if (col < N) crow[col] = from_float<T>(x);
+          if (col + 1 < N) crow[col + 1] = from_float<T>(y);
+        }
+      }
+    }
+  // END SOLUTION
+}
+
 template <typename T, bool kVec>
 __global__ void __launch_bounds__(kThreads, 2)
     kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K) {
@@ -320,12 +377,13 @@ __global__ void __launch_bounds__(kThreads, 2)
   __shared__ __align__(128) T Bs[BK][LDB];
   // Contract: per BK step all threads fill As[BM][LDA], Bs[BK][LDB] in 8-element chunks with
   // wmma_gemm::load_chunk<T, kVec> (zeros outside A, B), barrier, BK / 16 steps of ldmatrix_x4 (A),
-  // ldmatrix_x4_trans (B) and mma_16816 on fp32 accumulators, barrier; epilogue from the accumulators,
-  // rounded to T, guarded by M and N (kVec: two columns per 4-byte store).
-  // BEGIN SOLUTION: C tile (blockIdx.y · BM, blockIdx.x · BN); warp w: its 64 x 64 patch as MI x NJ m16n8 accumulators
+  // ldmatrix_x4_trans (B) and mma_16816 on fp32 accumulators, barrier; the epilogue is your store_acc (above).
+  // Given: the C tile (blockIdx.y · BM, blockIdx.x · BN), warp w's 64 x 64 patch (MI x NJ m16n8 accumulators)
+  // and kernel 1's loads through your load_chunk, between two barriers per BK step.
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
+  // BEGIN SOLUTION: a_lane, b_lane: this lane's ldmatrix row addresses (shared window) in As and Bs for k step 0, fragment 0
   // This lane's ldmatrix rows for k step 0, fragment 0 (the lesson's Concept 4):
   //   A, x4: lanes 0-15 rows 0-15 at k 0-7, lanes 16-31 rows 0-15 at k 8-15 -> a0 a1 a2 a3;
   //   B, x4.trans: lanes 0-7 k 0-7, lanes 8-15 k 8-15 at n 0-7; lanes 16-31 the same at n 8-15 -> b0 b1 of two
@@ -334,6 +392,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int lane_b_row = (lane & 7) + ((lane >> 3) & 1) * 8, lane_b_col = wn + (lane >> 4) * 8;
   const uint32_t a_lane = smem_addr(&As[lane_a_row][lane_a_col]);
   const uint32_t b_lane = smem_addr(&Bs[lane_b_row][lane_b_col]);
+  // END SOLUTION
 
   float acc[MI][NJ][4] = {};
   for (int k0 = 0; k0 < K; k0 += BK) {
@@ -352,50 +411,16 @@ __global__ void __launch_bounds__(kThreads, 2)
       wmma_gemm::load_chunk<T, kVec>(&Bs[r][col], b + static_cast<size_t>(k) * N + n, valid);
     }
     __syncthreads();
+    // BEGIN SOLUTION: BK / 16 k steps, each one mma_k16 at this lane's addresses of A's fragment i and B's pair jp
 #pragma unroll
-    for (int kk = 0; kk < BK; kk += 16) {
-      uint32_t af[MI][4], bfrag[NJ][2];
-#pragma unroll
-      for (int i = 0; i < MI; ++i) ldmatrix_x4(af[i], a_lane + (16 * i * LDA + kk) * 2);
-#pragma unroll
-      for (int jp = 0; jp < NJ / 2; ++jp) {
-        uint32_t r[4];
-        ldmatrix_x4_trans(r, b_lane + (kk * LDB + 16 * jp) * 2);
-        bfrag[2 * jp][0] = r[0];
-        bfrag[2 * jp][1] = r[1];
-        bfrag[2 * jp + 1][0] = r[2];
-        bfrag[2 * jp + 1][1] = r[3];
-      }
-#pragma unroll
-      for (int i = 0; i < MI; ++i)
-#pragma unroll
-        for (int j = 0; j < NJ; ++j) mma_16816<T>(acc[i][j], af[i], bfrag[j]);
-    }
+    for (int kk = 0; kk < BK; kk += 16)
+      mma_k16<T>(acc, [&](int i) { return a_lane + (16 * i * LDA + kk) * 2; },
+                 [&](int jp) { return b_lane + (kk * LDB + 16 * jp) * 2; });
+    // END SOLUTION
     __syncthreads();  // everyone is done with this tile before the next one overwrites it
   }
 
-  // Epilogue straight from the accumulator fragments: c0 c1 at (g, 2t), c2 c3 at (g + 8, 2t).
-  const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-  for (int i = 0; i < MI; ++i)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = m0 + wm + 16 * i + g + 8 * h;
-      if (row >= M) continue;
-      T* const crow = c + static_cast<size_t>(row) * N;
-#pragma unroll
-      for (int j = 0; j < NJ; ++j) {
-        const int col = n0 + wn + 8 * j + 2 * t;
-        const float x = acc[i][j][2 * h], y = acc[i][j][2 * h + 1];
-        if constexpr (kVec) {  // N % 8 == 0, c 16-byte aligned: both columns or neither, 4-byte aligned
-          if (col < N) *reinterpret_cast<uint32_t*>(crow + col) = pack2<T>(x, y);
-        } else {
-          if (col < N) crow[col] = from_float<T>(x);
-          if (col + 1 < N) crow[col + 1] = from_float<T>(y);
-        }
-      }
-    }
-  // END SOLUTION
+  store_acc<T, kVec>(c, acc, m0 + wm, n0 + wn, M, N);
 }
 
 }  // namespace simple
@@ -406,7 +431,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 
 // Contract: swizzle maps logical 16-byte chunk `chunk` of `row` to its physical chunk so that 8 rows read
 // at one logical chunk hit 8 distinct 16-byte slots of a 128-byte line (CPR = 4, or CPR >= 8).
-// BEGIN SOLUTION: swizzle<CPR>(row, chunk) and a guarded 8-element load (zeros past `valid`) for the kernel below
+// BEGIN SOLUTION: swizzle<CPR>(row, chunk): the physical 16-byte chunk of logical chunk `chunk` in row `row`
 // The physical 16-byte chunk of logical chunk `chunk` in row `row` of a tile with CPR chunks per row. 8 rows read
 // at one logical chunk land in 8 distinct 16-byte slots of a 128-byte line (no bank conflict):
 //   CPR >= 8 (rows of 128 B or more): XOR the low 3 bits with row % 8;
@@ -420,17 +445,6 @@ __device__ __forceinline__ int swizzle(int row, int chunk) {
   }
 }
 
-// 8 elements of a row from global memory, the first `valid` of them real, the rest zeros: the guarded path.
-__device__ __forceinline__ uint4 load8_guarded(const unsigned short* src, int valid) {
-  uint32_t w[4];
-#pragma unroll
-  for (int e = 0; e < 4; ++e) {
-    const uint32_t lo = 2 * e < valid ? __ldg(src + 2 * e) : 0u;
-    const uint32_t hi = 2 * e + 1 < valid ? __ldg(src + 2 * e + 1) : 0u;
-    w[e] = lo | (hi << 16);
-  }
-  return make_uint4(w[0], w[1], w[2], w[3]);
-}
 // END SOLUTION
 
 template <typename T, bool kAsync>
@@ -440,10 +454,10 @@ __global__ void __launch_bounds__(kThreads, TC_MIN_BLOCKS)
   // Contract: stage s of smem = A tile [BM][BK], then B tile [BK][BN], 16-byte chunks swizzled; kAsync:
   // cp.async, else guarded loads; zeros past M, N, K; no cp.async in flight at exit; fp32 accumulators,
   // stores rounded to T and guarded by M and N (kAsync: two columns per 4-byte store).
-  // Given: the block swizzle (day 09's), the set-up, 11b's k steps at a_offset and b_offset, and the pipeline of
+  // Given: the block swizzle (day 09's), the set-up, 11b's mma_k16 at a_offset and b_offset, and the pipeline of
   // day 09's double buffer with STAGES stages: STAGES - 1 K-tiles in flight, one commit per iteration, wait_group
   // STAGES - 2 then one barrier per K-tile, the stages rotated. Step 11c's lesson is the swizzle: yours are swizzle
-  // (above), load_tile, a_offset and b_offset, and 11b's epilogue again.
+  // (above), load_tile, a_offset and b_offset; the epilogue is 11b's store_acc.
   // Block swizzle: groups of TC_GROUP block-rows, walked column by column.
   const int gm = (M + BM - 1) / BM, gn = (N + BN - 1) / BN;
   const int per_group = TC_GROUP * gn;
@@ -460,7 +474,7 @@ __global__ void __launch_bounds__(kThreads, TC_MIN_BLOCKS)
 
   // Copies K-tile kt into stage s. Thread tid moves chunks tid, tid + kThreads, ... of each tile.
   auto load_tile = [&](int kt, int s) {
-    // BEGIN SOLUTION: K-tile kt into stage s: A [BM][BK], then B [BK][BN], chunk ch of row r at swizzle<CPR>(r, ch); kAsync: cp_async16 (zeros past M, N, K), else your guarded load
+    // BEGIN SOLUTION: K-tile kt into stage s: A [BM][BK], then B [BK][BN], chunk ch of row r at swizzle<CPR>(r, ch); kAsync: cp_async16 (zeros past M, N, K), else 11a's load_chunk<T, false>
     const int k0 = kt * BK;
     T* const sa = tiles + s * kStageElems;
     T* const sb = sa + BM * BK;
@@ -475,7 +489,7 @@ __global__ void __launch_bounds__(kThreads, TC_MIN_BLOCKS)
         cp_async16(smem_addr(dst), ok ? src : a, ok);
       } else {
         const int valid = row < M ? min(8, K - k) : 0;
-        *reinterpret_cast<uint4*>(dst) = load8_guarded(reinterpret_cast<const unsigned short*>(src), valid);
+        wmma_gemm::load_chunk<T, false>(dst, src, valid);
       }
     }
 #pragma unroll
@@ -489,7 +503,7 @@ __global__ void __launch_bounds__(kThreads, TC_MIN_BLOCKS)
         cp_async16(smem_addr(dst), ok ? src : b, ok);
       } else {
         const int valid = k < K ? min(8, N - n) : 0;
-        *reinterpret_cast<uint4*>(dst) = load8_guarded(reinterpret_cast<const unsigned short*>(src), valid);
+        wmma_gemm::load_chunk<T, false>(dst, src, valid);
       }
     }
     // END SOLUTION
@@ -531,55 +545,18 @@ __global__ void __launch_bounds__(kThreads, TC_MIN_BLOCKS)
 
     const uint32_t stage = tiles_addr + read_stage * kStageElems * 2;
 #pragma unroll
-    for (int kk = 0; kk < BK; kk += 16) {
-      uint32_t af[MI][4], bfrag[NJ][2];
-#pragma unroll
-      for (int i = 0; i < MI; ++i) ldmatrix_x4(af[i], stage + a_offset(kk) + i * 16 * BK * 2);
-#pragma unroll
-      for (int jp = 0; jp < NJ / 2; ++jp) {
-        uint32_t r[4];
-        ldmatrix_x4_trans(r, stage + b_offset(kk, jp));
-        bfrag[2 * jp][0] = r[0];
-        bfrag[2 * jp][1] = r[1];
-        bfrag[2 * jp + 1][0] = r[2];
-        bfrag[2 * jp + 1][1] = r[3];
-      }
-#pragma unroll
-      for (int i = 0; i < MI; ++i)
-#pragma unroll
-        for (int j = 0; j < NJ; ++j) mma_16816<T>(acc[i][j], af[i], bfrag[j]);
-    }
+    for (int kk = 0; kk < BK; kk += 16)  // 11b's k step, at the swizzled offsets
+      simple::mma_k16<T>(acc, [&](int i) { return stage + a_offset(kk) + i * 16 * BK * 2; },
+                         [&](int jp) { return stage + b_offset(kk, jp); });
     read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
     write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
   }
   cp_async_wait<0>();  // nothing may be in flight into shared memory when the block exits
 
-  // BEGIN SOLUTION: 11b's epilogue again, from acc (kAsync: two columns per 4-byte store)
-  // Epilogue straight from the accumulator fragments: c0 c1 at (g, 2t), c2 c3 at (g + 8, 2t).
-  const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-  for (int i = 0; i < MI; ++i)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = m0 + wm + 16 * i + g + 8 * h;
-      if (row >= M) continue;
-      T* const crow = c + static_cast<size_t>(row) * N;
-#pragma unroll
-      for (int j = 0; j < NJ; ++j) {
-        const int col = n0 + wn + 8 * j + 2 * t;
-        const float x = acc[i][j][2 * h], y = acc[i][j][2 * h + 1];
-        if constexpr (kAsync) {  // N % 8 == 0, c 16-byte aligned: both columns or neither, 4-byte aligned
-          if (col < N) *reinterpret_cast<uint32_t*>(crow + col) = pack2<T>(x, y);
-        } else {
-          if (col < N) crow[col] = from_float<T>(x);
-          if (col + 1 < N) crow[col + 1] = from_float<T>(y);
-        }
-      }
-    }
-  // END SOLUTION
+  simple::store_acc<T, kAsync>(c, acc, m0 + wm, n0 + wn, M, N);  // 11b's epilogue (the same warp tile)
 }
 
-// BEGIN SOLUTION: template <typename T, bool kAsync> static cudaError_t launch(a, b, c, M, N, K, stream): kSmemBytes of dynamic shared memory asked once per instance, by a function-local static set by cudaFuncSetAttribute(kernel<T, kAsync>, ...) (not a static in a generic lambda: both kernels of a T would share it); a 1-D grid of tiles
+// Given (launch boilerplate, as on days 10 and 12):
 // One launch of kernel<T, kAsync>. Over 48 KiB of dynamic shared memory must be asked for, once per kernel: the
 // function-local static is per instantiation of this template (a static in a generic lambda taking the kernel as
 // a function pointer would be shared by both kernels of a T: same pointer type). `static` gives the function
@@ -594,7 +571,6 @@ static cudaError_t launch(const T* a, const T* b, T* c, int M, int N, int K, cud
   kernel<T, kAsync><<<grid, kThreads, kSmemBytes, stream>>>(a, b, c, M, N, K);
   return cudaGetLastError();
 }
-// END SOLUTION
 
 }  // namespace mma_gemm
 
@@ -605,7 +581,7 @@ template <typename T>
 cudaError_t matmul_wmma_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
   using namespace wmma_gemm;
   // Aligned: a, b and c 16-byte aligned and K and N multiples of 8 (whole 16-byte chunks).
-  // BEGIN SOLUTION: grid (ceil(N / BN), ceil(M / BM)); kernel<T, true> only when aligned, else kernel<T, false>
+  // Given: grid (ceil(N / BN), ceil(M / BM)); kernel<T, true> only when aligned, else kernel<T, false>.
   const dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
   const bool aligned = ((reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) |
                          reinterpret_cast<uintptr_t>(c)) % 16) == 0;
@@ -613,7 +589,6 @@ cudaError_t matmul_wmma_forward(const T* a, const T* b, T* c, int M, int N, int 
     kernel<T, true><<<grid, kThreads, 0, stream>>>(a, b, c, M, N, K);
   else
     kernel<T, false><<<grid, kThreads, 0, stream>>>(a, b, c, M, N, K);
-  // END SOLUTION
   return cudaGetLastError();
 }
 
@@ -621,7 +596,7 @@ template <typename T>
 cudaError_t matmul_mma_sync_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
   using namespace mma_gemm::simple;
   // Aligned, as for kernel 1: a, b and c 16-byte aligned and K and N multiples of 8 (whole 16-byte chunks).
-  // BEGIN SOLUTION: grid (ceil(N / BN), ceil(M / BM)); kernel<T, true> only when aligned, else kernel<T, false>
+  // Given: grid (ceil(N / BN), ceil(M / BM)); kernel<T, true> only when aligned, else kernel<T, false>.
   const dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
   const bool aligned = ((reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) |
                          reinterpret_cast<uintptr_t>(c)) % 16) == 0;
@@ -629,7 +604,6 @@ cudaError_t matmul_mma_sync_forward(const T* a, const T* b, T* c, int M, int N, 
     kernel<T, true><<<grid, kThreads, 0, stream>>>(a, b, c, M, N, K);
   else
     kernel<T, false><<<grid, kThreads, 0, stream>>>(a, b, c, M, N, K);
-  // END SOLUTION
   return cudaGetLastError();
 }
 

@@ -134,7 +134,10 @@ struct Smem {
 
 // Contract: within a row the 16-byte chunks are permuted by row % 8, so 8 consecutive rows read at one
 // logical chunk hit 8 distinct 16-byte slots (ldmatrix without bank conflicts).
-// YOUR CODE HERE: swz<D>(row, chunk) = element offset of 16-byte chunk `chunk` of `row` in a swizzled [rows][D] tile
+template <int D>
+__device__ __forceinline__ int swz(int row, int chunk) {
+  // YOUR CODE HERE: swz<D>(row, chunk) = element offset of 16-byte chunk `chunk` of `row` in a swizzled [rows][D] tile
+}
 
 }  // namespace mma
 
@@ -181,7 +184,10 @@ __device__ __forceinline__ void rescale(float (&o)[kCols / 2], const float (&alp
 
 // Contract: pack_p<T, kCols>(pa, s) rounds p (accumulator layout) to T, two values to a 32-bit register, so that
 // pa holds P V's A fragments (Concept 3); no shuffle and no shared memory.
-// YOUR CODE HERE: pack_p<T, kCols>(pa, s): p in the accumulator layout into P V's A fragments, 16-bit pairs
+template <typename T, int kCols>
+__device__ __forceinline__ void pack_p(uint32_t (&pa)[kCols / 4], const float (&s)[kCols / 2]) {
+  // YOUR CODE HERE: pack_p<T, kCols>(pa, s): p in the accumulator layout into P V's A fragments, 16-bit pairs
+}
 
 // Given (the epilogue's store, through a per-warp patch of shared memory as in day 11's WMMA epilogue): writes this
 // warp's 16 rows of O and their lse. Expects o in the accumulator layout (D columns, already divided by l),
@@ -289,7 +295,24 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
   // separate commit groups (S = Q Kᵀ may start before V[t] has landed); the math is step 12a's, through the same
   // tc:: building blocks (load_q, scores, softmax_step, add_pv, finish) with the swizzled layout; causal: no key
   // tile past the block's last row is loaded; rows >= n not written.
-  // YOUR CODE HERE: o rows q0 .. q0 + 127 of head bh and their lse; warp w owns rows q0 + 16w .. + 15, all in registers
+  // Given: the set-up, as 12a's (the tiles of Smem<D>, this block's head and query tile, the keys it walks, this
+  // warp's first row and this lane's two rows), with each tensor's head found through its strides.
+  constexpr int kBc = Cfg<D>::kBc;
+  extern __shared__ uint4 smem_raw[];
+  T* const Qs = reinterpret_cast<T*>(smem_raw) + Smem<D>::kQ;
+  T* const Ks = reinterpret_cast<T*>(smem_raw) + Smem<D>::kK;  // K[0], then K[1] at + kBc · D
+  T* const Vs = reinterpret_cast<T*>(smem_raw) + Smem<D>::kV;  // V[0], then V[1]
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int bh = blockIdx.x / q_tiles;
+  const int q0 = (q_tiles - 1 - blockIdx.x % q_tiles) * kBr;
+  const T* const kh = k + st.k.start(bh, heads);
+  const T* const vh = v + st.v.start(bh, heads);
+  const int kv_end = causal ? min(n, q0 + kBr) : n;
+  const int tiles = (kv_end + kBc - 1) / kBc;
+  const int wrow = q0 + 16 * warp;  // this warp's first query row
+  const int row = wrow + lane / 4;  // this thread's rows: row and row + 8
+
+  // YOUR CODE HERE: the prologue's three commit groups, Q's fragments, then per key tile the waits, barriers and copies of the double buffer around scores, softmax_step and add_pv on the swizzled layout; finish
 }
 
 // Given (launch boilerplate, as on days 10 and 11): flash_mma_kernel<T, D, aligned> on batch · heads · ceil(n / kBr)
@@ -352,7 +375,10 @@ struct Smem {
 // Contract: all kThreads threads; rows >= rows_valid become zeros; row r of the tile at dst + r · (D + 8);
 // kVec: one 16-byte load and store per chunk, consecutive threads on consecutive chunks of a row (coalesced);
 // !kVec: 2-byte loads and stores (tensors not 16-byte aligned). The caller places the barriers.
-// YOUR CODE HERE: load_rows<T, D, kRows, kVec>(dst, src, rows_valid): kRows x D rows of src into padded dst
+template <typename T, int D, int kRows, bool kVec>
+__device__ __forceinline__ void load_rows(T* dst, const T* src, int rows_valid) {
+  // YOUR CODE HERE: load_rows<T, D, kRows, kVec>(dst, src, rows_valid): kRows x D rows of src into padded dst
+}
 
 // One block per (batch·head, tile of 128 query rows), heaviest causal tiles first, as in flash_mma_kernel:
 // blockIdx.x = bh · q_tiles + (q_tiles - 1 - tile). c = log2(e)/sqrt(D), scale = 1/sqrt(D).

@@ -143,13 +143,13 @@ struct Smem {
 
 // Contract: within a row the 16-byte chunks are permuted by row % 8, so 8 consecutive rows read at one
 // logical chunk hit 8 distinct 16-byte slots (ldmatrix without bank conflicts).
-// BEGIN SOLUTION: swz<D>(row, chunk) = element offset of 16-byte chunk `chunk` of `row` in a swizzled [rows][D] tile
-// Element offset of (row, 16-byte chunk) in a [rows][D] tile of 16-bit values, chunks XOR-swizzled by row % 8.
 template <int D>
 __device__ __forceinline__ int swz(int row, int chunk) {
+  // BEGIN SOLUTION: swz<D>(row, chunk) = element offset of 16-byte chunk `chunk` of `row` in a swizzled [rows][D] tile
+  // Element offset of (row, 16-byte chunk) in a [rows][D] tile of 16-bit values, chunks XOR-swizzled by row % 8.
   return row * D + ((chunk ^ (row & 7)) << 3);
+  // END SOLUTION
 }
-// END SOLUTION
 
 }  // namespace mma
 
@@ -234,15 +234,15 @@ __device__ __forceinline__ void rescale(float (&o)[kCols / 2], const float (&alp
 
 // Contract: pack_p<T, kCols>(pa, s) rounds p (accumulator layout) to T, two values to a 32-bit register, so that
 // pa holds P V's A fragments (Concept 3); no shuffle and no shared memory.
-// BEGIN SOLUTION: pack_p<T, kCols>(pa, s): p in the accumulator layout into P V's A fragments, 16-bit pairs
-// p (accumulator layout, kCols columns) -> 16-bit pairs: reg 2j = row, tile j; reg 2j+1 = row + 8, tile j. The A
-// fragment for keys 16·t .. 16·t+15 is then regs 4t .. 4t+3.
 template <typename T, int kCols>
 __device__ __forceinline__ void pack_p(uint32_t (&pa)[kCols / 4], const float (&s)[kCols / 2]) {
+  // BEGIN SOLUTION: pack_p<T, kCols>(pa, s): p in the accumulator layout into P V's A fragments, 16-bit pairs
+  // p (accumulator layout, kCols columns) -> 16-bit pairs: reg 2j = row, tile j; reg 2j+1 = row + 8, tile j. The A
+  // fragment for keys 16·t .. 16·t+15 is then regs 4t .. 4t+3.
 #pragma unroll
   for (int i = 0; i < kCols / 4; ++i) pa[i] = pack2<T>(s[2 * i], s[2 * i + 1]);
+  // END SOLUTION
 }
-// END SOLUTION
 
 // Given (the epilogue's store, through a per-warp patch of shared memory as in day 11's WMMA epilogue): writes this
 // warp's 16 rows of O and their lse. Expects o in the accumulator layout (D columns, already divided by l),
@@ -426,14 +426,13 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
   // separate commit groups (S = Q Kᵀ may start before V[t] has landed); the math is step 12a's, through the same
   // tc:: building blocks (load_q, scores, softmax_step, add_pv, finish) with the swizzled layout; causal: no key
   // tile past the block's last row is loaded; rows >= n not written.
-  // BEGIN SOLUTION: o rows q0 .. q0 + 127 of head bh and their lse; warp w owns rows q0 + 16w .. + 15, all in registers
+  // Given: the set-up, as 12a's (the tiles of Smem<D>, this block's head and query tile, the keys it walks, this
+  // warp's first row and this lane's two rows), with each tensor's head found through its strides.
   constexpr int kBc = Cfg<D>::kBc;
   extern __shared__ uint4 smem_raw[];
   T* const Qs = reinterpret_cast<T*>(smem_raw) + Smem<D>::kQ;
-  T* const Ks = reinterpret_cast<T*>(smem_raw) + Smem<D>::kK;
-  T* const Vs = reinterpret_cast<T*>(smem_raw) + Smem<D>::kV;
-  const auto off = [](int r, int ch) { return swz<D>(r, ch); };
-
+  T* const Ks = reinterpret_cast<T*>(smem_raw) + Smem<D>::kK;  // K[0], then K[1] at + kBc · D
+  T* const Vs = reinterpret_cast<T*>(smem_raw) + Smem<D>::kV;  // V[0], then V[1]
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int bh = blockIdx.x / q_tiles;
   const int q0 = (q_tiles - 1 - blockIdx.x % q_tiles) * kBr;
@@ -444,6 +443,8 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
   const int wrow = q0 + 16 * warp;  // this warp's first query row
   const int row = wrow + lane / 4;  // this thread's rows: row and row + 8
 
+  // BEGIN SOLUTION: the prologue's three commit groups, Q's fragments, then per key tile the waits, barriers and copies of the double buffer around scores, softmax_step and add_pv on the swizzled layout; finish
+  const auto off = [](int r, int ch) { return swz<D>(r, ch); };
   // Three commit groups: Q, K[0], V[0].
   load_tile<T, D, kBr, kVec>(Qs, q + st.q.start(bh, heads) + q0 * st.q.row, st.q.row, n - q0);
   tc::cp_async_commit();
@@ -556,9 +557,9 @@ struct Smem {
 // Contract: all kThreads threads; rows >= rows_valid become zeros; row r of the tile at dst + r · (D + 8);
 // kVec: one 16-byte load and store per chunk, consecutive threads on consecutive chunks of a row (coalesced);
 // !kVec: 2-byte loads and stores (tensors not 16-byte aligned). The caller places the barriers.
-// BEGIN SOLUTION: load_rows<T, D, kRows, kVec>(dst, src, rows_valid): kRows x D rows of src into padded dst
 template <typename T, int D, int kRows, bool kVec>
 __device__ __forceinline__ void load_rows(T* dst, const T* src, int rows_valid) {
+  // BEGIN SOLUTION: load_rows<T, D, kRows, kVec>(dst, src, rows_valid): kRows x D rows of src into padded dst
   constexpr int kLd = D + 8, kChunks = kRows * D / 8;
   static_assert(kChunks % kThreads == 0, "whole steps");
 #pragma unroll
@@ -575,8 +576,8 @@ __device__ __forceinline__ void load_rows(T* dst, const T* src, int rows_valid) 
       for (int x = 0; x < 8; ++x) d16[x] = ok ? s16[x] : uint16_t{0};
     }
   }
+  // END SOLUTION
 }
-// END SOLUTION
 
 // One block per (batch·head, tile of 128 query rows), heaviest causal tiles first, as in flash_mma_kernel:
 // blockIdx.x = bh · q_tiles + (q_tiles - 1 - tile). c = log2(e)/sqrt(D), scale = 1/sqrt(D).

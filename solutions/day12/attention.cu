@@ -426,25 +426,22 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
   // separate commit groups (S = Q Kᵀ may start before V[t] has landed); the math is step 12a's, through the same
   // tc:: building blocks (load_q, scores, softmax_step, add_pv, finish) with the swizzled layout; causal: no key
   // tile past the block's last row is loaded; rows >= n not written.
-  // Given: the set-up, as 12a's (the tiles of Smem<D>, this block's head and query tile, the keys it walks, this
-  // warp's first row and this lane's two rows), with each tensor's head found through its strides.
+  // BEGIN SOLUTION: o rows q0 .. q0 + 127 of head bh and their lse; warp w owns rows q0 + 16w .. + 15, all in registers
   constexpr int kBc = Cfg<D>::kBc;
   extern __shared__ uint4 smem_raw[];
   T* const Qs = reinterpret_cast<T*>(smem_raw) + Smem<D>::kQ;
   T* const Ks = reinterpret_cast<T*>(smem_raw) + Smem<D>::kK;  // K[0], then K[1] at + kBc · D
   T* const Vs = reinterpret_cast<T*>(smem_raw) + Smem<D>::kV;  // V[0], then V[1]
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int bh = blockIdx.x / q_tiles;
   const int q0 = (q_tiles - 1 - blockIdx.x % q_tiles) * kBr;
   const T* const kh = k + st.k.start(bh, heads);
   const T* const vh = v + st.v.start(bh, heads);
+  const auto off = [](int r, int ch) { return swz<D>(r, ch); };
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int kv_end = causal ? min(n, q0 + kBr) : n;
   const int tiles = (kv_end + kBc - 1) / kBc;
   const int wrow = q0 + 16 * warp;  // this warp's first query row
   const int row = wrow + lane / 4;  // this thread's rows: row and row + 8
-
-  // BEGIN SOLUTION: the prologue's three commit groups, Q's fragments, then per key tile the waits, barriers and copies of the double buffer around scores, softmax_step and add_pv on the swizzled layout; finish
-  const auto off = [](int r, int ch) { return swz<D>(r, ch); };
   // Three commit groups: Q, K[0], V[0].
   load_tile<T, D, kBr, kVec>(Qs, q + st.q.start(bh, heads) + q0 * st.q.row, st.q.row, n - q0);
   tc::cp_async_commit();

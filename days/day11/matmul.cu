@@ -335,7 +335,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   // Given: the C tile (blockIdx.y · BM, blockIdx.x · BN), warp w's 64 x 64 patch (MI x NJ m16n8 accumulators)
   // and kernel 1's loads through your load_chunk, between two barriers per BK step.
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int tid = threadIdx.x, warp = tid / 32;
   const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
   // YOUR CODE HERE: a_lane, b_lane: this lane's ldmatrix row addresses (shared window) in As and Bs for k step 0, fragment 0
 

@@ -382,9 +382,10 @@ __global__ void __launch_bounds__(kThreads, 2)
   // Given: the C tile (blockIdx.y · BM, blockIdx.x · BN), warp w's 64 x 64 patch (MI x NJ m16n8 accumulators)
   // and kernel 1's loads through your load_chunk, between two barriers per BK step.
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int tid = threadIdx.x, warp = tid / 32;
   const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
   // BEGIN SOLUTION: a_lane, b_lane: this lane's ldmatrix row addresses (shared window) in As and Bs for k step 0, fragment 0
+  const int lane = tid % 32;
   // This lane's ldmatrix rows for k step 0, fragment 0 (the lesson's Concept 4):
   //   A, x4: lanes 0-15 rows 0-15 at k 0-7, lanes 16-31 rows 0-15 at k 8-15 -> a0 a1 a2 a3;
   //   B, x4.trans: lanes 0-7 k 0-7, lanes 8-15 k 8-15 at n 0-7; lanes 16-31 the same at n 8-15 -> b0 b1 of two

@@ -134,10 +134,7 @@ struct Smem {
 
 // Contract: within a row the 16-byte chunks are permuted by row % 8, so 8 consecutive rows read at one
 // logical chunk hit 8 distinct 16-byte slots (ldmatrix without bank conflicts).
-template <int D>
-__device__ __forceinline__ int swz(int row, int chunk) {
-  // YOUR CODE HERE: swz<D>(row, chunk) = element offset of 16-byte chunk `chunk` of `row` in a swizzled [rows][D] tile
-}
+// YOUR CODE HERE: swz<D>(row, chunk) = element offset of 16-byte chunk `chunk` of `row` in a swizzled [rows][D] tile
 
 }  // namespace mma
 

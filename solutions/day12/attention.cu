@@ -143,13 +143,13 @@ struct Smem {
 
 // Contract: within a row the 16-byte chunks are permuted by row % 8, so 8 consecutive rows read at one
 // logical chunk hit 8 distinct 16-byte slots (ldmatrix without bank conflicts).
+// BEGIN SOLUTION: swz<D>(row, chunk) = element offset of 16-byte chunk `chunk` of `row` in a swizzled [rows][D] tile
+// Element offset of (row, 16-byte chunk) in a [rows][D] tile of 16-bit values, chunks XOR-swizzled by row % 8.
 template <int D>
 __device__ __forceinline__ int swz(int row, int chunk) {
-  // BEGIN SOLUTION: swz<D>(row, chunk) = element offset of 16-byte chunk `chunk` of `row` in a swizzled [rows][D] tile
-  // Element offset of (row, 16-byte chunk) in a [rows][D] tile of 16-bit values, chunks XOR-swizzled by row % 8.
   return row * D + ((chunk ^ (row & 7)) << 3);
-  // END SOLUTION
 }
+// END SOLUTION
 
 }  // namespace mma
 

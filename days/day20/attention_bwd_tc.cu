@@ -203,6 +203,9 @@ __global__ void __launch_bounds__(256) prep_kernel(const T* __restrict__ o, cons
 // (fp32, [B·H, N, D]) with atomics: several key tiles add into the same rows. dSᵀ is in shared memory (swizzled,
 // kBc keys x kBr queries), K as the walk loaded it. Warp (wq2, wd2) owns queries 32·wq2 .. of the tile and columns
 // wd2·D/4 ..; head: the offset of this head's rows in dq_acc.
+// Contract: per 16 queries (mt = 0, 1), warp_mma's m16n8 accumulators as the walk's dK and dV are laid out: this
+// lane's dq[4·nt + e] is query q0 + 32·wq2 + 16·mt + lane / 4 + 8·(e / 2), column wd2·D/4 + 8·nt + 2·(lane % 4)
+// + e % 2; rows >= n are not added; every element is one atomic add (or half of a float2 one) into dq_acc.
 template <typename T, int D, bool kSmall>
 __device__ __forceinline__ void add_dq_tile(const T* DSs, const T* Ks, float* dq_acc, size_t head, int q0, int n,
                                             int wq2, int wd2, int lane) {

@@ -227,7 +227,6 @@ __device__ __forceinline__ void store_rows(T* stage, const float (&o)[D / 2], T*
   }
 }
 
-
 // The walk's building blocks, written once in step 12a and called by both kernels (12a's padded tiles, 12b's
 // swizzled ones). A layout `off` is a callable: off(row, chunk) = the element offset of 16-byte chunk `chunk` of
 // row `row` in a tile (12a: row · (D + 8) + 8 · chunk; 12b: swz<D>(row, chunk)). Every lane of a warp calls them.

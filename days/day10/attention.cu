@@ -77,6 +77,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "device_cache.h"    // allow_smem: cudaFuncSetAttribute for over 48 KiB of shared memory
 #include "float_convert.cuh"  // to_float(v), from_float<T>(v)
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -428,7 +429,7 @@ template <typename T>
 using Kernel = void (*)(const T*, const T*, const T*, T*, float*, int, int, bool, float);
 
 // Contract: vec_kernel (kVec = true) only if q, k, v and o all start on a 4-element boundary, else scalar_kernel;
-// smem_bytes of dynamic shared memory (over 48 KiB: cudaFuncSetAttribute first); bh · ceil(n / 64) blocks of
+// smem_bytes of dynamic shared memory (over 48 KiB: allow_smem first); bh · ceil(n / 64) blocks of
 // kThreads; qscale = log2(e) / sqrt(D); return the error.
 // Given: plumbing, not the day's lesson (steps 10b and 10c share it). Your kernels receive qscale, not 1 / sqrt(d).
 template <typename T, int D>
@@ -441,8 +442,7 @@ cudaError_t launch(Kernel<T> scalar_kernel, Kernel<T> vec_kernel, size_t smem_by
                      reinterpret_cast<uintptr_t>(v) | reinterpret_cast<uintptr_t>(o)) % kAlign) == 0;
   const Kernel<T> kernel = vec ? vec_kernel : scalar_kernel;
   // Over 48 KiB of shared memory per block must be asked for explicitly (once per kernel would do; it is cheap).
-  const cudaError_t err =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes));
+  const cudaError_t err = allow_smem(kernel, smem_bytes);
   if (err != cudaSuccess) return err;
   const int q_tiles = (n + kBr - 1) / kBr;
   const float qscale = 1.4426950408889634f / sqrtf(static_cast<float>(D));  // log2(e) / sqrt(d)

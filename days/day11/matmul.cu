@@ -68,6 +68,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "device_cache.h"    // allow_smem: cudaFuncSetAttribute for over 48 KiB of shared memory
 #include "float_convert.cuh"  // to_float(v), from_float<T>(v)
 
 // Two fp32 results of a row as one 32-bit value of two T, rounded to nearest (for 4- and 16-byte stores).
@@ -452,8 +453,7 @@ __global__ void __launch_bounds__(kThreads, TC_MIN_BLOCKS)
 // symbol), shared by every extension module that defines the same template, e.g. two builds of this file.
 template <typename T, bool kAsync>
 static cudaError_t launch(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
-  static const cudaError_t attr =
-      cudaFuncSetAttribute(kernel<T, kAsync>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  static const cudaError_t attr = allow_smem(kernel<T, kAsync>, kSmemBytes);
   if (attr != cudaSuccess) return attr;
   const dim3 grid(((M + BM - 1) / BM) * ((N + BN - 1) / BN));
   kernel<T, kAsync><<<grid, kThreads, kSmemBytes, stream>>>(a, b, c, M, N, K);

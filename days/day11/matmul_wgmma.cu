@@ -58,6 +58,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "device_cache.h"  // allow_smem: cudaFuncSetAttribute for over 48 KiB of shared memory
 #include "float_convert.cuh"  // from_float<T>(v)
 
 // Kernel 2's launcher (matmul.cu): the fallback where wgmma cannot run.
@@ -324,8 +325,7 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
 // static asks once for the shared memory (internal linkage: one static per module, see matmul.cu).
 template <typename T, bool kAsync>
 static cudaError_t launch(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
-  static const cudaError_t attr =
-      cudaFuncSetAttribute(kernel<T, kAsync>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  static const cudaError_t attr = allow_smem(kernel<T, kAsync>, kSmemBytes);
   if (attr != cudaSuccess) return attr;
   const dim3 grid(((M + BM - 1) / BM) * ((N + BN - 1) / BN));
   kernel<T, kAsync><<<grid, kThreads, kSmemBytes, stream>>>(a, b, c, M, N, K);

@@ -66,6 +66,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "device_cache.h"  // allow_smem: cudaFuncSetAttribute for over 48 KiB of shared memory
 #include "head_strides.h"  // course::HeadStrides: where a head's rows lie (the op takes views)
 #include "hopper.cuh"  // wgmma, TMA and mbarrier wrappers, the sm_90a probe (shared with day 20's backward)
 #include "ptx.cuh"     // cp.async, ldmatrix, mma.sync, pack2, ex2, quad reductions (day 11's wrappers)
@@ -295,14 +296,13 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
 }
 
 // Given (launch boilerplate, as on days 10 and 11): flash_mma_kernel<T, D, aligned> on batch · heads · ceil(n / kBr)
-// blocks of kThreads with Smem<D>::kBytes of dynamic shared memory (cudaFuncSetAttribute first: over 48 KiB at
+// blocks of kThreads with Smem<D>::kBytes of dynamic shared memory (allow_smem first: over 48 KiB at
 // d = 128); passes scale = 1 / sqrt(D) and c = log2(e) · scale; returns the first error.
 template <typename T, int D, bool kVec>
 cudaError_t launch_as(const T* q, const T* k, const T* v, T* o, float* lse, int batch, int heads, int n,
                       const course::AttentionStrides& st, bool causal, cudaStream_t stream) {
   auto kernel = flash_mma_kernel<T, D, kVec>;
-  const cudaError_t err =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Smem<D>::kBytes));
+  const cudaError_t err = allow_smem(kernel, Smem<D>::kBytes);
   if (err != cudaSuccess) return err;
   const int q_tiles = (n + kBr - 1) / kBr;
   const float scale = 1.0f / sqrtf(static_cast<float>(D));
@@ -375,14 +375,13 @@ __global__ void __launch_bounds__(kThreads, Cfg<D>::kMinBlocks)
 }
 
 // Given (launch boilerplate, as on days 10 and 11): flash_simple_kernel<T, D, aligned> on bh · ceil(n / kBr)
-// blocks of kThreads with Smem<D>::kBytes of dynamic shared memory (cudaFuncSetAttribute first: over 48 KiB at
+// blocks of kThreads with Smem<D>::kBytes of dynamic shared memory (allow_smem first: over 48 KiB at
 // d = 128); passes scale = 1 / sqrt(D) and c = log2(e) · scale; returns the first error.
 template <typename T, int D, bool kVec>
 cudaError_t launch_as(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, bool causal,
                       cudaStream_t stream) {
   auto kernel = flash_simple_kernel<T, D, kVec>;
-  const cudaError_t err =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Smem<D>::kBytes));
+  const cudaError_t err = allow_smem(kernel, Smem<D>::kBytes);
   if (err != cudaSuccess) return err;
   const int q_tiles = (n + kBr - 1) / kBr;
   const float scale = 1.0f / sqrtf(static_cast<float>(D));
@@ -696,8 +695,7 @@ cudaError_t launch_bc(const T* q, const T* k, const T* v, T* o, float* lse, int 
                 make_map(&tm_v, v, st.v, batch, heads, n, D, kBc)))
     return mma::launch<T, D>(q, k, v, o, lse, batch, heads, n, st, causal, true, stream);  // no TMA here
   auto kernel = flash_wgmma_kernel<T, D, kBc>;
-  const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               static_cast<int>(Smem<D, kBc>::kBytes));
+  const cudaError_t err = allow_smem(kernel, Smem<D, kBc>::kBytes);
   if (err != cudaSuccess) return err;
   const int q_tiles = (n + Shape<D>::kBr - 1) / Shape<D>::kBr;
   const float scale = 1.0f / sqrtf(static_cast<float>(D));

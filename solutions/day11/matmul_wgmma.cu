@@ -76,7 +76,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "device_cache.h"  // INSTRUCTOR ONLY
+#include "device_cache.h"  // allow_smem: cudaFuncSetAttribute for over 48 KiB of shared memory
 #include "float_convert.cuh"  // from_float<T>(v)
 
 // Kernel 2's launcher (matmul.cu): the fallback where wgmma cannot run.
@@ -662,8 +662,7 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
 // static asks once for the shared memory (internal linkage: one static per module, see matmul.cu).
 template <typename T, bool kAsync>
 static cudaError_t launch(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
-  static const cudaError_t attr =
-      cudaFuncSetAttribute(kernel<T, kAsync>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  static const cudaError_t attr = allow_smem(kernel<T, kAsync>, kSmemBytes);
   if (attr != cudaSuccess) return attr;
   const dim3 grid(((M + BM - 1) / BM) * ((N + BN - 1) / BN));
   kernel<T, kAsync><<<grid, kThreads, kSmemBytes, stream>>>(a, b, c, M, N, K);
@@ -696,8 +695,7 @@ template <typename T>
 static cudaError_t launch_tma(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
   CUtensorMap tm_a{}, tm_b{};
   if (!make_map(&tm_a, a, M, K, BM) || !make_map(&tm_b, b, K, N, BK)) return launch<T, true>(a, b, c, M, N, K, stream);
-  static const cudaError_t attr =
-      cudaFuncSetAttribute(tma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, kTmaSmemBytes);
+  static const cudaError_t attr = allow_smem(tma_kernel<T>, kTmaSmemBytes);
   if (attr != cudaSuccess) return attr;
   const int tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
   tma_kernel<T><<<tiles, kTmaThreads, kTmaSmemBytes, stream>>>(c, M, N, K, tm_a, tm_b);
@@ -928,8 +926,7 @@ static cudaError_t launch_tma_edge(const T* a, const T* b, T* c, int M, int N, i
   CUtensorMap tm_c{};
   if (!make_map(&tm_c, static_cast<const T*>(c), M, N, 64)) return launch<T, true>(a, b, c, M, N, K, stream);
 #endif
-  static const cudaError_t attr =
-      cudaFuncSetAttribute(tma_kernel_edge<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, kTmaSmemBytes);
+  static const cudaError_t attr = allow_smem(tma_kernel_edge<T>, kTmaSmemBytes);
   if (attr != cudaSuccess) return attr;
   const int tiles = ((M + BM * kCluster - 1) / (BM * kCluster)) * ((N + BN - 1) / BN);
   if constexpr (kCluster == 1 && !kPersistent) {

@@ -24,6 +24,7 @@
 #include <cmath>
 #include <cstddef>
 
+#include "device_cache.h"    // allow_smem: cudaFuncSetAttribute for over 48 KiB of shared memory
 #include "float_convert.cuh"  // to_float(v), from_float<T>(v)
 
 namespace fa2_bwd {
@@ -170,8 +171,7 @@ template <typename T, int D>
 cudaError_t launch_dkdv(const T* q, const T* k, const T* v, const float* lse, const T* dout, const float* delta,
                         T* dk, T* dv, int bh, int n, bool causal, cudaStream_t stream) {
   const size_t bytes = sizeof(float) * Smem<D>::total;
-  cudaError_t err = cudaFuncSetAttribute(dkdv_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(bytes));
+  cudaError_t err = allow_smem(dkdv_kernel<T, D>, bytes);
   if (err != cudaSuccess) return err;
   const dim3 grid((n + kBc - 1) / kBc, bh);
   dkdv_kernel<T, D><<<grid, kThreads, bytes, stream>>>(q, k, v, lse, dout, delta, dk, dv, n,

@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstddef>
 
+#include "device_cache.h"    // allow_smem: cudaFuncSetAttribute for over 48 KiB of shared memory
 #include "float_convert.cuh"  // to_float(v), from_float<T>(v)
 
 namespace fa2_bwd {
@@ -294,11 +295,6 @@ __global__ void round_kernel(const float* __restrict__ src, T* __restrict__ dst,
        idx += static_cast<size_t>(gridDim.x) * blockDim.x) {
     dst[idx] = from_float<T>(src[idx]);
   }
-}
-
-template <typename Kernel>
-cudaError_t allow_smem(Kernel kernel, size_t bytes) {
-  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
 }
 
 template <typename T, int D>

@@ -37,6 +37,7 @@
 #include <cstdio>
 #include <type_traits>
 
+#include "device_cache.h"    // allow_smem: cudaFuncSetAttribute for over 48 KiB of shared memory
 #include "float_convert.cuh"  // to_float(v), from_float<T>(v)
 
 namespace ring {
@@ -597,7 +598,7 @@ cudaError_t launch(Args<T> a, cudaStream_t stream) {
   const bool vec = ((reinterpret_cast<uintptr_t>(a.q) | reinterpret_cast<uintptr_t>(a.k) |
                      reinterpret_cast<uintptr_t>(a.v) | reinterpret_cast<uintptr_t>(a.o)) % align) == 0;
   void (*kernel)(const Args<T>) = vec ? kernel_for<T, D, true, Flags>() : kernel_for<T, D, false, Flags>();
-  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmem));
+  cudaError_t err = allow_smem(kernel, kSmem);
   if (err != cudaSuccess) return err;
   int device = 0, sms = 0, per_sm = 0;
   if ((err = cudaGetDevice(&device)) != cudaSuccess) return err;

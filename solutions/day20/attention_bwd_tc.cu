@@ -47,7 +47,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "device_cache.h"  // smem_optin_bytes: the launcher's tiles by the GPU's shared memory
+#include "device_cache.h"  // smem_optin_bytes (the launcher's tiles by the GPU's shared memory), allow_smem
 #include "float_convert.cuh"  // to_float(v), from_float<T>(v)
 #include "head_strides.h"  // course::AttentionStrides: where each tensor's rows lie (the op takes views)
 #include "hopper.cuh"  // wgmma, TMA, mbarriers and the sm_90a probe (day 12's forward uses the same)
@@ -983,7 +983,7 @@ bool launch(const T* q, const T* k, const T* v, const T* dout, const float* lse,
   const int bh = batch * heads;
   const int k_tiles = (n + kBc - 1) / kBc;
   auto kernel = atomic ? dkdv_wgmma_kernel<T, D, true> : dkdv_wgmma_kernel<T, D, false>;
-  *err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Smem<D>::kBytes));
+  *err = allow_smem(kernel, Smem<D>::kBytes);
   if (*err == cudaSuccess) {
     kernel<<<bh * k_tiles, kThreads, Smem<D>::kBytes, stream>>>(lse, delta, dk, dv, dq_acc, n, heads, k_tiles, causal,
                                                                 c, scale, tm_q, tm_k, tm_v, tm_do);
@@ -993,11 +993,6 @@ bool launch(const T* q, const T* k, const T* v, const T* dout, const float* lse,
 }
 
 }  // namespace hopper_bwd
-
-template <typename Kernel>
-cudaError_t allow_smem(Kernel kernel, size_t bytes) {
-  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
-}
 
 // The key-tile walk on mma.sync in configuration KvCfg<D, kSmall> (backward() picks it by the GPU's shared memory).
 template <typename T, int D, bool kVec, bool kSmall>

@@ -599,14 +599,15 @@ template <typename T>
 cudaError_t matmul_mma_sync_forward(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
   using namespace mma_gemm::simple;
   // Aligned, as for kernel 1: a, b and c 16-byte aligned and K and N multiples of 8 (whole 16-byte chunks).
-  // Given: grid (ceil(N / BN), ceil(M / BM)); kernel<T, true> only when aligned, else kernel<T, false>.
   const dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
+  // BEGIN SOLUTION: (step 11b) as step 11a's launch: kernel<T, true> on grid · kThreads only when aligned, else kernel<T, false>; on `stream`
   const bool aligned = ((reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) |
                          reinterpret_cast<uintptr_t>(c)) % 16) == 0;
   if (aligned && K % 8 == 0 && N % 8 == 0)
     kernel<T, true><<<grid, kThreads, 0, stream>>>(a, b, c, M, N, K);
   else
     kernel<T, false><<<grid, kThreads, 0, stream>>>(a, b, c, M, N, K);
+  // END SOLUTION
   return cudaGetLastError();
 }
 

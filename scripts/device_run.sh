@@ -25,7 +25,7 @@
 # day; its table into $OUT, its logs into logs.tar.gz), README_FIGURES=1 (scripts/readme_figures.py on this GPU: its
 # rows into $OUT/readme-figures.json; here, `scripts/readme_figures.py --merge` that file), ATTEMPTS (e.g. "day02 day05":
 # the natural first attempts of tests/first_attempts.yaml against their bars, scripts/first_attempts.py), SIMULATE
-# (e.g. "8.6 8.0": each day checked again as that class GPU would grade it, below; SIM_DAYS, SIMULATE_S),
+# (e.g. "8.6 8.0": each day checked again as that class GPU would grade it, below; SIM_DAYS, SIMULATE_S, SIM_PREBUILD),
 # EDGE (e.g. "gemm softmax": scripts/edge_bench.py's parts, the solutions against the libraries outside the grader) and
 # EDGE_DEFINES (e.g. "day05:SOFTMAX_CLUSTER=1 day11:TC_WG_CLUSTER=1": each also built with those knobs and timed on
 # its day's part, for at most EDGE_DEFINE_S seconds (default 300: a knob that hangs costs no more); the tables into
@@ -165,8 +165,18 @@ for d in $days; do check_solution "$d" "$LOG" 0; done
 # SIMULATE (e.g. "8.6 8.0"): every day of DAYS (SIM_DAYS, when set) checked again with another class GPU's rules on
 # this one (GRADER_SIMULATE_GPU, grader/gpu_support.py: that GPU's shared-memory opt-in to the launchers, no Hopper
 # paths, its steps skipped as there); the verdicts and speedups go to $OUT/results-sim-<cap>.json.
+# SIM_PREBUILD=N: first N days at a time checked for correctness only, in parallel, so that the timed checks after
+# them (one at a time, the GPU to itself) find their builds made: a simulated build is its own (compute_80 PTX), and
+# twenty days built one after another would not fit one device call.
 for s in ${SIMULATE:-}; do
   tag="sim-${s//./}"; mkdir -p "$LOG/$tag"; echo "== simulating sm_${s//./}"
+  if [ -n "${SIM_PREBUILD:-}" ]; then
+    t0=$SECONDS
+    printf '%s\n' ${SIM_DAYS:-$all_days} | xargs -P "$SIM_PREBUILD" -I{} env GRADER_SIMULATE_GPU="$s" GRADER_SANITIZE=0 \
+      timeout "${SIMULATE_S:-300}" python3 -m grader check {} --solution --seed 1 --correctness-only \
+      >"$LOG/$tag/prebuild.txt" 2>&1
+    echo "   built (correctness only, $SIM_PREBUILD at a time) in $((SECONDS - t0)) s"
+  fi
   for d in ${SIM_DAYS:-$all_days}; do check_solution "$d" "$LOG/$tag" "${SIMULATE_S:-300}" GRADER_SIMULATE_GPU="$s"; done
   python3 scripts/summarize.py "$LOG/$tag" "$OUT/results-$tag.json" >"$LOG/$tag-table.txt" && cat "$LOG/$tag-table.txt"
 done

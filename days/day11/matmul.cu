@@ -372,7 +372,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 
 // Contract: swizzle maps logical 16-byte chunk `chunk` of `row` to its physical chunk so that 8 rows read
 // at one logical chunk hit 8 distinct 16-byte slots of a 128-byte line (CPR = 4, or CPR >= 8).
-// YOUR CODE HERE: swizzle<CPR>(row, chunk): the physical 16-byte chunk of logical chunk `chunk` in row `row`
+// YOUR CODE HERE: template <int CPR> __device__ __forceinline__ int swizzle(int row, int chunk): the physical 16-byte chunk of logical chunk `chunk` in row `row`
 
 template <typename T, bool kAsync>
 __global__ void __launch_bounds__(kThreads, TC_MIN_BLOCKS)
@@ -401,7 +401,7 @@ __global__ void __launch_bounds__(kThreads, TC_MIN_BLOCKS)
 
   // Copies K-tile kt into stage s. Thread tid moves chunks tid, tid + kThreads, ... of each tile.
   auto load_tile = [&](int kt, int s) {
-    // YOUR CODE HERE: K-tile kt into stage s: A [BM][BK], then B [BK][BN], chunk ch of row r at swizzle<CPR>(r, ch); kAsync: cp_async16 (zeros past M, N, K), else 11a's load_chunk<T, false>
+    // YOUR CODE HERE: K-tile kt into stage s: A [BM][BK], then B [BK][BN], chunk ch of row r at swizzle<CPR>(r, ch); kAsync: cp_async16 (zeros past M, N, K), else 11a's wmma_gemm::load_chunk<T, false>
   };
 
   // This lane's ldmatrix row addresses (bytes from the stage's A or B tile) for k step kk and fragment 0; the
@@ -470,7 +470,7 @@ cudaError_t matmul_wmma_forward(const T* a, const T* b, T* c, int M, int N, int 
   using namespace wmma_gemm;
   // Aligned: a, b and c 16-byte aligned and K and N multiples of 8 (whole 16-byte chunks).
   const dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
-  // YOUR CODE HERE: (step 11a) kernel<T, true> (load_chunk's 16-byte path) on grid · kThreads only when aligned, else kernel<T, false>; on `stream`
+  // YOUR CODE HERE: (step 11a) kernel<T, true><<<grid, kThreads, 0, stream>>>(a, b, c, M, N, K) (load_chunk's 16-byte path) only when aligned, else kernel<T, false> (static shared memory only: no allow_smem)
   return cudaGetLastError();
 }
 
@@ -479,7 +479,7 @@ cudaError_t matmul_mma_sync_forward(const T* a, const T* b, T* c, int M, int N, 
   using namespace mma_gemm::simple;
   // Aligned, as for kernel 1: a, b and c 16-byte aligned and K and N multiples of 8 (whole 16-byte chunks).
   const dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
-  // YOUR CODE HERE: (step 11b) as step 11a's launch: kernel<T, true> on grid · kThreads only when aligned, else kernel<T, false>; on `stream`
+  // YOUR CODE HERE: (step 11b) as step 11a's launch: kernel<T, true><<<grid, kThreads, 0, stream>>>(a, b, c, M, N, K) only when aligned, else kernel<T, false>
   return cudaGetLastError();
 }
 

@@ -351,7 +351,8 @@ struct Smem {
   static_assert((kLd / 8) % 2 == 1, "an odd number of 16-byte chunks per row: 8 rows start in 8 slots");
 };
 
-// Contract: all kThreads threads; rows >= rows_valid become zeros; row r of the tile at dst + r · (D + 8);
+// Contract: all kThreads threads; row r of src at src + r · D; rows >= rows_valid become zeros (not read); row r
+// of the tile at dst + r · (D + 8);
 // kVec: one 16-byte load and store per chunk, consecutive threads on consecutive chunks of a row (coalesced);
 // !kVec: 2-byte loads and stores (tensors not 16-byte aligned). The caller places the barriers.
 template <typename T, int D, int kRows, bool kVec>

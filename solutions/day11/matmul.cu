@@ -434,7 +434,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 
 // Contract: swizzle maps logical 16-byte chunk `chunk` of `row` to its physical chunk so that 8 rows read
 // at one logical chunk hit 8 distinct 16-byte slots of a 128-byte line (CPR = 4, or CPR >= 8).
-// BEGIN SOLUTION: swizzle<CPR>(row, chunk): the physical 16-byte chunk of logical chunk `chunk` in row `row`
+// BEGIN SOLUTION: template <int CPR> __device__ __forceinline__ int swizzle(int row, int chunk): the physical 16-byte chunk of logical chunk `chunk` in row `row`
 // The physical 16-byte chunk of logical chunk `chunk` in row `row` of a tile with CPR chunks per row. 8 rows read
 // at one logical chunk land in 8 distinct 16-byte slots of a 128-byte line (no bank conflict):
 //   CPR >= 8 (rows of 128 B or more): XOR the low 3 bits with row % 8;
@@ -477,7 +477,7 @@ __global__ void __launch_bounds__(kThreads, TC_MIN_BLOCKS)
 
   // Copies K-tile kt into stage s. Thread tid moves chunks tid, tid + kThreads, ... of each tile.
   auto load_tile = [&](int kt, int s) {
-    // BEGIN SOLUTION: K-tile kt into stage s: A [BM][BK], then B [BK][BN], chunk ch of row r at swizzle<CPR>(r, ch); kAsync: cp_async16 (zeros past M, N, K), else 11a's load_chunk<T, false>
+    // BEGIN SOLUTION: K-tile kt into stage s: A [BM][BK], then B [BK][BN], chunk ch of row r at swizzle<CPR>(r, ch); kAsync: cp_async16 (zeros past M, N, K), else 11a's wmma_gemm::load_chunk<T, false>
     const int k0 = kt * BK;
     T* const sa = tiles + s * kStageElems;
     T* const sb = sa + BM * BK;
@@ -584,7 +584,7 @@ cudaError_t matmul_wmma_forward(const T* a, const T* b, T* c, int M, int N, int 
   using namespace wmma_gemm;
   // Aligned: a, b and c 16-byte aligned and K and N multiples of 8 (whole 16-byte chunks).
   const dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
-  // BEGIN SOLUTION: (step 11a) kernel<T, true> (load_chunk's 16-byte path) on grid · kThreads only when aligned, else kernel<T, false>; on `stream`
+  // BEGIN SOLUTION: (step 11a) kernel<T, true><<<grid, kThreads, 0, stream>>>(a, b, c, M, N, K) (load_chunk's 16-byte path) only when aligned, else kernel<T, false> (static shared memory only: no allow_smem)
   const bool aligned = ((reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) |
                          reinterpret_cast<uintptr_t>(c)) % 16) == 0;
   if (aligned && K % 8 == 0 && N % 8 == 0)
@@ -600,7 +600,7 @@ cudaError_t matmul_mma_sync_forward(const T* a, const T* b, T* c, int M, int N, 
   using namespace mma_gemm::simple;
   // Aligned, as for kernel 1: a, b and c 16-byte aligned and K and N multiples of 8 (whole 16-byte chunks).
   const dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
-  // BEGIN SOLUTION: (step 11b) as step 11a's launch: kernel<T, true> on grid · kThreads only when aligned, else kernel<T, false>; on `stream`
+  // BEGIN SOLUTION: (step 11b) as step 11a's launch: kernel<T, true><<<grid, kThreads, 0, stream>>>(a, b, c, M, N, K) only when aligned, else kernel<T, false>
   const bool aligned = ((reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) |
                          reinterpret_cast<uintptr_t>(c)) % 16) == 0;
   if (aligned && K % 8 == 0 && N % 8 == 0)

@@ -25,7 +25,7 @@ PHILOX_FN void mulhilo(uint32_t a, uint32_t b, uint32_t& hi, uint32_t& lo) {
 }
 
 // Ten rounds of the Philox S-box on a 128-bit counter under a 64-bit key; the key is bumped by the Weyl constants
-// between rounds. Random123's known answers hold (tests/test_philox.py).
+// between rounds. Random123's known answers hold (the instructors' tests/test_philox.py).
 PHILOX_FN U32x4 philox4x32_10(U32x4 ctr, uint32_t k0, uint32_t k1) {
   constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u, kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
 #pragma unroll

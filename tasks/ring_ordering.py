@@ -2,7 +2,7 @@
 
 The stress check catches what the GPU shows; some ordering bugs it never shows. On the H100 a missing
 __threadfence() in FenceFlags, or a relaxed fetch_add in AcqRelFlags, gave right answers in every one of 60 jittered
-runs (measured/NOTES.md), and another GPU or compiler may not be so kind. So the exercise also reads the compiled
+runs (the instructors' measured/NOTES.md), and another GPU or compiler may not be so kind. So the exercise also reads the compiled
 code of every ring_kernel instance that uses the exercise's Flags, where the two rules of the protocol are
 visible instruction by instruction:
 

@@ -344,7 +344,7 @@ cudaError_t softmax_regs_forward(const T* x, T* y, int rows, int cols, cudaStrea
 // Nsight Compute on the first version of this kernel (4096 x 4096 fp16, H200): SM throughput 65%, DRAM 41%,
 // 8.9 cycles between a warp's instructions: the instruction count, not memory, was the limit. So the max is taken
 // on packed pairs (no conversion), and each exp is one FFMA plus one MUFU.EX2 with the output's 1/S folded into
-// the FFMA. That took 4096 x 4096 from 84-87% to 96-99% of a copy of the same bytes (measured/NOTES.md). It
+// the FFMA. That took 4096 x 4096 from 84-87% to 96-99% of a copy of the same bytes (the instructors' measured/NOTES.md). It
 // costs accuracy that only fp32 outputs could see, which is why fp32 rows take 05b's block kernel.
 // exp as one MUFU instruction after one FFMA: e^(v - c) = 2^(v*log2(e) - c*log2(e)), with the hardware's ex2.approx
 // (relative error about 2^-22; -inf gives +0). Folding the subtraction and the output's 1/S into the FFMA's
@@ -398,7 +398,7 @@ __device__ __forceinline__ float packed_load(uint4 (&raw)[kVecs], const T* x, co
   return has_edge ? to_float(x[edge_index<T>(sp, t)]) : -INFINITY;
 }
 
-// SOFTMAX_EXP_ONCE (a knob, not yet timed: measured/NOTES.md), bf16 rows only: packed_max_sum leaves each of the
+// SOFTMAX_EXP_ONCE (a knob, not yet timed: the instructors' measured/NOTES.md), bf16 rows only: packed_max_sum leaves each of the
 // thread's values as 2^15 e^(v - m) in raw, m being the thread's own max, as fp16 pairs (and the edge element's in
 // edge, as a float); packed_store multiplies them by 2^-15 e^(m - M) / S where it took a second exp: one MUFU op a
 // value instead of two. The 2^15 (the largest power of two whose e^0 fp16 holds) keeps e in fp16's normal range

@@ -47,7 +47,7 @@
 //     (tile kt = u * 4 + s) waits for parity u % 2 of full[s], and the producer, before refilling, for parity
 //     (u - 1) % 2 of empty[s]. The loop has no CTA-wide barrier, no per-thread copy instructions, no proxy fence.
 //   - setmaxnreg: registers move from the producer to the consumers (see kTmaThreads below).
-// Measured: days/day11/README.md (`grader check day11 --solution`) and measured/NOTES.md.
+// Measured: days/day11/README.md (`grader check day11 --solution`) and the instructors' measured/NOTES.md.
 
 #include <cuda.h>          // CUtensorMap, the TMA descriptor (a struct: no libcuda needed to compile or link)
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled

@@ -422,7 +422,7 @@ constexpr bool kKvRegs = FA20_WG_KV_REGS && D == 64;
 // "empty" mbarrier, which the consumers wait on two steps later, before writing it again. dSᵀ gets two buffers, so
 // the barrier that says both warpgroups' dSᵀ are in (sync 1) also says both are done with the other buffer's dQ
 // product of the step before: the end-of-step barrier (sync 2), where both warpgroups met every step, goes.
-// d = 128 only: there it measured 1-3% faster, at d = 64 0-2% slower (H200, measured/NOTES.md).
+// d = 128 only: there it measured 1-3% faster, at d = 64 0-2% slower (H200, the instructors' measured/NOTES.md).
 template <int D>
 constexpr bool kDqStorer = FA20_WG_DQ_STORER && D == 128 && kProducer && kDqBulk;
 

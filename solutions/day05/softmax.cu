@@ -497,7 +497,7 @@ cudaError_t softmax_regs_forward(const T* x, T* y, int rows, int cols, cudaStrea
 // Nsight Compute on the first version of this kernel (4096 x 4096 fp16, H200): SM throughput 65%, DRAM 41%,
 // 8.9 cycles between a warp's instructions: the instruction count, not memory, was the limit. So the max is taken
 // on packed pairs (no conversion), and each exp is one FFMA plus one MUFU.EX2 with the output's 1/S folded into
-// the FFMA. That took 4096 x 4096 from 84-87% to 96-99% of a copy of the same bytes (measured/NOTES.md). It
+// the FFMA. That took 4096 x 4096 from 84-87% to 96-99% of a copy of the same bytes (the instructors' measured/NOTES.md). It
 // costs accuracy that only fp32 outputs could see, which is why fp32 rows take 05b's block kernel.
 // exp as one MUFU instruction after one FFMA: e^(v - c) = 2^(v*log2(e) - c*log2(e)), with the hardware's ex2.approx
 // (relative error about 2^-22; -inf gives +0). Folding the subtraction and the output's 1/S into the FFMA's
@@ -551,7 +551,7 @@ __device__ __forceinline__ float packed_load(uint4 (&raw)[kVecs], const T* x, co
   return has_edge ? to_float(x[edge_index<T>(sp, t)]) : -INFINITY;
 }
 
-// SOFTMAX_EXP_ONCE (a knob, not yet timed: measured/NOTES.md), bf16 rows only: packed_max_sum leaves each of the
+// SOFTMAX_EXP_ONCE (a knob, not yet timed: the instructors' measured/NOTES.md), bf16 rows only: packed_max_sum leaves each of the
 // thread's values as 2^15 e^(v - m) in raw, m being the thread's own max, as fp16 pairs (and the edge element's in
 // edge, as a float); packed_store multiplies them by 2^-15 e^(m - M) / S where it took a second exp: one MUFU op a
 // value instead of two. The 2^15 (the largest power of two whose e^0 fp16 holds) keeps e in fp16's normal range
@@ -728,7 +728,7 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
 
 // BEGIN INSTRUCTOR ONLY
 // 05c, split rows in ONE pass (the instructors' version; kernels A and B above are the exercise). Kernel B reads x
-// a second time, so A + B move 3 bytes for a copy's 2 and cannot pass 2/3 of a copy's speed (measured/NOTES.md has
+// a second time, so A + B move 3 bytes for a copy's 2 and cannot pass 2/3 of a copy's speed (the instructors' measured/NOTES.md has
 // what each version reached). Here each block keeps its chunk in registers while the rest of the row is read: it
 // publishes the chunk's state, waits until all of the row's chunks have, merges them, and writes. x is read once.
 // Waiting on other blocks is safe only if they are running. The grid is a whole number G of rows' chunks, every
@@ -743,7 +743,7 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
 #endif
 #ifndef SOFTMAX_ONEPASS_CACHED
 #define SOFTMAX_ONEPASS_CACHED 1  // 0: a workspace allocated and zeroed per call; 1: each stream keeps its own,
-                                  // whose states the kernel's last block leaves at zero (measured/NOTES.md)
+                                  // whose states the kernel's last block leaves at zero (the instructors' measured/NOTES.md)
 #endif
 #ifndef SOFTMAX_ONEPASS_PACKED
 #define SOFTMAX_ONEPASS_PACKED 1  // 0: 16-bit split rows by kernels A and B (the packed one pass is faster on H100)
@@ -975,7 +975,7 @@ cudaError_t onepass_resident_blocks(int sms, int* blocks) {
 #if SOFTMAX_ONEPASS_CACHED
 // A stream's one-pass workspace, kept across calls: the kernel's last block leaves the states and the count at
 // zero, so a call needs neither an allocation nor a memset. Back to back the two cost little, but a call after a
-// synchronization took about twice as long with them (64 x 262144, H100; measured/NOTES.md). One workspace per
+// synchronization took about twice as long with them (64 x 262144, H100; the instructors' measured/NOTES.md). One workspace per
 // (device, stream): launches on one stream run in order, so they never share it at once; two streams get two. The
 // buffers live as long as the process (under 1 MB a stream, kept after the stream is destroyed).
 struct OnepassWorkspace {
@@ -1169,7 +1169,7 @@ cudaError_t softmax_forward(const T* x, T* y, int rows, int cols, cudaStream_t s
   } else if (cols > kChunk && rows < sms) {
     // BEGIN INSTRUCTOR ONLY
     // 16-bit rows by the packed one pass (SOFTMAX_ONEPASS_PACKED): in fp32 tiles they were slower in one pass than
-    // by kernels A and B, kept as raw vectors faster (measured/NOTES.md).
+    // by kernels A and B, kept as raw vectors faster (the instructors' measured/NOTES.md).
     if constexpr (SOFTMAX_ONEPASS && (sizeof(T) == 4 || SOFTMAX_ONEPASS_PACKED)) {
       bool launched = false;
       const cudaError_t e = launch_split_onepass<T>(x, y, rows, cols, sms, stream, &launched);

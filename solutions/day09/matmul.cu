@@ -5,7 +5,7 @@
 // after it).
 //
 // Changes vs day 08's matmul_2d (128 x 128 block tile, 8 x 8 outputs per thread, scalar everything), each
-// measured on an H200 at 4096^3 fp32 against cuBLAS in the same run (measured/NOTES.md has the table):
+// measured on an H200 at 4096^3 fp32 against cuBLAS in the same run (the instructors' measured/NOTES.md has the table):
 //   1. 16-byte global loads: a float4 (or 8 halves) per load instruction, 4x fewer instructions. Needs K and N to
 //      be multiples of the vector width and 16-byte aligned bases; otherwise a scalar-load instance of the same
 //      kernel runs (the launcher picks), so any shape and any offset still works.
@@ -40,10 +40,10 @@
 //      hits against 82% in `kernel`).
 // Element conversion (fp16/bf16 -> float) happens once, when a tile is written into shared memory: the inner
 // loop is pure fp32 for every dtype.
-// Where it stands (H200, scripts/sgemm_sweep.py, cuBLAS in the same run): 96.7-96.9% of cuBLAS fp32 at 4096^3,
+// Where it stands (H200, the instructors' scripts/sgemm_sweep.py, cuBLAS in the same run): 96.7-96.9% of cuBLAS fp32 at 4096^3,
 // 98.7% at 8192^3, 105% at 3000 x 5000 x 2000, 98.5% at 1024^3, 93.6% at 2048^3 (256 tiles: one wave, nothing to
 // split).
-// Tried and slower (measured/NOTES.md): a 128 x 256 tile (8 x 16 per thread, one block per SM), 128-thread blocks
+// Tried and slower (the instructors' measured/NOTES.md): a 128 x 256 tile (8 x 16 per thread, one block per SM), 128-thread blocks
 // with 8 x 16, an XOR swizzle instead of padding, explicit fragment double buffering, column-major FMA order,
 // 2 x 2 zigzag and interleaved FMA orders; stream-K in the same kernel as the whole tiles (the shared mainloop
 // compiled to a schedule 5% slower).
@@ -64,7 +64,7 @@
 
 namespace sgemm {
 
-// Tuning knobs. scripts/sgemm_sweep.py rebuilds this file with -D overrides to compare configurations.
+// Tuning knobs. The instructors' scripts/sgemm_sweep.py rebuilds this file with -D overrides to compare configurations.
 // A thread owns TMB x TNB blocks of 4 x 4 outputs; a warp's lanes form an LM x LN grid; a block's warps form a
 // WARPS_M x WARPS_N grid. The defaults: 128 x 128 tile, 256 threads, 8 x 8 outputs each.
 #ifndef SGEMM_BK
@@ -555,7 +555,7 @@ __global__ void __launch_bounds__(kThreads, kVec ? kStreamKMinBlocks : 1)
 
 }  // namespace sgemm
 
-namespace {  // internal linkage: each build of this file keeps its own caches (scripts/sgemm_sweep.py loads several)
+namespace {  // internal linkage: each build of this file keeps its own caches (the instructors' scripts/sgemm_sweep.py loads several)
 // Given (step 09d): the host side of stream-K, the instructors' tuned plan. `launch` below asks the runtime how
 // many blocks of each kernel fit on the GPU at once, decides whether the last wave is worth splitting (`plan`),
 // and launches `kernel` for the whole tiles, then `streamk_kernel` for the tail.
@@ -634,7 +634,7 @@ Workspace workspace(int device, cudaStream_t stream, size_t counters, size_t par
   const int blocks = static_cast<int>(std::min<long long>(sk_slots, total / kMinSkIters));
   // The slowest block's time in K-tiles: its share, plus two segments' prologues and partial sums. Stream-K when
   // that is at most kSkWorth % of a whole tile's iters: below it the split won, above it the whole tile did
-  // (measured/NOTES.md, day09's stream-K).
+  // (the instructors' measured/NOTES.md, day09's stream-K).
   const long long cost = (total + blocks - 1) / blocks + 2 * kSegCost;
   if (SGEMM_STREAMK == 1 && cost * 100 > static_cast<long long>(iters) * kSkWorth) return sk;
   const Workspace ws = workspace(device, stream, rem, static_cast<size_t>(blocks + rem) * sgemm::BM * sgemm::BN);

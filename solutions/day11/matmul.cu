@@ -48,7 +48,7 @@
 //     (A), 4 ldmatrix.x4.trans (B) feed 32 mma. 128 fp32 accumulators per thread (ptxas, sm_80 and sm_90: 236
 //     registers, 255 for the guarded instance, no spills). 4 stages x 16 KiB = 64 KiB of dynamic shared memory; __launch_bounds__(128, 2): two blocks per SM.
 //     Measured against 128 x 256 tiles with 8 warps (one block per SM; 41% of cuBLAS bf16 at 4096^3 and 8192^3),
-//     3 stages, 256 x 128 tiles and BK = 64 (scripts/tc_sweep.py, measured/NOTES.md): this one, at 48.5%
+//     3 stages, 256 x 128 tiles and BK = 64 (the instructors' scripts/tc_sweep.py, the instructors' measured/NOTES.md): this one, at 48.5%
 //     (geometric mean of the two), and BK = 64 (48.8%, but the guarded path then spills) were the best.
 //   - Block swizzle: a 1-D grid walked down groups of 8 block-rows, so blocks running together share A and B
 //     tiles in L2.
@@ -204,7 +204,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 // ---------------------------------------------------------------------------------------------------------------
 namespace mma_gemm {
 
-// Tuning knobs (scripts/tc_sweep.py rebuilds this file with -D overrides). The defaults: 128 x 128 x 32 tiles,
+// Tuning knobs (the instructors' scripts/tc_sweep.py rebuilds this file with -D overrides). The defaults: 128 x 128 x 32 tiles,
 // 4 warps as 2 x 2 (64 x 64 per warp), 4 stages, two blocks per SM.
 #ifndef TC_BM
 #define TC_BM 128

@@ -47,9 +47,9 @@
 //     (tile kt = u * 4 + s) waits for parity u % 2 of full[s], and the producer, before refilling, for parity
 //     (u - 1) % 2 of empty[s]. The loop has no CTA-wide barrier, no per-thread copy instructions, no proxy fence.
 //   - setmaxnreg: registers move from the producer to the consumers (see kTmaThreads below).
-// Measured: days/day11/README.md (`grader check day11 --solution`) and measured/NOTES.md.
+// Measured: days/day11/README.md (`grader check day11 --solution`) and the instructors' measured/NOTES.md.
 // BEGIN INSTRUCTOR ONLY
-// The instructors' kernel 3b goes further (knobs, measured in measured/NOTES.md). It is tma_kernel_edge, with its
+// The instructors' kernel 3b goes further (knobs, measured in the instructors' measured/NOTES.md). It is tma_kernel_edge, with its
 // helpers and launcher, in one instructor-only block after the holes: the solution's op runs it by default
 // (TC_WG_EDGE=1), while the holes hold kernel 3b as step 11e teaches it (TC_WG_EDGE=0 builds that one).
 //   - TC_WG_CLUSTER=2 (the default): clusters of 2 CTAs, consecutive tiles down M with the same columns; each
@@ -372,7 +372,7 @@ __device__ __forceinline__ void named_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 #endif
 }
-// Thread-block clusters (TC_WG_CLUSTER > 1, measured/NOTES.md): this CTA's rank in its cluster, a barrier over all
+// Thread-block clusters (TC_WG_CLUSTER > 1, the instructors' measured/NOTES.md): this CTA's rank in its cluster, a barrier over all
 // the cluster's threads, an arrival on the barrier at the same offset in CTA `cta`'s shared memory, and a TMA copy
 // whose box lands at the same offset in every CTA of `mask`, counted on each one's barrier at offset bar.
 __device__ __forceinline__ uint32_t cluster_rank() {
@@ -780,7 +780,7 @@ static_assert(kTmaStages * STAGE_BYTES % 1024 == 0 && kStagingBytes / 2 % 1024 =
               "the staging tile's boxes are 1024-byte aligned: the 128-byte swizzle is computed from address bits");
 
 // The instructors' kernel 3b: tma_kernel's producer, ring and consumers, on kTmaStages stages, with what the knobs
-// add (the list at the top of this file; measured in measured/NOTES.md).
+// add (the list at the top of this file; measured in the instructors' measured/NOTES.md).
 // With kCluster > 1, the kCluster CTAs of a cluster are consecutive tiles down M with the same columns: each
 // fetches its own A and 1/kCluster of B's column blocks, multicast into every CTA of the cluster, so a stage may
 // be refilled only when the consumers of all of them have released it (empty[s] counts the cluster's warps).

@@ -55,7 +55,7 @@
 //   - Ping-pong: the consumer warpgroups take turns issuing their products (named barriers 1 to 3, round robin), so
 //     the tensor cores run one warpgroup's products while the others run their softmax. (FA12_WG_PINGPONG=0: no turns;
 //     FA12_WG_PRODUCER=0: thread 0 issues the copies and a __syncthreads per iteration frees the buffers.)
-// Measured: days/day12/README.md's tables (grader check day12 --solution) and measured/NOTES.md's day 12 steps.
+// Measured: days/day12/README.md's tables (grader check day12 --solution) and the instructors' measured/NOTES.md's day 12 steps.
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

@@ -27,7 +27,7 @@ static_assert(kWarpsPerBlock * kWarpSize <= 1024, "a block holds at most 1024 th
 // state's sum to it:  s = s_a * exp(m_a - m) + s_b * exp(m_b - m),  m = max(m_a, m_b).
 // One of the two factors is exp(0) = 1, so only one expf is needed.
 __device__ __forceinline__ void online_merge(float& m, float& s, float m_other, float s_other) {
-  // YOUR CODE HERE: (m, s) = merge with (m_other, s_other); both maxima -inf gives (-inf, 0), never NaN
+  // YOUR CODE HERE: (m, s) = merge with (m_other, s_other); both maxima -inf gives m = -inf, never NaN
 }
 
 // Butterfly over the 32 lanes, as in day 02, but each step exchanges a whole (m, s) state. Both partners of a step

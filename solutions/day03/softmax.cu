@@ -27,10 +27,10 @@ static_assert(kWarpsPerBlock * kWarpSize <= 1024, "a block holds at most 1024 th
 // state's sum to it:  s = s_a * exp(m_a - m) + s_b * exp(m_b - m),  m = max(m_a, m_b).
 // One of the two factors is exp(0) = 1, so only one expf is needed.
 __device__ __forceinline__ void online_merge(float& m, float& s, float m_other, float s_other) {
-  // BEGIN SOLUTION: (m, s) = merge with (m_other, s_other); both maxima -inf gives (-inf, 0), never NaN
+  // BEGIN SOLUTION: (m, s) = merge with (m_other, s_other); both maxima -inf gives m = -inf, never NaN
   const float hi = fmaxf(m, m_other);
-  // If both maxima are -inf, neither state has seen a finite value (both sums are 0), and -inf - (-inf) is NaN:
-  // use a scale of 0 instead. Otherwise exp(lo - hi) is in [0, 1] and cannot overflow.
+  // If both maxima are -inf, neither state has seen a finite value, and -inf - (-inf) is NaN: use a scale of 0
+  // instead (the sum it keeps is scaled to 0 by the first finite max). Otherwise exp(lo - hi) is in [0, 1].
   const float scale = (hi == -INFINITY) ? 0.0f : expf(fminf(m, m_other) - hi);
   s = (m >= m_other) ? s + s_other * scale : s * scale + s_other;
   m = hi;

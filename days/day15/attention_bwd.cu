@@ -12,7 +12,7 @@
 // P is not saved by the forward: it is recomputed from the scores and the saved logsumexp, P = exp(S - lse), with
 // no max and no sum.
 //
-// Six plain kernels, one step each, launched in this order on the caller's stream:
+// Six plain launches of five kernels (one step each; steps 3 and 6 share one), in this order on the caller's stream:
 //   (1) delta_kernel               D = rowsum(dO ∘ O)                  one warp per row, lanes along d
 //   (2) probs_kernel               P = exp(scale · Q Kᵀ - lse) -> s    one thread per (i, j); masked: 0
 //   (3) transposed_product_kernel  dV = Pᵀ dO                          one thread per (j, c)
@@ -23,8 +23,8 @@
 // N = 4096), holding P and then, overwritten in place, dS; and D, fp32 [B, H, N]. The bindings allocate both
 // through PyTorch. Step (3) is the last reader of P, so it must run before step (4) overwrites it.
 // The causal mask lives in one place, step (2): P is 0 above the diagonal, so dS = P ∘ (...) is 0 there too, and
-// the sums of steps (3), (5) and (6) add exact zeros for the masked pairs. The causal case does the full work of
-// the unmasked one (skipping the zeros is day 16's business).
+// the sums of steps (3), (5) and (6) add exact zeros for the masked pairs. Apart from step (2)'s skipped dot
+// products, the causal case does the full work of the unmasked one (skipping the zeros is day 16's business).
 // Memory access: in the N × N kernels a warp is 32 consecutive keys j of one query row i, so q[i] and dout[i] are
 // the same address for the whole warp (a broadcast) while k[j] and v[j] are 32 different rows (each warp load
 // touches 32 sectors, most of them hits in L1 after the first column). In the N × d kernels a warp is 32

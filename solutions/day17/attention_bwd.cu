@@ -3,7 +3,7 @@
 //
 // Changes vs day 16 (dK and dV only):
 //   - dQ_i = scale · Σ_j dS_ij k_j is a sum over keys, but each block of day 16's walk owns a tile of keys and sees
-//     every query: its dS tile holds a piece of dQ for kBr queries, and every block holds a piece for every query.
+//     every query: its dS tile holds a piece of dQ for kStep queries, and every block holds a piece for every query.
 //   - (a) attention_bwd_atomic: each block adds its pieces of dQ into an fp32 [B, H, N, d] workspace with
 //     atomicAdd (zeroed by a memset first), and a last kernel rounds it into dq. One walk, so the dS tile is made
 //     once. But the additions from different blocks arrive in an order that changes from run to run, and fp32

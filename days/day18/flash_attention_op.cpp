@@ -45,6 +45,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> flash_attention_backward_cuda(
     const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& o,
     const at::Tensor& lse, bool causal) {
   at::Tensor dq, dk, dv;
+  // Day 17's backward through course::attention_bwd_tiled_any_float: its dq_acc_needed is false here, since the
+  // second pass writes dq itself and needs no fp32 dQ scratch.
   // YOUR CODE HERE: contiguous inputs (dout often is not); dq, dk, dv new and contiguous; day 17's two-pass backward
   return {dq, dk, dv};
 }

@@ -130,8 +130,11 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--hidden", metavar="PATH",
                    help=f"with --ranked: the instructor's hidden cases (default: ${HIDDEN_ENV}, else "
                         f"{HIDDEN_FILE} beside course.yaml, if there is one)")
-    c.add_argument("--on", choices=["slurm"], help="run the check as one Slurm job on the cluster's GPUs (from a login "
-                                                   "node; the course's slurm.yaml says what the job asks for)")
+    c.add_argument("--on", choices=["slurm", "cpu"],
+                   help="slurm: run the check as one Slurm job on the cluster's GPUs (from a login node; the course's "
+                        "slurm.yaml says what the job asks for). cpu: the exercises that run in several processes "
+                        "(course.yaml `processes:`), in CPU processes over gloo, for correctness only: a check of your "
+                        "protocol where there are too few GPUs, not the day's graded result")
     c.add_argument("--slurm-config", metavar="YAML", help="with --on slurm: your own settings, on top of the course's "
                                                           "slurm.yaml (default: ~/.config/grader/slurm.yaml, if any)")
     c.add_argument("--variant", type=variant_name, help=argparse.SUPPRESS)  # a job's check, named as the student's

@@ -261,6 +261,38 @@ def test_too_few_gpus_skips_the_exercise_with_what_it_needs():
     assert "Traceback" not in r.stdout + r.stderr
 
 
+def test_on_cpu_a_student_with_one_gpu_checks_the_ring_in_cpu_processes_and_it_is_not_kept(tmp_path):
+    """`grader check day19 --on cpu`: ring_dist alone (the other two need a GPU, and it says so), in CPU processes
+    over gloo, correctness only; the verdict says what it was, and `grader list` keeps no result from it."""
+    r = run_grader("check", "day19", "--on", "cpu", "--solution", "--json", str(tmp_path / "r.json"), state=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "left out, they need a GPU: ring_attention, ring_attention_acqrel" in r.stdout, r.stdout
+    (ex,) = json.loads((tmp_path / "r.json").read_text())["exercises"]
+    assert ex["exercise"] == "ring_dist" and ex["status"] == "pass" and ex["info"]["gpu"] == "2 CPU processes (gloo)"
+    assert "a check of the protocol: the graded check runs on 2 GPUs" in ex["message"], ex["message"]
+    assert not list(tmp_path.rglob("results/day19*")), "a CPU check was kept as the day's result"
+
+
+def test_on_cpu_the_stub_is_not_implemented_and_a_broken_ring_fails(tmp_path):
+    src = _copy_solution(tmp_path, KNOWN_WRONG[0])
+    for folder, status in ((None, "not_implemented"), (src, "fail")):
+        out = tmp_path / f"{status}.json"
+        r = run_grader("check", "day19", "--on", "cpu", *(["--dir", str(folder)] if folder else []), "--json",
+                       str(out), state=tmp_path)
+        assert r.returncode == 1 and "Traceback" not in r.stdout + r.stderr, r.stdout + r.stderr
+        assert json.loads(out.read_text())["exercises"][0]["status"] == status
+
+
+@pytest.mark.parametrize("args, says", [
+    (["day01"], "--on cpu checks only exercises that run in several processes (day01 has none)"),
+    (["day19", "--exercise", "ring_attention"], "(day19's is ring_dist): the others need a GPU"),
+    (["day19", "--ranked"], "--ranked is graded on GPUs"),
+])
+def test_on_cpu_refuses_what_it_cannot_check_with_a_next_step(args, says, tmp_path):
+    r = run_grader("check", *args, "--on", "cpu", "--solution", state=tmp_path)
+    assert r.returncode == 2 and says in r.stderr + r.stdout and "Traceback" not in r.stderr, r.stdout + r.stderr
+
+
 # -- the measurement script -----------------------------------------------------------------------------------------
 def test_the_measurement_script_runs_on_cpu_processes(tmp_path):
     """scripts/lessons/day19_ring_measure.py's smoke run (gloo): every row timed for both placements, the gathered

@@ -97,13 +97,15 @@ def placeholders_by_step(src_dir: Path, day, ex, root: Path) -> tuple[list[str],
 def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, seeds: tuple[int, ...],
                    dtypes: list[str] | None = None, case_s: float | None = None, correctness_only: bool = False,
                    ranked: bool = False, fixed_seeds: tuple[int, ...] = (), session=None, prestarted=None,
-                   cases: list[str] | None = None, progress=quiet, worker: str = WORKER, sandbox=None):
+                   cases: list[str] | None = None, progress=quiet, worker: str = WORKER, sandbox=None,
+                   device: str = "cuda"):
     """One exercise's result: its sources read first (one unfit to compile is the student's build error), then one
     run per seed (a ranked check: two, the second only if the first passed, combined by combine_runs), compiled
     only where there is no GPU. fixed_seeds (a ranked check's hidden seeds) come first, one correctness-only run
     each: they are cheap, and any failure decides. session: a long-lived worker to run in (`grader watch`).
     prestarted: a worker started before planning (cmd_check), for the first run only; released after it.
-    sandbox: the CheckSandbox (grader/check/sandboxed.py) the build, the workers and the compilers run in."""
+    sandbox: the CheckSandbox (grader/check/sandboxed.py) the build, the workers and the compilers run in.
+    device: "cpu" runs an exercise of several processes in CPU processes over gloo (`grader check --on cpu`)."""
     from grader.check.build import source_paths
     from grader.check.compile_check import (compile_python_kernels, compile_sources, defines_op, nvcc_missing,
                                             nvcc_path, source_problem, uncopied_includes)
@@ -129,7 +131,7 @@ def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, 
     planned = [(s, True) for s in fixed_seeds] + [(s, correctness_only) for s in seeds]
     for k, (seed, untimed) in enumerate(planned, 1):
         job = make_job(course=course, root=root, day=day, ex=ex, src_dir=src_dir, seed=seed, dtypes=dtypes,
-                       correctness_only=untimed, cases=cases)
+                       correctness_only=untimed, cases=cases, device=device)
         timings.mark(f"{ex.name}: job planned ({len(job.cases)} cases)")
         what = f"{day.id}.{ex.name}" + (f" (run {k} of {len(planned)})" if len(planned) > 1 else "")
         try:
@@ -166,6 +168,9 @@ def check_exercise(*, course, root: Path, day, ex, src_dir: Path, variant: str, 
         if res.status != Status.PASS:
             break  # every run must pass: the first failure decides
     res = combine_runs(runs, len(planned)) if ranked else runs[0]
+    if device == "cpu" and res.status == Status.PASS:
+        res.message += (f"; in {ex.processes} CPU processes over gloo, a check of the protocol: the graded check "
+                        f"runs on {ex.processes} GPUs")
     if res.status in (Status.NOT_IMPLEMENTED, Status.NO_GPU):
         from grader.paths import PLACEHOLDER
 
@@ -223,7 +228,7 @@ def check_day(*, course, root: Path, day, exercises: list, src_dir: Path, varian
               ranked: Ranked | None = None, overlay: dict | None = None, dtypes: list[str] | None = None,
               cases: list[str] | None = None, case_s: float | None = None, correctness_only: bool = False,
               untimed: set[str] = frozenset(), on_result: Callable = lambda res, ex: None, progress=quiet,
-              worker: str = WORKER, sandbox=None) -> list[dict]:
+              worker: str = WORKER, sandbox=None, device: str = "cuda") -> list[dict]:
     """Each exercise's result, in order, as the JSON of `grader check` records it (a ranked run's marked so). The
     first exercise runs in a worker started before its job is planned (importing torch overlaps the planning);
     the hidden cases of `overlay` join a ranked run's exercises; `untimed` names the exercises checked for
@@ -249,7 +254,7 @@ def check_day(*, course, root: Path, day, exercises: list, src_dir: Path, varian
                                  correctness_only=correctness_only or ex.name in untimed, ranked=bool(ranked),
                                  fixed_seeds=fixed, session=warm,
                                  prestarted=early if k == 0 and warm is None else None, cases=cases,
-                                 progress=progress, worker=worker, sandbox=sandbox)
+                                 progress=progress, worker=worker, sandbox=sandbox, device=device)
             on_result(res, ex)
             out.append({**res.as_dict(), **mark})
     finally:

@@ -50,7 +50,8 @@ def shortfall(torch, processes: int, device: str) -> str | None:
     if have >= processes:
         return None
     return (f"runs in {processes} processes, one per GPU (NCCL), and this machine has {have} GPU(s): not checked "
-            f"here. Check it on a machine with {processes} GPUs or more")
+            f"here. Check it on a machine with {processes} GPUs or more; meanwhile `grader check DAY --on cpu` runs "
+            f"it in {processes} CPU processes over gloo, a check of its protocol and its math")
 
 
 class Ranks:

@@ -44,7 +44,9 @@ def render(console: Console, res, ex, hint: str | None = None, *, ranked: str | 
     ranked: the hash of a ranked run's secret seed; then no seed is printed (the inputs stay secret).
     shown: the compile reports already printed in this check (render_compile), kept across its exercises."""
     info = res.info
-    where = f"{info.get('gpu', '?')} (sm_{info.get('capability', '?').replace('.', '')})" if info else ""
+    cap = str(info.get("capability", "?")).replace(".", "") if info else ""
+    # CPU processes (`--on cpu`) have no compute capability to name
+    where = (f"{info.get('gpu', '?')}" + (f" (sm_{cap})" if cap.isalnum() else "")) if info else ""
     seed = f"ranked (seed hash {ranked[:8]}…)" if ranked else f"seed {res.seed}"
     console.print(f"[bold]{res.day} · {res.exercise}[/] · {res.variant} ({res.source}) · {seed}"
                   + (f" · {where}" if where else ""), highlight=False)

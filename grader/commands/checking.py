@@ -42,7 +42,10 @@ def cmd_check(args) -> int:
         raise GraderError(f"{day.id} ({day.title}) is planned, not ready yet: no exercise to check")
     src_dir, variant = _source_dir(args, root, day)
     variant = args.variant or variant
-    exercises = _exercises(args, day, src_dir, root, per_exercise=not args.on)  # Slurm's copy needs every file
+    # Slurm's copy needs every file
+    exercises = _exercises(args, day, src_dir, root, per_exercise=args.on != "slurm")
+    if args.on == "cpu":
+        exercises = _process_groups_on_cpu(args, day, exercises)
     # On Slurm the cluster's install has the baselines, and its check says what it has.
     untimed = {} if args.correctness_only or args.on else unpublished_baselines(exercises, course, root)
     if untimed and args.ranked:
@@ -84,15 +87,36 @@ def cmd_check(args) -> int:
                       shown=shown)
         timings.mark(f"{ex.name}: verdict printed")
 
+    on_cpu = args.on == "cpu"
     out = check_day(course=course, root=root, day=day, exercises=exercises, src_dir=src_dir, variant=variant,
                     seeds=seeds, ranked=ranked, overlay=overlay, dtypes=args.dtype, cases=args.case,
-                    case_s=args.timeout, correctness_only=args.correctness_only, untimed=set(untimed),
-                    on_result=show, progress=_progress, worker=shared.WORKER, sandbox=sandbox)
+                    case_s=args.timeout, correctness_only=args.correctness_only or on_cpu, untimed=set(untimed),
+                    on_result=show, progress=_progress, worker=shared.WORKER, sandbox=sandbox,
+                    device="cpu" if on_cpu else "cuda")
     # "when" (UTC, ISO 8601): a leaderboard drops results older than its window (stale).
     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     doc = {"day": day.id, "variant": variant, "when": when, **({"ranked": True, "seed_sha256": ranked.seed_sha256} if ranked
                                                  else {"ranked": False, "seed": seeds[0]}), "exercises": out}
-    return _keep(args, root, day, doc)
+    # On the CPU it is a check of the protocol, not the day's result: `grader list` keeps the last GPU check.
+    return _keep(args, root, day, doc, save=not on_cpu)
+
+
+def _process_groups_on_cpu(args, day, exercises: list) -> list:
+    """`--on cpu`: the exercises of several processes among those asked for, or why there are none. The rest need
+    a GPU, so they are left out by name rather than run somewhere they were never meant to."""
+    if args.ranked:
+        raise GraderError("--ranked is graded on GPUs, as the leaderboard runs it: drop --on cpu")
+    group = [e for e in exercises if e.processes > 1]
+    if not group:
+        named = [e.name for e in day.exercises if e.processes > 1]
+        where = (f"{day.id}'s is {', '.join(named)}" if named else f"{day.id} has none")
+        raise GraderError(f"--on cpu checks only exercises that run in several processes ({where}): the others need "
+                          "a GPU. Drop --on cpu to check them here, or on a machine with a GPU")
+    left = [e.name for e in exercises if e.processes == 1]
+    console.print(f"--on cpu: {', '.join(e.name for e in group)} in CPU processes over gloo, correctness only; "
+                  "not saved as the day's result"
+                  + (f"; left out, they need a GPU: {', '.join(left)}" if left else ""), style="dim")
+    return group
 
 
 

@@ -293,6 +293,17 @@ def test_on_cpu_refuses_what_it_cannot_check_with_a_next_step(args, says, tmp_pa
     assert r.returncode == 2 and says in r.stderr + r.stdout and "Traceback" not in r.stderr, r.stdout + r.stderr
 
 
+def test_the_student_readme_names_on_cpu_once_a_day_of_process_groups_is_out(course):
+    from grader.authoring import student_readme
+
+    ids = [d.id for d in course.days]
+    before = student_readme.render(course, ids[:ids.index("day19")])
+    after = " ".join(student_readme.render(course, ids).split())
+    assert "--on cpu" not in before
+    assert "(day19.ring_dist), is skipped on a machine with fewer GPUs" in after
+    assert "`grader check day19 --on cpu` runs it in 2 CPU processes instead" in after
+
+
 # -- the measurement script -----------------------------------------------------------------------------------------
 def test_the_measurement_script_runs_on_cpu_processes(tmp_path):
     """scripts/lessons/day19_ring_measure.py's smoke run (gloo): every row timed for both placements, the gathered

@@ -52,6 +52,18 @@ def _on_slurm(first: str) -> list[str]:
             "queue.", ""]
 
 
+def _process_groups(course: Course, released: list[str]) -> list[str]:
+    """How to check an exercise of several processes with fewer GPUs: only where a released day has one."""
+    group = [(d.id, e) for d in (course.day(i) for i in released) for e in d.exercises if e.processes > 1]
+    if not group:
+        return []
+    day, ex = group[0]
+    return [f"An exercise that runs in several processes, one per GPU ({', '.join(f'{d}.{e.name}' for d, e in group)}"
+            f"), is skipped on a machine with fewer GPUs (exit code 2). `grader check {day} --on cpu` runs it "
+            f"in {ex.processes} CPU processes instead, on the same cases, for correctness only: a check of your "
+            "protocol and your math, not kept as the day's result.", ""]
+
+
 def render(course: Course, released: list[str], slurm: bool = False) -> str:
     """slurm: the course ships Slurm settings (slurm.yaml), so `grader check --on slurm` is explained."""
     first = released[0] if released else "day01"
@@ -110,6 +122,7 @@ def render(course: Course, released: list[str], slurm: bool = False) -> str:
               "Some exercises are timed against an earlier day's solution, which arrives in this repository when "
               "your instructor publishes it, after that day is due. Until then `grader check` checks their "
               "correctness only and says so.", "",
+              *_process_groups(course, released),
               *(_on_slurm(first) if slurm else []),
               "## Handing in, and how it is graded", "",
               "Commit and push your work in `days/`. Your instructor grades each day with the same grader: only "

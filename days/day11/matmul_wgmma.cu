@@ -321,19 +321,19 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
 #endif
 }
 
-// Given (launch boilerplate, as kernel 2's): kernel 3a on ceil(M / BM) · ceil(N / BN) blocks of kThreads; the
-// static asks once for the shared memory (internal linkage: one static per module, see matmul.cu).
+// Given (launch boilerplate, as kernel 2's): kernel 3a on ceil(M / BM) · ceil(N / BN) blocks of kThreads, its
+// shared memory asked for on every launch (see matmul.cu's launch).
 template <typename T, bool kAsync>
 static cudaError_t launch(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
-  static const cudaError_t attr = allow_smem(kernel<T, kAsync>, kSmemBytes);
-  if (attr != cudaSuccess) return attr;
+  if (const cudaError_t err = allow_smem(kernel<T, kAsync>, kSmemBytes); err != cudaSuccess) return err;
   const dim3 grid(((M + BM - 1) / BM) * ((N + BN - 1) / BN));
   kernel<T, kAsync><<<grid, kThreads, kSmemBytes, stream>>>(a, b, c, M, N, K);
   return cudaGetLastError();
 }
 
-// Contract: ask once for kTmaSmemBytes; maps give boxes [BM][64] of A and [BK][64] of B with
-// CU_TENSOR_MAP_SWIZZLE_128B; a 1-D grid of tiles on `stream`; launch<T, true> where no map can be made.
+// Contract: allow_smem(tma_kernel<T>, kTmaSmemBytes) before each launch; maps give boxes [BM][64] of A and
+// [BK][64] of B with CU_TENSOR_MAP_SWIZZLE_128B; a 1-D grid of tiles on `stream`; launch<T, true> where no map
+// can be made.
 // YOUR CODE HERE: the two tensor maps, launch_tma (3b; 3a where no map can be made)
 
 // Whether this build's image for the current GPU has wgmma: asked once per module, with a one-thread kernel

@@ -560,15 +560,12 @@ __global__ void __launch_bounds__(kThreads, TC_MIN_BLOCKS)
 }
 
 // Given (launch boilerplate, as on day 10):
-// One launch of kernel<T, kAsync>. Over 48 KiB of dynamic shared memory must be asked for, once per kernel: the
-// function-local static is per instantiation of this template (a static in a generic lambda taking the kernel as
-// a function pointer would be shared by both kernels of a T: same pointer type). `static` gives the function
-// internal linkage: a local static of an ordinary template is one object for the whole process (a "unique"
-// symbol), shared by every extension module that defines the same template, e.g. two builds of this file.
+// One launch of kernel<T, kAsync>. Over 48 KiB of dynamic shared memory must be asked for, per kernel and per
+// device: allow_smem asks on every launch (its opt-in query is cached, and the driver call is cheap next to a
+// GEMM), so a second GPU in the same process, or a second build of this file, gets its attribute too.
 template <typename T, bool kAsync>
 static cudaError_t launch(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
-  static const cudaError_t attr = allow_smem(kernel<T, kAsync>, kSmemBytes);
-  if (attr != cudaSuccess) return attr;
+  if (const cudaError_t err = allow_smem(kernel<T, kAsync>, kSmemBytes); err != cudaSuccess) return err;
   const dim3 grid(((M + BM - 1) / BM) * ((N + BN - 1) / BN));
   kernel<T, kAsync><<<grid, kThreads, kSmemBytes, stream>>>(a, b, c, M, N, K);
   return cudaGetLastError();

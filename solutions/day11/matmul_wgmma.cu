@@ -658,19 +658,19 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
 #endif
 }
 
-// Given (launch boilerplate, as kernel 2's): kernel 3a on ceil(M / BM) · ceil(N / BN) blocks of kThreads; the
-// static asks once for the shared memory (internal linkage: one static per module, see matmul.cu).
+// Given (launch boilerplate, as kernel 2's): kernel 3a on ceil(M / BM) · ceil(N / BN) blocks of kThreads, its
+// shared memory asked for on every launch (see matmul.cu's launch).
 template <typename T, bool kAsync>
 static cudaError_t launch(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
-  static const cudaError_t attr = allow_smem(kernel<T, kAsync>, kSmemBytes);
-  if (attr != cudaSuccess) return attr;
+  if (const cudaError_t err = allow_smem(kernel<T, kAsync>, kSmemBytes); err != cudaSuccess) return err;
   const dim3 grid(((M + BM - 1) / BM) * ((N + BN - 1) / BN));
   kernel<T, kAsync><<<grid, kThreads, kSmemBytes, stream>>>(a, b, c, M, N, K);
   return cudaGetLastError();
 }
 
-// Contract: ask once for kTmaSmemBytes; maps give boxes [BM][64] of A and [BK][64] of B with
-// CU_TENSOR_MAP_SWIZZLE_128B; a 1-D grid of tiles on `stream`; launch<T, true> where no map can be made.
+// Contract: allow_smem(tma_kernel<T>, kTmaSmemBytes) before each launch; maps give boxes [BM][64] of A and
+// [BK][64] of B with CU_TENSOR_MAP_SWIZZLE_128B; a 1-D grid of tiles on `stream`; launch<T, true> where no map
+// can be made.
 // BEGIN SOLUTION: the two tensor maps, launch_tma (3b; 3a where no map can be made)
 // A row-major [rows][cols] matrix as a 2-D TMA view (innermost dimension first), boxes of [box_rows][64]: one box
 // row is 64 elements = 128 bytes, stored with the 128-byte swizzle, which is exactly the layout the descriptors
@@ -695,8 +695,7 @@ template <typename T>
 static cudaError_t launch_tma(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
   CUtensorMap tm_a{}, tm_b{};
   if (!make_map(&tm_a, a, M, K, BM) || !make_map(&tm_b, b, K, N, BK)) return launch<T, true>(a, b, c, M, N, K, stream);
-  static const cudaError_t attr = allow_smem(tma_kernel<T>, kTmaSmemBytes);
-  if (attr != cudaSuccess) return attr;
+  if (const cudaError_t err = allow_smem(tma_kernel<T>, kTmaSmemBytes); err != cudaSuccess) return err;
   const int tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
   tma_kernel<T><<<tiles, kTmaThreads, kTmaSmemBytes, stream>>>(c, M, N, K, tm_a, tm_b);
   return cudaGetLastError();
@@ -926,8 +925,7 @@ static cudaError_t launch_tma_edge(const T* a, const T* b, T* c, int M, int N, i
   CUtensorMap tm_c{};
   if (!make_map(&tm_c, static_cast<const T*>(c), M, N, 64)) return launch<T, true>(a, b, c, M, N, K, stream);
 #endif
-  static const cudaError_t attr = allow_smem(tma_kernel_edge<T>, kTmaSmemBytes);
-  if (attr != cudaSuccess) return attr;
+  if (const cudaError_t err = allow_smem(tma_kernel_edge<T>, kTmaSmemBytes); err != cudaSuccess) return err;
   const int tiles = ((M + BM * kCluster - 1) / (BM * kCluster)) * ((N + BN - 1) / BN);
   if constexpr (kCluster == 1 && !kPersistent) {
 #if TC_WG_TMA_STORE

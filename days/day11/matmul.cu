@@ -448,7 +448,7 @@ __global__ void __launch_bounds__(kThreads, TC_MIN_BLOCKS)
 // Given (launch boilerplate, as on day 10):
 // One launch of kernel<T, kAsync>. Over 48 KiB of dynamic shared memory must be asked for, per kernel and per
 // device: allow_smem asks on every launch (its opt-in query is cached, and the driver call is cheap next to a
-// GEMM), so a second GPU in the same process, or a second build of this file, gets its attribute too.
+// GEMM), so a second GPU in the same process gets its attribute too.
 template <typename T, bool kAsync>
 static cudaError_t launch(const T* a, const T* b, T* c, int M, int N, int K, cudaStream_t stream) {
   if (const cudaError_t err = allow_smem(kernel<T, kAsync>, kSmemBytes); err != cudaSuccess) return err;

@@ -10,7 +10,8 @@
 //     multiply-adds (nobody overwrites a tile another thread is still reading).
 //   - Tiles that hang over the edge of A or B are filled with zeros, so M, N, K need not be multiples of 32
 //     and the inner loop has no bounds checks.
-// Still one output per thread: each multiply-add needs two shared-memory loads, which is what day 08 attacks.
+// Still one output per thread: each multiply-add needs two values from shared memory (ptxas fetches As's four at
+// a time, but every Bs value is a load of its own), which is what day 08 attacks.
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

@@ -133,3 +133,17 @@ def doctor_detail(course, cap: tuple[int, int], gpu: str) -> tuple[bool | None, 
     detail = (f"this GPU ({gpu}, sm_{cap[0]}{cap[1]}) grades every step except {listed}: those are skipped here, "
               "saying so, and graded on their GPUs")
     return (False if mandatory else None), detail
+
+
+def process_groups_detail(course, gpus: int) -> str | None:
+    """`grader doctor`'s words on the steps that run in several processes, one per GPU (course.yaml `processes:`),
+    where this machine has fewer GPUs: skipped here, graded on a machine with enough, and checkable meanwhile in CPU
+    processes (`grader check DAY --on cpu`). None where every such step fits."""
+    short = [(d, e) for d in course.days if d.status == "ready" for e in d.exercises if e.processes > gpus]
+    if not short:
+        return None
+    listed = ", ".join(f"{d.id}.{e.name} ({e.processes} GPUs)" for d, e in short)
+    first = short[0][0].id
+    return (f"this machine has {gpus} GPU(s): {listed} run one process per GPU, so they are skipped here (exit 2) "
+            f"and graded on a machine with enough GPUs; `grader check {first} --on cpu` checks one in CPU processes "
+            "meanwhile")

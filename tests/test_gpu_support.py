@@ -185,3 +185,25 @@ def test_doctor_names_the_simulated_gpu(monkeypatch, capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert "this GPU (NVIDIA H100 80GB HBM3, simulating sm_80 (163 KiB a block, no Hopper paths), sm_80) grades " \
            "every step except day11.matmul_wgmma_async" in out, out
+
+
+# -- steps of several processes (course.yaml `processes:`), one per GPU ----------------------------------------------
+def test_doctor_names_the_steps_this_machines_gpus_are_too_few_for():
+    one = " ".join(gpu_support.process_groups_detail(COURSE, 1).split())
+    assert "this machine has 1 GPU(s): day19.ring_dist (2 GPUs) run one process per GPU, so they are skipped here " \
+           "(exit 2)" in one, one
+    assert "`grader check day19 --on cpu` checks one in CPU processes meanwhile" in one, one
+    assert gpu_support.process_groups_detail(COURSE, 2) is None
+
+
+def test_doctor_on_one_hopper_gpu_warns_about_the_ring_across_gpus(monkeypatch, capsys):
+    from grader.commands import checking
+
+    monkeypatch.setattr(gpu_support, "_capability_from_smi", lambda: (9, 0))
+    monkeypatch.setattr(checking, "doctor_gpu_names", lambda: ["NVIDIA H100 80GB HBM3"])
+    cli.main(["--course", str(ROOT / "course.yaml"), "doctor"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "grades every step of the course" in out and "day19.ring_dist (2 GPUs)" in out, out
+    monkeypatch.setattr(checking, "doctor_gpu_names", lambda: ["NVIDIA H100 80GB HBM3"] * 2)
+    cli.main(["--course", str(ROOT / "course.yaml"), "doctor"])
+    assert "day19.ring_dist (2 GPUs)" not in " ".join(capsys.readouterr().out.split())

@@ -274,14 +274,22 @@ def _steps_check(loaded) -> list:
     if gpu_support.simulated() is not None:
         gpu = f"{gpu}, {gpu_support.simulation_words(cap)}"
     ok, detail = gpu_support.doctor_detail(course, cap, gpu)
-    return [Check("steps", ok, detail)]
+    checks = [Check("steps", ok, detail)]
+    if groups := gpu_support.process_groups_detail(course, len(doctor_gpu_names()) or 1):
+        checks.append(Check("GPUs", None, groups))  # a warning: the class's grading machine may have them
+    return checks
 
 
-def doctor_gpu_name() -> str | None:
+def doctor_gpu_names() -> list[str]:
     from grader.doctor import _run
 
     out = _run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"])
-    return out.splitlines()[0].strip() if out else None
+    return [line.strip() for line in out.splitlines() if line.strip()] if out else []
+
+
+def doctor_gpu_name() -> str | None:
+    names = doctor_gpu_names()
+    return names[0] if names else None
 
 
 def _course_check(args, loaded):

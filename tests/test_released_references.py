@@ -150,6 +150,40 @@ def test_every_path_a_released_page_names_is_in_the_release(release):
     assert bad == [], f"{len(bad)} broken reference(s):\n" + "\n".join(bad)
 
 
+INSTRUCTOR_ONLY = re.compile(r"(?<![\w./@:-])((?:measured|scripts|tests)/[\w./*-]*\w)")
+SOURCES = (".cu", ".cuh", ".h", ".cpp", ".py", ".mojo")
+
+
+def unmarked_instructor_paths(dest) -> list[str]:
+    """Paths to the instructors' measured/, scripts/ or tests/ in the released sources, not marked as theirs: a
+    student reading `(measured/NOTES.md)` in a stub looks for a file that is not in the repository."""
+    bad = []
+    for f in sorted(p for p in dest.rglob("*") if p.suffix in SOURCES and ".git" not in p.parts):
+        rel = f.relative_to(dest).as_posix()
+        if rel.startswith("grader/"):
+            continue  # the grader's own code, not course material
+        for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
+            for m in INSTRUCTOR_ONLY.finditer(line):
+                before = line[:m.start()]
+                if not (before.rstrip().endswith("instructors'") or (dest / m.group(1)).exists()):
+                    bad.append(f"{rel}:{n}: {m.group(1)}")
+    return bad
+
+
+def test_released_sources_mark_the_instructors_files_as_theirs(release):
+    _, dest, _ = release
+    bad = unmarked_instructor_paths(dest)
+    assert bad == [], "name these as the instructors' (the release has no measured/, scripts/ or tests/):\n" + \
+        "\n".join(bad)
+
+
+def test_the_instructors_path_check_catches_an_unmarked_one(tmp_path):
+    (tmp_path / "days" / "day01").mkdir(parents=True)
+    (tmp_path / "days" / "day01" / "k.cu").write_text("// as measured (measured/NOTES.md)\n"
+                                                      "// see the instructors' scripts/x.py\n")
+    assert unmarked_instructor_paths(tmp_path) == ["days/day01/k.cu:1: measured/NOTES.md"]
+
+
 def test_the_reference_check_catches_what_a_student_lacks(tmp_path):
     """The check itself: each kind of reference to something not in the release is found, and the allowed ones
     pass."""

@@ -179,7 +179,7 @@ def test_doctor_names_the_simulated_gpu(monkeypatch, capsys):
     from grader.commands import checking
 
     monkeypatch.setattr(gpu_support, "_capability_from_smi", lambda: (9, 0))
-    monkeypatch.setattr(checking, "doctor_gpu_name", lambda: "NVIDIA H100 80GB HBM3")
+    monkeypatch.setattr(checking, "doctor_gpu_names", lambda: ["NVIDIA H100 80GB HBM3"])
     monkeypatch.setenv(gpu_support.SIMULATE_ENV, "8.0")
     cli.main(["--course", str(ROOT / "course.yaml"), "doctor"])
     out = " ".join(capsys.readouterr().out.split())

@@ -270,12 +270,13 @@ def _steps_check(loaded) -> list:
         return [Check("steps", True, f"no GPU here; on a GPU of compute capability {course.min_capability} or newer "
                       "every step is graded, except " + ", ".join(limited) + " (graded on their own GPU generation "
                       "only)")] if limited else []
-    gpu = (doctor_gpu_name() or "this GPU")
+    names = doctor_gpu_names()  # one nvidia-smi for the name and the count
+    gpu = names[0] if names else "this GPU"
     if gpu_support.simulated() is not None:
         gpu = f"{gpu}, {gpu_support.simulation_words(cap)}"
     ok, detail = gpu_support.doctor_detail(course, cap, gpu)
     checks = [Check("steps", ok, detail)]
-    if groups := gpu_support.process_groups_detail(course, len(doctor_gpu_names()) or 1):
+    if groups := gpu_support.process_groups_detail(course, len(names) or 1):
         checks.append(Check("GPUs", None, groups))  # a warning: the class's grading machine may have them
     return checks
 
@@ -285,11 +286,6 @@ def doctor_gpu_names() -> list[str]:
 
     out = _run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"])
     return [line.strip() for line in out.splitlines() if line.strip()] if out else []
-
-
-def doctor_gpu_name() -> str | None:
-    names = doctor_gpu_names()
-    return names[0] if names else None
 
 
 def _course_check(args, loaded):

@@ -55,6 +55,15 @@ def apply(entry: dict, dest: Path) -> str | None:
     return None
 
 
+def as_expected(entry: dict, ex: dict) -> bool:
+    """An attempt is measured against its bar, so it must be correct and timed; an entry's `fails_as: CATEGORY`
+    says it fails before timing instead, and why (its `why`): then its first failed case must fail that way."""
+    if "fails_as" in entry:
+        failed = [c.get("category") for c in ex.get("cases", []) if c.get("ok") is False]
+        return entry["expect"] == "fail" and ex["status"] == "fail" and failed[:1] == [entry["fails_as"]]
+    return ex.get("speedup") is not None and (ex["status"] == "pass") == (entry["expect"] == "pass")
+
+
 def run(entry: dict, seed: int) -> dict:
     row = {"name": entry["name"], "target": f"{entry['day']}.{entry['exercise']}", "expect": entry["expect"]}
     with tempfile.TemporaryDirectory(prefix="attempt-") as tmp:
@@ -74,7 +83,7 @@ def run(entry: dict, seed: int) -> dict:
     if ex["status"] == "no_gpu":  # it compiled; whether it passes needs a GPU
         row.update(verdict="compiled only", as_expected=None)
     else:
-        row["as_expected"] = ex.get("speedup") is not None and (ex["status"] == "pass") == (entry["expect"] == "pass")
+        row["as_expected"] = as_expected(entry, ex)
         if ex.get("speedup") is None:  # it failed before it was timed: the check's own words say why
             row["note"] = ((ex.get("message") or "").splitlines() or ["no message"])[0]
     return row

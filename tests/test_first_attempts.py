@@ -8,6 +8,7 @@ import sys
 import pytest
 import yaml
 
+from grader.verdicts import Category
 from tests.conftest import ROOT, has_gpu, needs_nvcc
 
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -21,6 +22,7 @@ def test_an_attempt_names_its_exercise_and_applies_to_the_solution(entry, tmp_pa
     from grader.course import load_course
 
     assert entry["expect"] in ("pass", "fail") and entry.get("why") and entry["edits"]
+    assert "fails_as" not in entry or (entry["expect"] == "fail" and entry["fails_as"] in vars(Category).values())
     day = load_course(ROOT / "course.yaml").day(entry["day"])
     ex = next((e for e in day.exercises if e.name == entry["exercise"]), None)
     assert ex is not None and ex.threshold is not None, f"{entry['day']} has no timed exercise {entry['exercise']}"
@@ -52,3 +54,14 @@ def test_a_copy_adds_a_new_file_and_never_overwrites_one(tmp_path):
 def test_without_a_gpu_an_attempt_is_compiled_and_left_unjudged():
     row = first_attempts.run(ENTRIES[0], seed=1)
     assert row["verdict"] == "compiled only" and row["as_expected"] is None, row
+
+
+def test_an_attempt_that_fails_before_timing_must_fail_the_way_its_entry_says():
+    entry = {"expect": "fail", "fails_as": "mismatch"}
+    case = lambda cat: {"ok": False, "category": cat}  # noqa: E731
+    assert first_attempts.as_expected(entry, {"status": "fail", "speedup": None, "cases": [case("mismatch")]})
+    assert not first_attempts.as_expected(entry, {"status": "fail", "speedup": None, "cases": [case("crash")]})
+    assert not first_attempts.as_expected(entry, {"status": "pass", "speedup": 1.0, "cases": []})
+    plain = {"expect": "fail"}  # no fails_as: a failure before timing is not what the entry measures
+    assert not first_attempts.as_expected(plain, {"status": "fail", "speedup": None, "cases": [case("mismatch")]})
+    assert first_attempts.as_expected(plain, {"status": "fail", "speedup": 0.1, "cases": []})

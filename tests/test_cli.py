@@ -132,6 +132,7 @@ def test_a_stub_left_as_released_says_so_without_a_gpu_too():
     assert r.returncode == 2, r.stdout + r.stderr
     text = " ".join(r.stdout.split())
     assert "COMPILED ONLY" in text and "YOUR CODE HERE still stands at days/day01/softmax.cu:" in text, text
+    assert "delete the marker line once its part is written" in text, text
 
 
 @needs_nvcc

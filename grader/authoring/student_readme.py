@@ -103,8 +103,9 @@ def render(course: Course, released: list[str], slurm: bool = False) -> str:
               "`grader calendar` shows when each day comes out and is due, and which are out (`git pull` brings "
               "each new release and each published solution); `grader list` shows your last results.", "",
               "1. Read the lesson, `days/dayNN/README.md`.",
-              f"2. Fill in the places marked `{PLACEHOLDER}` in the day's files under `days/dayNN/`. Shared helpers "
-              "are in `common/`.",
+              f"2. Fill in the places marked `{PLACEHOLDER}` in the day's files under `days/dayNN/`, replacing each "
+              "marker line with your code (the check reads a marker left in place as a part not written yet). "
+              "Shared helpers are in `common/`.",
               "3. Check it:", "",
               "```bash",
               f"grader check {first}                 # every exercise of the day: correctness, then speed",

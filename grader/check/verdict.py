@@ -132,7 +132,9 @@ def note_placeholders(res: ExerciseResult, spots: list[str], placeholder: str, o
     if res.status == Status.NOT_IMPLEMENTED and spots:
         res.message += f" ({placeholder} still at {shown})"
     elif res.status == Status.NO_GPU and spots:
-        res.message += f". {placeholder} still stands at {shown}: that part is not written yet"
+        # the marker is one line, so code written under it cannot be told from a part not written: say both
+        res.message += (f". {placeholder} still stands at {shown}: a part not written yet, or written with its "
+                        "marker left in place (delete the marker line once its part is written)")
     return res
 
 

@@ -672,7 +672,9 @@ template <typename T, int kValsT>
 __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks)
     softmax_split_stats_kernel(const T* __restrict__ x, float2* __restrict__ partials, int cols, int nchunks) {
   // Contract: a chunk is kChunk values (the last one shorter); kSplitThreads threads, kValsT values each;
-  // thread 0 writes the block's merged state. Default loads, so kernel B's re-read hits L2.
+  // thread 0 writes the block's merged state. Default loads, so kernel B's re-read hits L2. `partials` here is
+  // global memory, one state per block: block_reduce_online needs a __shared__ float2[32] of its own (passed the
+  // global one, it compiles, and every block's warps overwrite other blocks' states).
   // BEGIN SOLUTION: 05c: partials[b] = (max, Σ exp(x - max)) of chunk b % nchunks of row b / nchunks, b = blockIdx.x
   __shared__ float2 warp_partials[kSplitThreads / kWarpSize];
   const int row = blockIdx.x / nchunks;

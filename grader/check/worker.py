@@ -479,9 +479,8 @@ def _run_cases(torch, job: Job, emit: Emitter, props, cap, *, start: int, had_fa
     owner = _owner(ex, module, Path(job.target.src_dir)) if dev.cuda and ex.attribution else None
     # The arithmetic peak of the GPU at hand, also under GRADER_SIMULATE_GPU: a simulation lowers the launchers'
     # limits, not the speed of the units that run the kernel (an sm_86's peak flagged an H100's real rate).
-    hw_cap = tuple(torch.cuda.get_device_capability(0)) if dev.cuda else cap
-    peak = {d: peak_tflops(hw_cap, props.multi_processor_count, max_sm_clock_ghz(), d) for d in ex.dtypes} \
-        if dev.cuda else {}
+    peak = {d: peak_tflops((props.major, props.minor), props.multi_processor_count, max_sm_clock_ghz(), d)
+            for d in ex.dtypes} if dev.cuda else {}
     attributed: set[str] = set()  # dtypes whose first correctness case was attributed
     for c in job.cases:
         if c.index < start or (only is not None and c.index not in only) or (sanitized and c.kind == "benchmark"):

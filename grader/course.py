@@ -62,6 +62,8 @@ Param = bool | int | float | str
 class Case(Strict):
     shape: tuple[int, ...]
     offset: int = Field(0, ge=0, description="elements between an aligned allocation and the tensor")
+    out_offset: int | None = Field(None, ge=0, description="the outputs' own offset (default: `offset`), so that "
+                                                           "inputs and outputs can start at different alignments")
     layout: str | None = Field(None, description="a memory layout the task defines (its LAYOUTS): the case's tensors "
                                                  "are views in that layout, with the same values")
     params: dict[str, Param] = Field({}, description="passed to the task's functions and, in order, to the op")
@@ -80,14 +82,19 @@ class Case(Strict):
 
     @model_validator(mode="after")
     def _offset_or_layout(self):
-        if self.offset and self.layout:
+        if (self.offset or self.out_offset) and self.layout:
             raise ValueError(f"a case takes an offset or a layout, not both (a layout makes its own views), got "
-                             f"offset {self.offset} and layout {self.layout!r}")
+                             f"offset {self.offset}, out_offset {self.out_offset} and layout {self.layout!r}")
         return self
+
+    @property
+    def outputs_offset(self) -> int:
+        return self.offset if self.out_offset is None else self.out_offset
 
     def label(self) -> str:
         s = "x".join(map(str, self.shape))
         s = f"{s}+{self.offset}" if self.offset else s
+        s = f"{s} out+{self.out_offset}" if self.outputs_offset != self.offset else s
         s = f"{s} {self.layout}" if self.layout else s
         for k, v in self.params.items():  # "causal" for causal=True; nothing for False; k=v otherwise
             s += f" {k}" if v is True else "" if v is False else f" {k}={v}"
@@ -95,7 +102,8 @@ class Case(Strict):
 
     def same_tensors(self, other: Case) -> bool:
         """The same shape in the same memory (params aside): how sanitize_shapes names correctness cases."""
-        return (self.shape, self.offset, self.layout) == (other.shape, other.offset, other.layout)
+        return ((self.shape, self.offset, self.outputs_offset, self.layout)
+                == (other.shape, other.offset, other.outputs_offset, other.layout))
 
     def with_params(self, extra: dict) -> Case:
         return self.model_copy(update={"params": {**extra, **self.params}})

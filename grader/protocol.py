@@ -282,10 +282,10 @@ class Task:
 
     # -- making a case --------------------------------------------------------------------------------------
     def materialize(self, torch, *, shape, dtype: str, params: dict, seed: int, offset: int = 0,
-                    layout: str | None = None, probe: str | None = None, device: str = "cuda",
+                    out_offset: int | None = None, layout: str | None = None, probe: str | None = None, device: str = "cuda",
                     reference: bool = True) -> CaseData:
         """The case's tensors: seeded random inputs (a probe's variant of them), outputs to write, `offset`
-        elements past an aligned allocation or, with a `layout`, views in the task's layout of that name; and the
+        elements past an aligned allocation (the outputs `out_offset` past theirs, when given) or, with a `layout`, views in the task's layout of that name; and the
         fp64 reference by output name."""
         tdtype = getattr(torch, TORCH_DTYPES[dtype])
         gen = torch.Generator(device=device).manual_seed(seed)
@@ -295,7 +295,8 @@ class Task:
             if probe not in self.probes:
                 raise CourseConfigError(f"the task has no probe {probe!r} (it has: {', '.join(self.probes) or '-'})")
             inputs = {k: place(torch, v, offset) for k, v in self.probes[probe](inputs, gen).items()}
-        outputs = {k: place(torch, v, offset) for k, v in self.module.make_outputs(inputs, **params).items()}
+        out_at = offset if out_offset is None else out_offset
+        outputs = {k: place(torch, v, out_at) for k, v in self.module.make_outputs(inputs, **params).items()}
         if layout is not None:
             arrange = self.layout(layout)
             inputs, outputs = arrange(inputs), arrange(outputs)

@@ -431,7 +431,8 @@ def _run_unit(spec: dict, torch, device: str, deadline: float, world: int) -> di
 
     def make(x, pc, seed):
         return x.task.materialize(torch, shape=pc.case.shape, dtype=pc.dtype, params=dict(pc.case.params),
-                                  seed=pc.seed(seed), offset=pc.case.offset, layout=pc.case.layout, probe=pc.probe,
+                                  seed=pc.seed(seed), offset=pc.case.offset, out_offset=pc.case.out_offset,
+                                  layout=pc.case.layout, probe=pc.probe,
                                   device=device)
 
     for seed in spec["seeds"]:

@@ -226,3 +226,26 @@ def test_a_case_with_both_an_offset_and_a_layout_is_refused():
     assert Case.model_validate({"shape": [1, 2, 5, 64], "layout": "model"}).label() == "1x2x5x64 model"
     with pytest.raises(ValidationError, match="an offset or a layout, not both"):
         Case.model_validate({"shape": [1, 2, 5, 64], "offset": 1, "layout": "model"})
+    with pytest.raises(ValidationError, match="an offset or a layout, not both"):
+        Case.model_validate({"shape": [1, 2, 5, 64], "out_offset": 1, "layout": "model"})
+
+
+def test_out_offset_places_the_outputs_at_their_own_alignment():
+    """Day 05's all-scalar path runs only when x and out sit at different offsets from a 16-byte boundary."""
+    import torch
+
+    from grader.course import Case
+    from grader.protocol import Task
+
+    case = Case.model_validate({"shape": [3, 37], "offset": 1, "out_offset": 0})
+    assert case.label() == "3x37+1 out+0" and not case.same_tensors(Case.model_validate({"shape": [3, 37], "offset": 1}))
+    assert Case.model_validate({"shape": [3, 37], "offset": 2, "out_offset": 2}).label() == "3x37+2"
+    t = Task.load("tasks.softmax")
+    for offset, out_offset in ((1, 0), (0, 3), (2, None)):
+        c = t.materialize(torch, shape=(3, 37), dtype="fp32", params={}, seed=1, offset=offset, out_offset=out_offset,
+                          device="cpu")
+        want_out = offset if out_offset is None else out_offset
+        assert c.inputs["x"].storage_offset() == offset
+        assert c.outputs["out"].storage_offset() == want_out
+        assert torch.equal(c.inputs["x"], t.materialize(torch, shape=(3, 37), dtype="fp32", params={}, seed=1,
+                                                        device="cpu").inputs["x"])

@@ -499,7 +499,8 @@ def _run_cases(torch, job: Job, emit: Emitter, props, cap, *, start: int, had_fa
         emit("case_start", index=c.index, kind=c.kind, dtype=c.dtype, label=c.label)
         try:
             case = task.materialize(torch, shape=c.case.shape, dtype=c.dtype, params=dict(c.case.params),
-                                    seed=c.seed(job.seed), offset=c.case.offset, layout=c.case.layout,
+                                    seed=c.seed(job.seed), offset=c.case.offset, out_offset=c.case.out_offset,
+                                    layout=c.case.layout,
                                     probe=c.probe, device=job.device)
             result = judge(task, fn, case, ex, dev, extra_checks=c.kind == "correctness" and c.probe is None
                            and not sanitized, src_dir=Path(job.target.src_dir), capability=cap, root=root)

@@ -109,6 +109,14 @@ class Case(Strict):
         return self.model_copy(update={"params": {**extra, **self.params}})
 
 
+class ClassThreshold(Strict):
+    """Another bar on some GPU classes, for a reason their hardware gives (e.g. one block an SM where an H100 holds
+    two): the class's own calibration, never a discount."""
+    capability: list[Annotated[str, StringConstraints(pattern=r"^\d+\.\d+$")]] = Field(min_length=1)
+    threshold: float = Field(gt=0)
+    reason: str = Field(min_length=1, description="why this class cannot reach the default bar, in one sentence")
+
+
 class Baseline(Strict):
     solution: str | None = Field(None, description="a ready day whose solution is the baseline")
     exercise: str | None = Field(None, description="which exercise of that day (default: the one with this op)")
@@ -227,6 +235,9 @@ class Exercise(Strict):
         "ceiling() (e.g. cuBLAS fp32 GEMM, the CUDA cores' yardstick); library: the task's library op in the same "
         "dtype (a tensor-core exercise: cuBLAS in fp16/bf16); none: no ceiling, the column shows '-'")
     threshold: float | None = Field(None, gt=0, description="needed speedup over the baseline (geometric mean)")
+    class_thresholds: list[ClassThreshold] = Field(
+        [], description="the bar on the GPU classes listed (their compute capabilities), where their hardware keeps "
+                        "the default out of a correct solution's reach, with the reason")
     limits: ExerciseLimits = ExerciseLimits()
     stub: Stub = Stub()
     processes: int = Field(1, ge=1, le=8, description="processes that run the op together, one per GPU (NCCL; gloo "
@@ -242,6 +253,14 @@ class Exercise(Strict):
     optional: bool = Field(False, description="an extra step beyond the day's: graded like any other when written, "
                            "but its stub left as released (not implemented) does not fail `grader check`'s exit code")
     hints: dict[str, str] = {}
+
+    def threshold_on(self, capability: str | None) -> tuple[float | None, str | None]:
+        """The bar on a GPU of this compute capability ("8.6"; None: unknown) and the reason when it is not the
+        default one."""
+        for t in self.class_thresholds:
+            if capability in t.capability:
+                return t.threshold, t.reason
+        return self.threshold, None
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -261,6 +280,11 @@ class Exercise(Strict):
             raise ValueError("a timed exercise (benchmark shapes) needs a `baseline:` and a `threshold:`")
         if not timed and (self.baseline is not None or self.threshold is not None):
             raise ValueError("`baseline:` and `threshold:` need benchmark shapes to time")
+        if self.class_thresholds and self.threshold is None:
+            raise ValueError("`class_thresholds:` changes the bar of a timed exercise: give `threshold:` too")
+        caps = [c for t in self.class_thresholds for c in t.capability]
+        if len(set(caps)) != len(caps):
+            raise ValueError(f"class_thresholds: a capability may have one bar, got {caps}")
         bad = sorted(set(self.hints) - set(HINT_KEYS))
         if bad:
             raise ValueError(f"hints for unknown categor{'y' if len(bad) == 1 else 'ies'} or patterns {bad}: use "

@@ -126,13 +126,27 @@ def doctor_detail(course, cap: tuple[int, int], gpu: str) -> tuple[bool | None, 
     if why := below_course_minimum(cap, course.min_capability, gpu):
         return False, f"the course {why}"
     skipped = [(d, e) for d in course.days if d.status == "ready" for e in not_graded(d, cap)]
+    bars = class_bars_detail(course, cap)
     if not skipped:
-        return True, f"this GPU ({gpu}, sm_{cap[0]}{cap[1]}) grades every step of the course"
+        return True, f"this GPU ({gpu}, sm_{cap[0]}{cap[1]}) grades every step of the course{bars}"
     mandatory = [f"{d.id}.{e.name}" for d, e in skipped if not e.optional]
     listed = ", ".join(f"{d.id}.{e.name} ({'optional; ' if e.optional else ''}{archs(e)} only)" for d, e in skipped)
     detail = (f"this GPU ({gpu}, sm_{cap[0]}{cap[1]}) grades every step except {listed}: those are skipped here, "
-              "saying so, and graded on their GPUs")
+              f"saying so, and graded on their GPUs{bars}")
     return (False if mandatory else None), detail
+
+
+def class_bars_detail(course, cap: tuple[int, int]) -> str:
+    """The steps whose speed bar on this GPU class is its own (course.yaml `class_thresholds:`), as a sentence to
+    append, or ""."""
+    have = f"{cap[0]}.{cap[1]}"
+    own = []
+    for d in course.days:
+        for e in d.exercises if d.status == "ready" else []:
+            bar, why = e.threshold_on(have)
+            if why:
+                own.append(f"{d.id}.{e.name} needs {bar:g}x, not {e.threshold:g}x ({why})")
+    return f"; its own speed bars: {'; '.join(own)}" if own else ""
 
 
 def process_groups_detail(course, gpus: int) -> str | None:

@@ -133,3 +133,21 @@ def test_variants_multiply_cases_and_label_them(course):
     c = ex.correctness[0].model_copy(update={"params": {"causal": True}}).with_params({"causal": False})
     assert c.params == {"causal": True}
     assert len({p.seed(1) for p in corr}) == len(corr)
+
+
+def test_class_thresholds_need_a_timed_exercise_one_bar_a_class_and_a_reason():
+    from pydantic import ValidationError
+
+    from grader.course import Exercise
+
+    base = {"name": "e", "task": "tasks.softmax", "op": "softmax", "signature": "s", "sources": ["a.cu"],
+            "dtypes": ["fp32"], "correctness": [[1, 1]], "tolerances": {"fp32": {"atol": 1e-5, "rtol": 1e-5, "rel_l2": 1e-5}},
+            "benchmark": [[4, 4]], "baseline": {"library": True}, "threshold": 1.2, "points": 1}
+    bar = {"capability": ["8.6"], "threshold": 1.1, "reason": "one block an SM"}
+    assert Exercise.model_validate({**base, "class_thresholds": [bar]}).threshold_on("8.6") == (1.1, "one block an SM")
+    for bad, words in (({"threshold": None, "benchmark": [], "baseline": None}, "give `threshold:` too"),
+                       ({"class_thresholds": [bar, {**bar, "threshold": 1.0}]}, "one bar"),
+                       ({"class_thresholds": [{**bar, "reason": ""}]}, "at least 1 character"),
+                       ({"class_thresholds": [{**bar, "capability": ["sm_86"]}]}, "pattern")):
+        with pytest.raises(ValidationError, match=words):
+            Exercise.model_validate({**base, "class_thresholds": [bar], **bad})

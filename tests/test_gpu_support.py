@@ -37,7 +37,8 @@ def test_doctor_on_hopper_grades_everything():
 
 
 def test_a_mandatory_step_a_gpu_cannot_run_is_a_problem():
-    ex = SimpleNamespace(name="needs_hopper", capability=["9.0"], optional=False)
+    ex = SimpleNamespace(name="needs_hopper", capability=["9.0"], optional=False, threshold=None,
+                         threshold_on=lambda cap: (None, None))
     course = SimpleNamespace(days=[SimpleNamespace(id="day42", status="ready", exercises=[ex])], min_capability="8.0")
     ok, detail = gpu_support.doctor_detail(course, GPUS["A100"], "NVIDIA A100")
     assert ok is False and "day42.needs_hopper (sm_90 only)" in detail
@@ -207,3 +208,18 @@ def test_doctor_on_one_hopper_gpu_warns_about_the_ring_across_gpus(monkeypatch, 
     monkeypatch.setattr(checking, "doctor_gpu_names", lambda: ["NVIDIA H100 80GB HBM3"] * 2)
     cli.main(["--course", str(ROOT / "course.yaml"), "doctor"])
     assert "day19.ring_dist (2 GPUs)" not in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_class_bar_is_said_by_doctor_on_that_class_only():
+    """course.yaml `class_thresholds:`: day 10's 10c has its own bar on the 99 KiB GPUs, with the reason; doctor
+    says it there, and the A100 and H100 keep the default and hear nothing of it."""
+    ex = next(e for e in COURSE.day("day10").exercises if e.name == "flash_attention")
+    for name in ("L4",):
+        bar, why = ex.threshold_on(f"{GPUS[name][0]}.{GPUS[name][1]}")
+        assert bar < ex.threshold and why
+        ok, detail = gpu_support.doctor_detail(COURSE, GPUS[name], f"NVIDIA {name}")
+        assert f"day10.flash_attention needs {bar:g}x, not {ex.threshold:g}x ({why})" in detail
+    for name in ("A100", "H100", "B200"):
+        cap = GPUS[name]
+        assert ex.threshold_on(f"{cap[0]}.{cap[1]}") == (ex.threshold, None)
+        assert "its own speed bars" not in gpu_support.doctor_detail(COURSE, cap, f"NVIDIA {name}")[1]

@@ -208,3 +208,28 @@ def test_an_exercise_for_one_gpu_generation_is_skipped_elsewhere_saying_why(cour
         assert capability_shortfall(ex, (9, 0), "NVIDIA H200") is None
     mandatory = [e for e in course.day("day11").exercises if not e.optional]
     assert mandatory and all(not e.capability for e in mandatory)  # every mandatory point on any GPU since Ampere
+
+
+def test_a_timed_verdict_takes_the_bar_of_the_gpu_class_it_ran_on(course):
+    """10c's 1.07x passes on an sm_86 (its class bar, said in the verdict) and fails on an H100 (1.15x); a GPU the
+    course gives no class bar, or an unknown one, keeps the default."""
+    from grader.check.verdict import ExerciseResult, decide
+    from grader.verdicts import Status
+
+    ex = next(e for e in course.day("day10").exercises if e.name == "flash_attention")
+    assert ex.threshold == 1.15 and ex.threshold_on("8.6")[0] == 1.07
+
+    def verdict(capability, speedup=1.10):
+        res = ExerciseResult(day="day10", exercise=ex.name, variant="solution", source="s", seed=1,
+                             threshold=ex.threshold)
+        res.info = {"capability": capability} if capability else {}
+        res.cases = [dict(ok=True, category="ok", message="", kind="benchmark", dtype="fp16", label="1x1x1x64",
+                          speedup=speedup)]
+        return decide(res, ex, None, correctness_only=False)
+
+    on_86 = verdict("8.6")
+    assert on_86.status == Status.PASS and on_86.threshold == 1.07 and "needs 1.07x on sm_86" in on_86.message
+    for cap in ("9.0", "8.0", None):
+        v = verdict(cap)
+        assert v.status == Status.FAIL and v.threshold == 1.15 and v.message.endswith("needs 1.15x"), v.message
+    assert verdict("8.6", speedup=1.05).status == Status.FAIL

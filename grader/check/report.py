@@ -266,7 +266,10 @@ def compact(res, ex) -> list[str]:
     if res.speedup is not None:
         word = "PASS" if res.status == Status.PASS else "FAIL"
         base = ex.baseline.describe() if ex.baseline else "the baseline"
-        lines.append(f"  {word} speed: {res.speedup:.2f}x {base} (needs {ex.threshold:g}x), geomean of {len(bench)} shapes")
+        bar, why = ex.threshold_on(res.info.get("capability"))
+        lines.append(f"  {word} speed: {res.speedup:.2f}x {base} (needs {bar:g}x), geomean of {len(bench)} shapes")
+        if why:
+            lines.append(f"  the bar on sm_{res.info['capability'].replace('.', '')}, not {ex.threshold:g}x: {why}")
     elif res.status != Status.PASS:  # timed, and a timed case failed (stale output, impossible timing, ...)
         lines.append(f"  {LABEL.get(res.status, res.status)} {res.message}")
     return lines

@@ -98,6 +98,7 @@ def run_job(job: Job, *, variant: str, case_s: float | None = None, correctness_
                 terminal = ev
         elif kind == "info":
             res.info = ev
+            res.threshold = ex.threshold_on(ev.get("capability"))[0]  # the bar of the GPU class it runs on
             deadline_len = STARTUP_S
         elif kind in ("missing_op", "no_gpu", "skipped", "env_error", "internal_error"):
             terminal = ev

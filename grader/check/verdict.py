@@ -77,12 +77,15 @@ def decide(res: ExerciseResult, ex, terminal: dict | None, correctness_only: boo
         res.status, res.message = Status.PASS, f"correct in every case{clean} (the timed shapes and speed not checked)"
         return res
     res.speedup = geomean([c["speedup"] for c in res.cases if c["kind"] == "benchmark"])
-    if res.speedup >= ex.threshold:
+    bar, why = ex.threshold_on(res.info.get("capability"))
+    res.threshold = bar
+    on = f" on sm_{res.info['capability'].replace('.', '')}" if why else ""
+    if res.speedup >= bar:
         res.status, res.points = Status.PASS, ex.points
-        res.message = f"correct{clean}, and {res.speedup:.2f}x the baseline (needs {ex.threshold:g}x)"
+        res.message = f"correct{clean}, and {res.speedup:.2f}x the baseline (needs {bar:g}x{on})"
     else:
         res.status = Status.FAIL
-        res.message = f"correct, but {res.speedup:.2f}x the baseline: needs {ex.threshold:g}x"
+        res.message = f"correct, but {res.speedup:.2f}x the baseline: needs {bar:g}x{on}"
     return res
 
 

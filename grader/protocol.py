@@ -282,11 +282,11 @@ class Task:
 
     # -- making a case --------------------------------------------------------------------------------------
     def materialize(self, torch, *, shape, dtype: str, params: dict, seed: int, offset: int = 0,
-                    out_offset: int | None = None, layout: str | None = None, probe: str | None = None, device: str = "cuda",
-                    reference: bool = True) -> CaseData:
+                    out_offset: int | None = None, layout: str | None = None, probe: str | None = None,
+                    device: str = "cuda", reference: bool = True) -> CaseData:
         """The case's tensors: seeded random inputs (a probe's variant of them), outputs to write, `offset`
-        elements past an aligned allocation (the outputs `out_offset` past theirs, when given) or, with a `layout`, views in the task's layout of that name; and the
-        fp64 reference by output name."""
+        elements past an aligned allocation (the outputs `out_offset` past theirs, when given) or, with a `layout`,
+        views in the task's layout of that name; and the fp64 reference by output name."""
         tdtype = getattr(torch, TORCH_DTYPES[dtype])
         gen = torch.Generator(device=device).manual_seed(seed)
         inputs = {k: place(torch, v, offset) for k, v in

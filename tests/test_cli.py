@@ -214,6 +214,9 @@ def grade(course_dir, *args):
     ([], {"GRADER_RANKED_SEED": "short"}, "shorter than 16 characters"),
     ([], {"GRADER_RANKED_SEED_FILE": "/nonexistent/secret"}, "/nonexistent/secret, which does not exist"),
     ([], {"GRADER_RANKED_SEED_FILE": str(ROOT / "README.md")}, "is inside the course repository"),
+    # another class's rules and bars (day 10's 10c is easier on an sm_86): never a ranked run
+    ([], {"GRADER_RANKED_SEED": SECRET, "GRADER_SIMULATE_GPU": "8.6"}, "--ranked runs as the GPU it is on: unset "
+                                                                      "GRADER_SIMULATE_GPU"),
 ])
 def test_ranked_option_errors(monkeypatch, no_secret, args, env, text):
     for k, v in env.items():

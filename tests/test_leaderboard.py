@@ -108,6 +108,9 @@ BAD = [
     ("an ordinary check", _bad(_set(["ranked"], False)), "not_ranked", "not a ranked run"),
     ("an exercise of another secret", _bad(_set(["exercises", 1, "seed_sha256"], "cd" * 32)), "not_ranked",
      "b not marked ranked"),
+    ("a simulated GPU", _bad(lambda d: [e["info"].update(gpu=e["info"]["gpu"] + ", simulating sm_86 (99 KiB a block, "
+                                                          "no Hopper paths)") for e in d["exercises"]]),
+     "inconsistent", "ran as a simulated GPU"),
     ("two GPUs in one entry", _bad(_set(["exercises", 1, "info", "gpu"], "NVIDIA A100")), "inconsistent",
      "gpu differs within the entry"),
     ("two drivers", _bad(_set(["exercises", 1, "info", "driver"], "570.1")), "inconsistent",

@@ -243,6 +243,8 @@ def read_entry(path: Path, *, now: datetime, max_age: timedelta | None, seed_sha
     info = exercises[0].get("info") or {}
     if not info.get("gpu") or not info.get("torch"):
         raise Reject(MALFORMED, f"{exercises[0]['exercise']} does not say which GPU and torch it ran on")
+    if "simulating" in str(info.get("gpu")):  # GRADER_SIMULATE_GPU: another class's rules and bars on this GPU
+        raise Reject(INCONSISTENT, f"ran as a simulated GPU ({info['gpu']}): a ranked entry runs as the GPU it is on")
     for ex in exercises[1:]:
         other = ex.get("info") or {}
         diff = [k for k in SAME if info.get(k) != other.get(k)]

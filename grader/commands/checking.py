@@ -1,13 +1,14 @@
 """A student's commands: check (locally or on Slurm), watch, sanitize, profile, list and doctor."""
 from __future__ import annotations
 
+import os
 import secrets
 import time
 
 from rich.console import Console
 from rich.table import Table
 
-from grader import results, timings
+from grader import gpu_support, results, timings
 
 from grader.check import report
 from grader.check.day_check import check_day, check_exercise, placeholders, unpublished_baselines
@@ -35,6 +36,9 @@ def cmd_check(args) -> int:
         raise GraderError("--hidden adds the instructor's hidden cases to a ranked run only: add --ranked")
     if args.ranked and args.case:
         raise GraderError("--ranked runs every case, as the leaderboard does: drop --case")
+    if args.ranked and os.environ.get(gpu_support.SIMULATE_ENV, "").strip():
+        raise GraderError(f"--ranked runs as the GPU it is on: unset {gpu_support.SIMULATE_ENV} (a simulated GPU "
+                          "takes another class's rules and speed bars, for instructors' runs)")
     root, course_path, course = _load(args)
     timings.mark("course loaded")
     day = course.day(args.day)

@@ -25,7 +25,8 @@
 # day; its table into $OUT, its logs into logs.tar.gz), README_FIGURES=1 (scripts/readme_figures.py on this GPU: its
 # rows into $OUT/readme-figures.json; here, `scripts/readme_figures.py --merge` that file), ATTEMPTS (e.g. "day02 day05":
 # the natural first attempts of tests/first_attempts.yaml against their bars, scripts/first_attempts.py), SIMULATE
-# (e.g. "8.6 8.0": each day checked again as that class GPU would grade it, below; SIM_DAYS, SIMULATE_S, SIM_PREBUILD),
+# (e.g. "8.6 8.0": each day checked again as that class GPU would grade it, below; SIM_DAYS, SIMULATE_S, SIM_PREBUILD,
+# SIM_PYTEST_K: GPU tests run again as each class),
 # EDGE (e.g. "gemm softmax": scripts/edge_bench.py's parts, the solutions against the libraries outside the grader) and
 # EDGE_DEFINES (e.g. "day05:SOFTMAX_CLUSTER=1 day11:TC_WG_CLUSTER=1": each also built with those knobs and timed on
 # its day's part, for at most EDGE_DEFINE_S seconds (default 300: a knob that hangs costs no more); the tables into
@@ -179,6 +180,13 @@ for s in ${SIMULATE:-}; do
   fi
   for d in ${SIM_DAYS:-$all_days}; do check_solution "$d" "$LOG/$tag" "${SIMULATE_S:-300}" GRADER_SIMULATE_GPU="$s"; done
   python3 scripts/summarize.py "$LOG/$tag" "$OUT/results-$tag.json" >"$LOG/$tag-table.txt" && cat "$LOG/$tag-table.txt"
+  # SIM_PYTEST_K (e.g. "known_wrong and (day05 or day20)"): those GPU tests again as this class, for the known-wrong
+  # kernels whose launchers choose by the device's limits; each keeps its expected verdict there
+  if [ -n "${SIM_PYTEST_K:-}" ]; then
+    GRADER_SIMULATE_GPU="$s" timeout "${SIM_PYTEST_S:-300}" python3 -m pytest -m "gpu and not gpu_alone" -q \
+      -p no:cacheprovider -n "${PYTEST_N:-$(nproc)}" -k "$SIM_PYTEST_K" tests/gpu >"$LOG/$tag-pytest.txt" 2>&1
+    echo "   as sm_${s//./}: $(tail -1 "$LOG/$tag-pytest.txt")"; grep -E "^(FAILED|ERROR)" "$LOG/$tag-pytest.txt" | head -20
+  fi
 done
 # VARIANTS (e.g. "day20:FA20_HOPPER=0", or several macros "day05:SOFTMAX_CLUSTER=1,SOFTMAX_CLUSTER_THREADS=512"):
 # the day's solution checked again with those macros defined at the top of each of its .cu files (knobs the solution

@@ -233,3 +233,15 @@ def test_a_timed_verdict_takes_the_bar_of_the_gpu_class_it_ran_on(course):
         v = verdict(cap)
         assert v.status == Status.FAIL and v.threshold == 1.15 and v.message.endswith("needs 1.15x"), v.message
     assert verdict("8.6", speedup=1.05).status == Status.FAIL
+
+    from rich.console import Console
+
+    from grader.check import report
+
+    for cap, said in (("8.6", True), ("9.0", False)):
+        con = Console(record=True, width=200)
+        res = verdict(cap)
+        report.render(con, res, ex)
+        text = con.export_text()
+        assert ("the bar on sm_86 is 1.07x, not 1.15x: a GPU with 99 KiB" in text) is said, text
+        assert ("on sm_86)" in report.compact(res, ex)[1]) is said

@@ -71,6 +71,10 @@ def render(console: Console, res, ex, hint: str | None = None, *, ranked: str | 
         render_benchmark(console, bench, ex)
     style = STYLE.get(res.status, "bold")
     console.print(f"[{style}]{LABEL.get(res.status, res.status)}[/]  {res.message}", highlight=False)
+    bar, why = ex.threshold_on(info.get("capability")) if ex.timed and res.speedup is not None else (None, None)
+    if why:  # course.yaml class_thresholds: this GPU class's own bar, and why
+        console.print(f"the bar on sm_{cap} is {bar:g}x, not {ex.threshold:g}x: {why}", style="dim", markup=False,
+                      highlight=False)
     if hint:
         console.print(f"[cyan]hint:[/] {hint}", highlight=False)
     if res.status in (Status.FAIL, Status.BUILD_ERROR, Status.ENV_ERROR):
@@ -267,9 +271,8 @@ def compact(res, ex) -> list[str]:
         word = "PASS" if res.status == Status.PASS else "FAIL"
         base = ex.baseline.describe() if ex.baseline else "the baseline"
         bar, why = ex.threshold_on(res.info.get("capability"))
-        lines.append(f"  {word} speed: {res.speedup:.2f}x {base} (needs {bar:g}x), geomean of {len(bench)} shapes")
-        if why:
-            lines.append(f"  the bar on sm_{res.info['capability'].replace('.', '')}, not {ex.threshold:g}x: {why}")
+        on = f" on sm_{res.info['capability'].replace('.', '')}" if why else ""
+        lines.append(f"  {word} speed: {res.speedup:.2f}x {base} (needs {bar:g}x{on}), geomean of {len(bench)} shapes")
     elif res.status != Status.PASS:  # timed, and a timed case failed (stale output, impossible timing, ...)
         lines.append(f"  {LABEL.get(res.status, res.status)} {res.message}")
     return lines

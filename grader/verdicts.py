@@ -45,6 +45,7 @@ class Category:
     SIDE_STREAM = "side_stream"  # work on a stream other than the caller's current one
     STALE_OUTPUT = "stale_output"  # a timed call's output is wrong: a cached or replayed result
     IMPOSSIBLE_TIMING = "impossible_timing"  # faster than the memory or the arithmetic units allow
+    TAMPERED = "tampered"  # the op replaced the grader's or torch's own code in its process (check/tamper.py)
     # the exercise as a whole
     BUILD_ERROR = "build_error"
     SLOW = "slow"  # correct, below the threshold
@@ -54,7 +55,7 @@ class Category:
 
     ALL = (PASS, NOT_IMPLEMENTED, UNWRITTEN, NONFINITE, MISMATCH, INPUT_MODIFIED, NONDETERMINISTIC, CRASH, TIMEOUT,
            ERROR, OPCHECK, TORCH_COMPILE, SANITIZER, LOCAL_MEMORY, CHECK_FAILED, FOREIGN_KERNEL, SIDE_STREAM, STALE_OUTPUT,
-           IMPOSSIBLE_TIMING, BUILD_ERROR, SLOW, SKIPPED, NOT_RUN)
+           IMPOSSIBLE_TIMING, TAMPERED, BUILD_ERROR, SLOW, SKIPPED, NOT_RUN)
     # Not failures of their own: a case that did not run because of another.
     NOT_COUNTED = (SKIPPED, NOT_RUN)
     HINTABLE: tuple[str, ...] = ()  # every failure a student can act on (set below)

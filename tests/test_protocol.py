@@ -66,6 +66,15 @@ OPS = {
     "racy": "mean.copy_(x.float().mean(-1).to(mean.dtype)); "
             "sumsq.copy_((x.float() ** 2).sum(-1) * (1 + torch.rand(sumsq.shape) * 1e-6))",
     "second_output_wrong": "mean.copy_(x.float().mean(-1).to(mean.dtype)); sumsq.copy_((x.float() ** 2).sum(-1) * 1.01)",
+    # Wrong outputs, and the worker's own summarize replaced so that every comparison reads as passed (the worker
+    # runs as __main__): without the tripwire this passes every case (seen on 2026-12-07).
+    "rewrites_the_judge": "mean.fill_(0.5); sumsq.fill_(0.5); import sys, dataclasses; w = sys.modules['__main__']; "
+                          "o = getattr(w, '_orig', None) or w.summarize; w._orig = o; "
+                          "w.summarize = lambda rs, outs: o([dataclasses.replace(r, ok=True, category='pass', "
+                          "message='') for r in rs], outs)",
+    # The same by torch's side: every tensor comparison the grader makes now says "equal"
+    "rewrites_torch": "mean.fill_(0.5); sumsq.fill_(0.5); torch.Tensor.isclose = lambda *a, **k: torch.ones((), "
+                      "dtype=torch.bool)",
 }
 
 
@@ -249,3 +258,20 @@ def test_out_offset_places_the_outputs_at_their_own_alignment():
         assert c.outputs["out"].storage_offset() == want_out
         assert torch.equal(c.inputs["x"], t.materialize(torch, shape=(3, 37), dtype="fp32", params={}, seed=1,
                                                         device="cpu").inputs["x"])
+
+
+@pytest.mark.parametrize("op", ["rewrites_the_judge", "rewrites_torch"])
+def test_an_op_that_rewrites_its_judge_fails_as_tampered_in_every_case(tmp_path, op):
+    """grader/check/tamper.py: the op runs in the worker's process; replacing the worker's or torch's code trips
+    the wire before its outputs are judged, each case in a fresh worker (the tampered one is not reused)."""
+    res = _check(tmp_path, op)
+    assert res.status == Status.FAIL, res.message
+    ran = [c["category"] for c in res.cases if c["category"] != Category.NOT_RUN]  # the runner's restarts run out
+    assert ran and set(ran) == {Category.TAMPERED}, [c["category"] for c in res.cases]
+    assert "the op replaced the grader's or torch's own code" in res.cases[0]["message"]
+    assert ("summarize" if op == "rewrites_the_judge" else "torch.Tensor.isclose") in res.cases[0]["message"]
+
+
+def test_an_honest_op_trips_nothing(tmp_path):
+    res = _check(tmp_path, "correct")
+    assert res.status == Status.PASS and not any(c.get("tampered") for c in res.cases)

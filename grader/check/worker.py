@@ -27,7 +27,7 @@ import time
 import traceback
 from pathlib import Path
 
-from grader.check import attribution, ranks
+from grader.check import attribution, ranks, tamper
 from grader.check.build import BuildError, MissingPackage, build_exercise
 from grader import gpu_support
 from grader.gpu_support import below_course_minimum
@@ -58,6 +58,18 @@ class Silent(Emitter):
 
     def __call__(self, ev: str, **kw):
         pass
+
+
+TRIPWIRE: tamper.Tripwire | None = None  # armed once per process, before the first student module is loaded
+
+
+def tampered(result: dict | None = None) -> dict | None:
+    """A failed case's result when the op has replaced the grader's or torch's code since arming, else None."""
+    changed = TRIPWIRE.changed() if TRIPWIRE is not None else []
+    if not changed:
+        return None
+    return {"ok": False, "category": Category.TAMPERED, "message": tamper.message(changed), "tampered": changed,
+            "checks": []}
 
 
 class Device:
@@ -153,6 +165,8 @@ def judge(task: Task, fn, case: CaseData, ex, dev: Device, *, extra_checks: bool
         return dev.on_side_stream(thunk)
 
     got, scratch_bytes = dev.peak_scratch(one_call)
+    if (bad := tampered()) is not None:  # before its outputs are judged by code it may have replaced
+        return bad
     changed = [k for k in case.inputs if not same_bits(case.inputs[k], before[k])]
     if changed:
         return summarize([Result("inputs", False, Category.INPUT_MODIFIED,
@@ -450,6 +464,9 @@ def _run_cases(torch, job: Job, emit: Emitter, props, cap, *, start: int, had_fa
         emit("build", target=which, ok=True, seconds=round(secs, 2), recovered_lock=recovered)
         return mod
 
+    global TRIPWIRE
+    if TRIPWIRE is None:  # no student code has run in this process yet
+        TRIPWIRE = tamper.Tripwire(torch)
     module = build("exercise", job.target)
     if module is False:
         return 2
@@ -530,6 +547,9 @@ def _run_cases(torch, job: Job, emit: Emitter, props, cap, *, start: int, had_fa
                 return CONTEXT_LOST
             failed = True
             continue
+        if (bad := tampered()) is not None:  # the timing, the attribution and the extra checks ran its code too
+            emit("case", index=c.index, kind=c.kind, dtype=c.dtype, label=c.label, **bad)
+            return CONTEXT_LOST  # nothing more runs in this process: the runner starts a fresh one
         failed |= not result["ok"]
         emit("case", index=c.index, kind=c.kind, dtype=c.dtype, label=c.label, **result)
     emit("done")

@@ -67,6 +67,8 @@ def merge(lines: list[dict], old: dict) -> dict:
         k = cr.key(line["base"], digests[line["compiler"]], line["deps"])
         records[k] = {"source": line["source"], "kind": line["kind"], "base": line["base"],
                       "compiler": line["compiler"], "deps": [d for d, _ in line["deps"]], "result": line["result"]}
+        if line.get("seconds") is not None:  # what its compile took: the sample is drawn by these (compile_records.py)
+            records[k]["seconds"] = line["seconds"]
     return {"format": cr.FORMAT, "environments": environments, "records": dict(sorted(records.items()))}
 
 

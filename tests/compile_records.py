@@ -15,8 +15,11 @@ made from:
 
 A recorded key gives the record's result without compiling; a key the records lack is compiled, once per run for
 all xdist workers (a file lock in the run's shared state, tests/conftest.py's SHARED_STATE). A stale or forged record
-cannot pass: every run also recompiles a sample of the recorded keys (SAMPLE_FRACTION of them, at least MIN_SAMPLE,
-chosen by the run's seed) and fails the test that asked when the fresh result differs from the record.
+cannot pass: every run also recompiles a sample of the recorded keys (at least MIN_SAMPLE, in an order drawn from
+the run's seed, until SAMPLE_FRACTION of the records' compile seconds is reached, or of their number where a record
+has no seconds) and fails the test that asked when the fresh result differs from the record. Drawn by seconds, the
+sample costs the same share of the compile time on every run (drawn by number, one run's sample of the slowest keys
+cost twice another's).
 
 `python3 scripts/compile_records.py --update` refreshes the file (README, Tests)."""
 from __future__ import annotations
@@ -33,6 +36,7 @@ import secrets
 import shutil
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -231,11 +235,20 @@ def seed() -> str:
 def sample() -> frozenset:
     """The recorded keys this run recompiles: the first ceil(fraction · n), at least MIN_SAMPLE, in an order drawn
     from the run's seed (every worker of a run draws the same)."""
-    keys = sorted(load()["records"])
+    records = load()["records"]
+    keys = sorted(records)
     fraction = float(os.environ.get(SAMPLE_ENV) or SAMPLE_FRACTION)  # more, never fewer than MIN_SAMPLE
-    n = min(len(keys), max(MIN_SAMPLE, math.ceil(fraction * len(keys))))
     s = seed()
-    return frozenset(sorted(keys, key=lambda k: _hash(s, k))[:n])
+    order = sorted(keys, key=lambda k: _hash(s, k))
+    seconds = [records[k].get("seconds") for k in order]
+    if fraction >= 1 or not all(isinstance(x, (int, float)) and x >= 0 for x in seconds):
+        n = min(len(keys), max(MIN_SAMPLE, math.ceil(fraction * len(keys))))
+        return frozenset(order[:n])
+    budget, spent, n = fraction * sum(seconds), 0.0, 0
+    while n < len(order) and (n < MIN_SAMPLE or spent < budget):  # the last key taken may pass the budget
+        spent += seconds[n]
+        n += 1
+    return frozenset(order[:n])
 
 
 def _lookup(unit: Unit, base: str) -> tuple[str, dict] | None:
@@ -293,11 +306,13 @@ def _fresh(unit: Unit, base: str) -> tuple[dict | None, dict]:
                 return fresh, _restored(fresh["result"], unit.source)
         with tempfile.TemporaryDirectory() as tmp:
             depfile = Path(tmp) / "deps.d"
+            t0 = time.perf_counter()
             result, keep = unit.produce(depfile)
+            seconds = round(time.perf_counter() - t0, 2)
             if not keep or not depfile.is_file():
                 return None, result
             deps, external = read_depfile(depfile, unit.source)
-        fresh = {"result": _stored(result, unit.source), "deps": deps, "external": external}
+        fresh = {"result": _stored(result, unit.source), "deps": deps, "external": external, "seconds": seconds}
         fresh["read"] = _read_by(fresh, unit.source)
         part = done.with_suffix(f".{os.getpid()}.tmp")
         part.write_text(json.dumps(fresh), encoding="utf-8")
@@ -305,7 +320,7 @@ def _fresh(unit: Unit, base: str) -> tuple[dict | None, dict]:
     return fresh, result
 
 
-def _emit(unit: Unit, base: str, deps: list, external: list | None, result: dict) -> None:
+def _emit(unit: Unit, base: str, deps: list, external: list | None, result: dict, seconds: float | None) -> None:
     """In an update run, the line scripts/compile_records.py makes the record from (external None: a record used
     as it was, whose headers are the environment's)."""
     if not os.environ.get(MODE_ENV):
@@ -313,7 +328,7 @@ def _emit(unit: Unit, base: str, deps: list, external: list | None, result: dict
     out = Path(os.environ[OUT_ENV])
     line = {"base": base, "kind": unit.kind, "source": _path_id(unit.source, unit.source), "compiler": unit.compiler,
             "identity": identity(unit.compiler), "deps": dep_shas(deps, unit.source), "external": external,
-            "result": result}
+            "result": result, "seconds": seconds}
     with open(out / f"{os.getpid()}.jsonl", "a", encoding="utf-8") as f:
         f.write(json.dumps(line) + "\n")
 
@@ -344,7 +359,7 @@ def result(unit: Unit) -> tuple[dict, str]:
     hit = None if os.environ.get(MODE_ENV) == "all" else _lookup(unit, base)
     if hit is not None and hit[0] not in sample():
         k, rec = hit
-        _emit(unit, base, rec["deps"], None, rec["result"])
+        _emit(unit, base, rec["deps"], None, rec["result"], rec.get("seconds"))
         return _restored(rec["result"], unit.source), "recorded"
     fresh, produced = _fresh(unit, base)
     if fresh is None:
@@ -352,14 +367,14 @@ def result(unit: Unit) -> tuple[dict, str]:
     if hit is not None:
         k, rec = hit
         why = _mismatch(unit, k, rec, fresh)
-        _emit(unit, base, fresh["deps"], fresh["external"], fresh["result"])
+        _emit(unit, base, fresh["deps"], fresh["external"], fresh["result"], fresh.get("seconds"))
         if why:
             pytest.fail(f"{_path_id(unit.source, unit.source)}: the compile record {k[:16]} (tests/data/"
                         f"compile-records.json) is not what the compiler gives now: {why}\nA record must be the "
                         f"compiler's own result: refresh them with `{REFRESH}` (this run's sample seed: "
                         f"{SEED_ENV}={seed()}).", pytrace=False)
         return produced, "sampled"
-    _emit(unit, base, fresh["deps"], fresh["external"], fresh["result"])
+    _emit(unit, base, fresh["deps"], fresh["external"], fresh["result"], fresh.get("seconds"))
     return produced, "compiled"
 
 

@@ -156,6 +156,31 @@ def test_the_sample_is_a_tenth_of_the_records_at_least_three_and_fixed_by_the_se
     assert len(sample(200, "a")) == 200
 
 
+def test_a_sample_drawn_by_seconds_costs_a_tenth_of_the_compile_time_on_every_seed(records, monkeypatch):
+    """Records with their compile seconds: the sample takes keys in the seed's order until a tenth of the seconds is
+    reached, so its cost varies by one key at most; drawn by number, a seed that draws the slow keys costs more."""
+    secs = {f"{i:04x}": (40.0 if i % 10 == 0 else 2.0) for i in range(200)}  # 20 slow keys, 180 fast: 1160 s
+    cr.RECORDS.write_text(json.dumps({"format": cr.FORMAT, "environments": {},
+                                      "records": {k: {"base": "b", "seconds": v} for k, v in secs.items()}}))
+    costs = []
+    for seed in map(str, range(40)):
+        monkeypatch.setenv(cr.SEED_ENV, seed)
+        cr.load.cache_clear(), cr.sample.cache_clear()
+        chosen = cr.sample()
+        cost = sum(secs[k] for k in chosen)
+        costs.append(cost)
+        assert 116.0 <= cost < 116.0 + 40.0 and len(chosen) >= cr.MIN_SAMPLE
+    assert len({frozenset(cr.sample())}) == 1 and len(set(costs)) > 1  # a seed fixes it; seeds differ
+    by_number = []
+    for seed in map(str, range(40)):  # the same keys without their seconds: the old rule, a tenth by number
+        cr.RECORDS.write_text(json.dumps({"format": cr.FORMAT, "environments": {},
+                                          "records": {k: {"base": "b"} for k in secs}}))
+        monkeypatch.setenv(cr.SEED_ENV, seed)
+        cr.load.cache_clear(), cr.sample.cache_clear()
+        by_number.append(sum(secs[k] for k in cr.sample()))
+    assert max(by_number) - min(by_number) > max(costs) - min(costs)
+
+
 def test_without_nvcc_the_compile_tests_skip_but_fail_under_ci():
     assert nvcc_mark(missing=True, in_ci=False).name == "skipif"
     failing = nvcc_mark(missing=True, in_ci=True)

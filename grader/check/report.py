@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from grader.check import error_map
+from grader.check.verdict import class_bar
 from grader.verdicts import Category, Status
 
 STYLE = {"pass": "bold green", "fail": "bold red", "not_implemented": "bold yellow", "build_error": "bold red",
@@ -71,9 +72,9 @@ def render(console: Console, res, ex, hint: str | None = None, *, ranked: str | 
         render_benchmark(console, bench, ex)
     style = STYLE.get(res.status, "bold")
     console.print(f"[{style}]{LABEL.get(res.status, res.status)}[/]  {res.message}", highlight=False)
-    bar, why = ex.threshold_on(info.get("capability")) if ex.timed and res.speedup is not None else (None, None)
+    bar, on, why = class_bar(ex, info) if ex.timed and res.speedup is not None else (None, "", None)
     if why:  # course.yaml class_thresholds: this GPU class's own bar, and why
-        console.print(f"the bar on sm_{cap} is {bar:g}x, not {ex.threshold:g}x: {why}", style="dim", markup=False,
+        console.print(f"the bar{on} is {bar:g}x, not {ex.threshold:g}x: {why}", style="dim", markup=False,
                       highlight=False)
     if hint:
         console.print(f"[cyan]hint:[/] {hint}", highlight=False)
@@ -270,8 +271,7 @@ def compact(res, ex) -> list[str]:
     if res.speedup is not None:
         word = "PASS" if res.status == Status.PASS else "FAIL"
         base = ex.baseline.describe() if ex.baseline else "the baseline"
-        bar, why = ex.threshold_on(res.info.get("capability"))
-        on = f" on sm_{res.info['capability'].replace('.', '')}" if why else ""
+        bar, on, _ = class_bar(ex, res.info)
         lines.append(f"  {word} speed: {res.speedup:.2f}x {base} (needs {bar:g}x{on}), geomean of {len(bench)} shapes")
     elif res.status != Status.PASS:  # timed, and a timed case failed (stale output, impossible timing, ...)
         lines.append(f"  {LABEL.get(res.status, res.status)} {res.message}")

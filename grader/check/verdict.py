@@ -32,6 +32,14 @@ class ExerciseResult:
         return asdict(self)
 
 
+def class_bar(ex, info: dict | None) -> tuple[float | None, str, str | None]:
+    """The speed bar of the GPU class the run reported (course.yaml `class_thresholds:`), the words that say so
+    (" on sm_86", or "" for the default bar) and the class's reason (None for the default)."""
+    cap = (info or {}).get("capability")
+    bar, why = ex.threshold_on(cap)
+    return bar, (f" on sm_{cap.replace('.', '')}" if why else ""), why
+
+
 def decide(res: ExerciseResult, ex, terminal: dict | None, correctness_only: bool) -> ExerciseResult:
     """Status and message from how the run ended (terminal: build failure, missing op, no GPU, env error) or
     from the cases."""
@@ -77,9 +85,8 @@ def decide(res: ExerciseResult, ex, terminal: dict | None, correctness_only: boo
         res.status, res.message = Status.PASS, f"correct in every case{clean} (the timed shapes and speed not checked)"
         return res
     res.speedup = geomean([c["speedup"] for c in res.cases if c["kind"] == "benchmark"])
-    bar, why = ex.threshold_on(res.info.get("capability"))
+    bar, on, _ = class_bar(ex, res.info)
     res.threshold = bar
-    on = f" on sm_{res.info['capability'].replace('.', '')}" if why else ""
     if res.speedup >= bar:
         res.status, res.points = Status.PASS, ex.points
         res.message = f"correct{clean}, and {res.speedup:.2f}x the baseline (needs {bar:g}x{on})"

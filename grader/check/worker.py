@@ -63,7 +63,7 @@ class Silent(Emitter):
 TRIPWIRE: tamper.Tripwire | None = None  # armed once per process, before the first student module is loaded
 
 
-def tampered(result: dict | None = None) -> dict | None:
+def tampered() -> dict | None:
     """A failed case's result when the op has replaced the grader's or torch's code since arming, else None."""
     changed = TRIPWIRE.changed() if TRIPWIRE is not None else []
     if not changed:

@@ -157,7 +157,7 @@ def bench_watch(root: Path, day: str, folder: Path, kernel: Path, seed: int, edi
     exercise = day
     out: list[str] = []
     proc = subprocess.Popen(grader(root, "watch", day, "--dir", str(folder), "--seed", str(seed),
-                                   "--max-runs", str(edits)),
+                                   "--max-runs", str(edits), "--timings"),  # each edit's steps, kept in watch.log
                             cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env(),
                             start_new_session=True)
     lines = Lines(proc, out)

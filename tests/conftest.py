@@ -20,6 +20,12 @@ atexit.register(shutil.rmtree, STATE, ignore_errors=True)
 # No warm worker outlives a test's check (grader/check/resident.py): each test's verdict comes from processes of its
 # own, and none is left running after the suite. tests/test_resident.py turns it on where it is the subject.
 os.environ["GRADER_RESIDENT"] = "0"
+# torch's CPU threads: each xdist worker gets its share of the cores. By default every worker starts one thread a
+# core, and on CI's 2 cores two workers (and their nvcc) then contend: a fp64 reference test ran 2.5x slower
+# beside one nvcc loop than with one thread (NOTES.md). Set before anything imports torch; subprocesses inherit it.
+if "PYTEST_XDIST_WORKER" in os.environ:  # not in xdist's controller, whose environment the workers inherit
+    _workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // _workers)))
 
 # The GPU tests share one state across the run's xdist workers instead: their builds are the expensive part, and
 # builds are keyed by content, so the solution a known-wrong kernel was copied from, the bindings it did not edit

@@ -240,10 +240,25 @@ def lesson_table():
 
 @pytest.fixture(scope="session")
 def gpu_marks() -> dict[str, list[str]]:
-    """The GPU tests and their marks, from one collection for the whole test process (tests/collect_marks.py)."""
+    """The GPU tests and their marks, from one collection for the whole run (tests/collect_marks.py): the first xdist
+    worker that asks collects (15-20 s on CI's busy cores) and leaves the answer in the run's shared state, keyed by
+    the test files as they are, for the others."""
+    import fcntl
+    import hashlib
+
     from tests.collect_marks import gpu_marks as collect
 
-    return collect(ROOT)
+    files = sorted(p for p in (ROOT / "tests").rglob("*") if p.suffix in (".py", ".yaml") and p.is_file())
+    key = hashlib.sha256("".join(f"{p}:{p.stat().st_mtime_ns}:{p.stat().st_size};" for p in files).encode())
+    SHARED_STATE.mkdir(parents=True, exist_ok=True)
+    saved = SHARED_STATE / f"gpu-marks-{key.hexdigest()[:16]}.json"
+    with open(SHARED_STATE / "gpu-marks.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the other workers wait for the one collection instead of making their own
+        if saved.exists():
+            return json.loads(saved.read_text())
+        marks = collect(ROOT)
+        saved.write_text(json.dumps(marks))
+        return marks
 
 
 def load_script(path: Path):

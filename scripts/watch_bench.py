@@ -202,6 +202,45 @@ def bench_watch(root: Path, day: str, folder: Path, kernel: Path, seed: int, edi
     return first, verdict, speed
 
 
+def ninja_steps(state: Path) -> dict[str, list[float]]:
+    """Seconds of each build step ninja ran under the grader's state folder ({output file: [seconds, ...]}), from
+    the workspaces' .ninja_log (tab-separated: start ms, end ms, mtime, output, hash): which part of a rebuild is
+    the edited file's nvcc and which the link."""
+    steps: dict[str, list[float]] = {}
+    for log in sorted(state.rglob(".ninja_log")):
+        for line in log.read_text(errors="replace").splitlines():
+            parts = line.split("\t")
+            if len(parts) >= 4 and parts[0].isdigit() and parts[1].isdigit():
+                steps.setdefault(Path(parts[3]).name, []).append((int(parts[1]) - int(parts[0])) / 1000)
+    return steps
+
+
+def nvcc_phases(csv_path: Path) -> dict[str, list[float]]:
+    """Seconds of each nvcc phase (cudafe++, cicc, ptxas, the host compiler's passes) from the CSV that nvcc's
+    --time writes (given through NVCC_APPEND_FLAGS to the watched checks)."""
+    import csv
+
+    phases: dict[str, list[float]] = {}
+    try:
+        rows = list(csv.reader(csv_path.read_text(errors="replace").splitlines()))
+    except OSError:
+        return phases
+    for row in rows[1:]:
+        cells = [c.strip() for c in row]
+        if len(cells) >= 8 and cells[-1] == "ms":
+            try:
+                phases.setdefault(cells[1], []).append(float(cells[-2]) / 1000)
+            except ValueError:
+                continue
+    return phases
+
+
+def breakdown(title: str, steps: dict[str, list[float]]) -> str:
+    rows = [f"  {name:<28} median {statistics.median(v):.3f} s of {len(v)} ({min(v):.3f}–{max(v):.3f})"
+            for name, v in steps.items() if v]
+    return "\n".join([title, *(rows or ["  none (nothing built this way in this run)"])])
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--day", default="day03")
@@ -234,14 +273,26 @@ def main(argv: list[str] | None = None) -> int:
             same.seconds.append(secs)
             same.note = note
         steps.append(same)
+        if out:  # nvcc's phases of the watched rebuilds (its flags, and so the build keys, are unchanged)
+            os.environ["NVCC_APPEND_FLAGS"] = " ".join(filter(None, [os.environ.get("NVCC_APPEND_FLAGS"), "--time",
+                                                                     str(out / "nvcc-phases.csv")]))
         steps += bench_watch(root, a.day, folder, kernel, a.seed, a.edits, a.check_limit, a.edit_limit,
                              out and out / "watch.log")
+        sys.path.insert(0, str(ROOT))
+        from grader.paths import Paths
+
+        ninja = ninja_steps(Paths(root).state)
+        nvcc = nvcc_phases(out / "nvcc-phases.csv") if out else {}
+        parts = [breakdown("build steps (ninja, every build of the run):", ninja)]
+        if nvcc:
+            parts.append(breakdown("nvcc phases (the watched rebuilds):", nvcc))
     title = f"grader watch benchmark: {a.day} on {gpu_name()}, {time.strftime('%Y-%m-%d %H:%M')}"
-    text = table(title, steps)
+    text = table(title, steps) + "\n\n" + "\n".join(parts)
     print(text)
     if out:
         (out / "watch_bench.txt").write_text(text + "\n")
-        (out / "watch_bench.json").write_text(json.dumps({"title": title, "steps": [s.__dict__ for s in steps]},
+        (out / "watch_bench.json").write_text(json.dumps({"title": title, "steps": [s.__dict__ for s in steps],
+                                                          "ninja_seconds": ninja, "nvcc_seconds": nvcc},
                                                          indent=1))
     return 0 if all(s.seconds for s in steps if "speed" not in s.name) else 1
 

@@ -44,6 +44,23 @@ def test_the_course_root_is_private(tmp_path):
     assert wb.kernel_file("day03", tmp_path / "x") == tmp_path / "x" / "softmax.cu"
 
 
+def test_a_rebuild_is_split_into_ninja_steps_and_nvcc_phases(tmp_path):
+    work = tmp_path / "state" / "builds" / "day03" / "w0"
+    work.mkdir(parents=True)
+    (work / ".ninja_log").write_text("# ninja log v5\n0\t1700\t1\tsoftmax.cuda.o\tab\n1700\t1800\t1\tx.so\tcd\n"
+                                     "5\t1505\t2\tsoftmax.cuda.o\tef\nnot a row\n")
+    assert wb.ninja_steps(tmp_path / "state") == {"softmax.cuda.o": [1.7, 1.5], "x.so": [0.1]}
+    csv = tmp_path / "t.csv"
+    csv.write_text("source file name , phase name , phase input files , phase output file , arch , tool, metric , unit\n"
+                   "a.cu , cicc , a.ii , a.ptx , compute_90 , nvcc , 221.5 , ms\n"
+                   "a.cu , cicc , a.ii , a.ptx , compute_90 , nvcc , 200.0 , ms\n"
+                   "a.cu , nvcc (driver) ,  , a.o ,  , nvcc , 0.5 , ms\n")
+    phases = wb.nvcc_phases(csv)
+    assert phases == {"cicc": [0.2215, 0.2], "nvcc (driver)": [0.0005]}
+    assert "cicc" in wb.breakdown("t", phases) and "none" in wb.breakdown("t", {})
+    assert wb.nvcc_phases(tmp_path / "missing.csv") == {}
+
+
 @needs_nvcc
 def test_one_edit_under_watch_is_timed(tmp_path):
     root = wb.course_root(tmp_path)

@@ -161,3 +161,46 @@ def test_the_compile_only_verdict_names_a_python_route_once(tmp_path):
     files = [c["file"] for c in ex["compile"]]
     assert files == ["solutions/day13/softmax_cute.py"], files
     assert ex["compile"][0]["note"].startswith("kernels "), ex["compile"][0]
+
+
+TRIPWIRE_PROBE = """import importlib.util, json, sys, torch
+import grader.check.worker, grader.check.compare, grader.protocol  # what the worker has loaded when it arms
+from grader.check.tamper import Tripwire
+wire = Tripwire(torch)
+out = {}
+for path, fn, dtypes in json.loads(sys.argv[1]):
+    spec = importlib.util.spec_from_file_location("route_" + str(len(out)), path)
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    for d in dtypes:
+        getattr(m, fn)(getattr(torch, d), "cpu")
+    out[path] = wire.changed()
+print(json.dumps(out))
+"""
+
+
+def test_the_routes_packages_leave_the_tripwire_quiet():
+    """The CuTe DSL and Mojo routes import packages that could patch torch or the grader at import or at compile;
+    the worker's tripwire (grader/check/tamper.py) would then fail a correct solution as `tampered`. Each route with a
+    cpu_compile function is imported and compiled after the tripwire is armed, as the worker does, and nothing may
+    have changed. (Its GPU run is the GPU suite's.)"""
+    from grader.course import load_course
+
+    names = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+    routes = []
+    for day in load_course(ROOT / "course.yaml").days:
+        for ex in day.exercises:
+            if ex.cpu_compile:
+                dtypes = [k for k, v in names.items() if v in ex.dtypes]
+                routes.append([str(ROOT / "solutions" / day.id / ex.sources[0]), ex.cpu_compile, dtypes])
+    missing = [p for p in ("cutlass", "mojo") if importlib.util.find_spec(p) is None]
+    if missing and os.environ.get("CI") != "true":
+        pytest.skip(f"not installed here: {', '.join(missing)} (pip install -e \".[cute,mojo]\")")
+    assert len(routes) >= 3, routes
+    import json
+
+    r = subprocess.run([sys.executable, "-c", TRIPWIRE_PROBE, json.dumps(routes)], cwd=ROOT, capture_output=True,
+                       text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    changed = json.loads(r.stdout.strip().splitlines()[-1])
+    assert set(changed) == {p for p, _, _ in routes} and not any(changed.values()), changed

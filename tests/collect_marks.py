@@ -1,6 +1,6 @@
 """A pytest plugin for one collection that says which tests carry which of the suite's marks:
 `python -m pytest -p tests.collect_marks --collect-only -m gpu` writes {nodeid: [marks]} as JSON to the file
-$GRADER_COLLECT_MARKS names. gpu_marks() runs it (tests/conftest.py's gpu_marks fixture: once per test process)."""
+$GRADER_COLLECT_MARKS names. gpu_marks() runs it (tests/conftest.py's gpu_marks fixture: once per test run)."""
 import json
 import os
 import subprocess
@@ -18,11 +18,9 @@ def pytest_collection_finish(session):
             json.dump({it.nodeid: [m for m in MARKS if m in it.keywords] for it in session.items}, f)
 
 
-def gpu_marks(root: Path, shard: str | None = None) -> dict[str, list[str]]:
-    """{nodeid: marks} of the GPU tests as a collection sees them ($GRADER_TEST_SHARD=shard: that shard's only)."""
+def gpu_marks(root: Path) -> dict[str, list[str]]:
+    """{nodeid: marks} of every GPU test as a collection sees them (no shard's selection)."""
     env = {k: v for k, v in os.environ.items() if k not in ("GRADER_TEST_SHARD", "GRADER_TEST_SHARD_WORKERS")}
-    if shard:
-        env["GRADER_TEST_SHARD"] = shard
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "marks.json"
         r = subprocess.run([sys.executable, "-m", "pytest", "-p", "tests.collect_marks", "-m", "gpu", "--collect-only",

@@ -172,6 +172,18 @@ def shard_of(items, shards: int, seconds: dict, alone=(), alone_weight: float = 
     return out
 
 
+def shard_keeps(marks: dict, spec: str, workers: float = 1.0) -> set:
+    """The GPU tests a shard keeps, from {nodeid: [marks]} of the GPU tests: "i/n" shard i of those that need one GPU
+    (shard_of, balanced by the recorded seconds); "multi" those that need several (multi_gpu)."""
+    if spec == "multi":
+        return {t for t, m in marks.items() if "multi_gpu" in m}
+    i, _, n = spec.partition("/")
+    single = [t for t, m in marks.items() if "multi_gpu" not in m]
+    alone = [t for t in single if "gpu_alone" in marks[t]]
+    shards = shard_of(single, int(n), _recorded_seconds(), alone, workers)
+    return {t for t, k in shards.items() if k == int(i)}
+
+
 def _sharded(config, items) -> None:
     """$GRADER_TEST_SHARD (scripts/device_run.sh SHARDS=n on a machine of several GPUs, one pytest run a GPU): "i/n"
     keeps shard i of the GPU tests that need one GPU; "multi" keeps those that need several (multi_gpu), run where
@@ -180,15 +192,9 @@ def _sharded(config, items) -> None:
     if not spec:
         return
     gpu = [it for it in items if "gpu" in it.keywords]
-    if spec == "multi":
-        keep = {it.nodeid for it in gpu if "multi_gpu" in it.keywords}
-    else:
-        i, _, n = spec.partition("/")
-        single = [it.nodeid for it in gpu if "multi_gpu" not in it.keywords]
-        alone = [it.nodeid for it in gpu if "multi_gpu" not in it.keywords and "gpu_alone" in it.keywords]
-        workers = float(os.environ.get("GRADER_TEST_SHARD_WORKERS") or 1)  # device_run.sh: each shard's -n
-        shards = shard_of(single, int(n), _recorded_seconds(), alone, workers)
-        keep = {nodeid for nodeid, k in shards.items() if k == int(i)}
+    marks = {it.nodeid: [m for m in ("gpu_alone", "multi_gpu") if m in it.keywords] for it in gpu}
+    workers = float(os.environ.get("GRADER_TEST_SHARD_WORKERS") or 1)  # device_run.sh: each shard's -n
+    keep = shard_keeps(marks, spec, workers)
     dropped = [it for it in gpu if it.nodeid not in keep]
     if dropped:
         config.hook.pytest_deselected(items=dropped)

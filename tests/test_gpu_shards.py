@@ -1,20 +1,40 @@
 """The GPU suite sharded over the GPUs of one machine (scripts/device_run.sh SHARDS=n; tests/conftest.py): every GPU
 test runs in exactly one shard, those that need several GPUs in the shard that sees them all, and the shards are
 balanced by the last recorded suite's seconds."""
-from tests.collect_marks import gpu_marks as collect
-from tests.conftest import ROOT, _recorded_seconds, shard_of
+from types import SimpleNamespace
+
+from tests.conftest import _recorded_seconds, _sharded, shard_keeps, shard_of
 
 
 def test_every_gpu_test_is_in_exactly_one_shard_and_the_multi_gpu_ones_see_every_gpu(gpu_marks):
     every = list(gpu_marks)
-    multi = list(collect(ROOT, "multi"))
-    one = list(collect(ROOT, "1/4"))
+    multi = shard_keeps(gpu_marks, "multi")
     assert multi and all("day19" in t for t in multi), multi  # day 19's exercise in processes, and nothing else
     single = [t for t in every if t not in multi]
-    alone = [t for t in every if "gpu_alone" in gpu_marks[t]]
+    alone = [t for t in single if "gpu_alone" in gpu_marks[t]]
     shards = shard_of(single, 4, _recorded_seconds(), alone=alone)
-    assert sorted(one) == sorted(t for t, k in shards.items() if k == 1)  # the hook keeps what shard_of assigns
-    assert set(shards) == set(single) and not set(one) & set(multi)
+    kept = [shard_keeps(gpu_marks, f"{i}/4") for i in range(4)]
+    assert kept[1] == {t for t, k in shards.items() if k == 1}
+    assert set().union(*kept) == set(single) and sum(map(len, kept)) == len(single) and not kept[1] & multi
+
+
+def test_the_collection_hook_keeps_its_shard_and_says_what_it_dropped(monkeypatch):
+    # the hook (pytest_collection_modifyitems -> _sharded) on made-up items: a CPU test stays in every shard
+    items = [SimpleNamespace(nodeid=n, keywords=set(k)) for n, k in
+             [("a", {"gpu"}), ("b", {"gpu", "gpu_alone"}), ("c", {"gpu", "multi_gpu"}), ("d", set())]]
+    dropped = []
+    config = SimpleNamespace(hook=SimpleNamespace(pytest_deselected=lambda items: dropped.extend(items)))
+    monkeypatch.setenv("GRADER_TEST_SHARD", "multi")
+    kept = list(items)
+    _sharded(config, kept)
+    assert [it.nodeid for it in kept] == ["c", "d"] and [it.nodeid for it in dropped] == ["a", "b"]
+    marks = {"a": [], "b": ["gpu_alone"], "c": ["multi_gpu"]}
+    for i in (0, 1):
+        monkeypatch.setenv("GRADER_TEST_SHARD", f"{i}/2")
+        kept, dropped[:] = list(items), []
+        _sharded(config, kept)
+        assert {it.nodeid for it in kept} == shard_keeps(marks, f"{i}/2") | {"d"}
+    assert shard_keeps(marks, "0/2") | shard_keeps(marks, "1/2") == {"a", "b"}
 
 
 def test_shards_are_balanced_by_recorded_seconds():

@@ -1,9 +1,9 @@
 """A tripwire for an op that rewrites its judge. The student's op runs in the worker's own process (its module is
 imported there, a torch extension's pybind11 code can call into Python), so one line of it can replace the worker's
 `summarize`, a task's comparison or torch's event timer and turn a wrong output into a pass. Before the first
-student module is loaded, `arm` records the identity of every function, class and method of the grader's loaded
-modules (the worker's `__main__` included) and of torch's timing and comparison entry points; `changed` names what
-differs since. The worker asks after the op's calls, before their results are judged and again before a case's
+student module is loaded, `Tripwire(torch)` records the identity of every function, class and method of the
+grader's loaded modules (the worker's `__main__` included) and of torch's timing and comparison entry points; its
+`changed()` names what differs since. The worker asks after the op's calls, before their results are judged and again before a case's
 verdict is sent.
 
 A tripwire, not a wall: code in the same process can also find and disarm it, or write to the event pipe itself.

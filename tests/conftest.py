@@ -191,8 +191,10 @@ def _sharded(config, items) -> None:
     spec = os.environ.get("GRADER_TEST_SHARD")
     if not spec:
         return
+    from tests.collect_marks import MARKS
+
     gpu = [it for it in items if "gpu" in it.keywords]
-    marks = {it.nodeid: [m for m in ("gpu_alone", "multi_gpu") if m in it.keywords] for it in gpu}
+    marks = {it.nodeid: [m for m in MARKS if m in it.keywords] for it in gpu}
     workers = float(os.environ.get("GRADER_TEST_SHARD_WORKERS") or 1)  # device_run.sh: each shard's -n
     keep = shard_keeps(marks, spec, workers)
     dropped = [it for it in gpu if it.nodeid not in keep]
@@ -248,13 +250,14 @@ def lesson_table():
 def gpu_marks() -> dict[str, list[str]]:
     """The GPU tests and their marks, from one collection for the whole run (tests/collect_marks.py): the first xdist
     worker that asks collects (15-20 s on CI's busy cores) and leaves the answer in the run's shared state, keyed by
-    the test files as they are, for the others."""
+    course.yaml and the test files as they are, for the others."""
     import fcntl
     import hashlib
 
     from tests.collect_marks import gpu_marks as collect
 
-    files = sorted(p for p in (ROOT / "tests").rglob("*") if p.suffix in (".py", ".yaml") and p.is_file())
+    files = [ROOT / "course.yaml",  # the GPU tests' parameters come from it and from tests/
+             *sorted(p for p in (ROOT / "tests").rglob("*") if p.suffix in (".py", ".yaml") and p.is_file())]
     key = hashlib.sha256("".join(f"{p}:{p.stat().st_mtime_ns}:{p.stat().st_size};" for p in files).encode())
     SHARED_STATE.mkdir(parents=True, exist_ok=True)
     saved = SHARED_STATE / f"gpu-marks-{key.hexdigest()[:16]}.json"

@@ -27,6 +27,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LINKED = ("days", "solutions", "tasks", "common", "grader")  # what a course root needs beside course.yaml
+sys.path.insert(0, str(ROOT))  # the grader's own modules (course, paths), read here as well as run
 
 
 @dataclass
@@ -65,7 +66,6 @@ def course_root(tmp: Path) -> Path:
 
 def kernel_file(day: str, folder: Path) -> Path:
     """The first CUDA source of the day's first exercise (read from course.yaml)."""
-    sys.path.insert(0, str(ROOT))
     from grader.course import load_course
 
     ex = load_course(ROOT / "course.yaml").day(day).exercises[0]
@@ -278,7 +278,6 @@ def main(argv: list[str] | None = None) -> int:
                                                                      str(out / "nvcc-phases.csv")]))
         steps += bench_watch(root, a.day, folder, kernel, a.seed, a.edits, a.check_limit, a.edit_limit,
                              out and out / "watch.log")
-        sys.path.insert(0, str(ROOT))
         from grader.paths import Paths
 
         ninja = ninja_steps(Paths(root).state)

@@ -98,6 +98,27 @@ def test_every_known_wrong_edit_still_finds_its_text_in_the_solution():
     assert not stale, f"known-wrong edits whose `find` is no longer in the solution: {stale}"
 
 
+def test_every_known_wrong_python_file_still_parses(tmp_path):
+    """A planted bug in a Python route must be the bug it names, not a syntax error: a replacement whose YAML block
+    lost its indentation turns a tamper test into a build error, found only on the GPU (it was, once)."""
+    import ast
+
+    from tests.known_wrong import KNOWN_WRONG, plant
+
+    broken = []
+    for i, bug in enumerate(b for b in KNOWN_WRONG if any(e["file"].endswith(".py") for e in b.get("edits") or [b])):
+        if "build" in (bug["category"] if isinstance(bug["category"], list) else [bug["category"]]):
+            continue
+        src = plant(bug, tmp_path / str(i))
+        for e in bug.get("edits") or [bug]:
+            if e["file"].endswith(".py"):
+                try:
+                    ast.parse((src / e["file"]).read_text(), e["file"])
+                except SyntaxError as err:
+                    broken.append(f"{bug['name']}: {err}")
+    assert not broken, broken
+
+
 def test_every_case_a_known_wrong_names_is_a_case_of_its_exercises(course):
     """A known-wrong entry's `cases:` (run with `grader check --case`) must name a case of every exercise it
     checks, in its dtype if it names one: a typo would otherwise be a usage error on the GPU, found only there."""

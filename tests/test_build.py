@@ -489,3 +489,23 @@ def test_an_include_of_a_file_the_build_does_not_copy_is_a_build_error_on_any_ma
 
     ex = next(e for e in load_course(ROOT / "course.yaml").day("day09").exercises if e.name == "matmul_pipelined")
     assert uncopied_includes(ex, src, tmp_path) == []
+
+
+def test_gold_is_used_only_where_the_compiler_links_with_it(tmp_path, monkeypatch):
+    """A GPU machine's GCC gave gold a libstdc++.so path it could not open: with gold chosen because ld.gold was on
+    the PATH, every build there failed at its link. The choice is the compiler's answer to a probe link."""
+    from grader.check.build import speed_ldflags
+
+    refuses = tmp_path / "refuses-gold"  # a compiler whose link fails with gold and works without it
+    refuses.write_text('#!/bin/sh\nfor a in "$@"; do [ "$a" = -fuse-ld=gold ] && exit 1; done\nexit 0\n')
+    refuses.chmod(0o755)
+    monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/ld.gold" if name == "ld.gold" else None)
+    assert speed_ldflags(str(refuses)) == []
+    links = tmp_path / "links"
+    links.write_text("#!/bin/sh\nexit 0\n")
+    links.chmod(0o755)
+    assert speed_ldflags(str(links)) == ["-fuse-ld=gold"]
+    assert speed_ldflags(str(tmp_path / "no-such-compiler")) == []
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    speed_ldflags.cache_clear()
+    assert speed_ldflags(str(links)) == []  # no gold on the machine: not asked

@@ -17,12 +17,15 @@ keyed folder, and imported from there."""
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import importlib.util
 import os
 import re
 import shutil
+import subprocess
 import sys
+import tempfile
 import time
 import traceback
 import types
@@ -38,13 +41,27 @@ TORCH_CUDA_DEFINES = ["-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSI
 BASE_CUDA_FLAGS = ["-O3", "-std=c++17", "-lineinfo"]
 CXX_FLAGS = ["-O3"]
 # How fast a build runs, not what it makes (so in no build key): nvcc's host and device passes at once (--threads 0:
-# one thread per core), and gold, where the machine has it, for the link against torch's libraries (bfd reads their
-# symbol tables about twice as slowly). The student's edit -> verdict is mostly this build (measured/NOTES.md).
+# one thread per core), and gold for the link against torch's libraries where this compiler links with it (bfd reads
+# their symbol tables about twice as slowly). The student's edit -> verdict is mostly this build (measured/NOTES.md).
 SPEED_CUDA_FLAGS = ["--threads", "0"]
 
 
-def speed_ldflags() -> list[str]:
-    return ["-fuse-ld=gold"] if shutil.which("ld.gold") else []
+@functools.cache
+def speed_ldflags(cxx: str) -> list[str]:
+    """["-fuse-ld=gold"] when cxx links a C++ shared library with gold here, else []. Asked of the compiler, once a
+    process: an ld.gold on the PATH is not enough (a GCC installed beside the system's gave gold a libstdc++.so path
+    it could not open, and every build failed)."""
+    if not shutil.which("ld.gold"):
+        return []
+    with tempfile.TemporaryDirectory() as d:
+        src = Path(d) / "probe.cpp"
+        src.write_text('#include <string>\nstd::string probe() { return std::string("gold"); }\n')
+        try:
+            r = subprocess.run([cxx, "-shared", "-fPIC", "-fuse-ld=gold", str(src), "-o", str(Path(d) / "probe.so")],
+                               capture_output=True)
+        except OSError:
+            return []
+    return ["-fuse-ld=gold"] if r.returncode == 0 else []
 
 
 # Headers beside the sources are copied with them (and key the build): `#include "helpers.cuh"` must find them.
@@ -237,7 +254,7 @@ def _load(*, name: str, sources: list[Path], include_dirs: list[Path], build_dir
             name=name, sources=[str(s) for s in sources], build_directory=str(build_dir),
             extra_include_paths=[str(p) for p in include_dirs],
             extra_cflags=list(CXX_FLAGS), extra_cuda_cflags=BASE_CUDA_FLAGS + list(extra_cuda_cflags) + SPEED_CUDA_FLAGS,
-            extra_ldflags=speed_ldflags(), verbose=False, is_python_module=python_module)
+            extra_ldflags=speed_ldflags(os.environ.get("CXX", "c++")), verbose=False, is_python_module=python_module)
     except (RuntimeError, OSError, ImportError, UnicodeDecodeError) as e:
         log = map_paths(_error_log(e), folders)
         raise BuildError(log, parse_diagnostics(log, root)) from None

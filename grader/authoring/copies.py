@@ -46,6 +46,7 @@ five-line hole.
 from __future__ import annotations
 
 import builtins
+import functools
 import keyword
 import re
 from collections import defaultdict
@@ -261,17 +262,23 @@ def code_lines(path: str | Path, text: str, first: int = 1) -> list[Line]:
     """A file's normalised code lines, trivial ones dropped. A notebook: its cells' lines; a Markdown page: its
     fenced code blocks (Python ones as Python); any other text as C++ (a lesson in .txt quoting a kernel is code
     all the same). first: the number of text's first line (a hole's text starts inside its file)."""
-    lang = language(path)
-    if str(path).endswith(".ipynb"):
-        return _significant(_py_lines("\n".join(notebook_lines(text))))
+    return list(_code_lines(str(path).endswith(".ipynb"), language(path), text, first))
+
+
+# A release compares every file it writes with every hole, and its forecast does so again for each later date: the
+# same texts, normalised once (Lines are frozen, so the tuples can be shared).
+@functools.lru_cache(maxsize=4096)
+def _code_lines(notebook: bool, lang: str | None, text: str, first: int) -> tuple[Line, ...]:
+    if notebook:
+        return tuple(_significant(_py_lines("\n".join(notebook_lines(text)))))
     if lang == "md":
         out = []
         for m in _FENCE.finditer(text):
             first = text.count("\n", 0, m.start(4)) + 1
             parse = _py_lines if m.group(3).lower() in ("python", "py", "mojo", "pycon") else _c_lines
             out += parse(m.group(4), first)
-        return _significant(out)
-    return _significant((_py_lines if lang == "py" else _c_lines)(text, first))
+        return tuple(_significant(out))
+    return tuple(_significant((_py_lines if lang == "py" else _c_lines)(text, first)))
 
 
 def _key(lines) -> int:

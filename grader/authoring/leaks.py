@@ -21,6 +21,7 @@ keeps out the shared file) that gives it until the hole's day is published (stud
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -99,11 +100,27 @@ def solution_lines(solution_files: dict[str, str], public: set[str] = frozenset(
     text), less the lines given away outside the regions of any of them and those in `public`."""
     found, given = {}, set()
     for path, text in sorted(solution_files.items()):
-        inside, outside = split_regions(path, text)
-        given |= _codes(path, outside)
-        for c in sorted(_codes(path, inside)):
+        inside, outside = _region_codes(str(path), text)
+        given |= outside
+        for c in inside:
             found.setdefault(c, path)
     return {c: p for c, p in found.items() if c not in given and c not in public}
+
+
+# A release reads the same solutions and scans the same files on every date of a semester (and its forecast once
+# more): each text's lines are read once.
+@functools.lru_cache(maxsize=4096)
+def _region_codes(path: str, text: str) -> tuple[tuple[str, ...], frozenset[str]]:
+    """(the codes inside the regions, sorted; those outside them) of one solution file."""
+    inside, outside = split_regions(path, text)
+    return tuple(sorted(_codes(path, inside))), frozenset(_codes(path, outside))
+
+
+@functools.lru_cache(maxsize=4096)
+def _scanned(notebook: bool, prefix: str, text: str) -> tuple[tuple[tuple[int, str], ...], tuple[str, ...]]:
+    """(the marker lines of a file, numbered, and code_of of each of its lines, or of each cell line of a notebook)."""
+    markers = tuple((n, line.strip()) for n, line in enumerate(text.splitlines(), 1) if MARKER_LINE.search(line))
+    return markers, tuple(code_of(line, prefix) for line in (notebook_lines(text) if notebook else text.splitlines()))
 
 
 def scan(tree: dict[str, bytes], secrets: dict[str, str], hidden: tuple[str, bytes] | None = None) -> list[Finding]:
@@ -119,11 +136,10 @@ def scan(tree: dict[str, bytes], secrets: dict[str, str], hidden: tuple[str, byt
         except UnicodeDecodeError:
             continue
         prefix = "#" if path.endswith(".ipynb") else comment_prefix(Path(path))
-        for n, line in enumerate(text.splitlines(), 1):
-            if MARKER_LINE.search(line):
-                out.append(Finding(path, n, f"a marker line the release should have removed: {line.strip()[:80]}"))
-        for n, line in enumerate(lines_of(path, text), 1):
-            c = code_of(line, prefix)
+        markers, codes = _scanned(path.endswith(".ipynb"), prefix, text)
+        for n, line in markers:
+            out.append(Finding(path, n, f"a marker line the release should have removed: {line[:80]}"))
+        for n, c in enumerate(codes, 1):
             if c in secrets:
                 where = "cell line" if path.endswith(".ipynb") else "line"
                 out.append(Finding(path, n, f"{where} from a solution region of {secrets[c]}: {c[:80]}"))

@@ -67,10 +67,14 @@ class Unit:
     args: list  # the caller's flags and arguments, paths as _path_id gives them
     code: tuple  # texts of the code that makes the result from the compiler's output
     produce: Callable[[Path], tuple]
+    # The record file's environment the headers outside the course go to: a compile against an optional package's
+    # headers (CUTLASS's wheel) keeps them in one of its own, so that a machine without the package misses only
+    # that unit's records, not every nvcc record.
+    environment: str | None = None
 
     @property
     def compiler(self) -> str:
-        return "c++" if self.kind == "c++" else "nvcc"
+        return self.environment or ("c++" if self.kind == "c++" else "nvcc")
 
 
 # ---------------------------------------------------------------------------------------------- hashing inputs
@@ -113,10 +117,14 @@ def _project(path_id: str) -> bool:
 
 @cache
 def identity(compiler: str) -> str | None:
-    """The compiler's `--version`, as it says it; None where it is not installed (no record applies there)."""
+    """The compiler's `--version`, as it says it; None where it is not installed (no record applies there).
+    compiler: "nvcc", "c++", or an environment of nvcc's own ("nvcc+cutlass", Unit.environment)."""
     from grader.check.compile_check import nvcc_path
 
-    path = nvcc_path() if compiler == "nvcc" else (shutil.which(os.environ.get("CXX", "c++")) or shutil.which("g++"))
+    if compiler.startswith("nvcc"):
+        path = nvcc_path()
+    else:
+        path = shutil.which(os.environ.get("CXX", "c++")) or shutil.which("g++")
     if path is None:
         return None
     try:

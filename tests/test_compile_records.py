@@ -104,6 +104,45 @@ def test_a_recorded_key_is_not_compiled_and_an_edit_to_any_input_is(records, mon
     assert cr.result(compiler.unit())[1] == "compiled"
 
 
+class PackageCompiler(Compiler):
+    """A compile that also reads a header of an optional package, outside the course (CUTLASS's wheel)."""
+
+    def __init__(self, folder):
+        super().__init__(folder / "with-package")
+        self.package = folder / "site-packages" / "pkg.h"
+        self.package.parent.mkdir(parents=True, exist_ok=True)
+        self.package.write_text("#define PKG 1\n")
+
+    def __call__(self, depfile):
+        got, keep = super().__call__(depfile)
+        if depfile is not None:
+            depfile.write_text(depfile.read_text().rstrip("\n") + f" \\\n    {self.package}\n")
+        return {**got, "text": got["text"] + self.package.read_text()}, keep
+
+    def unit(self):
+        return cr.Unit("nvcc", self.src, [], ["-O3"], ("code",), self, environment="nvcc+pkg")
+
+
+def test_an_optional_packages_headers_key_only_the_records_that_read_them(records, monkeypatch):
+    """A unit's own environment (Unit.environment) holds the package's headers: where the package changes or is
+    missing, that unit compiles and every other record still applies."""
+    monkeypatch.setattr(cr, "MIN_SAMPLE", 0)
+    monkeypatch.setattr(cr, "SAMPLE_FRACTION", 0.0)
+    plain, with_package = Compiler(records), PackageCompiler(records)
+    _update_run(records, plain.unit())
+    _update_run(records, with_package.unit())
+    saved = json.loads(cr.RECORDS.read_text())
+    assert str(with_package.package) in saved["environments"]["nvcc+pkg"]["headers"]
+    assert str(with_package.package) not in saved["environments"]["nvcc"]["headers"]
+    assert cr.result(plain.unit())[1] == "recorded" and cr.result(with_package.unit())[1] == "recorded"
+    with_package.package.write_text("#define PKG 2\n")  # the package upgraded
+    for c in (cr._env_digest, cr._external_sha):
+        c.cache_clear()
+    assert cr.result(plain.unit())[1] == "recorded"
+    got, how = cr.result(with_package.unit())
+    assert how == "compiled" and "PKG 2" in got["text"]
+
+
 def test_a_forged_record_fails_the_run_that_samples_it(records, monkeypatch):
     compiler = Compiler(records)
     _update_run(records, compiler.unit())

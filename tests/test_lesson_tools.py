@@ -2,10 +2,15 @@
 script's own flags against the headers of the `nvidia-cutlass` wheel, and its table renders with and without a
 GPU's rows; day 13's Thunder note says what happened, a failure included."""
 import importlib.util
+import inspect
+import shutil
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+from tests import compile_records
 from tests.conftest import ROOT, needs_nvcc
 
 sys.path.insert(0, str(ROOT / "scripts" / "lessons"))
@@ -16,14 +21,27 @@ measure = importlib.import_module("cutlass_measure")
 @pytest.mark.skipif(importlib.util.find_spec("cutlass_library") is None,
                     reason="nvidia-cutlass is not installed (pip install -e '.[cutlass]')")
 def test_the_cutlass_gemm_compiles_without_serializing_its_wgmma(tmp_path):
-    import shutil
-    import subprocess
+    """From the compile records where its inputs are recorded (CUTLASS's headers in an environment of their own):
+    the compile takes 50 s of nvcc."""
+    includes = measure.cutlass_include()
+    unit = compile_records.Unit(
+        "nvcc", measure.SOURCE, includes,
+        [*measure.FLAGS, *(compile_records._path_id(i, measure.SOURCE) for i in includes)],
+        (inspect.getsource(_cutlass_compile),), lambda depfile: _cutlass_compile(includes, tmp_path, depfile),
+        environment="nvcc+cutlass")
+    got, _ = compile_records.result(unit)
+    assert got["ok"], got["log"]
+    assert not got["c7510"]  # the warning -DNDEBUG removes: wgmma serialized at a call
 
+
+def _cutlass_compile(includes: list, tmp: Path, depfile: Path) -> tuple[dict, bool]:
+    """nvcc on the lesson's CUTLASS GEMM with the measuring script's flags: (whether it compiled, whether ptxas
+    serialized a wgmma (C7510), the log's end where it failed; kept: always)."""
     nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
-    r = subprocess.run([nvcc, "-c", *measure.FLAGS, *[f"-I{i}" for i in measure.cutlass_include()],
-                        str(measure.SOURCE), "-o", str(tmp_path / "g.o")], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert "C7510" not in r.stdout + r.stderr  # the warning -DNDEBUG removes: wgmma serialized at a call
+    r = subprocess.run([nvcc, "-c", *measure.FLAGS, *[f"-I{i}" for i in includes], str(measure.SOURCE),
+                        "-o", str(tmp / "g.o"), "-MD", "-MF", str(depfile)], capture_output=True, text=True)
+    return {"ok": r.returncode == 0, "c7510": "C7510" in r.stdout + r.stderr,
+            "log": "" if r.returncode == 0 else r.stderr[-3000:]}, True
 
 
 def test_the_table_says_what_was_measured_and_where():

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Everything the GPU must verify, in one call (the device lease is short: batch, never poll).
-#   1. install (carried wheels for what the image lacks, then the project, no downloads)
+#   1. install (carried wheels for what the image lacks, made by scripts/device_wheels.sh; then the project, no
+#      downloads)
 #   2. build times: cold, unchanged re-check, after editing only the kernel
 #   3. the GPU test suite in parallel (solutions pass, stubs "not implemented" or fail as planted, known-wrong
 #      kernels fail correctly), with its wall time
@@ -48,7 +49,8 @@ mkdir -p "$LOG"
 export PYTHONUNBUFFERED=1
 cd "$(dirname "$0")/.."
 
-# Wheels over one call's carry (CuTe DSL's libraries, Mojo's compiler) come in several calls on one warm machine,
+# Wheels over one call's carry (CuTe DSL's libraries, Mojo's compiler; `scripts/device_wheels.sh --stage` makes the
+# folders) come in several calls on one warm machine,
 # each carrying one ignored folder .stage-N/ (wheels, and parts NAME.partNN of the larger ones, `split -b 47000000`:
 # a carry of 61 MB beside the work tree was refused, 52 MB went; SHA256SUMS for the whole wheels). Every call adds its folders to /tmp/stage, which outlives a call on a warm
 # machine; STAGE_ONLY=1 stops there (the calls before the last). Once every part of a wheel is there it is joined,

@@ -35,11 +35,12 @@ def host_us(torch, fn, n: int = 300, reps: int = 5) -> tuple[float, float]:
 def main() -> int:
     import torch
     import torch.nn.functional as F
-    from day20_measure import _build, attention_fn
+    from day20_measure import attention_fn
+    from lesson_table import build_module
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    fwd = _build(torch, "day12", "flash_attention_mma", ROOT / "solutions" / "day12").flash_attention_mma
-    bwd = _build(torch, "day20", "attention_bwd_tc", ROOT / "solutions" / "day20").attention_bwd_tc
+    fwd = build_module(torch, "day12", "flash_attention_mma").flash_attention_mma
+    bwd = build_module(torch, "day20", "attention_bwd_tc").attention_bwd_tc
     op = attention_fn(torch, fwd, bwd)
     dt = torch.bfloat16
     q, k, v, do = (torch.randn(B, H, N, D, device="cuda", dtype=dt) for _ in range(4))
@@ -91,4 +92,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    import argparse
+
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     sys.exit(main())

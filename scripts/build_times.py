@@ -18,7 +18,11 @@ def check(d: Path, day: str) -> tuple[float, int]:
 
 
 def main():
-    log_dir = Path(sys.argv[1]) if len(sys.argv) > 1 else None
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("log_dir", nargs="?", type=Path, help="where build_times.json goes (default: printed only)")
+    log_dir = ap.parse_args().log_dir
     rows = []
     for day in ("day03", "day02"):
         with tempfile.TemporaryDirectory() as tmp:

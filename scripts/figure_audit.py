@@ -128,6 +128,14 @@ def days() -> list[str]:
 
 
 def main(argv: list[str]) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("days", nargs="*", help="the days whose figures to list (default: every lesson, counts only)")
+    argv = ap.parse_args(argv).days
+    unknown = [d for d in argv if d not in days()]
+    if unknown:
+        ap.error(f"no lesson for {', '.join(unknown)} (days/DAY/README.md); the lessons: {' '.join(days())}")
     chosen = argv or days()
     total = 0
     for day in chosen:

@@ -1,12 +1,17 @@
 """The short table printed last by scripts/device_run.sh, and one results.json bundling every day's check."""
 import json
-import sys
 import time
 from pathlib import Path
 
 
 def main():
-    log_dir, out = Path(sys.argv[1]), Path(sys.argv[2])
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("log_dir", type=Path, help="the folder of the checks' dayNN.json")
+    ap.add_argument("out", type=Path, help="the results.json to write")
+    a = ap.parse_args()
+    log_dir, out = a.log_dir, a.out
     bundle = {}
     for f in sorted(log_dir.glob("day*.json")):
         bundle[f.stem] = json.loads(f.read_text())

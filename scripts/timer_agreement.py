@@ -4,7 +4,6 @@ import sys
 from pathlib import Path
 
 import torch
-import triton.testing
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -20,6 +19,10 @@ DT = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
 
 def main():
+    try:
+        import triton.testing
+    except ImportError:
+        sys.exit("error: this comparison needs Triton (triton.testing.do_bench): run it on a GPU machine that has it")
     course = load_course(ROOT / "course.yaml")
     timer = make_timer(torch, course)
     cap = torch.cuda.get_device_capability()
@@ -47,4 +50,7 @@ def main():
 
 
 if __name__ == "__main__":
+    import argparse
+
+    argparse.ArgumentParser(description=__doc__.split("\n")[0]).parse_args()
     main()

@@ -5,6 +5,7 @@ imported): every `from M import a, b`, at any depth, where M is one of the scrip
 scripts/lessons/, found on the path the scripts put first) or the project's (grader, tasks, tests)."""
 import ast
 import importlib
+import importlib.util
 from pathlib import Path
 
 import pytest

@@ -47,12 +47,13 @@ SPEED_CUDA_FLAGS = ["--threads", "0"]
 
 
 @functools.cache
-def speed_ldflags(cxx: str) -> list[str]:
-    """["-fuse-ld=gold"] when cxx links a C++ shared library with gold here, else []. Asked of the compiler, once a
+def speed_ldflags(cxx: str) -> tuple[str, ...]:
+    """("-fuse-ld=gold",) when cxx links a C++ shared library with gold here, else (). Asked of the compiler, once a
     process: an ld.gold on the PATH is not enough (a GCC installed beside the system's gave gold a libstdc++.so path
-    it could not open, and every build failed)."""
+    it could not open, and every build failed). A tuple: cpp_extension appends torch's libraries to the list it is
+    given, which must not be this cached answer."""
     if not shutil.which("ld.gold"):
-        return []
+        return ()
     with tempfile.TemporaryDirectory() as d:
         src = Path(d) / "probe.cpp"
         src.write_text('#include <string>\nstd::string probe() { return std::string("gold"); }\n')
@@ -60,8 +61,8 @@ def speed_ldflags(cxx: str) -> list[str]:
             r = subprocess.run([cxx, "-shared", "-fPIC", "-fuse-ld=gold", str(src), "-o", str(Path(d) / "probe.so")],
                                capture_output=True)
         except OSError:
-            return []
-    return ["-fuse-ld=gold"] if r.returncode == 0 else []
+            return ()
+    return ("-fuse-ld=gold",) if r.returncode == 0 else ()
 
 
 # Headers beside the sources are copied with them (and key the build): `#include "helpers.cuh"` must find them.
@@ -254,7 +255,7 @@ def _load(*, name: str, sources: list[Path], include_dirs: list[Path], build_dir
             name=name, sources=[str(s) for s in sources], build_directory=str(build_dir),
             extra_include_paths=[str(p) for p in include_dirs],
             extra_cflags=list(CXX_FLAGS), extra_cuda_cflags=BASE_CUDA_FLAGS + list(extra_cuda_cflags) + SPEED_CUDA_FLAGS,
-            extra_ldflags=speed_ldflags(os.environ.get("CXX", "c++")), verbose=False, is_python_module=python_module)
+            extra_ldflags=list(speed_ldflags(os.environ.get("CXX", "c++"))), verbose=False, is_python_module=python_module)
     except (RuntimeError, OSError, ImportError, UnicodeDecodeError) as e:
         log = map_paths(_error_log(e), folders)
         raise BuildError(log, parse_diagnostics(log, root)) from None

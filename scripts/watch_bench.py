@@ -1,7 +1,7 @@
 """The student's loop, timed: a cold `grader check`, an unchanged re-check, and under `grader watch` the time from
 saving a one-line kernel edit to the verdict line. Runs on its own, with nothing to answer:
 
-    python3 scripts/watch_bench.py [--day day03] [--edits 5] [--rechecks 3] [--out DIR]
+    python3 scripts/watch_bench.py [--day day03] [--edits 5] [--rechecks 5] [--out DIR]
 
 It works on a temporary copy of the day's solution, in a temporary course root (links to the checkout's folders and
 a copy of course.yaml), so "cold" means an empty build cache and the checkout's own .grader/ is never touched. Each
@@ -245,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--day", default="day03")
     p.add_argument("--edits", type=int, default=5, help="one-line kernel edits timed under watch (default: 5)")
-    p.add_argument("--rechecks", type=int, default=3, help="unchanged re-checks timed (default: 3)")
+    p.add_argument("--rechecks", type=int, default=5, help="unchanged re-checks timed (default: 5, as many as the edits)")
     p.add_argument("--seed", type=int, default=3)
     p.add_argument("--check-limit", type=float, default=600.0, help="seconds a check may take (default: 600)")
     p.add_argument("--edit-limit", type=float, default=120.0, help="seconds an edit's verdict may take (default: 120)")

@@ -497,19 +497,41 @@ def test_an_include_of_a_file_the_build_does_not_copy_is_a_build_error_on_any_ma
 
 def test_gold_is_used_only_where_the_compiler_links_with_it(tmp_path, monkeypatch):
     """A GPU machine's GCC gave gold a libstdc++.so path it could not open: with gold chosen because ld.gold was on
-    the PATH, every build there failed at its link. The choice is the compiler's answer to a probe link."""
+    the PATH, every build there failed at its link. The choice is the compiler's answer to a probe link, kept in the
+    grader's cache under the compiler's and gold's paths and dates (asked once a machine, not at a first edit)."""
     from grader.check.build import speed_ldflags
 
-    refuses = tmp_path / "refuses-gold"  # a compiler whose link fails with gold and works without it
-    refuses.write_text('#!/bin/sh\nfor a in "$@"; do [ "$a" = -fuse-ld=gold ] && exit 1; done\nexit 0\n')
-    refuses.chmod(0o755)
-    monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/ld.gold" if name == "ld.gold" else None)
-    assert speed_ldflags(str(refuses)) == ()
-    links = tmp_path / "links"
-    links.write_text("#!/bin/sh\nexit 0\n")
-    links.chmod(0o755)
-    assert speed_ldflags(str(links)) == ("-fuse-ld=gold",)
-    assert speed_ldflags(str(tmp_path / "no-such-compiler")) == ()
-    monkeypatch.setattr(shutil, "which", lambda name: None)
+    gold = tmp_path / "ld.gold"
+    gold.write_text("#!/bin/sh\n")
+    gold.chmod(0o755)
+    real_which = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda name: str(gold) if name == "ld.gold" else real_which(name))
+
+    def compiler(name: str, links: bool):
+        """A compiler whose link works, with gold only where `links`; it counts its runs in NAME.runs."""
+        c = tmp_path / name
+        body = "" if links else 'for a in "$@"; do [ "$a" = -fuse-ld=gold ] && exit 1; done\n'
+        c.write_text(f'#!/bin/sh\necho run >>"{c}.runs"\n{body}exit 0\n')
+        c.chmod(0o755)
+        return c
+
+    def runs(c) -> int:
+        return len(Path(f"{c}.runs").read_text().splitlines()) if Path(f"{c}.runs").exists() else 0
+
+    cache = tmp_path / "cache"
+    refuses, links = compiler("refuses-gold", False), compiler("links", True)
+    assert speed_ldflags(str(refuses), cache) == ()
+    assert speed_ldflags(str(links), cache) == ("-fuse-ld=gold",)
+    assert speed_ldflags(str(tmp_path / "no-such-compiler"), cache) == ()
+    # a new process (the in-process answer forgotten) reads the kept answer: no probe
     speed_ldflags.cache_clear()
-    assert speed_ldflags(str(links)) == ()  # no gold on the machine: not asked
+    assert speed_ldflags(str(refuses), cache) == () and speed_ldflags(str(links), cache) == ("-fuse-ld=gold",)
+    assert runs(refuses) == runs(links) == 1
+    # the compiler replaced (another date): asked again
+    speed_ldflags.cache_clear()
+    os.utime(refuses, ns=(0, 0))
+    assert speed_ldflags(str(refuses), cache) == () and runs(refuses) == 2
+    # no gold on the machine: not asked
+    speed_ldflags.cache_clear()
+    monkeypatch.setattr(shutil, "which", lambda name: None if name == "ld.gold" else real_which(name))
+    assert speed_ldflags(str(links), cache) == () and runs(links) == 1

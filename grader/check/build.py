@@ -47,21 +47,42 @@ SPEED_CUDA_FLAGS = ["--threads", "0"]
 
 
 @functools.cache
-def speed_ldflags(cxx: str) -> tuple[str, ...]:
-    """("-fuse-ld=gold",) when cxx links a C++ shared library with gold here, else (). Asked of the compiler, once a
-    process: an ld.gold on the PATH is not enough (a GCC installed beside the system's gave gold a libstdc++.so path
-    it could not open, and every build failed). A tuple: cpp_extension appends torch's libraries to the list it is
-    given, which must not be this cached answer."""
-    if not shutil.which("ld.gold"):
+def speed_ldflags(cxx: str, cache: Path | None = None) -> tuple[str, ...]:
+    """("-fuse-ld=gold",) when cxx links a C++ shared library with gold here, else (). Asked of the compiler: an
+    ld.gold on the PATH is not enough (a GCC installed beside the system's gave gold a libstdc++.so path it could
+    not open, and every build failed). The answer is kept in cache (the grader's cache folder) under the compiler's
+    and gold's paths and dates, so the probe's quarter second is paid once a machine, not on a student's first edit
+    of every warm worker. A tuple: cpp_extension appends torch's libraries to the list it is given, which must not
+    be this kept answer."""
+    gold, compiler = shutil.which("ld.gold"), shutil.which(cxx)
+    if not gold or not compiler:
         return ()
+    try:
+        ident = " ".join(f"{os.path.realpath(p)}:{os.stat(p).st_mtime_ns}" for p in (compiler, gold))
+    except OSError:
+        return ()
+    kept = cache / f"gold-{hashlib.sha256(ident.encode()).hexdigest()[:16]}" if cache is not None else None
+    try:
+        if kept is not None and kept.is_file():
+            return ("-fuse-ld=gold",) if kept.read_text().strip() == "yes" else ()
+    except OSError:
+        pass
     with tempfile.TemporaryDirectory() as d:
         src = Path(d) / "probe.cpp"
         src.write_text('#include <string>\nstd::string probe() { return std::string("gold"); }\n')
         try:
-            r = subprocess.run([cxx, "-shared", "-fPIC", "-fuse-ld=gold", str(src), "-o", str(Path(d) / "probe.so")],
-                               capture_output=True)
+            r = subprocess.run([compiler, "-shared", "-fPIC", "-fuse-ld=gold", str(src), "-o",
+                                str(Path(d) / "probe.so")], capture_output=True)
         except OSError:
             return ()
+    if kept is not None:
+        try:
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            part = kept.with_suffix(f".{os.getpid()}")
+            part.write_text("yes\n" if r.returncode == 0 else "no\n")
+            part.replace(kept)
+        except OSError:
+            pass  # a read-only state: asked again by the next process
     return ("-fuse-ld=gold",) if r.returncode == 0 else ()
 
 
@@ -250,12 +271,13 @@ def _load(*, name: str, sources: list[Path], include_dirs: list[Path], build_dir
     versions = getattr(getattr(cpp_extension, "JIT_EXTENSION_VERSIONER", None), "entries", None)
     if isinstance(versions, dict):
         versions.pop(name, None)
+    ldflags = list(speed_ldflags(os.environ.get("CXX", "c++"), Paths(root).cache()))
     try:
         return cpp_extension.load(
             name=name, sources=[str(s) for s in sources], build_directory=str(build_dir),
             extra_include_paths=[str(p) for p in include_dirs],
             extra_cflags=list(CXX_FLAGS), extra_cuda_cflags=BASE_CUDA_FLAGS + list(extra_cuda_cflags) + SPEED_CUDA_FLAGS,
-            extra_ldflags=list(speed_ldflags(os.environ.get("CXX", "c++"))), verbose=False, is_python_module=python_module)
+            extra_ldflags=ldflags, verbose=False, is_python_module=python_module)
     except (RuntimeError, OSError, ImportError, UnicodeDecodeError) as e:
         log = map_paths(_error_log(e), folders)
         raise BuildError(log, parse_diagnostics(log, root)) from None

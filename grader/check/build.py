@@ -47,7 +47,7 @@ SPEED_CUDA_FLAGS = ["--threads", "0"]
 
 
 @functools.cache
-def speed_ldflags(cxx: str, cache: Path | None = None) -> tuple[str, ...]:
+def speed_ldflags(cxx: str, cache: Path) -> tuple[str, ...]:
     """("-fuse-ld=gold",) when cxx links a C++ shared library with gold here, else (). Asked of the compiler: an
     ld.gold on the PATH is not enough (a GCC installed beside the system's gave gold a libstdc++.so path it could
     not open, and every build failed). The answer is kept in cache (the grader's cache folder) under the compiler's
@@ -61,9 +61,9 @@ def speed_ldflags(cxx: str, cache: Path | None = None) -> tuple[str, ...]:
         ident = " ".join(f"{os.path.realpath(p)}:{os.stat(p).st_mtime_ns}" for p in (compiler, gold))
     except OSError:
         return ()
-    kept = cache / f"gold-{hashlib.sha256(ident.encode()).hexdigest()[:16]}" if cache is not None else None
+    kept = cache / f"gold-{hashlib.sha256(ident.encode()).hexdigest()[:16]}"
     try:
-        if kept is not None and kept.is_file():
+        if kept.is_file():
             return ("-fuse-ld=gold",) if kept.read_text().strip() == "yes" else ()
     except OSError:
         pass
@@ -75,14 +75,13 @@ def speed_ldflags(cxx: str, cache: Path | None = None) -> tuple[str, ...]:
                                 str(Path(d) / "probe.so")], capture_output=True)
         except OSError:
             return ()
-    if kept is not None:
-        try:
-            kept.parent.mkdir(parents=True, exist_ok=True)
-            part = kept.with_suffix(f".{os.getpid()}")
-            part.write_text("yes\n" if r.returncode == 0 else "no\n")
-            part.replace(kept)
-        except OSError:
-            pass  # a read-only state: asked again by the next process
+    try:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        part = kept.with_suffix(f".{os.getpid()}")
+        part.write_text("yes\n" if r.returncode == 0 else "no\n")
+        part.replace(kept)
+    except OSError:
+        pass  # a read-only state: asked again by the next process
     return ("-fuse-ld=gold",) if r.returncode == 0 else ()
 
 

@@ -3,8 +3,8 @@ imported there, a torch extension's pybind11 code can call into Python), so one 
 `summarize`, a task's comparison or torch's event timer and turn a wrong output into a pass. Before the first
 student module is loaded, `Tripwire(torch)` records the identity of every function, class and method of the
 grader's loaded modules (the worker's `__main__` included) and of torch's timing and comparison entry points; its
-`changed()` names what differs since. The worker asks after the op's calls, before their results are judged and again before a case's
-verdict is sent.
+`changed()` names what differs since. The worker asks after the op's calls, before their results are judged and
+again before a case's verdict is sent.
 
 A tripwire, not a wall: code in the same process can also find and disarm it, or write to the event pipe itself.
 What it stops is the simple rewrite, which a student can write by accident of curiosity; the judge in a process of

@@ -117,10 +117,11 @@ def _region_codes(path: str, text: str) -> tuple[tuple[str, ...], frozenset[str]
 
 
 @functools.lru_cache(maxsize=4096)
-def _scanned(notebook: bool, prefix: str, text: str) -> tuple[tuple[tuple[int, str], ...], tuple[str, ...]]:
+def _scanned(path: str, text: str) -> tuple[tuple[tuple[int, str], ...], tuple[str, ...]]:
     """(the marker lines of a file, numbered, and code_of of each of its lines, or of each cell line of a notebook)."""
+    prefix = "#" if path.endswith(".ipynb") else comment_prefix(Path(path))
     markers = tuple((n, line.strip()) for n, line in enumerate(text.splitlines(), 1) if MARKER_LINE.search(line))
-    return markers, tuple(code_of(line, prefix) for line in (notebook_lines(text) if notebook else text.splitlines()))
+    return markers, tuple(code_of(line, prefix) for line in lines_of(path, text))
 
 
 def scan(tree: dict[str, bytes], secrets: dict[str, str], hidden: tuple[str, bytes] | None = None) -> list[Finding]:
@@ -135,8 +136,7 @@ def scan(tree: dict[str, bytes], secrets: dict[str, str], hidden: tuple[str, byt
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             continue
-        prefix = "#" if path.endswith(".ipynb") else comment_prefix(Path(path))
-        markers, codes = _scanned(path.endswith(".ipynb"), prefix, text)
+        markers, codes = _scanned(path, text)
         for n, line in markers:
             out.append(Finding(path, n, f"a marker line the release should have removed: {line[:80]}"))
         for n, c in enumerate(codes, 1):

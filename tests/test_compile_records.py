@@ -181,7 +181,7 @@ def test_a_key_the_records_lack_is_compiled_once_for_every_worker(records):
     assert compiler.runs == 1 and len(got) == 2 and got[0][0] == got[1][0]
 
 
-def test_the_sample_is_a_tenth_of_the_records_at_least_three_and_fixed_by_the_seed(records, monkeypatch):
+def test_the_sample_is_its_share_of_the_records_at_least_three_and_fixed_by_the_seed(records, monkeypatch):
     def sample(n: int, seed: str) -> frozenset:
         cr.RECORDS.write_text(json.dumps({"format": cr.FORMAT, "environments": {},
                                           "records": {f"{i:04x}": {"base": "b"} for i in range(n)}}))
@@ -189,27 +189,47 @@ def test_the_sample_is_a_tenth_of_the_records_at_least_three_and_fixed_by_the_se
         cr.load.cache_clear(), cr.sample.cache_clear()
         return cr.sample()
 
+    monkeypatch.setattr(cr, "SAMPLE_FRACTION", 0.1)
     assert [len(sample(n, "a")) for n in (200, 50, 10, 2)] == [20, 5, 3, 2]
     assert sample(200, "a") == sample(200, "a") != sample(200, "b")
     monkeypatch.setenv(cr.SAMPLE_ENV, "1")  # scripts/compile_records.py --verify
     assert len(sample(200, "a")) == 200
 
 
-def test_a_sample_drawn_by_seconds_costs_a_tenth_of_the_compile_time_on_every_seed(records, monkeypatch):
-    """Records with their compile seconds: the sample takes keys in the seed's order until a tenth of the seconds is
-    reached, so its cost varies by one key at most; drawn by number, a seed that draws the slow keys costs more."""
+def test_a_sample_drawn_by_seconds_never_costs_more_than_its_share_of_the_compile_time(records, monkeypatch):
+    """Records with their compile seconds: the sample takes keys in the seed's order while they fit in its share of
+    the seconds, so on every seed it costs that share within one fast key, and a slow key is taken only where it
+    fits or comes first; drawn by number, a seed that draws the slow keys costs more."""
+    monkeypatch.setattr(cr, "SAMPLE_FRACTION", 0.1)
     secs = {f"{i:04x}": (40.0 if i % 10 == 0 else 2.0) for i in range(200)}  # 20 slow keys, 180 fast: 1160 s
     cr.RECORDS.write_text(json.dumps({"format": cr.FORMAT, "environments": {},
                                       "records": {k: {"base": "b", "seconds": v} for k, v in secs.items()}}))
-    costs = []
+    budget, costs, samples, slow_taken = 116.0, [], set(), 0
     for seed in map(str, range(40)):
         monkeypatch.setenv(cr.SEED_ENV, seed)
         cr.load.cache_clear(), cr.sample.cache_clear()
         chosen = cr.sample()
         cost = sum(secs[k] for k in chosen)
         costs.append(cost)
-        assert 116.0 <= cost < 116.0 + 40.0 and len(chosen) >= cr.MIN_SAMPLE
-    assert len({frozenset(cr.sample())}) == 1 and len(set(costs)) > 1  # a seed fixes it; seeds differ
+        samples.add(chosen)
+        assert budget - 2.0 < cost <= budget and len(chosen) >= cr.MIN_SAMPLE
+        slow_taken += any(secs[k] == 40.0 for k in chosen)
+    cr.sample.cache_clear()
+    assert cr.sample() == chosen and len(samples) == 40  # a seed fixes it; seeds differ
+    assert slow_taken > 0  # the slow keys are sampled too, where they fit
+    # first keys that alone pass the share are all taken, and nothing after them
+    heavy = {f"{i:04x}": 100.0 for i in range(3)} | {f"{i:04x}": 1.0 for i in range(3, 200)}
+    cr.RECORDS.write_text(json.dumps({"format": cr.FORMAT, "environments": {},
+                                      "records": {k: {"base": "b", "seconds": v} for k, v in heavy.items()}}))
+    for seed in map(str, range(200)):
+        monkeypatch.setenv(cr.SEED_ENV, seed)
+        cr.load.cache_clear(), cr.sample.cache_clear()
+        order = sorted(heavy, key=lambda k: cr._hash(seed, k))
+        if sum(heavy[k] for k in order[:3]) > 0.1 * sum(heavy.values()):
+            assert cr.sample() == frozenset(order[:3])
+            break
+    else:
+        pytest.fail("no seed put the heavy keys first")
     by_number = []
     for seed in map(str, range(40)):  # the same keys without their seconds: the old rule, a tenth by number
         cr.RECORDS.write_text(json.dumps({"format": cr.FORMAT, "environments": {},

@@ -211,7 +211,24 @@ def has_gpu() -> bool:
     return torch.cuda.is_available()
 
 
+_WHOLE_RUN_MARKS: dict[str, list[str]] | None = None  # the GPU tests' marks, where this run collected every test
+
+
+def _whole_collection(config) -> bool:
+    """Whether this run collected every test of tests/ (the README's command, each xdist worker of it): no path or
+    node given but the folder, nothing ignored. -k, -m and --deselect act after this hook (tryfirst)."""
+    args = [Path(a.split("::")[0]).resolve() for a in config.args]
+    return (args in ([ROOT / "tests"], [ROOT]) and "::" not in "".join(config.args)
+            and not config.getoption("ignore") and not config.getoption("ignore_glob"))
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    global _WHOLE_RUN_MARKS
+    if _whole_collection(config):
+        from tests.collect_marks import MARKS
+
+        _WHOLE_RUN_MARKS = {it.nodeid: [m for m in MARKS if m in it.keywords] for it in items if "gpu" in it.keywords}
     _sharded(config, items)
     if has_gpu():
         _slowest_first(items)
@@ -248,9 +265,12 @@ def lesson_table():
 
 @pytest.fixture(scope="session")
 def gpu_marks() -> dict[str, list[str]]:
-    """The GPU tests and their marks, from one collection for the whole run (tests/collect_marks.py): the first xdist
-    worker that asks collects (15-20 s on CI's busy cores) and leaves the answer in the run's shared state, keyed by
-    course.yaml and the test files as they are, for the others."""
+    """The GPU tests and their marks. A run that collected every test (the README's command) has them from its own
+    collection. Otherwise one collection for the whole run (tests/collect_marks.py): the first xdist worker that asks
+    collects (15-20 s on CI's busy cores) and leaves the answer in the run's shared state, keyed by course.yaml and
+    the test files as they are, for the others."""
+    if _WHOLE_RUN_MARKS is not None:
+        return _WHOLE_RUN_MARKS
     import fcntl
     import hashlib
 

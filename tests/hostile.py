@@ -128,8 +128,12 @@ static int hostile_attack(char* why, size_t n) {
   int fd = open(target, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) { REFUSED return -1; }
   static char block[1 << 20];
-  for (int k = 0; k < {mib}; k++) {
-    if (write(fd, block, sizeof block) != (ssize_t)sizeof block) { REFUSED close(fd); return -1; }
+  for (int k = 0; k < {mib}; k++) {  // a short write (the disk filled mid-block) is retried: the next says ENOSPC
+    for (size_t off = 0; off < sizeof block;) {
+      ssize_t w = write(fd, block + off, sizeof block - off);
+      if (w < 0) { REFUSED close(fd); return -1; }
+      off += (size_t)w;
+    }
   }
   close(fd);
   return 0;

@@ -19,6 +19,16 @@ HIDDEN_ENV, HIDDEN_FILE = "GRADER_HIDDEN", "hidden.yaml"
 PLACEHOLDER = "YOUR CODE HERE"
 
 
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write-then-rename (its folder made if missing): a concurrent reader, or one after a crash mid-write, sees the
+    whole file or none of it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
 class Paths:
     def __init__(self, root: Path, state_base: Path | None = None):
         """state_base: the folder $GRADER_STATE would name (a sandboxed worker's, seen from outside it)."""

@@ -8,19 +8,15 @@ ordinary check does not replace what a leaderboard accepts (`ranked_results`).""
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
-from grader.paths import Paths
+from grader.paths import Paths, write_text_atomic
 
 
 def write_json(path: Path, data) -> None:
     """Write-then-rename, so a reader (or a crash mid-write) never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=1))
-    tmp.replace(path)
+    write_text_atomic(path, json.dumps(data, indent=1))
 
 
 def results_path(root: Path, day: str) -> Path:

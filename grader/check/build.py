@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.paths import Paths, relative_path
+from grader.paths import Paths, relative_path, write_text_atomic
 
 # PyTorch compiles with these; kernels must build the same way everywhere (the compile-only check too).
 TORCH_CUDA_DEFINES = ["-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
@@ -76,10 +76,7 @@ def speed_ldflags(cxx: str, cache: Path) -> tuple[str, ...]:
         except OSError:
             return ()
     try:
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        part = kept.with_suffix(f".{os.getpid()}")
-        part.write_text("yes\n" if r.returncode == 0 else "no\n")
-        part.replace(kept)
+        write_text_atomic(kept, "yes\n" if r.returncode == 0 else "no\n")
     except OSError:
         pass  # a read-only state: asked again by the next process
     return ("-fuse-ld=gold",) if r.returncode == 0 else ()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from grader.check.build import (BASE_CUDA_FLAGS, QUOTED_INCLUDE, TORCH_CUDA_DEFINES, Diagnostic, files_read,
                                 parse_diagnostics)
-from grader.paths import Paths, relative_path
+from grader.paths import Paths, relative_path, write_text_atomic
 from grader.verdicts import MISSING_FILE
 
 ARCHS = ("80", "90")
@@ -416,10 +416,7 @@ def _cached(src: Path, include_dirs: list[Path], extra_cuda_flags: list[str], ro
     if "did not finish" in report.note or "not found" in report.note or report.log.startswith("cannot run "):
         return report
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(convert(report.as_dict(), False)), encoding="utf-8")
-        tmp.replace(path)  # atomic: a concurrent reader sees the whole report or none
+        write_text_atomic(path, json.dumps(convert(report.as_dict(), False)))  # a concurrent reader: all or none
     except OSError:
         pass  # a read-only state folder: no cache, same answer
     return report

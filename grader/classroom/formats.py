@@ -17,6 +17,7 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 from grader.check import error_map
+from grader.paths import write_text_atomic
 from grader.verdicts import Status
 
 FORMATS = ("gradescope", "junit", "classroom")
@@ -141,8 +142,6 @@ def write(doc: dict, points: dict[str, int], out_dir: Path, formats=FORMATS, opt
             text = json.dumps(gradescope(doc, points, optional=optional), indent=1)
         else:
             text = json.dumps(classroom(doc, points, optional), indent=1)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
+        write_text_atomic(path, text)
         written.append(path)
     return written

@@ -217,8 +217,7 @@ _WHOLE_RUN_MARKS: dict[str, list[str]] | None = None  # the GPU tests' marks, wh
 def _whole_collection(config) -> bool:
     """Whether this run collected every test of tests/ (the README's command, each xdist worker of it): no path or
     node given but the folder, nothing ignored. -k, -m and --deselect act after this hook (tryfirst)."""
-    args = [Path(a.split("::")[0]).resolve() for a in config.args]
-    return (args in ([ROOT / "tests"], [ROOT]) and "::" not in "".join(config.args)
+    return ([Path(a).resolve() for a in config.args] in ([ROOT / "tests"], [ROOT])
             and not config.getoption("ignore") and not config.getoption("ignore_glob"))
 
 

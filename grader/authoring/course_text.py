@@ -12,6 +12,7 @@ import copy
 
 import yaml
 
+from grader import yaml_file
 from grader.errors import GraderError
 
 HEADER = "# The student's course.yaml, written by `grader release --to` (planted-bug edits removed).\n"
@@ -86,7 +87,7 @@ def _widen(text: str, start: int, end: int, flow: bool) -> tuple[int, int]:
 def student_course_yaml(text: str, source: str = "course.yaml") -> str:
     """The instructor's course.yaml text without planted-bug edits."""
     try:
-        data = yaml.safe_load(text)
+        data = yaml_file.safe_load(text)
     except yaml.YAMLError as e:
         raise GraderError(f"{source} is not valid YAML:\n  {e}") from None
     want = _strip_plants(copy.deepcopy(data))
@@ -96,7 +97,7 @@ def student_course_yaml(text: str, source: str = "course.yaml") -> str:
     for a, b in reversed(_plant_spans(text)):
         out = out[:a] + out[b:]
     try:
-        if yaml.safe_load(out) == want:
+        if yaml_file.safe_load(out) == want:
             return out
     except yaml.YAMLError:
         pass

@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from grader.errors import GraderError
+from grader.nbgrader_import import nbgrader_ready
 
 COURSE_ID = "cuda-course"  # the gradebook's course; open it with Gradebook(db_url, COURSE_ID)
 INSTALL_HINT = ("nbgrader is needed to release or grade the course's notebooks: pip install nbgrader "
@@ -23,6 +24,7 @@ INSTALL_HINT = ("nbgrader is needed to release or grade the course's notebooks: 
 
 
 def _nbgrader():
+    nbgrader_ready()
     try:
         from nbgrader.converters import GenerateAssignment
         from nbgrader.converters.base import NbGraderException

@@ -19,6 +19,7 @@ from pathlib import Path
 from grader.classroom import formats
 from grader.course import Course
 from grader.errors import GraderError
+from grader.nbgrader_import import nbgrader_ready
 
 NOTEBOOK = "kernels"
 DEFAULT_ASSIGNMENT = "{day}-kernels"
@@ -60,6 +61,7 @@ def _read(path: Path, course: Course) -> tuple[dict, datetime]:
 
 
 def _open(db: str):
+    nbgrader_ready()
     try:
         from nbgrader.api import Gradebook
     except ImportError:

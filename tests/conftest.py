@@ -1,4 +1,5 @@
 import atexit
+import importlib.util
 import json
 import os
 import shutil
@@ -320,6 +321,12 @@ def run_grader(*args, cwd=ROOT, timeout=900, state: Path | None = None, env: dic
                                                   **({"GRADER_STATE": str(state)} if state else {})}
     return subprocess.run([sys.executable, "-m", "grader", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, env=env)
+
+
+# nbgrader is a test extra (pip install -e ".[test]"), not on the device image. Found, not imported: importing it is
+# 2-3 s of CPU (jsonschema's format grammars among it), which a test that only asks whether it is there would pay.
+needs_nbgrader = pytest.mark.skipif(importlib.util.find_spec("nbgrader") is None,
+                                    reason="nbgrader is a test extra: pip install -e '.[test]'")
 
 
 def nvcc_mark(missing: bool, in_ci: bool):

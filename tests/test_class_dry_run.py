@@ -7,12 +7,11 @@ import shutil
 import subprocess
 import sys
 
-import pytest
 
 from grader import cli, clock, sandbox
 from grader.authoring import leaks
 from grader.course import load_course
-from tests.conftest import ROOT, needs_nvcc
+from tests.conftest import ROOT, needs_nbgrader, needs_nvcc
 
 
 def git(where, *args):
@@ -27,8 +26,8 @@ def grader(*args, cwd):
 
 
 @needs_nvcc
+@needs_nbgrader  # the release makes day 8's notebook with it, and the gradebook is nbgrader's
 def test_a_class_from_release_to_gradebook(tmp_path, monkeypatch):
-    pytest.importorskip("nbgrader")  # the release makes day 8's notebook with it, and the gradebook is nbgrader's
     # The class's first day, whatever today is: the release holds day 01 from then on (course.yaml's calendar).
     first = load_course(ROOT / "course.yaml").day("day01").release
     monkeypatch.setattr(clock, "today", lambda: first)

@@ -1,6 +1,5 @@
 """Kernel grades into a real nbgrader gradebook, read back through `nbgrader export`'s CSV beside a notebook's score."""
 import csv
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -9,12 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, run_grader
+from tests.conftest import ROOT, needs_nbgrader, run_grader
 
-# nbgrader is a test extra (pip install -e ".[test]"), not on the device image. Found, not imported: its import is
-# 2-3 s of CPU, which every xdist worker's collection would pay.
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("nbgrader") is None,
-                                reason="nbgrader is a test extra: pip install -e '.[test]'")
+pytestmark = needs_nbgrader
 
 COURSE = str(ROOT / "course.yaml")  # day01: one exercise, softmax, 10 points
 

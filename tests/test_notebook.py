@@ -4,7 +4,6 @@ One scratch nbgrader course holds three submissions (the instructor's notebook, 
 answered with one wrong function) and one autograde run grades them all: each run starts a Python kernel per
 notebook, so this is the slow part of the file.
 """
-import importlib.util
 import io
 import json
 import logging
@@ -17,10 +16,7 @@ from pathlib import Path
 import pytest
 
 from grader.authoring import notebooks  # imports nbgrader only when it is used
-
-# Skips a test, not the file: the missing-nbgrader test below runs either way. CI has nbgrader (the test extra).
-needs_nbgrader = pytest.mark.skipif(importlib.util.find_spec("nbgrader") is None,
-                                    reason="nbgrader is not installed: pip install -e '.[test]'")
+from tests.conftest import needs_nbgrader  # a test at a time: the missing-nbgrader test below runs either way
 # nbgrader's gradebook trips SQLAlchemy's autoflush warnings while autograding; they are its own and harmless.
 pytestmark = pytest.mark.filterwarnings("ignore::Warning:nbgrader.api")
 

@@ -37,7 +37,7 @@ from grader import cli, clock, sandbox
 from grader.authoring import leaks, publish, semester, student_repo
 from grader.course import load_course
 from grader.errors import GraderError
-from tests.conftest import ROOT, needs_nvcc
+from tests.conftest import ROOT, needs_nbgrader, needs_nvcc
 from tests.test_released_references import broken_references
 
 GRADED = 1  # how many of the first days due the class is graded on (each a compile of the student's sources)
@@ -80,8 +80,8 @@ def files_of(dest: Path) -> dict[str, bytes]:
 
 
 @needs_nvcc
+@needs_nbgrader  # day 8's notebook is released by nbgrader, and the gradebook is nbgrader's
 def test_a_semester_release_by_release(tmp_path, monkeypatch, capsys):
-    pytest.importorskip("nbgrader")  # day 8's notebook is released by nbgrader, and the gradebook is nbgrader's
     instructor = tmp_path / "instructor"
     git(tmp_path, "clone", "-q", "--no-hardlinks", str(ROOT), str(instructor))
     course_file = instructor / "course.yaml"

@@ -405,6 +405,7 @@ class Index:
     _by_key: dict[int, list[tuple[int, tuple[int, ...]]]] = field(default_factory=dict, repr=False)
     _short: set[int] = field(default_factory=set, repr=False)
     _shapes: set[int] = field(default_factory=set, repr=False)
+    _answered: dict[tuple[str, str], list[Match]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
         by_key = defaultdict(list)
@@ -430,5 +431,8 @@ class Index:
         return sorted(out, key=lambda m: (-m.covered, m.hole.path, m.hole.line))
 
     def answered(self, path: str, text: str) -> list[Match]:
-        """The holes this file answers (the threshold passed), most covered first."""
-        return [m for m in self.matches(path, text) if m.answers]
+        """The holes this file answers (the threshold passed), most covered first. Kept by (path, text): the two
+        builds of a release ask of the same files."""
+        if (path, text) not in self._answered:
+            self._answered[(path, text)] = [m for m in self.matches(path, text) if m.answers]
+        return list(self._answered[(path, text)])

@@ -27,6 +27,7 @@ import posixpath
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date
+from functools import lru_cache
 from pathlib import Path
 
 from grader.authoring import copies, course_files, later_days, leaks, release, student_readme, syllabus
@@ -162,6 +163,13 @@ def holes_of(solution_files: dict[str, str], course_dir: str, published: set[str
 TOOL = "grader/"
 
 
+@lru_cache(maxsize=4)
+def _index(holes: tuple[copies.Hole, ...]) -> copies.Index:
+    """One index of these holes for the process: a release builds the repository as of today and as of its last
+    date (the forecast), with the same days published, so the same holes."""
+    return copies.Index(list(holes))
+
+
 def answers_in(files: dict[str, str], holes: list[copies.Hole], course: Course) -> tuple[dict, dict, list]:
     """What released files (course-relative path -> text) answer, by the rule of the release:
     ({day: {file: {earlier day: its best match}}} for each day's own files, {shared file: {day: best match}},
@@ -170,7 +178,7 @@ def answers_in(files: dict[str, str], holes: list[copies.Hole], course: Course) 
     asks for days 03 and 04's merges again). A day's file that answers the day's own hole is a leak no release
     can wait out."""
     order = {d.id: i for i, d in enumerate(course.days)}
-    index = copies.Index(holes)
+    index = _index(tuple(holes))
     by_day: dict = {}
     shared: dict = {}
     own: list[copies.Match] = []

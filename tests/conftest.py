@@ -323,10 +323,15 @@ def run_grader(*args, cwd=ROOT, timeout=900, state: Path | None = None, env: dic
                           timeout=timeout, env=env)
 
 
-# nbgrader is a test extra (pip install -e ".[test]"), not on the device image. Found, not imported: importing it is
-# 2-3 s of CPU (jsonschema's format grammars among it), which a test that only asks whether it is there would pay.
-needs_nbgrader = pytest.mark.skipif(importlib.util.find_spec("nbgrader") is None,
-                                    reason="nbgrader is a test extra: pip install -e '.[test]'")
+def needs_modules(*names: str):
+    """Skip unless these test extras (pip install -e ".[test]"; the device image lacks them) are installed. Found,
+    not imported: nbgrader's import is 2-3 s of CPU and jsonschema's 1.3 s (its format grammars), which every xdist
+    worker's collection would pay for a test that only asks whether they are there. The test imports them itself."""
+    missing = [n for n in names if importlib.util.find_spec(n) is None]
+    return pytest.mark.skipif(bool(missing), reason=f"{', '.join(missing)}: a test extra, pip install -e '.[test]'")
+
+
+needs_nbgrader = needs_modules("nbgrader")
 
 
 def nvcc_mark(missing: bool, in_ci: bool):

@@ -7,7 +7,6 @@ import shutil
 import subprocess
 import sys
 
-
 from grader import cli, clock, sandbox
 from grader.authoring import leaks
 from grader.course import load_course

@@ -1,21 +1,18 @@
 """Results for Gradescope, JUnit and GitHub Classroom, checked against the structure each documents, on check results
 of every kind: a pass, one dtype failing, a speedup under the threshold (no failing case), a build error (no cases)."""
-import importlib.util
 import json
 from xml.etree import ElementTree as ET
 
 import pytest
 
 from grader.classroom import formats
-from tests.conftest import run_grader
+from tests.conftest import needs_modules, run_grader
 
-# A test extra: the device image has no jsonschema, and the formats are exercised fully on CPU CI.
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("jsonschema") is None,
-                                reason="jsonschema is a test extra: pip install -e '.[test]'")
+pytestmark = needs_modules("jsonschema")  # the formats are exercised fully on CPU CI
 
 
 def validate(instance, schema) -> None:
-    import jsonschema  # 1.3 s of import (its format checkers): paid where these tests run, not by every collection
+    import jsonschema
 
     jsonschema.validate(instance, schema)
 

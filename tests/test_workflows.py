@@ -2,26 +2,23 @@
 and doing what the course needs: ranked runs on a self-hosted GPU runner whose labels are configurable, the secret
 seed from the repository's secrets, results kept as artifacts, the leaderboard published with the site."""
 import importlib.resources
-import importlib.util
 import json
 import os
 import subprocess
+from functools import cache
 from pathlib import Path
 
 import pytest
 import yaml
 
 from grader import cli
-from tests.conftest import ROOT
+from tests.conftest import ROOT, needs_modules
 
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.y*ml"))
-# Both are test extras, imported by the tests that use them: jsonschema's import alone is 1.3 s, which every xdist
-# worker's collection would otherwise pay.
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("jsonschema") is None
-                                or importlib.util.find_spec("check_jsonschema") is None,
-                                reason="jsonschema and check-jsonschema are test extras: pip install -e '.[test]'")
+pytestmark = needs_modules("jsonschema", "check_jsonschema")
 
 
+@cache
 def workflow_validator():
     """SchemaStore's workflow schema as the installed check-jsonschema ships it, never a copy in this repository."""
     import jsonschema

@@ -181,7 +181,7 @@ def test_a_key_the_records_lack_is_compiled_once_for_every_worker(records):
     assert compiler.runs == 1 and len(got) == 2 and got[0][0] == got[1][0]
 
 
-def test_the_sample_is_its_share_of_the_records_at_least_three_and_fixed_by_the_seed(records, monkeypatch):
+def test_the_sample_is_its_share_of_the_records_at_least_min_sample_and_fixed_by_the_seed(records, monkeypatch):
     def sample(n: int, seed: str) -> frozenset:
         cr.RECORDS.write_text(json.dumps({"format": cr.FORMAT, "environments": {},
                                           "records": {f"{i:04x}": {"base": "b"} for i in range(n)}}))

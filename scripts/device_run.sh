@@ -70,8 +70,8 @@ if compgen -G "/tmp/stage/*.whl*" >/dev/null; then
   fi
 fi
 compgen -G ".whl/*.whl" >/dev/null && wheels+=(.whl/*.whl)
-# .whl/ is ignored by git, so a call has it only when run's carry names it; without it the image lacks pydantic and
-# the commands that need it (the instructors' grade and release, the GPU suite's tests of them) fail far from the cause
+# .whl/ is ignored by git, so a call has it only when run's carry names it; without it the image lacks pydantic,
+# which the grader's course model (grader/course.py) needs, and every grader command fails far from the cause
 [ -d .whl ] || echo "device_run.sh: no .whl/ here (make it with scripts/device_wheels.sh; a device call needs carry: [\".whl\"])" >&2
 # SKIP="install": the caller installed the wheels and the project and exported PYTHONPATH (runs in parallel, one
 # per GPU, must not install the project over each other)

@@ -70,12 +70,13 @@ if compgen -G "/tmp/stage/*.whl*" >/dev/null; then
   fi
 fi
 compgen -G ".whl/*.whl" >/dev/null && wheels+=(.whl/*.whl)
-# .whl/ is ignored by git, so a call has it only when run's carry names it; without it the image lacks pydantic,
-# which the grader's course model (grader/course.py) needs, and every grader command fails far from the cause
-[ -d .whl ] || echo "device_run.sh: no .whl/ here (make it with scripts/device_wheels.sh; a device call needs carry: [\".whl\"])" >&2
 # SKIP="install": the caller installed the wheels and the project and exported PYTHONPATH (runs in parallel, one
 # per GPU, must not install the project over each other)
 skip() { [[ " ${SKIP:-} " == *" $1 "* ]]; }
+# .whl/ is ignored by git, so a call has it only when run's carry names it; without it the image lacks pydantic,
+# which the grader's course model (grader/course.py) needs, and every grader command fails far from the cause
+skip install || compgen -G ".whl/*.whl" >/dev/null \
+  || echo "device_run.sh: no wheels in .whl/ (make them with scripts/device_wheels.sh; a device call needs carry: [\".whl\"])" >&2
 skip install && wheels=()
 if [ ${#wheels[@]} -gt 0 ]; then  # compiled to .pyc at install, as a student's pip does (timings)
   python3 -m pip install -q --no-index --no-deps --no-cache-dir --target /tmp/site "${wheels[@]}" \

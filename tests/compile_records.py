@@ -19,10 +19,10 @@ cannot pass: every run also recompiles a sample of the recorded keys and fails t
 result differs from the record. The sample walks the keys in an order drawn from the run's seed and takes the first
 MIN_SAMPLE, then every key that still fits in SAMPLE_FRACTION of the records' compile seconds (of their number where
 a record has no seconds). So a run's sample costs that share of the compile time and never more, unless its first
-key alone passes it: drawn by number, one run's sample of the slowest keys cost twice another's, and a rule that
-stopped at the key passing the budget let one 117 s key double a run's sample. Every key can come first, so every
-key is checked in some runs; the six keys bigger than the share (52-117 s) only there, so one of them in one run
-of 30 (three keys taken first made that one run in 10, and such a run took 525 s of CI against 450-470 s: NOTES.md).
+key alone passes it (why it is drawn by seconds and passes over a key that does not fit: measured/NOTES.md). Every
+key can come first, so every
+key is checked in some runs, and a key bigger than the share only in a run that draws it first (how often, and
+what such a run costs CI: measured/NOTES.md).
 
 `python3 scripts/compile_records.py --update` refreshes the file (README, Tests)."""
 from __future__ import annotations
@@ -50,8 +50,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = ROOT / "tests" / "data" / "compile-records.json"
 FORMAT = 1  # bump when what a record holds changes
-SAMPLE_FRACTION = 0.03  # of the records' compile seconds: about 50 s of nvcc a run (CI, issue 68; NOTES.md)
-MIN_SAMPLE = 1  # a key bigger than the share is drawn only where it comes first (one run in 177 for each)
+SAMPLE_FRACTION = 0.03  # of the records' compile seconds (CI's time, issue 68; measured/NOTES.md)
+MIN_SAMPLE = 1  # the keys taken whatever they cost: a key bigger than the share is checked only where it comes first
 MODE_ENV = "COMPILE_RECORDS_MODE"  # unset: use the records; "update": also write what was used; "all": compile all
 OUT_ENV = "COMPILE_RECORDS_OUT"  # the folder an update run's processes write their lines to
 SEED_ENV = "COMPILE_RECORDS_SEED"  # the sample's seed (default: the xdist run's id, else random)

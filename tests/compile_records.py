@@ -20,9 +20,8 @@ result differs from the record. The sample walks the keys in an order drawn from
 MIN_SAMPLE, then every key that still fits in SAMPLE_FRACTION of the records' compile seconds (of their number where
 a record has no seconds). So a run's sample costs that share of the compile time and never more, unless its first
 key alone passes it (why it is drawn by seconds and passes over a key that does not fit: measured/NOTES.md). Every
-key can come first, so every
-key is checked in some runs, and a key bigger than the share only in a run that draws it first (how often, and
-what such a run costs CI: measured/NOTES.md).
+key can come first, so every key is checked in some runs, and a key bigger than the share only in a run that draws
+it first (how often, and what such a run costs CI: measured/NOTES.md).
 
 `python3 scripts/compile_records.py --update` refreshes the file (README, Tests)."""
 from __future__ import annotations

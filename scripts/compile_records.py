@@ -6,8 +6,9 @@
     python3 scripts/compile_records.py --verify         # recompile every recorded key and compare; writes nothing
 
 It runs the tests that use the records (tests/test_compile.py, tests/test_compile_matrix.py,
-tests/test_ring_ordering.py, tests/test_lesson_tools.py; arguments after `--` go to pytest, default `-n auto`),
-then writes the records of every compile they used: keys no test asked for any more are dropped. Exit code:
+tests/test_ring_ordering.py, tests/test_lesson_tools.py, tests/test_cpu_compile.py; arguments after `--` go to
+pytest, default `-n auto`), then writes the records of every compile they used: keys no test asked for any more are
+dropped. Exit code:
 pytest's (a failing compile test is recorded as it is, and still fails), 2 when no compile ran (no nvcc here?)."""
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 from tests import compile_records as cr  # noqa: E402
 
 TESTS = ["tests/test_compile.py", "tests/test_compile_matrix.py", "tests/test_ring_ordering.py",
-         "tests/test_lesson_tools.py"]
+         "tests/test_lesson_tools.py", "tests/test_cpu_compile.py"]
 
 
 def _run_tests(env: dict, pytest_args: list[str]) -> int:

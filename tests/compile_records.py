@@ -3,14 +3,15 @@ changed since a developer last compiled.
 
 tests/data/compile-records.json maps a key to what a test asserts of one compile: for tests/test_compile.py a
 source's compile report (ok, diagnostics, ptxas's kernels: registers, spills, smem, serialised wgmma), for
-tests/test_ring_ordering.py the ordering check's findings on a PTX. The key is the sha256 of everything the result is
-made from:
+tests/test_ring_ordering.py the ordering check's findings on a PTX, for tests/test_cpu_compile.py a Python route's
+compile-only report (python_kernels). The key is the sha256 of everything the result is made from:
 
 - the source's name and bytes, and every header in its folder and its include folders (so that a new header which
   would shadow another changes the key too);
 - every file the compiler read, as its `-MD` list names them, by content: the course's own headers in the record
   itself, the toolkit's, the C++ library's and torch's through the record file's `environments` (one list of the
-  headers outside the course per compiler, with that compiler's `--version`);
+  headers outside the course per compiler, with that compiler's `--version`); a Python route's compile names no
+  such list, so its record takes every file of its folder by content, and its packages by version;
 - the flags and arguments, and the code that runs the compiler and reads its report (the `code` of a Unit).
 
 A recorded key gives the record's result without compiling; a key the records lack is compiled, once per run for
@@ -63,7 +64,7 @@ class Unit:
     """One compile whose result a test asserts on. produce(depfile) compiles, has the compiler write the files it
     read to depfile, and gives (result, keep): keep False for a result that says nothing of the code (the compiler
     timed out or could not start), which is then neither recorded nor shared."""
-    kind: str  # "nvcc", "c++" or "ptx-ordering": the record's kind
+    kind: str  # "nvcc", "c++", "ptx-ordering" or "python" (a route's CPU compile): the record's kind
     source: Path
     include_dirs: list
     args: list  # the caller's flags and arguments, paths as _path_id gives them
@@ -120,9 +121,12 @@ def _project(path_id: str) -> bool:
 @cache
 def identity(compiler: str) -> str | None:
     """The compiler's `--version`, as it says it; None where it is not installed (no record applies there).
-    compiler: "nvcc", "c++", or an environment of nvcc's own ("nvcc+cutlass", Unit.environment)."""
+    compiler: "nvcc", "c++", an environment of nvcc's own ("nvcc+cutlass", Unit.environment), or a Python route's
+    packages ("python+cute": _python_identity)."""
     from grader.check.compile_check import nvcc_path
 
+    if compiler.startswith("python+"):
+        return _python_identity(compiler.partition("+")[2])
     if compiler.startswith("nvcc"):
         path = nvcc_path()
     else:
@@ -134,6 +138,30 @@ def identity(compiler: str) -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.strip() or None
+
+
+def _python_identity(extra: str) -> str | None:
+    """A Python route's compiler: Python's version, torch's, and those of the packages pyproject.toml's extra
+    `extra` names and of what they require, as installed; None where the extra or one of its packages is not."""
+    import importlib.metadata as md
+    import platform
+    import tomllib
+
+    name = lambda requirement: re.match(r"[A-Za-z0-9_.-]+", requirement)[0]  # noqa: E731
+    listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"].get(extra)
+    if listed is None:
+        return None
+    try:
+        versions = {n: md.version(n) for n in ["torch", *map(name, listed)]}
+    except md.PackageNotFoundError:
+        return None
+    for n in list(versions)[1:]:
+        for r in md.requires(n) or []:
+            try:
+                versions.setdefault(name(r), md.version(name(r)))
+            except md.PackageNotFoundError:  # an optional one, or another platform's
+                pass
+    return "; ".join([f"Python {platform.python_version()}", *(f"{n} {v}" for n, v in sorted(versions.items()))])
 
 
 def _base(unit: Unit) -> str:
@@ -523,6 +551,27 @@ def compile_sources(sources: list[Path], include_dirs: list[Path], extra_flags: 
         reports.append(cc.CompileReport(**got, cached=how == "recorded"))
         hows.append((reports[-1].file, how))
     return reports
+
+
+def python_kernels(source: Path, function: str, dtypes: list[str], extra: str) -> tuple:
+    """(grader's compile_python_kernels report, how it was had): a Python route that builds its kernels with no GPU
+    (course.yaml `cpu_compile:`), from the records where its key is recorded. Its compiler is the packages of
+    pyproject.toml's extra `extra`, by version (the record file's environment "python+EXTRA"); the course's files it
+    reads are every file of its folder, by content (a route reads its neighbours, as day 13's Mojo route reads its
+    .mojo file, and Python names no such list as nvcc's -MD does)."""
+    from grader.check import compile_check as cc
+
+    def produce(depfile):
+        r = cc.compile_python_kernels(source, function, dtypes, ROOT)
+        if depfile is not None:
+            files = sorted(str(p).replace(" ", "\\ ") for p in source.parent.iterdir() if p.is_file())
+            depfile.write_text("route: " + " ".join(files) + "\n")
+        return {f: getattr(r, f) for f in _REPORT_FIELDS}, not _unkept(r) and "is not installed" not in r.note
+
+    unit = Unit("python", source, [], [function, *dtypes], (*code_closure(cc.compile_python_kernels),
+                                                            repr(_REPORT_FIELDS)), produce, environment=f"python+{extra}")
+    got, how = result(unit)
+    return cc.CompileReport(**got, cached=how == "recorded"), how
 
 
 # ------------------------------------------------------------------------------------------ the compile matrix

@@ -61,7 +61,8 @@ class Compiler:
 
 
 def _update_run(folder, unit):
-    """What scripts/compile_records.py --update does for one unit: the test run, then the merge."""
+    """What scripts/compile_records.py --update does for one unit (or a call that compiles through the records, as
+    python_kernels): the test run, then the merge."""
     import importlib.util
 
     from tests.conftest import ROOT
@@ -72,7 +73,7 @@ def _update_run(folder, unit):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(cr.MODE_ENV, "update")
         mp.setenv(cr.OUT_ENV, str(folder / "out"))
-        cr.result(unit)
+        cr.result(unit) if isinstance(unit, cr.Unit) else unit()
     old = cr.load()
     cr.RECORDS.write_text(json.dumps(script.merge(script._lines(folder / "out"), old)))
     for c in (cr.load, cr._by_base, cr._env_digest, cr.sample):
@@ -141,6 +142,43 @@ def test_an_optional_packages_headers_key_only_the_records_that_read_them(record
     assert cr.result(plain.unit())[1] == "recorded"
     got, how = cr.result(with_package.unit())
     assert how == "compiled" and "PKG 2" in got["text"]
+
+
+def test_a_python_routes_record_is_keyed_by_every_file_of_its_folder(records, monkeypatch):
+    """A route that builds its kernels with no GPU (python_kernels, tests/test_cpu_compile.py): Python names no files
+    it read, so the record holds every file of the route's folder, and an edit to a neighbour (day 13's Mojo route
+    reads its .mojo file) compiles again; so does another version of the extra's packages."""
+    from grader.check import compile_check as cc
+
+    monkeypatch.setattr(cr, "MIN_SAMPLE", 0)
+    monkeypatch.setattr(cr, "SAMPLE_FRACTION", 0.0)
+    route = records / "route" / "r.py"
+    route.parent.mkdir()
+    route.write_text("def compile_for(dtype, device): ...\n")
+    kernel = route.with_name("r.mojo")
+    kernel.write_text("fn k(): pass\n")
+    runs = []
+
+    def compile_python_kernels(src, function, dtypes, root):  # reads the neighbour, as a route may
+        runs.append(src)
+        time.sleep(0.05)  # a compile of 0 s would fit in any sample, even the empty one asked for above
+        return cc.CompileReport(src.name, True, "python", note=kernel.read_text())
+
+    monkeypatch.setattr(cc, "compile_python_kernels", compile_python_kernels)
+    build = lambda: cr.python_kernels(route, "compile_for", ["fp32"], "pkg")  # noqa: E731
+    _update_run(records, build)
+    saved = json.loads(cr.RECORDS.read_text())
+    (rec,) = saved["records"].values()
+    assert rec["compiler"] == "python+pkg" and rec["deps"] == ["@src/r.mojo"] and len(runs) == 1
+    report, how = build()
+    assert how == "recorded" and report.cached and report.note == "fn k(): pass\n" and len(runs) == 1
+    kernel.write_text("fn k(): return\n")
+    report, how = build()
+    assert how == "compiled" and report.note == "fn k(): return\n" and len(runs) == 2
+    kernel.write_text("fn k(): pass\n")
+    assert build()[1] == "recorded"
+    monkeypatch.setattr(cr, "identity", lambda compiler: f"{compiler} 2.0 (fake)")
+    assert build()[1] == "compiled" and len(runs) == 3
 
 
 def test_a_forged_record_fails_the_run_that_samples_it(records, monkeypatch):

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from grader.check.compile_check import compile_python_kernels
+from tests import compile_records
 from tests.conftest import ROOT
 
 ROUTE = """import torch
@@ -63,8 +64,8 @@ needs_cute = pytest.mark.skipif(importlib.util.find_spec("cutlass") is None,
 @needs_cute
 @pytest.mark.parametrize("folder", ["solutions", "days"])
 def test_day13s_cute_softmax_compiles_without_a_gpu(folder):
-    r = compile_python_kernels(ROOT / folder / "day13" / "softmax_cute.py", "compile_for", ["fp32", "fp16", "bf16"],
-                               ROOT)
+    r, _ = compile_records.python_kernels(ROOT / folder / "day13" / "softmax_cute.py", "compile_for",
+                                          ["fp32", "fp16", "bf16"], "cute")
     assert r.ok and r.note == "kernels compiled (fp32, fp16, bf16)", r.log
 
 
@@ -72,7 +73,8 @@ def test_day13s_cute_softmax_compiles_without_a_gpu(folder):
 @pytest.mark.parametrize("folder", ["solutions", "days"])
 def test_day11s_cute_gemm_compiles_without_a_gpu(folder):
     """Step 11f's solution and its stub (two holes, so nothing is written) both build for sm_90a here."""
-    r = compile_python_kernels(ROOT / folder / "day11" / "matmul_cute.py", "compile_for", ["fp16", "bf16"], ROOT)
+    r, _ = compile_records.python_kernels(ROOT / folder / "day11" / "matmul_cute.py", "compile_for", ["fp16", "bf16"],
+                                          "cute")
     assert r.ok and r.note == "kernels compiled (fp16, bf16)", r.log
 
 
@@ -119,8 +121,8 @@ def test_day11s_cute_gemm_refuses_bad_input_with_a_message():
 @pytest.mark.skipif(importlib.util.find_spec("mojo") is None, reason="Mojo not installed (pip install -e \".[mojo]\")")
 @pytest.mark.parametrize("folder", ["solutions", "days"])
 def test_day13s_mojo_softmax_compiles_without_a_gpu(folder):
-    r = compile_python_kernels(ROOT / folder / "day13" / "softmax_mojo.py", "compile_for", ["fp32", "fp16", "bf16"],
-                               ROOT)
+    r, _ = compile_records.python_kernels(ROOT / folder / "day13" / "softmax_mojo.py", "compile_for",
+                                          ["fp32", "fp16", "bf16"], "mojo")
     assert r.ok and r.note == "kernels compiled (fp32, fp16, bf16)", r.log
 
 
